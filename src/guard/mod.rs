@@ -1,0 +1,428 @@
+//! The guard: Rule M (migration) as a sans-IO state machine.
+//!
+//! The server reports what it observes (events produced and written,
+//! connections seen closed, cursors presented, replays, evictions) and asks
+//! [`SessionGuard::check`] for a [`Verdict`] on every POST. This module
+//! imports neither tokio nor hyper, and `check` neither allocates nor
+//! mutates: [`SessionGuard::apply`] commits a decision's side effects.
+//!
+//! Words (DESIGN §2): a *dropped* stream is one whose current connection
+//! ended before the stream finished, or that a client reported `;lost`; its
+//! *watermark* is the highest cursor the client presented for it, else the
+//! last event written on its connection before the close was seen; a
+//! *migration* is a POST on a session that has a dropped stream; a *lost*
+//! stream had owed events evicted.
+
+use serde::Serialize;
+
+/// A session-scoped event id.
+pub type EventId = u64;
+
+/// Index of a stream within its session.
+pub type StreamIdx = u32;
+
+/// Why a POST was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Row 0: a replay backlog is pending and the queue is full or the wait ran out.
+    ReplayInProgress,
+    /// Row 2: the dropped stream's watermark is below its last produced event.
+    NotDrained,
+    /// Row 3: a request is still producing events for the dropped stream.
+    InFlight,
+    /// Row 4: a non-idempotent POST without an honored dedup token.
+    NonIdempotent,
+    /// A migration met a lost stream (owed events evicted): 410, once.
+    StreamLost,
+}
+
+impl Reason {
+    /// Every reason, in table order.
+    pub const ALL: [Reason; 5] = [
+        Reason::ReplayInProgress,
+        Reason::NotDrained,
+        Reason::InFlight,
+        Reason::NonIdempotent,
+        Reason::StreamLost,
+    ];
+
+    /// The snake_case name used in JSON and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::ReplayInProgress => "replay_in_progress",
+            Reason::NotDrained => "not_drained",
+            Reason::InFlight => "in_flight",
+            Reason::NonIdempotent => "non_idempotent",
+            Reason::StreamLost => "stream_lost",
+        }
+    }
+}
+
+/// The guard's answer for one POST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Not a migration: serve it.
+    Fresh,
+    /// A migration that is legal now: serve it.
+    Allow,
+    /// A replay backlog is pending: hold the POST and ask again when written.
+    Queue,
+    /// Refuse it (409, or 410 for [`Reason::StreamLost`]).
+    Reject(Reason),
+}
+
+/// A verdict and the stream it concerns (the owed stream for a rejection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The dropped stream the verdict is about, if any.
+    pub stream: Option<StreamIdx>,
+    /// The resume point to name in the 409's `Last-Event-ID` (the watermark).
+    pub hint: Option<EventId>,
+}
+
+/// What the server knows about the POST being checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PostFacts {
+    /// The called tool (or method) is idempotent.
+    pub idempotent: bool,
+    /// The POST carries a dedup token the server honors.
+    pub dedup_honored: bool,
+}
+
+/// Bounds the server sets on Rule M's queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most POSTs a session may hold queued behind a replay.
+    pub queue_capacity: u32,
+}
+
+/// Per-stream state, as the server observes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct StreamState {
+    /// Highest event id produced for the stream (the priming event counts).
+    pub last_produced: EventId,
+    /// Highest event id written on the current connection.
+    pub last_written: EventId,
+    /// Delivered watermark (meaningful while dropped).
+    pub watermark: EventId,
+    /// A client presented a cursor for it since its current connection began.
+    pub cursor_presented: bool,
+    /// A connection is currently writing it.
+    pub connected: bool,
+    /// Dropped (see the module docs).
+    pub dropped: bool,
+    /// Owed events of it were evicted.
+    pub lost: bool,
+    /// The 410 for its loss has been given; Rule M ignores it from now on.
+    pub lost_reported: bool,
+    /// Requests still producing events for it.
+    pub in_flight: u32,
+    /// Final event written and response ended, or drained by a cursor.
+    pub finished: bool,
+    /// Events of a replay on it not yet written.
+    pub replay_backlog: u32,
+}
+
+impl StreamState {
+    fn opened(priming: EventId) -> Self {
+        StreamState {
+            last_produced: priming,
+            last_written: priming,
+            watermark: priming,
+            cursor_presented: false,
+            connected: true,
+            dropped: false,
+            lost: false,
+            lost_reported: false,
+            in_flight: 0,
+            finished: false,
+            replay_backlog: 0,
+        }
+    }
+
+    /// Whether Rule M must consider it: dropped and not a reported loss.
+    fn counts(&self) -> bool {
+        self.dropped && !self.lost_reported
+    }
+
+    /// The last event the server believes the client has.
+    pub fn delivered(&self) -> EventId {
+        if self.connected && !self.dropped {
+            self.last_written.max(self.watermark)
+        } else {
+            self.watermark
+        }
+    }
+}
+
+/// Rule M state for one session.
+#[derive(Clone, Debug, Default)]
+pub struct SessionGuard {
+    streams: Vec<StreamState>,
+    /// Streams that Rule M must consider (dropped, loss not yet reported).
+    dropped: Vec<StreamIdx>,
+    replay_backlog: u64,
+    queued: u32,
+}
+
+/// A copy of what a decision was made from, for the trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct View {
+    /// Replay events not yet written, session-wide.
+    pub replay_backlog: u64,
+    /// POSTs queued behind the replay.
+    pub queued: u32,
+    /// The dropped streams Rule M considered, with their state.
+    pub dropped: Vec<(StreamIdx, StreamState)>,
+}
+
+impl SessionGuard {
+    /// An empty session.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Opens a stream whose priming event `priming` was produced and written.
+    pub fn open_stream(&mut self, priming: EventId) -> StreamIdx {
+        let idx = StreamIdx::try_from(self.streams.len()).expect("fewer than 2^32 streams a session");
+        self.streams.push(StreamState::opened(priming));
+        idx
+    }
+
+    /// The state of one stream.
+    pub fn stream(&self, s: StreamIdx) -> &StreamState {
+        &self.streams[s as usize]
+    }
+
+    /// Number of streams opened.
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether any stream is dropped (and not a reported loss).
+    pub fn has_dropped(&self) -> bool {
+        !self.dropped.is_empty()
+    }
+
+    /// Replay events not yet written, session-wide.
+    pub fn replay_backlog(&self) -> u64 {
+        self.replay_backlog
+    }
+
+    fn st(&mut self, s: StreamIdx) -> &mut StreamState {
+        &mut self.streams[s as usize]
+    }
+
+    fn set_dropped(&mut self, s: StreamIdx, dropped: bool) {
+        let st = self.st(s);
+        st.dropped = dropped;
+        let counts = st.counts();
+        let pos = self.dropped.iter().position(|&d| d == s);
+        match (counts, pos) {
+            (true, None) => self.dropped.push(s),
+            (false, Some(i)) => {
+                self.dropped.swap_remove(i);
+            }
+            _ => {}
+        }
+    }
+
+    /// A request began producing events for the stream.
+    pub fn request_started(&mut self, s: StreamIdx) {
+        self.st(s).in_flight += 1;
+    }
+
+    /// A request stopped producing events for the stream.
+    pub fn request_ended(&mut self, s: StreamIdx) {
+        let st = self.st(s);
+        assert!(st.in_flight > 0, "request_ended without request_started");
+        st.in_flight -= 1;
+    }
+
+    /// An event was produced (stored) for the stream.
+    pub fn produced(&mut self, s: StreamIdx, id: EventId) {
+        let st = self.st(s);
+        debug_assert!(id > st.last_produced, "event ids increase");
+        st.last_produced = id;
+    }
+
+    /// An event was written on the stream's current connection.
+    pub fn written(&mut self, s: StreamIdx, id: EventId) {
+        let st = self.st(s);
+        st.last_written = st.last_written.max(id);
+    }
+
+    /// The stream's final event was written and its response ended.
+    pub fn finished(&mut self, s: StreamIdx) {
+        let st = self.st(s);
+        st.finished = true;
+        st.connected = false;
+        self.set_dropped(s, false);
+    }
+
+    /// The server saw the stream's current connection end (EOF, write
+    /// error, deadline, RST). Before the stream finished, that is a drop.
+    pub fn close_seen(&mut self, s: StreamIdx) {
+        let st = self.st(s);
+        st.connected = false;
+        if st.finished {
+            return;
+        }
+        if !st.cursor_presented {
+            st.watermark = st.last_written;
+        }
+        self.abort_replay(s);
+        self.set_dropped(s, true);
+    }
+
+    /// The server itself closed the older connection of a stream that a
+    /// resume took over. Not a drop: the new connection carries on.
+    pub fn taken_over(&mut self, s: StreamIdx) {
+        self.abort_replay(s);
+    }
+
+    fn abort_replay(&mut self, s: StreamIdx) {
+        let left = std::mem::take(&mut self.st(s).replay_backlog);
+        self.replay_backlog -= u64::from(left);
+    }
+
+    /// A client presented a cursor for the stream: a plain entry raises the
+    /// watermark; a `;lost` entry also marks the stream dropped.
+    pub fn cursor(&mut self, s: StreamIdx, id: EventId, lost: bool) {
+        let st = self.st(s);
+        if st.finished {
+            return;
+        }
+        st.watermark = if st.cursor_presented { st.watermark.max(id) } else { id };
+        st.cursor_presented = true;
+        if lost {
+            self.set_dropped(s, true);
+        }
+        let st = self.st(s);
+        if st.dropped && st.in_flight == 0 && st.watermark >= st.last_produced {
+            // Drained and nothing more will come: the stream is finished.
+            st.finished = true;
+            self.set_dropped(s, false);
+        }
+    }
+
+    /// A GET with `Last-Event-ID` = `cursor` resumed the stream on a new
+    /// connection; `backlog` events are to be replayed before live ones.
+    pub fn resumed(&mut self, s: StreamIdx, cursor: EventId, backlog: u32) {
+        self.abort_replay(s);
+        let st = self.st(s);
+        st.connected = true;
+        st.watermark = cursor;
+        st.last_written = cursor;
+        st.cursor_presented = false;
+        st.replay_backlog = backlog;
+        self.replay_backlog += u64::from(backlog);
+        self.set_dropped(s, false);
+    }
+
+    /// One backlog event of the stream's replay was written.
+    pub fn replay_written(&mut self, s: StreamIdx) {
+        let st = self.st(s);
+        assert!(st.replay_backlog > 0, "replay_written beyond the backlog");
+        st.replay_backlog -= 1;
+        self.replay_backlog -= 1;
+    }
+
+    /// An event of the stream the client was owed was evicted.
+    pub fn evicted_owed(&mut self, s: StreamIdx) {
+        self.st(s).lost = true;
+    }
+
+    /// A queued POST left the queue (to be checked afresh, or rejected).
+    pub fn dequeued(&mut self) {
+        assert!(self.queued > 0, "dequeued with an empty queue");
+        self.queued -= 1;
+    }
+
+    /// POSTs currently queued.
+    pub fn queued(&self) -> u32 {
+        self.queued
+    }
+
+    /// Rule M, rows 0–5 in order (DESIGN §2). Pure: no allocation, no
+    /// mutation; commit the result with [`SessionGuard::apply`].
+    pub fn check(&self, post: PostFacts, limits: Limits) -> Decision {
+        let decide = |verdict, s: Option<StreamIdx>| Decision {
+            verdict,
+            stream: s,
+            hint: s.map(|s| self.streams[s as usize].watermark),
+        };
+        // Row 0: a replay backlog is pending.
+        if self.replay_backlog > 0 {
+            return if self.queued < limits.queue_capacity {
+                decide(Verdict::Queue, None)
+            } else {
+                decide(Verdict::Reject(Reason::ReplayInProgress), None)
+            };
+        }
+        // Row 1: not a migration.
+        if self.dropped.is_empty() {
+            return decide(Verdict::Fresh, None);
+        }
+        // A lost stream answers its first migration with 410.
+        if let Some(&s) = self.dropped.iter().find(|&&s| self.streams[s as usize].lost) {
+            return decide(Verdict::Reject(Reason::StreamLost), Some(s));
+        }
+        // Row 2: events are owed now.
+        let owed = |st: &StreamState| st.watermark < st.last_produced;
+        if let Some(&s) = self.dropped.iter().find(|&&s| owed(&self.streams[s as usize])) {
+            return decide(Verdict::Reject(Reason::NotDrained), Some(s));
+        }
+        // Row 3: events will be owed.
+        if let Some(&s) = self.dropped.iter().find(|&&s| self.streams[s as usize].in_flight > 0) {
+            return decide(Verdict::Reject(Reason::InFlight), Some(s));
+        }
+        // Row 4: the stream ended abnormally; this POST may retry work whose
+        // end the client missed.
+        if !post.idempotent && !post.dedup_honored {
+            return decide(Verdict::Reject(Reason::NonIdempotent), Some(self.dropped[0]));
+        }
+        decide(Verdict::Allow, None)
+    }
+
+    /// Commits a decision: counts a queued POST; marks a reported loss.
+    pub fn apply(&mut self, d: &Decision) {
+        match d.verdict {
+            Verdict::Queue => self.queued += 1,
+            Verdict::Reject(Reason::StreamLost) => {
+                let s = d.stream.expect("a StreamLost decision names its stream");
+                self.report_lost(s);
+            }
+            _ => {}
+        }
+    }
+
+    /// A 410 was given for the stream's loss (on a migration or a resume).
+    pub fn report_lost(&mut self, s: StreamIdx) {
+        self.st(s).lost_reported = true;
+        let dropped = self.st(s).dropped;
+        self.set_dropped(s, dropped);
+    }
+
+    /// The view a decision is made from, for the trace (allocates).
+    pub fn view(&self) -> View {
+        let mut dropped: Vec<_> = self
+            .dropped
+            .iter()
+            .map(|&s| (s, self.streams[s as usize]))
+            .collect();
+        dropped.sort_by_key(|(s, _)| *s);
+        View {
+            replay_backlog: self.replay_backlog,
+            queued: self.queued,
+            dropped,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,254 @@
+//! Rule M, row by row: each row's positive space (it fires) and negative
+//! space (the next row is reached), and the words at their edges.
+
+use super::*;
+
+const LIMITS: Limits = Limits { queue_capacity: 2 };
+const NON_IDEMPOTENT: PostFacts = PostFacts { idempotent: false, dedup_honored: false };
+const IDEMPOTENT: PostFacts = PostFacts { idempotent: true, dedup_honored: false };
+const DEDUPED: PostFacts = PostFacts { idempotent: false, dedup_honored: true };
+
+/// A session with one stream primed at event 1, a request producing
+/// `produced` more events of which the first `written` reached the wire.
+fn session(produced: u64, written: u64) -> (SessionGuard, StreamIdx) {
+    let mut g = SessionGuard::new();
+    let s = g.open_stream(1);
+    g.request_started(s);
+    for id in 2..2 + produced {
+        g.produced(s, id);
+        if id < 2 + written {
+            g.written(s, id);
+        }
+    }
+    (g, s)
+}
+
+fn check(g: &SessionGuard, post: PostFacts, verdict: Verdict, hint: Option<EventId>) {
+    let d = g.check(post, LIMITS);
+    assert_eq!(d.verdict, verdict, "view: {:?}", g.view());
+    assert_eq!(d.hint, hint, "hint for {verdict:?}");
+}
+
+#[test]
+fn row1_no_dropped_stream_is_fresh() {
+    let (g, _) = session(8, 8);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Negative: even with every event produced but unwritten, a live
+    // connection is not a drop.
+    let (g, _) = session(8, 0);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    assert!(!g.has_dropped());
+}
+
+#[test]
+fn row2_owed_events_reject_not_drained_with_the_watermark() {
+    // The seed: 8 chunks, the first written, then the connection ends.
+    let (mut g, s) = session(8, 1);
+    g.close_seen(s);
+    assert!(g.stream(s).dropped);
+    assert_eq!(g.stream(s).watermark, 2, "watermark = last written before the close");
+    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(2));
+    // Row 2 precedes row 4: an idempotent or deduplicated POST is refused too.
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(2));
+    check(&g, DEDUPED, Verdict::Reject(Reason::NotDrained), Some(2));
+}
+
+#[test]
+fn row2_edge_watermark_equal_to_last_produced_is_drained() {
+    let (mut g, s) = session(3, 3);
+    g.request_ended(s);
+    g.close_seen(s);
+    assert_eq!(g.stream(s).watermark, g.stream(s).last_produced);
+    // Not row 2 and not row 3: row 4 decides.
+    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NonIdempotent), Some(4));
+    check(&g, IDEMPOTENT, Verdict::Allow, None);
+}
+
+#[test]
+fn row3_in_flight_with_nothing_owed_yet_rejects() {
+    // The seed's drop between chunk 142 and 143: every produced event was
+    // written, but the request will produce more.
+    let (mut g, s) = session(2, 2);
+    g.close_seen(s);
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::InFlight), Some(3));
+    // Negative: the request ends without producing more → row 4 / allow.
+    g.request_ended(s);
+    check(&g, IDEMPOTENT, Verdict::Allow, None);
+    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NonIdempotent), Some(3));
+}
+
+#[test]
+fn row4_non_idempotent_needs_an_honored_token() {
+    let (mut g, s) = session(2, 2);
+    g.request_ended(s);
+    g.close_seen(s);
+    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NonIdempotent), Some(3));
+    check(&g, DEDUPED, Verdict::Allow, None);
+    check(&g, IDEMPOTENT, Verdict::Allow, None);
+}
+
+#[test]
+fn row0_replay_backlog_queues_then_rejects_past_capacity() {
+    let (mut g, s) = session(8, 1);
+    g.close_seen(s);
+    g.resumed(s, 2, 7);
+    assert!(!g.stream(s).dropped, "a resume ends the drop");
+    assert_eq!(g.replay_backlog(), 7);
+    for _ in 0..LIMITS.queue_capacity {
+        let d = g.check(NON_IDEMPOTENT, LIMITS);
+        assert_eq!(d.verdict, Verdict::Queue);
+        g.apply(&d);
+    }
+    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::ReplayInProgress), None);
+    // The backlog drains; at dequeue the rows are evaluated afresh.
+    for _ in 0..7 {
+        g.replay_written(s);
+    }
+    assert_eq!(g.replay_backlog(), 0);
+    g.dequeued();
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+}
+
+#[test]
+fn row0_precedes_every_other_row() {
+    // Stream a is dropped with owed events; stream b is replaying.
+    let mut g = SessionGuard::new();
+    let a = g.open_stream(1);
+    g.produced(a, 2);
+    g.close_seen(a);
+    let b = g.open_stream(3);
+    g.produced(b, 4);
+    g.close_seen(b);
+    g.resumed(b, 3, 1);
+    check(&g, IDEMPOTENT, Verdict::Queue, None);
+    g.replay_written(b);
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(1));
+}
+
+#[test]
+fn a_drop_during_replay_ends_the_backlog() {
+    let (mut g, s) = session(8, 1);
+    g.close_seen(s);
+    g.resumed(s, 2, 7);
+    g.replay_written(s);
+    g.written(s, 3);
+    g.close_seen(s);
+    assert_eq!(g.replay_backlog(), 0, "nothing is being replayed any more");
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(3));
+}
+
+#[test]
+fn cursor_on_post_plain_raises_and_lost_marks_dropped() {
+    // Half-open: the server wrote everything but the client saw only up to 3.
+    let (mut g, s) = session(8, 8);
+    g.request_ended(s);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    g.cursor(s, 3, true);
+    assert!(g.stream(s).dropped, ";lost marks the stream dropped");
+    assert_eq!(g.stream(s).watermark, 3, "the presented cursor is the watermark");
+    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(3));
+    // A plain entry never lowers the watermark...
+    g.cursor(s, 2, false);
+    assert_eq!(g.stream(s).watermark, 3);
+    // ...and one at the last event, with nothing in flight, finishes it.
+    g.cursor(s, 9, false);
+    assert!(g.stream(s).finished);
+    assert!(!g.stream(s).dropped);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+}
+
+#[test]
+fn cursor_at_last_event_does_not_finish_while_in_flight() {
+    let (mut g, s) = session(2, 2);
+    g.close_seen(s);
+    g.cursor(s, 3, false);
+    assert!(!g.stream(s).finished, "the request still produces events");
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::InFlight), Some(3));
+}
+
+#[test]
+fn presented_cursor_beats_last_written_at_close() {
+    let (mut g, s) = session(8, 8);
+    g.cursor(s, 4, false);
+    g.close_seen(s);
+    assert_eq!(g.stream(s).watermark, 4, "the client's cursor, not the server's last write");
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(4));
+}
+
+#[test]
+fn a_finished_stream_is_never_dropped() {
+    let (mut g, s) = session(3, 3);
+    g.request_ended(s);
+    g.finished(s);
+    g.close_seen(s);
+    assert!(!g.stream(s).dropped);
+    g.cursor(s, 1, true);
+    assert!(!g.stream(s).dropped, "a cursor for a finished stream changes nothing");
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+}
+
+#[test]
+fn takeover_close_is_not_a_drop() {
+    let (mut g, s) = session(8, 1);
+    g.close_seen(s);
+    g.resumed(s, 2, 0);
+    g.taken_over(s);
+    assert!(!g.stream(s).dropped);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+}
+
+#[test]
+fn a_lost_stream_answers_410_once_then_is_ignored() {
+    let (mut g, s) = session(8, 1);
+    g.close_seen(s);
+    g.evicted_owed(s);
+    let d = g.check(NON_IDEMPOTENT, LIMITS);
+    assert_eq!(d.verdict, Verdict::Reject(Reason::StreamLost));
+    assert_eq!(d.stream, Some(s));
+    g.apply(&d);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    assert!(!g.has_dropped());
+}
+
+#[test]
+fn resume_resets_the_watermark_to_the_cursor() {
+    let (mut g, s) = session(8, 5);
+    g.cursor(s, 5, true);
+    g.resumed(s, 3, 5);
+    assert_eq!(g.stream(s).watermark, 3);
+    assert_eq!(g.stream(s).last_written, 3);
+    assert!(!g.stream(s).cursor_presented);
+    // The resumed connection drops after two replayed events.
+    g.replay_written(s);
+    g.written(s, 4);
+    g.replay_written(s);
+    g.written(s, 5);
+    g.close_seen(s);
+    assert_eq!(g.stream(s).watermark, 5);
+}
+
+#[test]
+fn several_dropped_streams_rows_in_order() {
+    let mut g = SessionGuard::new();
+    let a = g.open_stream(1); // drained, in flight
+    g.request_started(a);
+    g.close_seen(a);
+    let b = g.open_stream(2); // owed
+    g.produced(b, 3);
+    g.close_seen(b);
+    // Row 2 (stream b) outranks row 3 (stream a).
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(2));
+    g.resumed(b, 2, 0);
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::InFlight), Some(1));
+}
+
+#[test]
+fn view_lists_the_dropped_streams_it_decided_from() {
+    let (mut g, s) = session(8, 1);
+    g.close_seen(s);
+    let v = g.view();
+    assert_eq!(v.dropped.len(), 1);
+    assert_eq!(v.dropped[0].0, s);
+    assert_eq!(v.dropped[0].1.watermark, 2);
+    assert_eq!(v.dropped[0].1.last_produced, 9);
+}

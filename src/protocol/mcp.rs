@@ -1,0 +1,157 @@
+//! The MCP subset: method names, protocol versions, and the payloads of
+//! initialize, tools/list, tools/call, progress and cancellation.
+
+use super::jsonrpc::RequestId;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// `initialize` request.
+pub const INITIALIZE: &str = "initialize";
+/// Client notification after the initialize result.
+pub const INITIALIZED: &str = "notifications/initialized";
+/// `tools/list` request.
+pub const TOOLS_LIST: &str = "tools/list";
+/// `tools/call` request.
+pub const TOOLS_CALL: &str = "tools/call";
+/// Progress notification.
+pub const PROGRESS: &str = "notifications/progress";
+/// Log message notification (progress for calls without a token).
+pub const MESSAGE: &str = "notifications/message";
+/// Cancellation notification.
+pub const CANCELLED: &str = "notifications/cancelled";
+/// `ping` request.
+pub const PING: &str = "ping";
+
+/// Protocol revisions the server accepts, oldest first.
+pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// The revision the server prefers.
+pub const LATEST_VERSION: &str = "2025-11-25";
+
+/// The tool that appends to the side-effect ledger (not idempotent).
+pub const LEDGER_APPEND: &str = "ledger_append";
+/// The tool that reads the side-effect ledger (idempotent).
+pub const LEDGER_READ: &str = "ledger_read";
+
+/// Whether a tool is idempotent: re-running it has no further side effect.
+pub fn tool_is_idempotent(name: &str) -> bool {
+    name == LEDGER_READ
+}
+
+/// `initialize` params as a client sends them.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// Requested protocol revision.
+    pub protocol_version: String,
+    /// Client capabilities.
+    #[serde(default)]
+    pub capabilities: Value,
+    /// Client name and version.
+    #[serde(default)]
+    pub client_info: Value,
+}
+
+/// `tools/call` params.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct CallToolParams {
+    /// Tool name.
+    pub name: String,
+    /// Tool arguments.
+    #[serde(default)]
+    pub arguments: Value,
+    /// Request metadata (`progressToken`).
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
+}
+
+impl CallToolParams {
+    /// The progress token, if the caller asked for progress.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.meta.as_ref().and_then(|m| m.get("progressToken"))
+    }
+}
+
+/// Arguments of `ledger_append`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LedgerAppendArgs {
+    /// The logical operation: retries carry the same tag.
+    pub tag: String,
+    /// Number of chunks: C−1 progress events then the result.
+    #[serde(default = "one")]
+    pub chunks: u32,
+    /// Time between chunks, simulated milliseconds.
+    #[serde(default)]
+    pub chunk_interval_ms: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Arguments of `ledger_read`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LedgerReadArgs {
+    /// Read one tag only.
+    #[serde(default)]
+    pub tag: Option<String>,
+}
+
+/// `initialize` params for a client of the given revision and capabilities.
+pub fn initialize_params(version: &str, capabilities: Value, client_name: &str) -> Value {
+    json!({
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "clientInfo": {"name": client_name, "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// The server's `initialize` result.
+pub fn initialize_result(version: &str) -> Value {
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+        "serverInfo": {"name": "mcp-chaos", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// The server's `tools/list` result.
+pub fn tools_list_result() -> Value {
+    json!({"tools": [
+        {
+            "name": LEDGER_APPEND,
+            "description": "Append one execution of `tag` to the side-effect ledger, streaming `chunks` events. Not idempotent.",
+            "inputSchema": {"type": "object", "properties": {
+                "tag": {"type": "string"},
+                "chunks": {"type": "integer", "minimum": 1},
+                "chunk_interval_ms": {"type": "integer", "minimum": 0}
+            }, "required": ["tag"]},
+            "annotations": {"idempotentHint": false, "destructiveHint": false}
+        },
+        {
+            "name": LEDGER_READ,
+            "description": "Read executions per tag from the side-effect ledger. Idempotent.",
+            "inputSchema": {"type": "object", "properties": {"tag": {"type": "string"}}},
+            "annotations": {"idempotentHint": true, "readOnlyHint": true}
+        }
+    ]})
+}
+
+/// A `tools/call` text result.
+pub fn text_result(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": false})
+}
+
+/// The `k`-th progress notification of `total` for a call: on its
+/// `progressToken` when it gave one, else as a log message naming the id.
+pub fn progress_notification(token: Option<&Value>, id: &RequestId, k: u32, total: u32) -> (String, Value) {
+    match token {
+        Some(t) => (
+            PROGRESS.to_string(),
+            json!({"progressToken": t, "progress": k, "total": total}),
+        ),
+        None => (
+            MESSAGE.to_string(),
+            json!({"level": "info", "data": {"requestId": id, "progress": k, "total": total}}),
+        ),
+    }
+}

@@ -1,0 +1,12 @@
+//! The wire: JSON-RPC 2.0 and the MCP subset the simulator speaks, the SSE
+//! codec, and header names. No I/O lives here, so both the server and the
+//! clients (and the tests) share one reading of every byte.
+
+pub mod headers;
+pub mod jsonrpc;
+pub mod mcp;
+pub mod sse;
+
+pub use headers::{CursorEntry, CursorList};
+pub use jsonrpc::{ErrorObject, Message, RequestId};
+pub use sse::{SseDecoder, SseEvent};
