@@ -1,1 +1,5 @@
-fn main(){}
+//! The `mcp-chaos` command line.
+
+fn main() -> std::process::ExitCode {
+    mcp_chaos::cli::main()
+}

@@ -188,7 +188,8 @@ impl SessionGuard {
 
     /// Opens a stream whose priming event `priming` was produced and written.
     pub fn open_stream(&mut self, priming: EventId) -> StreamIdx {
-        let idx = StreamIdx::try_from(self.streams.len()).expect("fewer than 2^32 streams a session");
+        let idx =
+            StreamIdx::try_from(self.streams.len()).expect("fewer than 2^32 streams a session");
         self.streams.push(StreamState::opened(priming));
         idx
     }
@@ -297,7 +298,11 @@ impl SessionGuard {
         if st.finished {
             return;
         }
-        st.watermark = if st.cursor_presented { st.watermark.max(id) } else { id };
+        st.watermark = if st.cursor_presented {
+            st.watermark.max(id)
+        } else {
+            id
+        };
         st.cursor_presented = true;
         if lost {
             self.set_dropped(s, true);
@@ -369,22 +374,37 @@ impl SessionGuard {
             return decide(Verdict::Fresh, None);
         }
         // A lost stream answers its first migration with 410.
-        if let Some(&s) = self.dropped.iter().find(|&&s| self.streams[s as usize].lost) {
+        if let Some(&s) = self
+            .dropped
+            .iter()
+            .find(|&&s| self.streams[s as usize].lost)
+        {
             return decide(Verdict::Reject(Reason::StreamLost), Some(s));
         }
         // Row 2: events are owed now.
         let owed = |st: &StreamState| st.watermark < st.last_produced;
-        if let Some(&s) = self.dropped.iter().find(|&&s| owed(&self.streams[s as usize])) {
+        if let Some(&s) = self
+            .dropped
+            .iter()
+            .find(|&&s| owed(&self.streams[s as usize]))
+        {
             return decide(Verdict::Reject(Reason::NotDrained), Some(s));
         }
         // Row 3: events will be owed.
-        if let Some(&s) = self.dropped.iter().find(|&&s| self.streams[s as usize].in_flight > 0) {
+        if let Some(&s) = self
+            .dropped
+            .iter()
+            .find(|&&s| self.streams[s as usize].in_flight > 0)
+        {
             return decide(Verdict::Reject(Reason::InFlight), Some(s));
         }
         // Row 4: the stream ended abnormally; this POST may retry work whose
         // end the client missed.
         if !post.idempotent && !post.dedup_honored {
-            return decide(Verdict::Reject(Reason::NonIdempotent), Some(self.dropped[0]));
+            return decide(
+                Verdict::Reject(Reason::NonIdempotent),
+                Some(self.dropped[0]),
+            );
         }
         decide(Verdict::Allow, None)
     }

@@ -4,9 +4,18 @@
 use super::*;
 
 const LIMITS: Limits = Limits { queue_capacity: 2 };
-const NON_IDEMPOTENT: PostFacts = PostFacts { idempotent: false, dedup_honored: false };
-const IDEMPOTENT: PostFacts = PostFacts { idempotent: true, dedup_honored: false };
-const DEDUPED: PostFacts = PostFacts { idempotent: false, dedup_honored: true };
+const NON_IDEMPOTENT: PostFacts = PostFacts {
+    idempotent: false,
+    dedup_honored: false,
+};
+const IDEMPOTENT: PostFacts = PostFacts {
+    idempotent: true,
+    dedup_honored: false,
+};
+const DEDUPED: PostFacts = PostFacts {
+    idempotent: false,
+    dedup_honored: true,
+};
 
 /// A session with one stream primed at event 1, a request producing
 /// `produced` more events of which the first `written` reached the wire.
@@ -46,8 +55,17 @@ fn row2_owed_events_reject_not_drained_with_the_watermark() {
     let (mut g, s) = session(8, 1);
     g.close_seen(s);
     assert!(g.stream(s).dropped);
-    assert_eq!(g.stream(s).watermark, 2, "watermark = last written before the close");
-    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(2));
+    assert_eq!(
+        g.stream(s).watermark,
+        2,
+        "watermark = last written before the close"
+    );
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NotDrained),
+        Some(2),
+    );
     // Row 2 precedes row 4: an idempotent or deduplicated POST is refused too.
     check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(2));
     check(&g, DEDUPED, Verdict::Reject(Reason::NotDrained), Some(2));
@@ -60,7 +78,12 @@ fn row2_edge_watermark_equal_to_last_produced_is_drained() {
     g.close_seen(s);
     assert_eq!(g.stream(s).watermark, g.stream(s).last_produced);
     // Not row 2 and not row 3: row 4 decides.
-    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NonIdempotent), Some(4));
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NonIdempotent),
+        Some(4),
+    );
     check(&g, IDEMPOTENT, Verdict::Allow, None);
 }
 
@@ -74,7 +97,12 @@ fn row3_in_flight_with_nothing_owed_yet_rejects() {
     // Negative: the request ends without producing more → row 4 / allow.
     g.request_ended(s);
     check(&g, IDEMPOTENT, Verdict::Allow, None);
-    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NonIdempotent), Some(3));
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NonIdempotent),
+        Some(3),
+    );
 }
 
 #[test]
@@ -82,7 +110,12 @@ fn row4_non_idempotent_needs_an_honored_token() {
     let (mut g, s) = session(2, 2);
     g.request_ended(s);
     g.close_seen(s);
-    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NonIdempotent), Some(3));
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NonIdempotent),
+        Some(3),
+    );
     check(&g, DEDUPED, Verdict::Allow, None);
     check(&g, IDEMPOTENT, Verdict::Allow, None);
 }
@@ -99,7 +132,12 @@ fn row0_replay_backlog_queues_then_rejects_past_capacity() {
         assert_eq!(d.verdict, Verdict::Queue);
         g.apply(&d);
     }
-    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::ReplayInProgress), None);
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::ReplayInProgress),
+        None,
+    );
     // The backlog drains; at dequeue the rows are evaluated afresh.
     for _ in 0..7 {
         g.replay_written(s);
@@ -145,8 +183,17 @@ fn cursor_on_post_plain_raises_and_lost_marks_dropped() {
     check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
     g.cursor(s, 3, true);
     assert!(g.stream(s).dropped, ";lost marks the stream dropped");
-    assert_eq!(g.stream(s).watermark, 3, "the presented cursor is the watermark");
-    check(&g, NON_IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(3));
+    assert_eq!(
+        g.stream(s).watermark,
+        3,
+        "the presented cursor is the watermark"
+    );
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NotDrained),
+        Some(3),
+    );
     // A plain entry never lowers the watermark...
     g.cursor(s, 2, false);
     assert_eq!(g.stream(s).watermark, 3);
@@ -171,7 +218,11 @@ fn presented_cursor_beats_last_written_at_close() {
     let (mut g, s) = session(8, 8);
     g.cursor(s, 4, false);
     g.close_seen(s);
-    assert_eq!(g.stream(s).watermark, 4, "the client's cursor, not the server's last write");
+    assert_eq!(
+        g.stream(s).watermark,
+        4,
+        "the client's cursor, not the server's last write"
+    );
     check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(4));
 }
 
@@ -183,7 +234,10 @@ fn a_finished_stream_is_never_dropped() {
     g.close_seen(s);
     assert!(!g.stream(s).dropped);
     g.cursor(s, 1, true);
-    assert!(!g.stream(s).dropped, "a cursor for a finished stream changes nothing");
+    assert!(
+        !g.stream(s).dropped,
+        "a cursor for a finished stream changes nothing"
+    );
     check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
 }
 

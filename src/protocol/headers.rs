@@ -31,7 +31,9 @@ pub struct CursorList(pub Vec<CursorEntry>);
 
 /// Why a `Last-Event-ID` value could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad Last-Event-ID entry {entry:?}: expected a decimal event id, optionally suffixed ';lost'")]
+#[error(
+    "bad Last-Event-ID entry {entry:?}: expected a decimal event id, optionally suffixed ';lost'"
+)]
 pub struct CursorParseError {
     /// The offending entry, as sent.
     pub entry: String,
@@ -104,8 +106,14 @@ mod tests {
         assert_eq!(
             list.0,
             vec![
-                CursorEntry { event_id: 142, lost: true },
-                CursorEntry { event_id: 163, lost: false }
+                CursorEntry {
+                    event_id: 142,
+                    lost: true
+                },
+                CursorEntry {
+                    event_id: 163,
+                    lost: false
+                }
             ]
         );
         assert_eq!(list.to_string(), "142;lost, 163");
@@ -113,7 +121,15 @@ mod tests {
 
     #[test]
     fn cursor_list_rejects_garbage() {
-        for bad in ["", "x", "1;gone", "1,,2", "-1", "1;lost;lost", "99999999999999999999999"] {
+        for bad in [
+            "",
+            "x",
+            "1;gone",
+            "1,,2",
+            "-1",
+            "1;lost;lost",
+            "99999999999999999999999",
+        ] {
             assert!(CursorList::parse(bad).is_err(), "{bad:?} should not parse");
         }
         assert_eq!(CursorList::parse_single("7"), Ok(7));

@@ -120,7 +120,9 @@ impl DecodeError {
     /// The JSON-RPC error object for this failure.
     pub fn to_error(&self) -> ErrorObject {
         match self {
-            DecodeError::Parse(m) => ErrorObject::new(PARSE_ERROR, format!("Parse error: {m}"), None),
+            DecodeError::Parse(m) => {
+                ErrorObject::new(PARSE_ERROR, format!("Parse error: {m}"), None)
+            }
             DecodeError::Invalid(m) => {
                 ErrorObject::new(INVALID_REQUEST, format!("Invalid Request: {m}"), None)
             }
@@ -132,14 +134,17 @@ impl Message {
     /// Reads one message from a body. Batches are refused (MCP removed them
     /// in 2025-06-18).
     pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
-        let v: Value = serde_json::from_slice(body).map_err(|e| DecodeError::Parse(e.to_string()))?;
+        let v: Value =
+            serde_json::from_slice(body).map_err(|e| DecodeError::Parse(e.to_string()))?;
         Self::from_value(v)
     }
 
     /// Reads one message from a JSON value.
     pub fn from_value(v: Value) -> Result<Message, DecodeError> {
         let Value::Object(mut obj) = v else {
-            return Err(DecodeError::Invalid("expected a JSON object (batches are not supported)".into()));
+            return Err(DecodeError::Invalid(
+                "expected a JSON object (batches are not supported)".into(),
+            ));
         };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return Err(DecodeError::Invalid("\"jsonrpc\" must be \"2.0\"".into()));
@@ -147,10 +152,9 @@ impl Message {
         let id = match obj.remove("id") {
             None => None,
             Some(Value::Null) => Some(None),
-            Some(raw) => Some(Some(
-                serde_json::from_value::<RequestId>(raw)
-                    .map_err(|_| DecodeError::Invalid("id must be a string or an integer".into()))?,
-            )),
+            Some(raw) => Some(Some(serde_json::from_value::<RequestId>(raw).map_err(
+                |_| DecodeError::Invalid("id must be a string or an integer".into()),
+            )?)),
         };
         let method = match obj.remove("method") {
             None => None,
@@ -160,13 +164,17 @@ impl Message {
         let params = obj.remove("params");
         if let Some(p) = &params {
             if !p.is_object() && !p.is_array() {
-                return Err(DecodeError::Invalid("params must be an object or an array".into()));
+                return Err(DecodeError::Invalid(
+                    "params must be an object or an array".into(),
+                ));
             }
         }
         match (method, id) {
             (Some(method), None) => Ok(Message::Notification { method, params }),
             (Some(method), Some(Some(id))) => Ok(Message::Request { id, method, params }),
-            (Some(_), Some(None)) => Err(DecodeError::Invalid("a request id must not be null".into())),
+            (Some(_), Some(None)) => {
+                Err(DecodeError::Invalid("a request id must not be null".into()))
+            }
             (None, id) => {
                 let id = id.flatten();
                 if let Some(err) = obj.remove("error") {
@@ -176,7 +184,9 @@ impl Message {
                 } else if let (Some(result), Some(id)) = (obj.remove("result"), id) {
                     Ok(Message::Result { id, result })
                 } else {
-                    Err(DecodeError::Invalid("neither a request, a notification nor a response".into()))
+                    Err(DecodeError::Invalid(
+                        "neither a request, a notification nor a response".into(),
+                    ))
                 }
             }
         }
@@ -236,11 +246,19 @@ mod tests {
         match (got, expect) {
             (Ok(m), Ok(e)) => {
                 assert_eq!(m, e);
-                assert_eq!(Message::decode(m.encode().as_bytes()).unwrap(), m, "round trip");
+                assert_eq!(
+                    Message::decode(m.encode().as_bytes()).unwrap(),
+                    m,
+                    "round trip"
+                );
             }
             (Err(e), Err(code)) => assert_eq!(
                 e.to_error().code,
-                if code == "parse" { PARSE_ERROR } else { INVALID_REQUEST },
+                if code == "parse" {
+                    PARSE_ERROR
+                } else {
+                    INVALID_REQUEST
+                },
                 "{text}: {e}"
             ),
             (got, expect) => panic!("{text}: got {got:?}, expected {expect:?}"),
@@ -251,23 +269,40 @@ mod tests {
     fn decodes_every_shape() {
         check(
             r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-            Ok(Message::Request { id: RequestId::Num(1), method: "ping".into(), params: None }),
+            Ok(Message::Request {
+                id: RequestId::Num(1),
+                method: "ping".into(),
+                params: None,
+            }),
         );
         check(
             r#"{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}"#,
-            Ok(Message::Request { id: RequestId::Str("a".into()), method: "tools/list".into(), params: Some(json!({})) }),
+            Ok(Message::Request {
+                id: RequestId::Str("a".into()),
+                method: "tools/list".into(),
+                params: Some(json!({})),
+            }),
         );
         check(
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-            Ok(Message::Notification { method: "notifications/initialized".into(), params: None }),
+            Ok(Message::Notification {
+                method: "notifications/initialized".into(),
+                params: None,
+            }),
         );
         check(
             r#"{"jsonrpc":"2.0","id":3,"result":{"ok":true}}"#,
-            Ok(Message::Result { id: RequestId::Num(3), result: json!({"ok": true}) }),
+            Ok(Message::Result {
+                id: RequestId::Num(3),
+                result: json!({"ok": true}),
+            }),
         );
         check(
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
-            Ok(Message::Error { id: None, error: ErrorObject::new(-32700, "x", None) }),
+            Ok(Message::Error {
+                id: None,
+                error: ErrorObject::new(-32700, "x", None),
+            }),
         );
     }
 
@@ -277,11 +312,23 @@ mod tests {
         check("", Err("parse"));
         check("[]", Err("invalid"));
         check(r#"{"id":1,"method":"ping"}"#, Err("invalid"));
-        check(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, Err("invalid"));
-        check(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, Err("invalid"));
-        check(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, Err("invalid"));
+        check(
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+            Err("invalid"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            Err("invalid"),
+        );
+        check(
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+            Err("invalid"),
+        );
         check(r#"{"jsonrpc":"2.0","id":1,"method":7}"#, Err("invalid"));
-        check(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#, Err("invalid"));
+        check(
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#,
+            Err("invalid"),
+        );
         check(r#"{"jsonrpc":"2.0","id":1}"#, Err("invalid"));
     }
 }

@@ -143,7 +143,12 @@ pub fn text_result(text: String) -> Value {
 
 /// The `k`-th progress notification of `total` for a call: on its
 /// `progressToken` when it gave one, else as a log message naming the id.
-pub fn progress_notification(token: Option<&Value>, id: &RequestId, k: u32, total: u32) -> (String, Value) {
+pub fn progress_notification(
+    token: Option<&Value>,
+    id: &RequestId,
+    k: u32,
+    total: u32,
+) -> (String, Value) {
     match token {
         Some(t) => (
             PROGRESS.to_string(),

@@ -176,7 +176,11 @@ impl SseDecoder {
             if id.is_some() || retry_ms.is_some() {
                 out.push(SseEvent {
                     id,
-                    event: if event.is_empty() { "message".into() } else { event },
+                    event: if event.is_empty() {
+                        "message".into()
+                    } else {
+                        event
+                    },
                     data: String::new(),
                     retry_ms,
                 });
@@ -188,7 +192,11 @@ impl SseDecoder {
         data.pop(); // the trailing LF
         out.push(SseEvent {
             id,
-            event: if event.is_empty() { "message".into() } else { event },
+            event: if event.is_empty() {
+                "message".into()
+            } else {
+                event
+            },
             data,
             retry_ms,
         });
@@ -257,7 +265,10 @@ mod tests {
         vec![
             ev(Some("1"), "message", ""),
             ev(Some("2"), "message", "{\"a\":1}\nline two"),
-            SseEvent { retry_ms: Some(250), ..ev(Some("3"), "message", "no-space") },
+            SseEvent {
+                retry_ms: Some(250),
+                ..ev(Some("3"), "message", "no-space")
+            },
             ev(None, "replay-end", "x"),
             ev(Some(""), "message", ""),
         ]
@@ -288,7 +299,12 @@ mod tests {
     fn encoder_output_decodes_back() {
         let mut wire = Vec::new();
         wire.extend_from_slice(&encode(Some(41), None, "", None));
-        wire.extend_from_slice(&encode(Some(42), Some("message"), "{\"x\":\"a\nb\"}", Some(10)));
+        wire.extend_from_slice(&encode(
+            Some(42),
+            Some("message"),
+            "{\"x\":\"a\nb\"}",
+            Some(10),
+        ));
         wire.extend_from_slice(&encode_comment("ping\nnow"));
         wire.extend_from_slice(&encode(None, Some("replay-end"), "{}", None));
         let got = decode_all(&[&wire]);
@@ -296,13 +312,20 @@ mod tests {
             got,
             vec![
                 ev(Some("41"), "message", ""),
-                SseEvent { retry_ms: Some(10), ..ev(Some("42"), "message", "{\"x\":\"a\nb\"}") },
+                SseEvent {
+                    retry_ms: Some(10),
+                    ..ev(Some("42"), "message", "{\"x\":\"a\nb\"}")
+                },
                 ev(None, "replay-end", "{}"),
             ]
         );
         let mut d = SseDecoder::new();
         d.feed(&wire, &mut Vec::new()).unwrap();
-        assert_eq!(d.last_event_id(), Some("42"), "an event without id keeps the cursor");
+        assert_eq!(
+            d.last_event_id(),
+            Some("42"),
+            "an event without id keeps the cursor"
+        );
         assert_eq!(d.comments(), 1);
     }
 

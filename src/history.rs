@@ -1,0 +1,406 @@
+//! History: the plain records that the server, the clients and the world
+//! write, and the oracle reads (DESIGN §6). Records are primitive facts
+//! (produced, written, close seen, cursor presented, decision with its
+//! view): the oracle rebuilds everything else from them.
+//!
+//! Every record gets a trace sequence number (its position in the one
+//! global order) and a timestamp from an injected clock: simulated time in
+//! the simulator, real elapsed time on a real socket.
+
+use crate::guard::{Decision, EventId, StreamIdx, View};
+use crate::protocol::RequestId;
+use serde::Serialize;
+use std::cell::{Ref, RefCell};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A session id as issued (`Mcp-Session-Id`).
+pub type SessionId = Rc<str>;
+
+/// A server-side connection number, unique within one server incarnation.
+pub type ConnId = u64;
+
+/// What kind of event was produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A stream's priming event (id, empty data): not counted.
+    Priming,
+    /// A progress notification of a tool call: counted.
+    Progress,
+    /// The result (or error) of a tool call: counted, final.
+    Result,
+    /// Any other server message (ping result, list result).
+    Other,
+}
+
+/// What kind of stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamKind {
+    /// A POST's SSE response.
+    Post,
+    /// The session's standalone GET stream.
+    Standalone,
+}
+
+/// Why the server closed a connection itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerClose {
+    /// A resume took the stream over: not a drop.
+    TakenOver,
+    /// The write deadline passed: a drop.
+    WriteDeadline,
+    /// Owed events were evicted under a live writer (guarded): a drop.
+    Evicted,
+    /// The session was deleted.
+    SessionDeleted,
+}
+
+/// One record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// A server incarnation started (fresh in-memory state).
+    ServerStarted {
+        /// `guarded` or `unguarded`.
+        variant: &'static str,
+    },
+    /// `initialize` created a session.
+    SessionCreated {
+        /// Session id.
+        session: SessionId,
+        /// Negotiated protocol revision.
+        protocol_version: String,
+    },
+    /// A session was deleted by the client.
+    SessionDeleted {
+        /// Session id.
+        session: SessionId,
+    },
+    /// A request reached the server (before any decision).
+    RequestReceived {
+        /// Session id (absent for initialize).
+        session: Option<SessionId>,
+        /// Connection it came on.
+        conn: ConnId,
+        /// JSON-RPC id.
+        rpc_id: RequestId,
+        /// Method.
+        method: String,
+        /// `ledger_append`/`ledger_read` tag: the logical operation.
+        tag: Option<String>,
+        /// Tool name, for tools/call.
+        tool: Option<String>,
+        /// Dedup token presented.
+        key: Option<String>,
+    },
+    /// A client presented a cursor for a stream (GET resume or cursor on POST).
+    CursorPresented {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Last event id the client saw there.
+        event: EventId,
+        /// `;lost` on a POST.
+        lost: bool,
+    },
+    /// A stream began (its priming event follows as `Produced`).
+    StreamOpened {
+        /// Session id.
+        session: SessionId,
+        /// Stream index within the session.
+        stream: StreamIdx,
+        /// POST or standalone.
+        kind: StreamKind,
+        /// The request whose POST carries it.
+        rpc_id: Option<RequestId>,
+        /// Connection writing it.
+        conn: ConnId,
+    },
+    /// An event was stored for a stream.
+    Produced {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Event id.
+        event: EventId,
+        /// Kind.
+        kind: EventKind,
+        /// The request it belongs to.
+        rpc_id: Option<RequestId>,
+        /// The operation tag of that request.
+        tag: Option<String>,
+    },
+    /// An event was written on a connection.
+    Written {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Event id.
+        event: EventId,
+        /// Connection.
+        conn: ConnId,
+        /// Written as part of a replay backlog.
+        replay: bool,
+    },
+    /// A replay's `replay-end` marker was written (guarded only).
+    ReplayEnd {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Connection.
+        conn: ConnId,
+    },
+    /// The server saw a stream's connection end before the stream finished.
+    CloseSeen {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Connection.
+        conn: ConnId,
+        /// The last event written on it.
+        last_written: EventId,
+    },
+    /// The server closed a connection itself.
+    ServerClosed {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Connection.
+        conn: ConnId,
+        /// Why.
+        why: ServerClose,
+    },
+    /// A stream's final event was written and its response ended.
+    StreamFinished {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+    },
+    /// A GET resumed a stream from a cursor.
+    Resumed {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// The resume cursor (`Last-Event-ID`).
+        cursor: EventId,
+        /// Events to replay before live ones.
+        backlog: u32,
+        /// The new connection.
+        conn: ConnId,
+        /// Replay starts after this id (differs from `cursor` only when the
+        /// unguarded server skips an evicted gap).
+        from: EventId,
+    },
+    /// An event left the bounded store.
+    Evicted {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Event id.
+        event: EventId,
+        /// The client was still owed it (server's view).
+        owed: bool,
+    },
+    /// A Rule M decision, with the view it was made from.
+    Decision {
+        /// Session id.
+        session: SessionId,
+        /// The POST's JSON-RPC id.
+        rpc_id: RequestId,
+        /// The decision.
+        decision: Decision,
+        /// The guard's view at that moment.
+        view: View,
+        /// The POST's facts: idempotent tool.
+        idempotent: bool,
+        /// The POST's facts: honored dedup token.
+        dedup_honored: bool,
+    },
+    /// An HTTP response was sent for a request.
+    Responded {
+        /// Session id.
+        session: Option<SessionId>,
+        /// JSON-RPC id, when the body carried one.
+        rpc_id: Option<RequestId>,
+        /// HTTP status.
+        status: u16,
+        /// Connection.
+        conn: ConnId,
+    },
+    /// A tool began executing (after the ledger recorded it).
+    ToolStarted {
+        /// Session id.
+        session: SessionId,
+        /// JSON-RPC id.
+        rpc_id: RequestId,
+        /// Tool.
+        tool: String,
+        /// Operation tag.
+        tag: Option<String>,
+    },
+    /// A tool stopped producing events.
+    ToolEnded {
+        /// Session id.
+        session: SessionId,
+        /// JSON-RPC id.
+        rpc_id: RequestId,
+        /// Cancelled before its result.
+        cancelled: bool,
+    },
+    /// The side-effect ledger recorded an execution.
+    Execution {
+        /// Operation tag.
+        tag: String,
+        /// The how-many-th execution of the tag (1 = first).
+        n: u64,
+        /// Session that ran it.
+        session: SessionId,
+        /// Request that ran it.
+        rpc_id: RequestId,
+    },
+    /// A dedup token answered from the table (a completed key).
+    DedupReplayed {
+        /// Session id.
+        session: SessionId,
+        /// The retry's JSON-RPC id.
+        rpc_id: RequestId,
+        /// The key.
+        key: String,
+    },
+}
+
+/// One history entry: sequence number, time, record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Entry {
+    /// Position in the global trace order.
+    pub seq: u64,
+    /// Time since the clock's origin, microseconds.
+    pub t_us: u64,
+    /// The record.
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+/// The time source for records.
+pub type Clock = Rc<dyn Fn() -> Duration>;
+
+struct Inner {
+    entries: Vec<Entry>,
+    clock: Clock,
+}
+
+/// A shared, append-only history. Cloning shares it.
+#[derive(Clone)]
+pub struct History {
+    inner: Rc<RefCell<Inner>>,
+}
+
+impl History {
+    /// A history stamped by `clock`.
+    pub fn new(clock: Clock) -> Self {
+        History {
+            inner: Rc::new(RefCell::new(Inner {
+                entries: Vec::new(),
+                clock,
+            })),
+        }
+    }
+
+    /// A history stamped with tokio's clock, from now (simulated time under
+    /// a paused runtime, real time otherwise).
+    pub fn tokio_clock() -> Self {
+        let origin = tokio::time::Instant::now();
+        Self::new(Rc::new(move || origin.elapsed()))
+    }
+
+    /// Appends a record.
+    pub fn record(&self, record: Record) {
+        let mut inner = self.inner.borrow_mut();
+        let t_us = u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX);
+        let seq = inner.entries.len() as u64;
+        inner.entries.push(Entry { seq, t_us, record });
+    }
+
+    /// All entries so far.
+    pub fn entries(&self) -> Ref<'_, [Entry]> {
+        Ref::map(self.inner.borrow(), |i| i.entries.as_slice())
+    }
+
+    /// Number of entries so far.
+    pub fn len(&self) -> usize {
+        self.inner.borrow().entries.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes the history as JSON lines, one entry each.
+    pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
+        for e in self.entries().iter() {
+            serde_json::to_writer(&mut w, e)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// The side-effect ledger: executions per operation tag. It lives outside
+/// the server (a restart does not reset it) and records each execution in
+/// the history as it starts.
+#[derive(Clone)]
+pub struct Ledger {
+    counts: Rc<RefCell<BTreeMap<String, u64>>>,
+    history: History,
+}
+
+impl Ledger {
+    /// An empty ledger writing to `history`.
+    pub fn new(history: History) -> Self {
+        Ledger {
+            counts: Rc::default(),
+            history,
+        }
+    }
+
+    /// Records one execution of `tag`; returns how many there have been.
+    pub fn execute(&self, tag: &str, session: &SessionId, rpc_id: &RequestId) -> u64 {
+        let mut counts = self.counts.borrow_mut();
+        let n = counts.entry(tag.to_string()).or_insert(0);
+        *n += 1;
+        let n = *n;
+        drop(counts);
+        self.history.record(Record::Execution {
+            tag: tag.to_string(),
+            n,
+            session: session.clone(),
+            rpc_id: rpc_id.clone(),
+        });
+        n
+    }
+
+    /// Executions of one tag.
+    pub fn executions(&self, tag: &str) -> u64 {
+        self.counts.borrow().get(tag).copied().unwrap_or(0)
+    }
+
+    /// Executions of every tag, in tag order.
+    pub fn snapshot(&self) -> BTreeMap<String, u64> {
+        self.counts.borrow().clone()
+    }
+}

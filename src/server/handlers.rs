@@ -1,0 +1,946 @@
+//! HTTP handlers: POST, GET and DELETE on `/mcp` (DESIGN §3), with every
+//! refusal as an HTTP status and a JSON-RPC error body.
+
+// Refusals travel as ready-made responses (`Result<_, Response<_>>`): they
+// are the cold path, and boxing each would only add noise.
+#![allow(clippy::result_large_err)]
+
+use super::body::ServerBody;
+use super::dedup::{KeyState, Lookup};
+use super::session::{Session, ToolCall};
+use super::tools::{self, Invocation};
+use super::writer::{self, Plan};
+use super::{Delivery, Shared};
+use crate::guard::{Decision, Limits, PostFacts, Reason, StreamIdx, Verdict};
+use crate::history::{ConnId, Record, ServerClose, SessionId, StreamKind};
+use crate::protocol::headers::{self, CursorList};
+use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
+use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A response plus what the trace should say about it.
+struct Reply {
+    resp: Response<ServerBody>,
+    session: Option<SessionId>,
+    rpc_id: Option<RequestId>,
+}
+
+impl Reply {
+    fn new(resp: Response<ServerBody>) -> Self {
+        Reply {
+            resp,
+            session: None,
+            rpc_id: None,
+        }
+    }
+
+    fn about(mut self, session: Option<&SessionId>, rpc_id: Option<&RequestId>) -> Self {
+        self.session = self.session.or_else(|| session.cloned());
+        self.rpc_id = self.rpc_id.or_else(|| rpc_id.cloned());
+        self
+    }
+}
+
+/// Entry point for one HTTP request on connection `conn`.
+pub(crate) async fn handle(
+    shared: Rc<Shared>,
+    req: Request<Incoming>,
+    conn: ConnId,
+) -> Response<ServerBody> {
+    let reply = match (req.uri().path(), req.method()) {
+        ("/mcp", &Method::POST) => post(&shared, req, conn).await,
+        ("/mcp", &Method::GET) => get(&shared, req, conn),
+        ("/mcp", &Method::DELETE) => delete(&shared, req),
+        ("/mcp", _) => {
+            let mut r = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                None,
+                jsonrpc::TRANSPORT_ERROR,
+                "method not allowed on /mcp: use POST, GET or DELETE",
+            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            Reply::new(r)
+        }
+        (path, _) => Reply::new(error(
+            StatusCode::NOT_FOUND,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            &format!("no endpoint at {path:?}: the MCP endpoint is /mcp"),
+        )),
+    };
+    shared.history.record(Record::Responded {
+        session: reply.session,
+        rpc_id: reply.rpc_id,
+        status: reply.resp.status().as_u16(),
+        conn,
+    });
+    reply.resp
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response<ServerBody> {
+    let mut r = Response::new(ServerBody::Full(Some(Bytes::from(body.to_string()))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn error_with(status: StatusCode, id: Option<RequestId>, err: ErrorObject) -> Response<ServerBody> {
+    json_response(status, &Message::Error { id, error: err }.to_value())
+}
+
+fn error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: &str,
+) -> Response<ServerBody> {
+    error_with(status, id, ErrorObject::new(code, message, None))
+}
+
+fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    let (ty, _) = wanted.split_once('/').expect("a media type");
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .map(|m| m.split(';').next().unwrap_or("").trim())
+                .any(|m| m == wanted || m == "*/*" || m.strip_suffix("/*") == Some(ty))
+        })
+}
+
+fn header_str<'a>(
+    headers: &'a HeaderMap,
+    name: &str,
+) -> Result<Option<&'a str>, Response<ServerBody>> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => v.to_str().map(Some).map_err(|_| {
+            error(
+                StatusCode::BAD_REQUEST,
+                None,
+                jsonrpc::TRANSPORT_ERROR,
+                &format!("header {name} is not visible ASCII"),
+            )
+        }),
+    }
+}
+
+/// Checks `MCP-Protocol-Version` when present.
+fn check_version(headers: &HeaderMap) -> Result<(), Response<ServerBody>> {
+    match header_str(headers, headers::MCP_PROTOCOL_VERSION)? {
+        Some(v) if !mcp::SUPPORTED_VERSIONS.contains(&v) => Err(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            &format!(
+                "unsupported MCP-Protocol-Version {v:?}: supported are {}",
+                mcp::SUPPORTED_VERSIONS.join(", ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Finds the session named by `Mcp-Session-Id`: 400 when missing, 404
+/// when unknown or terminated.
+fn session_of(
+    shared: &Shared,
+    headers: &HeaderMap,
+    id: Option<&RequestId>,
+) -> Result<SessionId, Response<ServerBody>> {
+    let Some(sid) = header_str(headers, headers::MCP_SESSION_ID)? else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            id.cloned(),
+            jsonrpc::TRANSPORT_ERROR,
+            "missing Mcp-Session-Id header: send the id from the initialize response",
+        ));
+    };
+    let st = shared.state.borrow();
+    match st.sessions.get_key_value(sid) {
+        Some((k, _)) => Ok(k.clone()),
+        None => Err(error(
+            StatusCode::NOT_FOUND,
+            id.cloned(),
+            jsonrpc::SESSION_ERROR,
+            "unknown or terminated session: start a new session with initialize",
+        )),
+    }
+}
+
+async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let (parts, body) = req.into_parts();
+    let h = &parts.headers;
+    let ct_ok = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    if !ct_ok {
+        return Reply::new(error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "Content-Type must be application/json",
+        ));
+    }
+    if !accepts(h, "application/json") || !accepts(h, "text/event-stream") {
+        return Reply::new(error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "Accept must list application/json and text/event-stream",
+        ));
+    }
+    let max = shared.cfg.max_body_bytes;
+    let too_large = || {
+        Reply::new(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            &format!("body larger than {max} bytes"),
+        ))
+    };
+    let declared = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return too_large();
+    }
+    let bytes = match Limited::new(body, max).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return too_large()
+        }
+        Err(_) => {
+            return Reply::new(error(
+                StatusCode::BAD_REQUEST,
+                None,
+                jsonrpc::TRANSPORT_ERROR,
+                "request body ended early",
+            ))
+        }
+    };
+    let msg = match Message::decode(&bytes) {
+        Ok(m) => m,
+        Err(e) => return Reply::new(error_with(StatusCode::BAD_REQUEST, None, e.to_error())),
+    };
+    if let Err(r) = check_version(h) {
+        return Reply::new(r).about(None, msg.id());
+    }
+    if let Message::Request { id, method, params } = &msg {
+        if method == mcp::INITIALIZE {
+            return initialize(shared, id, params.as_ref());
+        }
+    }
+    let sid = match session_of(shared, h, msg.id()) {
+        Ok(s) => s,
+        Err(r) => return Reply::new(r).about(None, msg.id()),
+    };
+    let reply = match msg {
+        Message::Request { id, method, params } => request(
+            shared,
+            &parts.headers,
+            &sid,
+            id.clone(),
+            &method,
+            params,
+            conn,
+        )
+        .await
+        .about(Some(&sid), Some(&id)),
+        Message::Notification { method, params } => {
+            if method == mcp::CANCELLED {
+                cancel(shared, &sid, params.as_ref());
+            }
+            Reply::new(accepted()).about(Some(&sid), None)
+        }
+        Message::Result { .. } | Message::Error { .. } => {
+            Reply::new(accepted()).about(Some(&sid), None)
+        }
+    };
+    resumable_header(shared, &sid, reply)
+}
+
+fn accepted() -> Response<ServerBody> {
+    let mut r = Response::new(ServerBody::empty());
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}
+
+/// Guarded POST responses carry `Mcp-Stream-Resumable: true` while the
+/// session has a dropped stream.
+fn resumable_header(shared: &Shared, sid: &SessionId, mut reply: Reply) -> Reply {
+    if shared.guarded() {
+        let st = shared.state.borrow();
+        if st.sessions.get(sid).is_some_and(|s| s.guard.has_dropped()) {
+            reply.resp.headers_mut().insert(
+                headers::MCP_STREAM_RESUMABLE,
+                HeaderValue::from_static("true"),
+            );
+        }
+    }
+    reply
+}
+
+fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Reply {
+    let p: InitializeParams = match params.cloned().map(serde_json::from_value) {
+        Some(Ok(p)) => p,
+        _ => {
+            return Reply::new(error(
+                StatusCode::OK,
+                Some(id.clone()),
+                jsonrpc::INVALID_PARAMS,
+                "initialize needs protocolVersion",
+            ))
+            .about(None, Some(id))
+        }
+    };
+    // Answer with the requested revision when supported, else our latest.
+    let version = if mcp::SUPPORTED_VERSIONS.contains(&p.protocol_version.as_str()) {
+        p.protocol_version.clone()
+    } else {
+        mcp::LATEST_VERSION.to_string()
+    };
+    if shared.state.borrow().sessions.len() >= shared.cfg.max_sessions {
+        return Reply::new(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(id.clone()),
+            jsonrpc::TRANSPORT_ERROR,
+            "session limit reached: retry later",
+        ))
+        .about(None, Some(id));
+    }
+    let sid = shared.new_session_id();
+    let session = Session::new(
+        sid.clone(),
+        shared.cfg.first_event_id,
+        shared.cfg.store_capacity,
+    );
+    shared
+        .state
+        .borrow_mut()
+        .sessions
+        .insert(sid.clone(), session);
+    shared.history.record(Record::SessionCreated {
+        session: sid.clone(),
+        protocol_version: version.clone(),
+    });
+    let body = Message::Result {
+        id: id.clone(),
+        result: mcp::initialize_result(&version),
+    };
+    let mut r = json_response(StatusCode::OK, &body.to_value());
+    r.headers_mut().insert(
+        headers::MCP_SESSION_ID,
+        HeaderValue::from_str(&sid).expect("hex is a valid header"),
+    );
+    Reply::new(r).about(Some(&sid), Some(id))
+}
+
+fn cancel(shared: &Shared, sid: &SessionId, params: Option<&Value>) {
+    let Some(rid) = params.and_then(|p| p.get("requestId")).cloned() else {
+        return;
+    };
+    let Ok(rid) = serde_json::from_value::<RequestId>(rid) else {
+        return;
+    };
+    let st = shared.state.borrow();
+    if let Some(f) = st.sessions.get(sid).and_then(|s| s.in_flight.get(&rid)) {
+        f.cancelled.set(true);
+    }
+}
+
+async fn request(
+    shared: &Rc<Shared>,
+    h: &HeaderMap,
+    sid: &SessionId,
+    id: RequestId,
+    method: &str,
+    params: Option<Value>,
+    conn: ConnId,
+) -> Reply {
+    // What is being asked, and is it idempotent?
+    let mut call: Option<(CallToolParams, Invocation)> = None;
+    match method {
+        mcp::TOOLS_CALL => {
+            let p: CallToolParams = match params.clone().map(serde_json::from_value) {
+                Some(Ok(p)) => p,
+                _ => {
+                    return Reply::new(error(
+                        StatusCode::OK,
+                        Some(id),
+                        jsonrpc::INVALID_PARAMS,
+                        "tools/call needs name and arguments",
+                    ))
+                }
+            };
+            match tools::validate(shared, &p.name, &p.arguments) {
+                Ok(inv) => call = Some((p, inv)),
+                Err(e) => return Reply::new(error_with(StatusCode::OK, Some(id), e)),
+            }
+        }
+        mcp::PING | mcp::TOOLS_LIST => {}
+        other => {
+            return Reply::new(error(
+                StatusCode::OK,
+                Some(id),
+                jsonrpc::METHOD_NOT_FOUND,
+                &format!(
+                "method {other:?} not found: this server offers ping, tools/list and tools/call"
+            ),
+            ))
+        }
+    }
+    let key = match header_str(h, headers::IDEMPOTENCY_KEY) {
+        Ok(k) if shared.guarded() => k.map(str::to_string),
+        Ok(_) => None, // the unguarded server ignores the header
+        Err(r) => return Reply::new(r),
+    };
+    shared.history.record(Record::RequestReceived {
+        session: Some(sid.clone()),
+        conn,
+        rpc_id: id.clone(),
+        method: method.to_string(),
+        tag: call
+            .as_ref()
+            .and_then(|(_, inv)| inv.tag().map(str::to_string)),
+        tool: call.as_ref().map(|(p, _)| p.name.clone()),
+        key: key.clone(),
+    });
+    if shared
+        .state
+        .borrow()
+        .sessions
+        .get(sid)
+        .is_some_and(|s| s.in_flight.contains_key(&id))
+    {
+        return Reply::new(error(
+            StatusCode::CONFLICT,
+            Some(id),
+            jsonrpc::CONFLICT,
+            "request id already in flight in this session: use a new id",
+        ));
+    }
+    let idempotent = call.as_ref().is_none_or(|(_, inv)| inv.idempotent());
+    let call_value = call
+        .as_ref()
+        .map(|(p, _)| json!({"name": p.name, "arguments": p.arguments}));
+    let mut dedup_honored = false;
+    if shared.guarded() {
+        if let Err(r) = present_cursors(shared, h, sid) {
+            return Reply::new(r);
+        }
+        if let (Some(k), Some(cv)) = (&key, &call_value) {
+            match shared.state.borrow().dedup.lookup(k, cv) {
+                Lookup::OtherArguments => {
+                    return Reply::new(error(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        Some(id),
+                        jsonrpc::KEY_REUSED,
+                        "Idempotency-Key reused with other arguments: use a new key for a new operation",
+                    ))
+                }
+                Lookup::Known(_) => dedup_honored = true,
+                Lookup::Unknown => {}
+            }
+        }
+        let facts = PostFacts {
+            idempotent,
+            dedup_honored,
+        };
+        if let Err(r) = rule_m(shared, sid, &id, facts).await {
+            return Reply::new(r);
+        }
+        if let (Some(k), Some(cv)) = (&key, &call_value) {
+            let lookup = shared.state.borrow().dedup.lookup(k, cv);
+            match lookup {
+                Lookup::Known(KeyState::InFlight) => {
+                    return Reply::new(error(
+                        StatusCode::CONFLICT,
+                        Some(id),
+                        jsonrpc::CONFLICT,
+                        "an execution under this Idempotency-Key is in flight: wait for its result",
+                    ))
+                }
+                Lookup::Known(KeyState::Done(result)) => {
+                    shared.history.record(Record::DedupReplayed {
+                        session: sid.clone(),
+                        rpc_id: id.clone(),
+                        key: k.clone(),
+                    });
+                    return Reply::new(json_response(
+                        StatusCode::OK,
+                        &Message::Result { id, result }.to_value(),
+                    ));
+                }
+                Lookup::OtherArguments => unreachable!("checked before Rule M"),
+                Lookup::Unknown => shared.state.borrow_mut().dedup.begin(k, cv.clone()),
+            }
+        }
+    }
+    if !shared.state.borrow().sessions.contains_key(sid) {
+        return Reply::new(error(
+            StatusCode::NOT_FOUND,
+            Some(id),
+            jsonrpc::SESSION_ERROR,
+            "session terminated while the request waited",
+        ));
+    }
+    let result = match method {
+        mcp::PING => json!({}),
+        mcp::TOOLS_LIST => mcp::tools_list_result(),
+        _ => {
+            let (p, inv) = call.expect("tools/call validated above");
+            return start_call(shared, sid, id, p, inv, key, conn);
+        }
+    };
+    Reply::new(json_response(
+        StatusCode::OK,
+        &Message::Result { id, result }.to_value(),
+    ))
+}
+
+/// Applies a guarded POST's cursor list (`Last-Event-ID: 142;lost, 163`).
+fn present_cursors(
+    shared: &Shared,
+    h: &HeaderMap,
+    sid: &SessionId,
+) -> Result<(), Response<ServerBody>> {
+    let Some(v) = header_str(h, headers::LAST_EVENT_ID)? else {
+        return Ok(());
+    };
+    let list = CursorList::parse(v).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            &e.to_string(),
+        )
+    })?;
+    let mut st = shared.state.borrow_mut();
+    let Some(sess) = st.sessions.get_mut(sid) else {
+        return Ok(());
+    };
+    for c in list.0 {
+        // Ids the session never issued name no stream: ignore them.
+        if let Some(s) = sess.stream_of(c.event_id) {
+            shared.history.record(Record::CursorPresented {
+                session: sid.clone(),
+                stream: s,
+                event: c.event_id,
+                lost: c.lost,
+            });
+            sess.guard.cursor(s, c.event_id, c.lost);
+        }
+    }
+    Ok(())
+}
+
+/// Rule M for one POST, queueing behind a replay as row 0 says.
+async fn rule_m(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    id: &RequestId,
+    facts: PostFacts,
+) -> Result<(), Response<ServerBody>> {
+    let limits = Limits {
+        queue_capacity: shared.cfg.queue_capacity,
+    };
+    let wait_until = tokio::time::Instant::now() + Duration::from_millis(shared.cfg.queue_wait_ms);
+    loop {
+        let decision = decide(shared, sid, id, facts, |g| g.check(facts, limits))?;
+        match decision.verdict {
+            Verdict::Fresh | Verdict::Allow => return Ok(()),
+            Verdict::Reject(reason) => return Err(rejection(id, reason, &decision)),
+            Verdict::Queue => {}
+        }
+        let drained = match shared.state.borrow().sessions.get(sid) {
+            Some(s) => s.drained.clone(),
+            None => {
+                return Err(error(
+                    StatusCode::NOT_FOUND,
+                    Some(id.clone()),
+                    jsonrpc::SESSION_ERROR,
+                    "session terminated",
+                ))
+            }
+        };
+        let timed_out = loop {
+            let mut n = pin!(drained.notified());
+            n.as_mut().enable();
+            let backlog = shared
+                .state
+                .borrow()
+                .sessions
+                .get(sid)
+                .map(|s| s.guard.replay_backlog());
+            if backlog.unwrap_or(0) == 0 {
+                break false;
+            }
+            if tokio::time::timeout_at(wait_until, n).await.is_err() {
+                break true;
+            }
+        };
+        if let Some(s) = shared.state.borrow_mut().sessions.get_mut(sid) {
+            s.guard.dequeued();
+        }
+        if timed_out {
+            let reject = |_: &crate::guard::SessionGuard| Decision {
+                verdict: Verdict::Reject(Reason::ReplayInProgress),
+                stream: None,
+                hint: None,
+            };
+            let d = decide(shared, sid, id, facts, reject)?;
+            return Err(rejection(id, Reason::ReplayInProgress, &d));
+        }
+    }
+}
+
+/// Makes, commits and logs one decision with the view it was made from.
+fn decide(
+    shared: &Shared,
+    sid: &SessionId,
+    id: &RequestId,
+    facts: PostFacts,
+    f: impl FnOnce(&crate::guard::SessionGuard) -> Decision,
+) -> Result<Decision, Response<ServerBody>> {
+    let mut st = shared.state.borrow_mut();
+    let Some(sess) = st.sessions.get_mut(sid) else {
+        return Err(error(
+            StatusCode::NOT_FOUND,
+            Some(id.clone()),
+            jsonrpc::SESSION_ERROR,
+            "session terminated",
+        ));
+    };
+    let view = sess.guard.view();
+    let decision = f(&sess.guard);
+    sess.guard.apply(&decision);
+    shared.history.record(Record::Decision {
+        session: sid.clone(),
+        rpc_id: id.clone(),
+        decision,
+        view,
+        idempotent: facts.idempotent,
+        dedup_honored: facts.dedup_honored,
+    });
+    Ok(decision)
+}
+
+/// A Rule M rejection: 409 naming the owed stream's resume point, or 410
+/// for a lost stream.
+fn rejection(id: &RequestId, reason: Reason, d: &Decision) -> Response<ServerBody> {
+    let (status, code, what) = match reason {
+        Reason::StreamLost => (
+            StatusCode::GONE,
+            jsonrpc::GONE,
+            "events owed on a dropped stream were evicted; re-issue the operation",
+        ),
+        Reason::ReplayInProgress => (
+            StatusCode::CONFLICT,
+            jsonrpc::CONFLICT,
+            "a replay is in progress on this session; retry after it",
+        ),
+        _ => (
+            StatusCode::CONFLICT,
+            jsonrpc::CONFLICT,
+            "a dropped stream must be resumed first: GET with Last-Event-ID",
+        ),
+    };
+    let data = json!({"reason": reason.as_str(), "stream": d.stream, "lastEventId": d.hint});
+    let mut r = error_with(
+        status,
+        Some(id.clone()),
+        ErrorObject::new(
+            code,
+            format!("rejected ({}): {what}", reason.as_str()),
+            Some(data),
+        ),
+    );
+    if let Some(hint) = d.hint.filter(|_| status == StatusCode::CONFLICT) {
+        r.headers_mut()
+            .insert(headers::LAST_EVENT_ID, HeaderValue::from(hint));
+    }
+    r
+}
+
+fn start_call(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    id: RequestId,
+    p: CallToolParams,
+    inv: Invocation,
+    dedup_key: Option<String>,
+    conn: ConnId,
+) -> Reply {
+    let call = ToolCall {
+        rpc_id: id.clone(),
+        tool: p.name.clone(),
+        progress_token: p.progress_token().cloned(),
+        dedup_key,
+    };
+    let mut st = shared.state.borrow_mut();
+    let sess = st.sessions.get_mut(sid).expect("checked by the caller");
+    if shared.cfg.delivery == Delivery::SessionStream {
+        if let Some(s) = sess.standalone_attached() {
+            drop(st);
+            tools::start(shared.clone(), sid.clone(), s, call, inv);
+            return Reply::new(accepted());
+        }
+    }
+    let s = sess.open_stream(
+        StreamKind::Post,
+        Some(id),
+        conn,
+        shared.cfg.retry_ms,
+        &shared.history,
+    );
+    let priming = sess.guard.stream(s).last_produced;
+    drop(st);
+    tools::start(shared.clone(), sid.clone(), s, call, inv);
+    Reply::new(sse_response(
+        shared,
+        sid,
+        s,
+        conn,
+        Plan {
+            after: priming - 1,
+            replay_until: priming - 1,
+            replay: false,
+        },
+    ))
+}
+
+fn sse_response(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    plan: Plan,
+) -> Response<ServerBody> {
+    let (tx, body) = ServerBody::sse();
+    writer::spawn(shared.clone(), sid.clone(), s, conn, tx, plan);
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let h = req.headers();
+    if !accepts(h, "text/event-stream") {
+        return Reply::new(error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "Accept must list text/event-stream",
+        ));
+    }
+    if let Err(r) = check_version(h) {
+        return Reply::new(r);
+    }
+    let sid = match session_of(shared, h, None) {
+        Ok(s) => s,
+        Err(r) => return Reply::new(r),
+    };
+    let cursor = match header_str(h, headers::LAST_EVENT_ID) {
+        Ok(None) => None,
+        Ok(Some(v)) => match CursorList::parse_single(v) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                return Reply::new(error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    jsonrpc::TRANSPORT_ERROR,
+                    &e.to_string(),
+                ))
+                .about(Some(&sid), None)
+            }
+        },
+        Err(r) => return Reply::new(r),
+    };
+    let reply = match cursor {
+        None => open_standalone(shared, &sid, conn),
+        Some(c) => resume(shared, &sid, c, conn),
+    };
+    reply.about(Some(&sid), None)
+}
+
+/// A plain GET: opens the session's standalone stream (409 when one is
+/// attached already).
+fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply {
+    let mut st = shared.state.borrow_mut();
+    let sess = st.sessions.get_mut(sid).expect("session_of found it");
+    if sess.standalone_attached().is_some() {
+        return Reply::new(error(
+            StatusCode::CONFLICT,
+            None,
+            jsonrpc::CONFLICT,
+            "a standalone stream is already open for this session: resume with Last-Event-ID instead",
+        ));
+    }
+    let s = sess.open_stream(
+        StreamKind::Standalone,
+        None,
+        conn,
+        shared.cfg.retry_ms,
+        &shared.history,
+    );
+    sess.standalone = Some(s);
+    let priming = sess.guard.stream(s).last_produced;
+    drop(st);
+    Reply::new(sse_response(
+        shared,
+        sid,
+        s,
+        conn,
+        Plan {
+            after: priming - 1,
+            replay_until: priming - 1,
+            replay: false,
+        },
+    ))
+}
+
+/// A GET with `Last-Event-ID`: replays that id's stream after it, taking
+/// the stream over, then continues live.
+fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Reply {
+    let mut st = shared.state.borrow_mut();
+    let sess = st.sessions.get_mut(sid).expect("session_of found it");
+    let Some(s) = sess.stream_of(cursor) else {
+        return Reply::new(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            &format!("Last-Event-ID {cursor} was never issued in this session"),
+        ));
+    };
+    shared.history.record(Record::CursorPresented {
+        session: sid.clone(),
+        stream: s,
+        event: cursor,
+        lost: false,
+    });
+    let (_, gap) = sess.replayable_after(s, cursor);
+    let mut from = cursor;
+    if gap || sess.guard.stream(s).lost {
+        if shared.guarded() {
+            sess.guard.report_lost(s);
+            return Reply::new(error_with(
+                StatusCode::GONE,
+                None,
+                ErrorObject::new(
+                    jsonrpc::GONE,
+                    "events after Last-Event-ID were evicted: re-issue the operation",
+                    Some(
+                        json!({"stream": s, "lastEventId": cursor, "oldestRetained": sess.oldest_stored()}),
+                    ),
+                ),
+            ));
+        }
+        // As real SDKs do: replay from the oldest event still stored.
+        from = cursor.max(sess.oldest_stored().saturating_sub(1));
+    }
+    if let Some(old) = sess.streams[s as usize].conn.take() {
+        shared.history.record(Record::ServerClosed {
+            session: sid.clone(),
+            stream: s,
+            conn: old,
+            why: ServerClose::TakenOver,
+        });
+        sess.guard.taken_over(s);
+        let st_ref = &mut *st;
+        if let Some(h) = st_ref.conns.remove(&old) {
+            h.abort();
+        }
+    }
+    let sess = st.sessions.get_mut(sid).expect("still there");
+    let (backlog, _) = sess.replayable_after(s, from);
+    let replay_until = sess.streams[s as usize]
+        .ids
+        .last()
+        .copied()
+        .unwrap_or(cursor)
+        .max(from);
+    sess.guard.resumed(s, cursor, backlog);
+    sess.streams[s as usize].conn = Some(conn);
+    sess.streams[s as usize].wake.notify_waiters();
+    shared.history.record(Record::Resumed {
+        session: sid.clone(),
+        stream: s,
+        cursor,
+        backlog,
+        conn,
+        from,
+    });
+    drop(st);
+    Reply::new(sse_response(
+        shared,
+        sid,
+        s,
+        conn,
+        Plan {
+            after: from,
+            replay_until,
+            replay: true,
+        },
+    ))
+}
+
+fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
+    let sid = match session_of(shared, req.headers(), None) {
+        Ok(s) => s,
+        Err(r) => return Reply::new(r),
+    };
+    let sess = shared
+        .state
+        .borrow_mut()
+        .sessions
+        .remove(&sid)
+        .expect("session_of found it");
+    for (s, c) in sess.conns() {
+        shared.history.record(Record::ServerClosed {
+            session: sid.clone(),
+            stream: s,
+            conn: c,
+            why: ServerClose::SessionDeleted,
+        });
+        shared.close_conn(c);
+    }
+    for f in sess.in_flight.values() {
+        f.cancelled.set(true);
+    }
+    shared.history.record(Record::SessionDeleted {
+        session: sid.clone(),
+    });
+    let mut r = Response::new(ServerBody::empty());
+    *r.status_mut() = StatusCode::OK;
+    Reply::new(r).about(Some(&sid), None)
+}

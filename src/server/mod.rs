@@ -1,0 +1,304 @@
+//! The MCP streamable-HTTP server (DESIGN §3), on hyper 1.x over any
+//! listener: turmoil's in the simulator, tokio's on a real socket.
+//!
+//! Two variants behind one switch ([`Variant`]): *unguarded* behaves as
+//! today's SDKs (a retried POST runs the tool again; a POST during a replay
+//! is served at once and its events interleave with the replay); *guarded*
+//! sends every POST through Rule M ([`crate::guard`]), honors dedup tokens
+//! and cursors on POST, ends every replay with `replay-end`, and answers a
+//! resume from an evicted position with 410.
+//!
+//! Everything runs on one thread (a `LocalSet`): state is `Rc<RefCell<_>>`,
+//! and no borrow is ever held across an `.await`.
+
+mod body;
+mod dedup;
+mod handlers;
+mod session;
+mod tools;
+mod writer;
+
+pub use body::ServerBody;
+
+use crate::history::{ConnId, History, Ledger, Record, SessionId};
+use dedup::DedupTable;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
+use session::Session;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use tokio::task::AbortHandle;
+
+/// Which server: the switch that the whole comparison is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    /// Enforces Rule M (and, later, Rule T); honors dedup tokens.
+    Guarded,
+    /// Spec-permissive, as today's SDKs behave.
+    Unguarded,
+}
+
+impl Variant {
+    /// Both variants, guarded first.
+    pub const BOTH: [Variant; 2] = [Variant::Guarded, Variant::Unguarded];
+
+    /// `guarded` or `unguarded`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::Guarded => "guarded",
+            Variant::Unguarded => "unguarded",
+        }
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "guarded" => Ok(Variant::Guarded),
+            "unguarded" => Ok(Variant::Unguarded),
+            other => Err(format!(
+                "unknown server {other:?}: use guarded or unguarded"
+            )),
+        }
+    }
+}
+
+/// Where a tool call's response events go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// Each POST gets its own SSE stream.
+    PostStream,
+    /// A POST gets 202 and its response goes on the session's GET stream
+    /// when one is attached and not seen closed (the seed's server).
+    SessionStream,
+}
+
+impl Delivery {
+    /// `post-stream` or `session-stream`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::PostStream => "post-stream",
+            Delivery::SessionStream => "session-stream",
+        }
+    }
+}
+
+/// How tools pace their chunks.
+#[derive(Clone, Debug, Default)]
+pub enum Pacing {
+    /// Sleep `chunk_interval_ms` (simulated time in the simulator).
+    #[default]
+    Timer,
+    /// Each chunk waits for one permit: tests release chunks one by one so
+    /// that no wall-clock race decides them.
+    Gate(Arc<Semaphore>),
+}
+
+/// Server settings (DESIGN §7 `[server]`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Delivery mode.
+    pub delivery: Delivery,
+    /// The first event id of every session.
+    pub first_event_id: u64,
+    /// Events a session's store holds before evicting the oldest.
+    pub store_capacity: usize,
+    /// Pause before each replayed backlog event (a slow link), ms.
+    pub replay_interval_ms: u64,
+    /// POSTs a session may queue behind a replay (guarded).
+    pub queue_capacity: u32,
+    /// Longest a queued POST waits for the replay, ms (guarded).
+    pub queue_wait_ms: u64,
+    /// A writer that cannot hand a frame over in this long drops the
+    /// connection, ms.
+    pub write_deadline_ms: u64,
+    /// Largest POST body accepted, bytes.
+    pub max_body_bytes: usize,
+    /// Dedup tokens remembered server-wide (guarded).
+    pub dedup_capacity: usize,
+    /// `retry:` advice on priming events, ms.
+    pub retry_ms: Option<u64>,
+    /// Most chunks one tool call may ask for.
+    pub max_chunks: u32,
+    /// Most live sessions.
+    pub max_sessions: usize,
+    /// Seed of the session-id generator (ChaCha20).
+    pub session_seed: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            delivery: Delivery::PostStream,
+            first_event_id: 1,
+            store_capacity: 1024,
+            replay_interval_ms: 0,
+            queue_capacity: 16,
+            queue_wait_ms: 5_000,
+            write_deadline_ms: 2_000,
+            max_body_bytes: 1 << 20,
+            dedup_capacity: 65_536,
+            retry_ms: None,
+            max_chunks: 10_000,
+            max_sessions: 100_000,
+            session_seed: 0,
+        }
+    }
+}
+
+/// Mutable server state.
+pub(crate) struct State {
+    pub sessions: BTreeMap<SessionId, Session>,
+    pub rng: ChaCha20Rng,
+    pub dedup: DedupTable,
+    pub next_conn: ConnId,
+    /// Live connection tasks, so the server can close one itself.
+    pub conns: BTreeMap<ConnId, AbortHandle>,
+}
+
+/// What every handler shares.
+pub(crate) struct Shared {
+    pub variant: Variant,
+    pub cfg: ServerConfig,
+    pub history: History,
+    pub ledger: Ledger,
+    pub pacing: Pacing,
+    pub state: RefCell<State>,
+}
+
+impl Shared {
+    pub fn guarded(&self) -> bool {
+        self.variant == Variant::Guarded
+    }
+
+    /// Closes a connection from the server side (drops its socket).
+    pub fn close_conn(&self, conn: ConnId) {
+        if let Some(h) = self.state.borrow_mut().conns.remove(&conn) {
+            h.abort();
+        }
+    }
+
+    /// A fresh 128-bit session id, hex, from the seeded generator.
+    pub fn new_session_id(&self) -> SessionId {
+        let mut bytes = [0u8; 16];
+        self.state.borrow_mut().rng.fill_bytes(&mut bytes);
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        hex.into()
+    }
+}
+
+/// Anything that accepts connections: tokio's listener on a real socket,
+/// turmoil's in the simulator.
+pub trait Listener {
+    /// The connection type.
+    type Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static;
+    /// Waits for the next connection.
+    fn accept(&mut self) -> impl Future<Output = io::Result<Self::Io>>;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Io = tokio::net::TcpStream;
+    async fn accept(&mut self) -> io::Result<Self::Io> {
+        let (s, _) = tokio::net::TcpListener::accept(self).await?;
+        s.set_nodelay(true)?;
+        Ok(s)
+    }
+}
+
+/// One server incarnation. Cheap to clone; clones share state.
+#[derive(Clone)]
+pub struct Server {
+    shared: Rc<Shared>,
+}
+
+impl Server {
+    /// A server of `variant` with `cfg`, recording to `history` and
+    /// executing tools against `ledger` (which outlives the server).
+    pub fn new(
+        variant: Variant,
+        cfg: ServerConfig,
+        history: History,
+        ledger: Ledger,
+        pacing: Pacing,
+    ) -> Self {
+        history.record(Record::ServerStarted {
+            variant: variant.as_str(),
+        });
+        let rng = ChaCha20Rng::seed_from_u64(cfg.session_seed);
+        let dedup = DedupTable::new(cfg.dedup_capacity);
+        Server {
+            shared: Rc::new(Shared {
+                variant,
+                cfg,
+                history,
+                ledger,
+                pacing,
+                state: RefCell::new(State {
+                    sessions: BTreeMap::new(),
+                    rng,
+                    dedup,
+                    next_conn: 0,
+                    conns: BTreeMap::new(),
+                }),
+            }),
+        }
+    }
+
+    /// The variant.
+    pub fn variant(&self) -> Variant {
+        self.shared.variant
+    }
+
+    /// Accepts connections forever, serving each on its own local task.
+    /// Must run inside a `LocalSet`. Returns only on an accept error.
+    pub async fn serve<L: Listener>(self, mut listener: L) -> io::Result<()> {
+        loop {
+            let io = listener.accept().await?;
+            self.serve_connection(io);
+        }
+    }
+
+    /// Serves one accepted connection on a local task.
+    pub fn serve_connection<I>(&self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    {
+        let shared = self.shared.clone();
+        let conn = {
+            let mut st = shared.state.borrow_mut();
+            st.next_conn += 1;
+            st.next_conn
+        };
+        let task_shared = shared.clone();
+        let handle = tokio::task::spawn_local(async move {
+            let svc_shared = task_shared.clone();
+            let service = hyper::service::service_fn(move |req| {
+                let s = svc_shared.clone();
+                async move { Ok::<_, std::convert::Infallible>(handlers::handle(s, req, conn).await) }
+            });
+            // Errors here are the peer going away; the writers observe
+            // that through their channels and record it.
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .max_buf_size(16 * 1024)
+                .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+                .await;
+            task_shared.state.borrow_mut().conns.remove(&conn);
+        });
+        shared
+            .state
+            .borrow_mut()
+            .conns
+            .insert(conn, handle.abort_handle());
+    }
+}

@@ -1,0 +1,266 @@
+//! A session's server-side state: its streams, the bounded event store, and
+//! the Rule M bookkeeping ([`SessionGuard`]) that both variants keep (only
+//! the guarded server asks it for verdicts).
+
+use crate::guard::{EventId, SessionGuard, StreamIdx};
+use crate::history::{ConnId, EventKind, History, Record, SessionId, StreamKind};
+use crate::protocol::{sse, RequestId};
+use bytes::Bytes;
+use serde_json::Value;
+use std::cell::Cell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+use tokio::sync::Notify;
+
+/// One stored event: its stream and its encoded SSE frame.
+pub(crate) struct Stored {
+    pub stream: StreamIdx,
+    pub frame: Bytes,
+}
+
+/// Runtime state of one stream, beside its [`crate::guard::StreamState`].
+pub(crate) struct StreamRt {
+    pub kind: StreamKind,
+    /// Every event id ever produced for the stream, increasing.
+    pub ids: Vec<EventId>,
+    /// The connection currently writing it.
+    pub conn: Option<ConnId>,
+    /// Wakes its writer when an event is produced or the stream changes hands.
+    pub wake: Rc<Notify>,
+    /// No more events will be produced (POST streams, after the result).
+    pub done_producing: bool,
+}
+
+/// A request still executing.
+pub(crate) struct InFlight {
+    pub cancelled: Rc<Cell<bool>>,
+}
+
+/// One session.
+pub(crate) struct Session {
+    pub id: SessionId,
+    pub guard: SessionGuard,
+    pub streams: Vec<StreamRt>,
+    /// The standalone GET stream, once opened.
+    pub standalone: Option<StreamIdx>,
+    pub in_flight: BTreeMap<RequestId, InFlight>,
+    /// Woken whenever replay backlog is written or abandoned.
+    pub drained: Rc<Notify>,
+    first_event_id: EventId,
+    next_event_id: EventId,
+    /// Stream of every event id ever issued (index: id − first id).
+    event_stream: Vec<StreamIdx>,
+    /// The bounded store: contiguous ids from `store_base`.
+    store: VecDeque<Stored>,
+    store_base: EventId,
+    store_capacity: usize,
+}
+
+impl Session {
+    pub fn new(id: SessionId, first_event_id: EventId, store_capacity: usize) -> Self {
+        assert!(
+            store_capacity > 0,
+            "the event store holds at least one event"
+        );
+        Session {
+            id,
+            guard: SessionGuard::new(),
+            streams: Vec::new(),
+            standalone: None,
+            in_flight: BTreeMap::new(),
+            drained: Rc::new(Notify::new()),
+            first_event_id,
+            next_event_id: first_event_id,
+            event_stream: Vec::new(),
+            store: VecDeque::new(),
+            store_base: first_event_id,
+            store_capacity,
+        }
+    }
+
+    /// Opens a stream on `conn` and produces its priming event.
+    pub fn open_stream(
+        &mut self,
+        kind: StreamKind,
+        rpc_id: Option<RequestId>,
+        conn: ConnId,
+        retry_ms: Option<u64>,
+        history: &History,
+    ) -> StreamIdx {
+        let priming = self.next_event_id;
+        let s = self.guard.open_stream(priming);
+        debug_assert_eq!(s as usize, self.streams.len());
+        self.streams.push(StreamRt {
+            kind,
+            ids: Vec::new(),
+            conn: Some(conn),
+            wake: Rc::new(Notify::new()),
+            done_producing: false,
+        });
+        history.record(Record::StreamOpened {
+            session: self.id.clone(),
+            stream: s,
+            kind,
+            rpc_id: rpc_id.clone(),
+            conn,
+        });
+        let frame = sse::encode(Some(priming), None, "", retry_ms);
+        let id = self.push_event(s, frame, EventKind::Priming, rpc_id, None, history);
+        self.guard.written(s, id);
+        s
+    }
+
+    /// Produces a data event for stream `s`.
+    pub fn produce(
+        &mut self,
+        s: StreamIdx,
+        kind: EventKind,
+        message: &str,
+        rpc_id: Option<RequestId>,
+        tag: Option<String>,
+        history: &History,
+    ) -> EventId {
+        let frame = sse::encode(Some(self.next_event_id), Some("message"), message, None);
+        let id = self.push_event(s, frame, kind, rpc_id, tag, history);
+        self.guard.produced(s, id);
+        self.streams[s as usize].wake.notify_waiters();
+        id
+    }
+
+    fn push_event(
+        &mut self,
+        s: StreamIdx,
+        frame: Bytes,
+        kind: EventKind,
+        rpc_id: Option<RequestId>,
+        tag: Option<String>,
+        history: &History,
+    ) -> EventId {
+        let id = self.next_event_id;
+        self.next_event_id += 1;
+        self.event_stream.push(s);
+        self.streams[s as usize].ids.push(id);
+        self.store.push_back(Stored { stream: s, frame });
+        history.record(Record::Produced {
+            session: self.id.clone(),
+            stream: s,
+            event: id,
+            kind,
+            rpc_id,
+            tag,
+        });
+        while self.store.len() > self.store_capacity {
+            self.evict_oldest(history);
+        }
+        id
+    }
+
+    fn evict_oldest(&mut self, history: &History) {
+        let e = self.store.pop_front().expect("store is not empty");
+        let id = self.store_base;
+        self.store_base += 1;
+        let owed = id > self.guard.stream(e.stream).delivered();
+        if owed {
+            self.guard.evicted_owed(e.stream);
+        }
+        history.record(Record::Evicted {
+            session: self.id.clone(),
+            stream: e.stream,
+            event: id,
+            owed,
+        });
+    }
+
+    /// The stored frame of an event, if it was not evicted.
+    pub fn frame(&self, id: EventId) -> Option<&Bytes> {
+        let idx = id.checked_sub(self.store_base)?;
+        self.store.get(usize::try_from(idx).ok()?).map(|e| &e.frame)
+    }
+
+    /// The oldest event id still stored (or the next id, when empty).
+    pub fn oldest_stored(&self) -> EventId {
+        self.store_base
+    }
+
+    /// The stream an issued event id belongs to.
+    pub fn stream_of(&self, id: EventId) -> Option<StreamIdx> {
+        let idx = id.checked_sub(self.first_event_id)?;
+        self.event_stream.get(usize::try_from(idx).ok()?).copied()
+    }
+
+    /// Events of stream `s` after `cursor` that are still stored, and
+    /// whether any event of it after `cursor` was evicted.
+    pub fn replayable_after(&self, s: StreamIdx, cursor: EventId) -> (u32, bool) {
+        let ids = &self.streams[s as usize].ids;
+        let start = ids.partition_point(|&i| i <= cursor);
+        let after = &ids[start..];
+        let evicted = after.partition_point(|&i| i < self.store_base);
+        let stored = u32::try_from(after.len() - evicted).expect("backlog fits u32");
+        (stored, evicted > 0)
+    }
+
+    /// Whether the standalone stream is attached and not seen closed.
+    pub fn standalone_attached(&self) -> Option<StreamIdx> {
+        let s = self.standalone?;
+        let st = self.guard.stream(s);
+        (self.streams[s as usize].conn.is_some() && st.connected && !st.dropped).then_some(s)
+    }
+
+    /// Every connection currently writing one of the session's streams.
+    pub fn conns(&self) -> Vec<(StreamIdx, ConnId)> {
+        self.streams
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.conn.map(|c| (i as StreamIdx, c)))
+            .collect()
+    }
+}
+
+/// A tool's JSON-RPC id and dedup bookkeeping, as carried into the tool task.
+pub(crate) struct ToolCall {
+    pub rpc_id: RequestId,
+    pub tool: String,
+    pub progress_token: Option<Value>,
+    pub dedup_key: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history() -> History {
+        History::new(Rc::new(|| std::time::Duration::ZERO))
+    }
+
+    #[test]
+    fn store_evicts_oldest_and_records_owed_events() {
+        let h = history();
+        let mut s = Session::new("s".into(), 100, 3);
+        let a = s.open_stream(StreamKind::Post, None, 1, None, &h);
+        assert_eq!(s.stream_of(100), Some(a));
+        for _ in 0..3 {
+            s.produce(a, EventKind::Progress, "{}", None, None, &h);
+        }
+        // 4 events, capacity 3: the priming event (written) went, not owed.
+        assert_eq!(s.oldest_stored(), 101);
+        assert!(s.frame(100).is_none());
+        assert!(s.frame(101).is_some());
+        assert!(!s.guard.stream(a).lost);
+        s.produce(a, EventKind::Result, "{}", None, None, &h);
+        assert!(s.guard.stream(a).lost, "event 101 was never written: owed");
+        assert_eq!(s.replayable_after(a, 100), (3, true));
+        assert_eq!(s.replayable_after(a, 101), (3, false));
+        assert_eq!(s.replayable_after(a, 104), (0, false));
+        assert_eq!(s.stream_of(99), None);
+        assert_eq!(s.stream_of(105), None);
+        let evicted: Vec<_> = h
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Record::Evicted { event, owed, .. } => Some((*event, *owed)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(evicted, vec![(100, false), (101, true)]);
+    }
+}

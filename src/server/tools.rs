@@ -1,0 +1,226 @@
+//! The tools: `ledger_append` (not idempotent, streams `chunks` events) and
+//! `ledger_read` (idempotent). A tool runs as its own task, appending to
+//! the event store; writers drain it. A dropped connection does not stop a
+//! tool (MCP: disconnection is not cancellation); `notifications/cancelled`
+//! does.
+
+use super::session::{InFlight, ToolCall};
+use super::{Pacing, Shared};
+use crate::guard::StreamIdx;
+use crate::history::{EventKind, Record, SessionId};
+use crate::protocol::jsonrpc::{ErrorObject, Message, INVALID_PARAMS};
+use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
+use serde_json::{json, Value};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A validated tool invocation.
+pub(crate) enum Invocation {
+    Append(LedgerAppendArgs),
+    Read(LedgerReadArgs),
+}
+
+impl Invocation {
+    /// The operation tag, if the tool has one.
+    pub fn tag(&self) -> Option<&str> {
+        match self {
+            Invocation::Append(a) => Some(&a.tag),
+            Invocation::Read(r) => r.tag.as_deref(),
+        }
+    }
+
+    /// Whether re-running it has no further side effect.
+    pub fn idempotent(&self) -> bool {
+        matches!(self, Invocation::Read(_))
+    }
+}
+
+/// Reads and bounds a tool call's arguments.
+pub(crate) fn validate(
+    shared: &Shared,
+    tool: &str,
+    args: &Value,
+) -> Result<Invocation, ErrorObject> {
+    let bad = |m: String| ErrorObject::new(INVALID_PARAMS, m, None);
+    match tool {
+        mcp::LEDGER_APPEND => {
+            let a: LedgerAppendArgs = serde_json::from_value(args.clone())
+                .map_err(|e| bad(format!("ledger_append arguments: {e}")))?;
+            if a.chunks == 0 || a.chunks > shared.cfg.max_chunks {
+                return Err(bad(format!(
+                    "chunks must be 1..={}, got {}",
+                    shared.cfg.max_chunks, a.chunks
+                )));
+            }
+            if a.chunk_interval_ms > 3_600_000 {
+                return Err(bad("chunk_interval_ms must be at most 3600000".into()));
+            }
+            Ok(Invocation::Append(a))
+        }
+        mcp::LEDGER_READ => serde_json::from_value(if args.is_null() {
+            json!({})
+        } else {
+            args.clone()
+        })
+        .map(Invocation::Read)
+        .map_err(|e| bad(format!("ledger_read arguments: {e}"))),
+        other => Err(bad(format!(
+            "unknown tool {other:?}: use ledger_append or ledger_read"
+        ))),
+    }
+}
+
+/// Starts the tool on stream `s`: records the execution, then produces its
+/// events from a local task.
+pub(crate) fn start(
+    shared: Rc<Shared>,
+    sid: SessionId,
+    s: StreamIdx,
+    call: ToolCall,
+    inv: Invocation,
+) {
+    let cancelled = Rc::new(Cell::new(false));
+    {
+        let mut st = shared.state.borrow_mut();
+        let sess = st
+            .sessions
+            .get_mut(&sid)
+            .expect("session exists when its tool starts");
+        sess.guard.request_started(s);
+        sess.in_flight.insert(
+            call.rpc_id.clone(),
+            InFlight {
+                cancelled: cancelled.clone(),
+            },
+        );
+    }
+    if let Invocation::Append(a) = &inv {
+        shared.ledger.execute(&a.tag, &sid, &call.rpc_id);
+    }
+    shared.history.record(Record::ToolStarted {
+        session: sid.clone(),
+        rpc_id: call.rpc_id.clone(),
+        tool: call.tool.clone(),
+        tag: inv.tag().map(str::to_string),
+    });
+    tokio::task::spawn_local(run(shared, sid, s, call, inv, cancelled));
+}
+
+async fn run(
+    shared: Rc<Shared>,
+    sid: SessionId,
+    s: StreamIdx,
+    call: ToolCall,
+    inv: Invocation,
+    cancelled: Rc<Cell<bool>>,
+) {
+    let tag = inv.tag().map(str::to_string);
+    let (chunks, interval) = match &inv {
+        Invocation::Append(a) => (a.chunks, Duration::from_millis(a.chunk_interval_ms)),
+        Invocation::Read(_) => (1, Duration::ZERO),
+    };
+    let mut finished = false;
+    for k in 1..=chunks {
+        if matches!(inv, Invocation::Append(_)) {
+            pace(&shared.pacing, interval).await;
+        }
+        if cancelled.get() {
+            break;
+        }
+        let last = k == chunks;
+        let (kind, msg) = if last {
+            let result = match &inv {
+                Invocation::Append(a) => mcp::text_result(
+                    json!({"tag": a.tag, "executions": shared.ledger.executions(&a.tag)})
+                        .to_string(),
+                ),
+                Invocation::Read(r) => read_result(&shared, r),
+            };
+            if let Some(key) = &call.dedup_key {
+                shared
+                    .state
+                    .borrow_mut()
+                    .dedup
+                    .complete(key, result.clone());
+            }
+            (
+                EventKind::Result,
+                Message::Result {
+                    id: call.rpc_id.clone(),
+                    result,
+                },
+            )
+        } else {
+            let (method, params) =
+                mcp::progress_notification(call.progress_token.as_ref(), &call.rpc_id, k, chunks);
+            (
+                EventKind::Progress,
+                Message::Notification {
+                    method,
+                    params: Some(params),
+                },
+            )
+        };
+        let mut st = shared.state.borrow_mut();
+        let Some(sess) = st.sessions.get_mut(&sid) else {
+            return; // session deleted: nothing to deliver to
+        };
+        sess.produce(
+            s,
+            kind,
+            &msg.encode(),
+            Some(call.rpc_id.clone()),
+            tag.clone(),
+            &shared.history,
+        );
+        finished = last;
+    }
+    let mut st = shared.state.borrow_mut();
+    if !finished {
+        if let Some(key) = &call.dedup_key {
+            st.dedup.abandon(key);
+        }
+    }
+    if let Some(sess) = st.sessions.get_mut(&sid) {
+        sess.in_flight.remove(&call.rpc_id);
+        sess.guard.request_ended(s);
+        let rt = &mut sess.streams[s as usize];
+        if rt.kind == crate::history::StreamKind::Post {
+            rt.done_producing = true;
+        }
+        rt.wake.notify_waiters();
+    }
+    drop(st);
+    shared.history.record(Record::ToolEnded {
+        session: sid,
+        rpc_id: call.rpc_id,
+        cancelled: !finished,
+    });
+}
+
+async fn pace(pacing: &Pacing, interval: Duration) {
+    match pacing {
+        Pacing::Timer => {
+            if !interval.is_zero() {
+                tokio::time::sleep(interval).await;
+            }
+        }
+        Pacing::Gate(sem) => sem
+            .acquire()
+            .await
+            .expect("the gate is never closed")
+            .forget(),
+    }
+}
+
+fn read_result(shared: &Shared, r: &LedgerReadArgs) -> Value {
+    let all = shared.ledger.snapshot();
+    let executions: serde_json::Map<String, Value> = match &r.tag {
+        Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
+            .into_iter()
+            .collect(),
+        None => all.into_iter().map(|(k, v)| (k, json!(v))).collect(),
+    };
+    mcp::text_result(json!({"executions": executions}).to_string())
+}

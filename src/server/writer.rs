@@ -1,0 +1,340 @@
+//! The per-connection stream writer: drains a stream's events from the
+//! store onto one connection, in id order, under a write deadline.
+//!
+//! A resume makes it a replay: backlog events (up to the stream's last
+//! produced event at the resume) go out `replay_interval_ms` apart. The
+//! guarded writer sends the backlog, then `replay-end`, then live events;
+//! the unguarded writer sends live events as they are produced, between
+//! backlog events.
+
+use super::Shared;
+use crate::guard::{EventId, StreamIdx};
+use crate::history::{ConnId, Record, ServerClose, SessionId};
+use crate::protocol::sse;
+use bytes::Bytes;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Where a writer starts.
+pub(crate) struct Plan {
+    /// Write events after this id.
+    pub after: EventId,
+    /// Events up to this id are replay backlog (= `after` when none).
+    pub replay_until: EventId,
+    /// This connection resumes the stream.
+    pub replay: bool,
+}
+
+enum Next {
+    Write {
+        id: EventId,
+        frame: Bytes,
+        backlog: bool,
+    },
+    Pace(EventId),
+    Gap {
+        id: EventId,
+        backlog: bool,
+    },
+    Marker,
+    Finish,
+    Wait,
+    Exit,
+}
+
+enum Sent {
+    Ok,
+    Closed,
+    Deadline,
+}
+
+/// Starts the writer of stream `s` on connection `conn`.
+pub(crate) fn spawn(
+    shared: Rc<Shared>,
+    sid: SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    tx: mpsc::Sender<Bytes>,
+    plan: Plan,
+) {
+    tokio::task::spawn_local(run(shared, sid, s, conn, tx, plan));
+}
+
+async fn run(
+    shared: Rc<Shared>,
+    sid: SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    tx: mpsc::Sender<Bytes>,
+    plan: Plan,
+) {
+    let interleave = plan.replay && !shared.guarded();
+    let mut marker_due = plan.replay && shared.guarded();
+    // Non-interleaved: `last` is the one cursor. Interleaved: `last` walks
+    // the backlog and `live_last` the events produced after the resume.
+    let mut last = plan.after;
+    let mut live_last = plan.replay_until.max(plan.after);
+    let mut paced: Option<EventId> = None;
+    let pace = Duration::from_millis(shared.cfg.replay_interval_ms);
+    let deadline = Duration::from_millis(shared.cfg.write_deadline_ms);
+    let Some(wake) = with_stream(&shared, &sid, s, |sess| {
+        sess.streams[s as usize].wake.clone()
+    }) else {
+        return;
+    };
+    loop {
+        let mut notified = pin!(wake.notified());
+        notified.as_mut().enable();
+        let next = next_action(
+            &shared, &sid, s, conn, &plan, interleave, marker_due, last, live_last, paced, pace,
+        );
+        match next {
+            Next::Exit => return,
+            Next::Wait => {
+                tokio::select! {
+                    biased;
+                    _ = tx.closed() => return on_close(&shared, &sid, s, conn, None),
+                    _ = notified => continue,
+                }
+            }
+            Next::Pace(id) => {
+                tokio::select! {
+                    biased;
+                    _ = tx.closed() => return on_close(&shared, &sid, s, conn, None),
+                    _ = notified, if interleave => continue,
+                    _ = tokio::time::sleep(pace) => paced = Some(id),
+                }
+            }
+            Next::Gap { id, backlog } => {
+                if shared.guarded() {
+                    // Owed events are gone: never a silent gap. Close the
+                    // connection; the client's resume then gets 410.
+                    shared.close_conn(conn);
+                    return on_close(&shared, &sid, s, conn, Some(ServerClose::Evicted));
+                }
+                advance(
+                    &shared,
+                    &sid,
+                    s,
+                    conn,
+                    id,
+                    backlog,
+                    interleave,
+                    &mut last,
+                    &mut live_last,
+                    false,
+                );
+            }
+            Next::Marker => {
+                let data =
+                    serde_json::json!({"stream": s, "lastEventId": plan.replay_until}).to_string();
+                let frame = sse::encode(None, Some("replay-end"), &data, None);
+                match send(&tx, frame, deadline).await {
+                    Sent::Ok => {
+                        marker_due = false;
+                        shared.history.record(Record::ReplayEnd {
+                            session: sid.clone(),
+                            stream: s,
+                            conn,
+                        });
+                    }
+                    Sent::Closed => return on_close(&shared, &sid, s, conn, None),
+                    Sent::Deadline => return deadline_passed(&shared, &sid, s, conn),
+                }
+            }
+            Next::Write { id, frame, backlog } => match send(&tx, frame, deadline).await {
+                Sent::Ok => advance(
+                    &shared,
+                    &sid,
+                    s,
+                    conn,
+                    id,
+                    backlog,
+                    interleave,
+                    &mut last,
+                    &mut live_last,
+                    true,
+                ),
+                Sent::Closed => return on_close(&shared, &sid, s, conn, None),
+                Sent::Deadline => return deadline_passed(&shared, &sid, s, conn),
+            },
+            Next::Finish => {
+                drop(tx);
+                with_stream(&shared, &sid, s, |sess| {
+                    if sess.streams[s as usize].conn == Some(conn) {
+                        sess.streams[s as usize].conn = None;
+                        sess.guard.finished(s);
+                        shared.history.record(Record::StreamFinished {
+                            session: sid.clone(),
+                            stream: s,
+                        });
+                    }
+                });
+                return;
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn next_action(
+    shared: &Shared,
+    sid: &SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    plan: &Plan,
+    interleave: bool,
+    marker_due: bool,
+    last: EventId,
+    live_last: EventId,
+    paced: Option<EventId>,
+    pace: Duration,
+) -> Next {
+    with_stream(shared, sid, s, |sess| {
+        let rt = &sess.streams[s as usize];
+        if rt.conn != Some(conn) {
+            return Next::Exit; // taken over
+        }
+        let first_after = |x: EventId| {
+            let i = rt.ids.partition_point(|&e| e <= x);
+            rt.ids.get(i).copied()
+        };
+        let emit = |id: EventId, backlog: bool| match sess.frame(id) {
+            None => Next::Gap { id, backlog },
+            Some(_) if backlog && !pace.is_zero() && paced != Some(id) => Next::Pace(id),
+            Some(f) => Next::Write {
+                id,
+                frame: f.clone(),
+                backlog,
+            },
+        };
+        if interleave {
+            if let Some(id) = first_after(live_last) {
+                return emit(id, false);
+            }
+            if let Some(id) = first_after(last).filter(|&id| id <= plan.replay_until) {
+                return emit(id, true);
+            }
+        } else {
+            match first_after(last) {
+                Some(id) if id <= plan.replay_until => return emit(id, true),
+                Some(_) | None if marker_due => return Next::Marker,
+                Some(id) => return emit(id, false),
+                None => {}
+            }
+        }
+        if rt.done_producing {
+            Next::Finish
+        } else {
+            Next::Wait
+        }
+    })
+    .unwrap_or(Next::Exit)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn advance(
+    shared: &Shared,
+    sid: &SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    id: EventId,
+    backlog: bool,
+    interleave: bool,
+    last: &mut EventId,
+    live_last: &mut EventId,
+    written: bool,
+) {
+    if interleave && !backlog {
+        *live_last = id;
+    } else {
+        *last = id;
+    }
+    with_stream(shared, sid, s, |sess| {
+        if written {
+            shared.history.record(Record::Written {
+                session: sid.clone(),
+                stream: s,
+                event: id,
+                conn,
+                replay: backlog,
+            });
+        }
+        if sess.streams[s as usize].conn != Some(conn) {
+            return;
+        }
+        if written {
+            sess.guard.written(s, id);
+        }
+        if backlog && sess.guard.stream(s).replay_backlog > 0 {
+            sess.guard.replay_written(s);
+            if sess.guard.replay_backlog() == 0 {
+                sess.drained.notify_waiters();
+            }
+        }
+    });
+}
+
+async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes, deadline: Duration) -> Sent {
+    tokio::select! {
+        biased;
+        _ = tx.closed() => Sent::Closed,
+        r = tokio::time::timeout(deadline, tx.send(frame)) => match r {
+            Ok(Ok(())) => Sent::Ok,
+            Ok(Err(_)) => Sent::Closed,
+            Err(_) => Sent::Deadline,
+        },
+    }
+}
+
+fn deadline_passed(shared: &Shared, sid: &SessionId, s: StreamIdx, conn: ConnId) {
+    shared.close_conn(conn);
+    on_close(shared, sid, s, conn, Some(ServerClose::WriteDeadline));
+}
+
+/// The stream's connection ended (or the server ended it): a drop, unless
+/// the stream had changed hands already.
+fn on_close(
+    shared: &Shared,
+    sid: &SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    why: Option<ServerClose>,
+) {
+    with_stream(shared, sid, s, |sess| {
+        let rt = &mut sess.streams[s as usize];
+        if rt.conn != Some(conn) {
+            return;
+        }
+        rt.conn = None;
+        if let Some(why) = why {
+            shared.history.record(Record::ServerClosed {
+                session: sid.clone(),
+                stream: s,
+                conn,
+                why,
+            });
+        }
+        shared.history.record(Record::CloseSeen {
+            session: sid.clone(),
+            stream: s,
+            conn,
+            last_written: sess.guard.stream(s).last_written,
+        });
+        sess.guard.close_seen(s);
+        sess.drained.notify_waiters();
+    });
+}
+
+/// Runs `f` on the session if it still exists.
+fn with_stream<T>(
+    shared: &Shared,
+    sid: &SessionId,
+    _s: StreamIdx,
+    f: impl FnOnce(&mut super::session::Session) -> T,
+) -> Option<T> {
+    let mut st = shared.state.borrow_mut();
+    st.sessions.get_mut(sid).map(f)
+}

@@ -1,0 +1,658 @@
+//! The server on a real loopback socket, through the same code the
+//! simulator drives. Tools are paced by a gate the test opens chunk by
+//! chunk, and the test waits for the server's own records (close seen,
+//! tool ended) before acting, so no wall-clock race decides an outcome.
+
+use mcp_chaos::client::http::{self, Exchange, Outgoing};
+use mcp_chaos::history::{EventKind, History, Ledger, Record};
+use mcp_chaos::protocol::headers;
+use mcp_chaos::protocol::jsonrpc::{self, Message, RequestId};
+use mcp_chaos::protocol::mcp;
+use mcp_chaos::protocol::SseEvent;
+use mcp_chaos::server::{Delivery, Pacing, Server, ServerConfig, Variant};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+struct Harness {
+    addr: SocketAddr,
+    history: History,
+    ledger: Ledger,
+    gate: Arc<Semaphore>,
+    next_id: std::cell::Cell<i64>,
+}
+
+/// Runs `f` against a fresh server of `variant` inside a LocalSet.
+fn with_server<F, Fut>(variant: Variant, cfg: ServerConfig, f: F)
+where
+    F: FnOnce(Harness) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let history = History::tokio_clock();
+        let ledger = Ledger::new(history.clone());
+        let gate = Arc::new(Semaphore::new(0));
+        let server = Server::new(
+            variant,
+            cfg,
+            history.clone(),
+            ledger.clone(),
+            Pacing::Gate(gate.clone()),
+        );
+        tokio::task::spawn_local(server.serve(listener));
+        f(Harness {
+            addr,
+            history,
+            ledger,
+            gate,
+            next_id: 1.into(),
+        })
+        .await;
+    });
+}
+
+fn both(
+    cfg: ServerConfig,
+    f: impl Fn(Harness, Variant) -> std::pin::Pin<Box<dyn Future<Output = ()>>>,
+) {
+    for v in Variant::BOTH {
+        with_server(v, cfg.clone(), |h| f(h, v));
+    }
+}
+
+impl Harness {
+    async fn send(&self, out: Outgoing) -> Exchange {
+        let io = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        http::send(io, out).await.unwrap()
+    }
+
+    fn id(&self) -> RequestId {
+        let n = self.next_id.get();
+        self.next_id.set(n + 1);
+        RequestId::Num(n)
+    }
+
+    async fn initialize(&self) -> String {
+        let msg = Message::Request {
+            id: self.id(),
+            method: mcp::INITIALIZE.into(),
+            params: Some(mcp::initialize_params("2025-11-25", json!({}), "test")),
+        };
+        let ex = self.send(Outgoing::post(None, &msg)).await;
+        assert_eq!(ex.status, 200);
+        let sid = ex
+            .header(headers::MCP_SESSION_ID)
+            .expect("session header")
+            .to_string();
+        assert_eq!(sid.len(), 32, "128-bit hex session id");
+        let body = ex.json().await.unwrap().unwrap();
+        assert!(matches!(body, Message::Result { .. }), "{body:?}");
+        let note = Message::Notification {
+            method: mcp::INITIALIZED.into(),
+            params: None,
+        };
+        assert_eq!(
+            self.send(Outgoing::post(Some(&sid), &note)).await.status,
+            202
+        );
+        sid
+    }
+
+    fn call_msg(&self, id: RequestId, tag: &str, chunks: u32) -> Message {
+        Message::Request {
+            id,
+            method: mcp::TOOLS_CALL.into(),
+            params: Some(json!({
+                "name": mcp::LEDGER_APPEND,
+                "arguments": {"tag": tag, "chunks": chunks},
+                "_meta": {"progressToken": tag},
+            })),
+        }
+    }
+
+    async fn call(&self, sid: &str, tag: &str, chunks: u32, key: Option<&str>) -> Exchange {
+        let mut out = Outgoing::post(Some(sid), &self.call_msg(self.id(), tag, chunks));
+        if let Some(k) = key {
+            out = out.header(headers::IDEMPOTENCY_KEY, k);
+        }
+        self.send(out).await
+    }
+
+    fn release(&self, chunks: usize) {
+        self.gate.add_permits(chunks);
+    }
+
+    /// Waits (bounded) until the server has recorded `n` records matching `pred`.
+    async fn wait_for(&self, what: &str, n: usize, pred: impl Fn(&Record) -> bool) {
+        for _ in 0..5_000 {
+            if self
+                .history
+                .entries()
+                .iter()
+                .filter(|e| pred(&e.record))
+                .count()
+                >= n
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    async fn tool_ended(&self, n: usize) {
+        self.wait_for("tool end", n, |r| matches!(r, Record::ToolEnded { .. }))
+            .await;
+    }
+
+    async fn close_seen(&self, n: usize) {
+        self.wait_for("close seen", n, |r| matches!(r, Record::CloseSeen { .. }))
+            .await;
+    }
+
+    fn produced_ids(&self, kind: EventKind) -> Vec<u64> {
+        self.history
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Record::Produced { event, kind: k, .. } if *k == kind => Some(*event),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn event_id(e: &SseEvent) -> Option<u64> {
+    e.id.as_deref().and_then(|i| i.parse().ok())
+}
+
+async fn next(ex: &mut Exchange) -> SseEvent {
+    tokio::time::timeout(Duration::from_secs(5), ex.next_event())
+        .await
+        .expect("an event within 5 s")
+        .expect("a readable stream")
+        .expect("the stream is still open")
+}
+
+/// Reads events until the stream ends; returns them.
+async fn drain(ex: &mut Exchange) -> Vec<SseEvent> {
+    let mut out = Vec::new();
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(5), ex.next_event())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        out.push(e);
+    }
+    out
+}
+
+fn rpc_error(msg: &Message) -> &jsonrpc::ErrorObject {
+    match msg {
+        Message::Error { error, .. } => error,
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+/// initialize → tools/call (SSE progress + result) → drop after the first
+/// chunk → GET with Last-Event-ID → exactly the remaining events, once each.
+#[test]
+fn drop_then_resume_delivers_exactly_the_tail() {
+    both(ServerConfig::default(), |h, variant| {
+        Box::pin(async move {
+            let sid = h.initialize().await;
+            let mut ex = h.call(&sid, "op-1", 8, None).await;
+            assert_eq!(ex.status, 200);
+            assert!(ex.is_sse());
+            let priming = next(&mut ex).await;
+            assert_eq!(priming.data, "", "priming event has empty data");
+            let mut seen = vec![event_id(&priming).expect("priming id")];
+            h.release(1);
+            let first = next(&mut ex).await;
+            let first_msg = Message::decode(first.data.as_bytes()).unwrap();
+            assert_eq!(first_msg.method(), Some(mcp::PROGRESS));
+            seen.push(event_id(&first).unwrap());
+            drop(ex);
+            h.close_seen(1).await;
+            h.release(7);
+            h.tool_ended(1).await;
+            let cursor = *seen.last().unwrap();
+            let mut resumed = h.send(Outgoing::get(&sid, Some(cursor))).await;
+            assert_eq!(resumed.status, 200);
+            let events = drain(&mut resumed).await;
+            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            let produced: Vec<u64> = h
+                .produced_ids(EventKind::Progress)
+                .into_iter()
+                .chain(h.produced_ids(EventKind::Result))
+                .filter(|&i| i > cursor)
+                .collect();
+            let mut produced = produced;
+            produced.sort();
+            assert_eq!(
+                ids, produced,
+                "{variant:?}: exactly the remaining events, in order"
+            );
+            assert_eq!(ids.len(), 7);
+            for id in &ids {
+                assert!(
+                    !seen.contains(id),
+                    "{variant:?}: event {id} delivered twice"
+                );
+            }
+            let last = Message::decode(
+                events
+                    .iter()
+                    .rev()
+                    .find(|e| e.id.is_some())
+                    .unwrap()
+                    .data
+                    .as_bytes(),
+            )
+            .unwrap();
+            assert!(
+                matches!(last, Message::Result { .. }),
+                "the tail ends with the result"
+            );
+            let markers = events.iter().filter(|e| e.event == "replay-end").count();
+            let want = usize::from(variant == Variant::Guarded);
+            assert_eq!(markers, want, "{variant:?}: replay-end marker count");
+            assert_eq!(h.ledger.executions("op-1"), 1);
+        })
+    });
+}
+
+/// The seed's case 1 on a real socket: a retried POST of a non-idempotent
+/// call runs twice unguarded and is refused (409 + hint) guarded.
+#[test]
+fn retried_post_runs_twice_unguarded_and_is_rejected_guarded() {
+    both(ServerConfig::default(), |h, variant| {
+        Box::pin(async move {
+            let sid = h.initialize().await;
+            let mut ex = h.call(&sid, "op-r", 8, None).await;
+            next(&mut ex).await;
+            h.release(1);
+            let first = next(&mut ex).await;
+            let watermark = event_id(&first).unwrap();
+            drop(ex);
+            h.close_seen(1).await;
+            let retry = h.call(&sid, "op-r", 8, None).await;
+            match variant {
+                Variant::Unguarded => {
+                    assert_eq!(retry.status, 200);
+                    assert_eq!(h.ledger.executions("op-r"), 2, "the tool ran twice");
+                }
+                Variant::Guarded => {
+                    assert_eq!(retry.status, 409);
+                    assert_eq!(
+                        retry.header(headers::LAST_EVENT_ID),
+                        Some(watermark.to_string().as_str())
+                    );
+                    assert_eq!(retry.header(headers::MCP_STREAM_RESUMABLE), Some("true"));
+                    let body = retry.json().await.unwrap().unwrap();
+                    let err = rpc_error(&body);
+                    assert_eq!(err.code, jsonrpc::CONFLICT);
+                    let reason = err.data.as_ref().unwrap()["reason"]
+                        .as_str()
+                        .unwrap()
+                        .to_string();
+                    assert!(reason == "in_flight" || reason == "not_drained", "{reason}");
+                    assert_eq!(h.ledger.executions("op-r"), 1, "the tool ran once");
+                    // Rows 2/3 also refuse an idempotent read until resumed.
+                    let decisions = h
+                        .history
+                        .entries()
+                        .iter()
+                        .filter(|e| matches!(e.record, Record::Decision { .. }))
+                        .count();
+                    assert_eq!(decisions, 2, "every POST logs a decision (Fresh included)");
+                }
+            }
+        })
+    });
+}
+
+/// A retry with the same Idempotency-Key runs once guarded (the stored
+/// result answers it); unguarded ignores the key and runs it again.
+#[test]
+fn idempotency_key_retry_runs_once_guarded() {
+    both(ServerConfig::default(), |h, variant| {
+        Box::pin(async move {
+            let sid = h.initialize().await;
+            let mut first = h.call(&sid, "op-k", 2, Some("key-1")).await;
+            h.release(2);
+            let events = drain(&mut first).await;
+            assert_eq!(events.len(), 3, "priming, progress, result");
+            h.tool_ended(1).await;
+            let mut retry = h.call(&sid, "op-k", 2, Some("key-1")).await;
+            match variant {
+                Variant::Guarded => {
+                    assert_eq!(retry.status, 200);
+                    assert!(!retry.is_sse(), "the stored result comes back as JSON");
+                    let msg = retry.json().await.unwrap().unwrap();
+                    assert!(matches!(msg, Message::Result { .. }), "{msg:?}");
+                    assert_eq!(h.ledger.executions("op-k"), 1);
+                }
+                Variant::Unguarded => {
+                    h.release(2);
+                    drain(&mut retry).await;
+                    assert_eq!(h.ledger.executions("op-k"), 2);
+                }
+            }
+        })
+    });
+}
+
+/// Dedup edges (guarded): a key in flight → 409 without a hint; the same
+/// key with other arguments → 422.
+#[test]
+fn idempotency_key_in_flight_and_reused() {
+    with_server(Variant::Guarded, ServerConfig::default(), |h| async move {
+        let sid = h.initialize().await;
+        let mut first = h.call(&sid, "op-d", 2, Some("key-d")).await;
+        next(&mut first).await;
+        let again = h.call(&sid, "op-d", 2, Some("key-d")).await;
+        assert_eq!(again.status, 409);
+        assert_eq!(
+            again.header(headers::LAST_EVENT_ID),
+            None,
+            "no hint on a dedup 409"
+        );
+        let other = h.call(&sid, "op-other", 2, Some("key-d")).await;
+        assert_eq!(other.status, 422);
+        assert_eq!(
+            rpc_error(&other.json().await.unwrap().unwrap()).code,
+            jsonrpc::KEY_REUSED
+        );
+        assert_eq!(h.ledger.executions("op-d"), 1);
+        assert_eq!(h.ledger.executions("op-other"), 0);
+    });
+}
+
+/// Session-stream delivery: a POST gets 202 and its events ride the GET
+/// stream; the seed's case 1 there.
+#[test]
+fn session_stream_delivery_and_case_one() {
+    let cfg = ServerConfig {
+        delivery: Delivery::SessionStream,
+        ..ServerConfig::default()
+    };
+    both(cfg, |h, variant| {
+        Box::pin(async move {
+            let sid = h.initialize().await;
+            let mut stream = h.send(Outgoing::get(&sid, None)).await;
+            assert_eq!(stream.status, 200);
+            next(&mut stream).await; // priming
+            let post = h.call(&sid, "op-s", 8, None).await;
+            assert_eq!(post.status, 202, "the response goes on the session stream");
+            h.release(1);
+            let first = next(&mut stream).await;
+            let cursor = event_id(&first).unwrap();
+            drop(stream);
+            h.close_seen(1).await;
+            let retry = h.call(&sid, "op-s", 8, None).await;
+            match variant {
+                Variant::Unguarded => {
+                    // Not attached any more: the retry streams on its POST.
+                    assert_eq!(retry.status, 200);
+                    assert!(retry.is_sse());
+                    assert_eq!(h.ledger.executions("op-s"), 2);
+                }
+                Variant::Guarded => {
+                    assert_eq!(retry.status, 409);
+                    assert_eq!(
+                        retry.header(headers::LAST_EVENT_ID),
+                        Some(cursor.to_string().as_str())
+                    );
+                    h.release(7);
+                    h.tool_ended(1).await;
+                    let mut resumed = h.send(Outgoing::get(&sid, Some(cursor))).await;
+                    assert_eq!(resumed.status, 200);
+                    let mut tail = Vec::new();
+                    loop {
+                        let e = next(&mut resumed).await;
+                        if e.event == "replay-end" {
+                            break;
+                        }
+                        tail.push(e);
+                    }
+                    assert_eq!(tail.len(), 7, "the whole tail");
+                    assert_eq!(h.ledger.executions("op-s"), 1);
+                }
+            }
+        })
+    });
+}
+
+/// A resume takes the stream over: the older connection is closed by the
+/// server, and that is not a drop.
+#[test]
+fn resume_takes_the_stream_over() {
+    with_server(Variant::Guarded, ServerConfig::default(), |h| async move {
+        let sid = h.initialize().await;
+        let mut ex = h.call(&sid, "op-t", 3, None).await;
+        let priming = event_id(&next(&mut ex).await).unwrap();
+        let mut resumed = h.send(Outgoing::get(&sid, Some(priming))).await;
+        assert_eq!(resumed.status, 200);
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), ex.next_event())
+                .await
+                .unwrap()
+                .is_err()
+                || ex.next_event().await.unwrap().is_none(),
+            "the older connection ends"
+        );
+        h.release(3);
+        let events = drain(&mut resumed).await;
+        assert_eq!(events.iter().filter(|e| e.id.is_some()).count(), 3);
+        assert!(
+            !h.history
+                .entries()
+                .iter()
+                .any(|e| matches!(e.record, Record::CloseSeen { .. })),
+            "a takeover is not a drop"
+        );
+    });
+}
+
+async fn raw_post(h: &Harness, sid: Option<&str>, body: &str, ct: &str, accept: &str) -> Exchange {
+    let msg = Message::Request {
+        id: RequestId::Num(999),
+        method: "ping".into(),
+        params: None,
+    };
+    let mut out = Outgoing::post(sid, &msg)
+        .header("content-type", ct)
+        .header("accept", accept);
+    out.body = Some(bytes::Bytes::from(body.to_string()));
+    h.send(out).await
+}
+
+/// Every status code of DESIGN §3, each with a JSON-RPC error body.
+#[test]
+fn status_codes() {
+    let cfg = ServerConfig {
+        store_capacity: 4,
+        max_body_bytes: 256,
+        ..ServerConfig::default()
+    };
+    with_server(Variant::Guarded, cfg, |h| async move {
+        let sid = h.initialize().await;
+        let ping = r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#;
+        let json = "application/json";
+        let both = "application/json, text/event-stream";
+        let check = |ex: Exchange, status: u16, code: i64| async move {
+            assert_eq!(ex.status, status);
+            let body = ex.json().await.unwrap().expect("an error body");
+            assert_eq!(rpc_error(&body).code, code, "status {status}");
+        };
+        // 200: a ping.
+        let ok = raw_post(&h, Some(&sid), ping, json, both).await;
+        assert_eq!(ok.status, 200);
+        // 400: missing session header.
+        check(
+            raw_post(&h, None, ping, json, both).await,
+            400,
+            jsonrpc::TRANSPORT_ERROR,
+        )
+        .await;
+        // 400 + parse error: malformed JSON.
+        check(
+            raw_post(&h, Some(&sid), "{nope", json, both).await,
+            400,
+            jsonrpc::PARSE_ERROR,
+        )
+        .await;
+        // 400 + invalid request: not JSON-RPC.
+        check(
+            raw_post(&h, Some(&sid), "[1]", json, both).await,
+            400,
+            jsonrpc::INVALID_REQUEST,
+        )
+        .await;
+        // 404: unknown session.
+        check(
+            raw_post(&h, Some("00ff"), ping, json, both).await,
+            404,
+            jsonrpc::SESSION_ERROR,
+        )
+        .await;
+        // 405: PUT.
+        let mut put = Outgoing::get(&sid, None);
+        put.method = ::http::Method::PUT;
+        let put = h.send(put).await;
+        assert_eq!(put.header("allow"), Some("GET, POST, DELETE"));
+        check(put, 405, jsonrpc::TRANSPORT_ERROR).await;
+        // 406: Accept without text/event-stream.
+        check(
+            raw_post(&h, Some(&sid), ping, json, json).await,
+            406,
+            jsonrpc::TRANSPORT_ERROR,
+        )
+        .await;
+        // 413: body too large.
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"ping","params":{{"pad":"{}"}}}}"#,
+            "x".repeat(300)
+        );
+        check(
+            raw_post(&h, Some(&sid), &big, json, both).await,
+            413,
+            jsonrpc::TRANSPORT_ERROR,
+        )
+        .await;
+        // 415: bad content type.
+        check(
+            raw_post(&h, Some(&sid), ping, "text/plain", both).await,
+            415,
+            jsonrpc::TRANSPORT_ERROR,
+        )
+        .await;
+        // 400: unsupported protocol version.
+        let mut v = Outgoing::post(Some(&sid), &Message::decode(ping.as_bytes()).unwrap());
+        v = v.header(headers::MCP_PROTOCOL_VERSION, "1999-01-01");
+        check(h.send(v).await, 400, jsonrpc::TRANSPORT_ERROR).await;
+        // 409: a second plain GET.
+        let mut standalone = h.send(Outgoing::get(&sid, None)).await;
+        next(&mut standalone).await;
+        check(
+            h.send(Outgoing::get(&sid, None)).await,
+            409,
+            jsonrpc::CONFLICT,
+        )
+        .await;
+        // 422: key reused with other arguments.
+        let mut k1 = h.call(&sid, "a", 1, Some("k")).await;
+        h.release(1);
+        drain(&mut k1).await;
+        check(
+            h.call(&sid, "b", 1, Some("k")).await,
+            422,
+            jsonrpc::KEY_REUSED,
+        )
+        .await;
+        // 410: resume from an evicted position (store holds 4 events).
+        let mut ex = h.call(&sid, "big", 8, None).await;
+        let priming = event_id(&next(&mut ex).await).unwrap();
+        drop(ex);
+        h.close_seen(1).await;
+        h.release(8);
+        h.tool_ended(2).await;
+        check(
+            h.send(Outgoing::get(&sid, Some(priming))).await,
+            410,
+            jsonrpc::GONE,
+        )
+        .await;
+        // 400: a Last-Event-ID that is not a number.
+        let bad = Outgoing::get(&sid, None).header(headers::LAST_EVENT_ID, "abc");
+        check(h.send(bad).await, 400, jsonrpc::TRANSPORT_ERROR).await;
+        // Unknown tool: a JSON-RPC error, HTTP 200.
+        let unknown = Message::Request {
+            id: h.id(),
+            method: mcp::TOOLS_CALL.into(),
+            params: Some(json!({"name": "nope", "arguments": {}})),
+        };
+        check(
+            h.send(Outgoing::post(Some(&sid), &unknown)).await,
+            200,
+            jsonrpc::INVALID_PARAMS,
+        )
+        .await;
+        // DELETE ends the session; then 404.
+        let mut del = Outgoing::get(&sid, None);
+        del.method = ::http::Method::DELETE;
+        assert_eq!(h.send(del).await.status, 200);
+        check(
+            raw_post(&h, Some(&sid), ping, json, both).await,
+            404,
+            jsonrpc::SESSION_ERROR,
+        )
+        .await;
+    });
+}
+
+/// The unguarded server resumes from an evicted position silently, from the
+/// oldest event it still has (as real SDKs do).
+#[test]
+fn unguarded_resume_past_eviction_is_a_silent_gap() {
+    let cfg = ServerConfig {
+        store_capacity: 4,
+        ..ServerConfig::default()
+    };
+    with_server(Variant::Unguarded, cfg, |h| async move {
+        let sid = h.initialize().await;
+        let mut ex = h.call(&sid, "big", 8, None).await;
+        let priming = event_id(&next(&mut ex).await).unwrap();
+        drop(ex);
+        h.close_seen(1).await;
+        h.release(8);
+        h.tool_ended(1).await;
+        let mut resumed = h.send(Outgoing::get(&sid, Some(priming))).await;
+        assert_eq!(resumed.status, 200);
+        let ids: Vec<u64> = drain(&mut resumed)
+            .await
+            .iter()
+            .filter_map(event_id)
+            .collect();
+        assert_eq!(ids.len(), 4, "only what the store kept");
+        assert_eq!(
+            ids[0],
+            priming + 5,
+            "events {}..{} are silently missing",
+            priming + 1,
+            priming + 4
+        );
+        let _: Value = json!(null);
+    });
+}

@@ -1,0 +1,4 @@
+//! One integration-test binary (faster to build than many), with modules.
+
+mod build;
+mod loopback;
