@@ -283,6 +283,151 @@ pub enum Record {
     },
 }
 
+/// What a client sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sent {
+    /// `initialize`.
+    Initialize,
+    /// A tool call (a first attempt or a re-issue).
+    Call,
+    /// A GET with `Last-Event-ID`.
+    Resume,
+    /// A plain GET for the standalone stream.
+    Open,
+}
+
+/// How an operation ended for its client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Its result was handled.
+    Done,
+    /// The client gave up (attempts exhausted).
+    Abandoned,
+    /// Still unresolved when the run ended.
+    Unresolved,
+}
+
+/// Client-side records (the other half of the history).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientRecord {
+    /// The client holds a session.
+    Session {
+        /// Client index.
+        client: u32,
+        /// Session id.
+        session: SessionId,
+    },
+    /// An operation (logical tool call) was begun.
+    OpStarted {
+        /// Client index.
+        client: u32,
+        /// Operation tag.
+        tag: Rc<str>,
+    },
+    /// A request went out.
+    Sent {
+        /// Client index.
+        client: u32,
+        /// What.
+        what: Sent,
+        /// Operation, for calls and resumes on its behalf.
+        tag: Option<Rc<str>>,
+        /// JSON-RPC id, for POSTs.
+        rpc_id: Option<RequestId>,
+        /// `Last-Event-ID` sent (resume cursor or cursor list).
+        cursor: Option<String>,
+    },
+    /// A response status other than 200/202.
+    Status {
+        /// Client index.
+        client: u32,
+        /// Operation concerned.
+        tag: Option<Rc<str>>,
+        /// Session the request named.
+        session: Option<SessionId>,
+        /// HTTP status.
+        status: u16,
+        /// `Last-Event-ID` hint of a 409.
+        hint: Option<EventId>,
+        /// First event id of the stream the refusal names, when it says.
+        stream_first: Option<EventId>,
+    },
+    /// An SSE event with an id arrived.
+    Received {
+        /// Client index.
+        client: u32,
+        /// Session.
+        session: SessionId,
+        /// Event id.
+        event: EventId,
+        /// Operation it belongs to, when it is a call's event.
+        tag: Option<Rc<str>>,
+        /// It was a result.
+        result: bool,
+    },
+    /// The client handled an operation's result (first time only).
+    Handled {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The request id the result answered.
+        rpc_id: RequestId,
+    },
+    /// An operation was interrupted (its stream broke before the result).
+    Interrupted {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// When the fault began (the stream's last sign of life), µs.
+        fault_us: u64,
+    },
+    /// A planned drop fault was applied by the client's connector.
+    Dropped {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// Counted events received before the drop.
+        after_event: u32,
+    },
+    /// How an operation ended.
+    Outcome {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The outcome.
+        outcome: Outcome,
+        /// Attempts made.
+        attempts: u32,
+    },
+}
+
+/// World records: faults and phases.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorldRecord {
+    /// A timed fault began.
+    FaultStarted {
+        /// Index in the plan.
+        index: u32,
+        /// Kind.
+        kind: &'static str,
+    },
+    /// A timed fault ended (partition repaired, latency restored).
+    FaultEnded {
+        /// Index in the plan.
+        index: u32,
+    },
+    /// Faults are off; the heal phase began.
+    HealStarted,
+}
+
 /// One history entry: sequence number, time, record.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Entry {
@@ -292,7 +437,37 @@ pub struct Entry {
     pub t_us: u64,
     /// The record.
     #[serde(flatten)]
-    pub record: Record,
+    pub record: Rec,
+}
+
+/// A record from the server, a client, or the world.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Rec {
+    /// Written by the server.
+    Server(Record),
+    /// Written by a client.
+    Client(ClientRecord),
+    /// Written by the world.
+    World(WorldRecord),
+}
+
+impl From<Record> for Rec {
+    fn from(r: Record) -> Self {
+        Rec::Server(r)
+    }
+}
+
+impl From<ClientRecord> for Rec {
+    fn from(r: ClientRecord) -> Self {
+        Rec::Client(r)
+    }
+}
+
+impl From<WorldRecord> for Rec {
+    fn from(r: WorldRecord) -> Self {
+        Rec::World(r)
+    }
 }
 
 /// The time source for records.
@@ -328,11 +503,32 @@ impl History {
     }
 
     /// Appends a record.
-    pub fn record(&self, record: Record) {
+    pub fn record(&self, record: impl Into<Rec>) {
         let mut inner = self.inner.borrow_mut();
         let t_us = u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX);
         let seq = inner.entries.len() as u64;
-        inner.entries.push(Entry { seq, t_us, record });
+        inner.entries.push(Entry {
+            seq,
+            t_us,
+            record: record.into(),
+        });
+    }
+
+    /// The clock's reading now, µs.
+    pub fn now_us(&self) -> u64 {
+        let inner = self.inner.borrow();
+        u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Server records only, with their sequence numbers.
+    pub fn server_records(&self) -> Vec<(u64, Record)> {
+        self.entries()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Rec::Server(r) => Some((e.seq, r.clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// All entries so far.

@@ -7,3 +7,6 @@ pub mod guard;
 pub mod history;
 pub mod protocol;
 pub mod server;
+pub mod seed;
+pub mod scenario;
+pub mod fault;

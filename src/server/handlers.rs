@@ -574,7 +574,10 @@ async fn rule_m(
         let decision = decide(shared, sid, id, facts, |g| g.check(facts, limits))?;
         match decision.verdict {
             Verdict::Fresh | Verdict::Allow => return Ok(()),
-            Verdict::Reject(reason) => return Err(rejection(id, reason, &decision)),
+            Verdict::Reject(reason) => {
+                let first = stream_first(shared, sid, decision.stream);
+                return Err(rejection(id, reason, &decision, first));
+            }
             Verdict::Queue => {}
         }
         let drained = match shared.state.borrow().sessions.get(sid) {
@@ -614,7 +617,7 @@ async fn rule_m(
                 hint: None,
             };
             let d = decide(shared, sid, id, facts, reject)?;
-            return Err(rejection(id, Reason::ReplayInProgress, &d));
+            return Err(rejection(id, Reason::ReplayInProgress, &d, None));
         }
     }
 }
@@ -650,9 +653,16 @@ fn decide(
     Ok(decision)
 }
 
+/// The first event id (priming) of a stream: how clients name it.
+fn stream_first(shared: &Shared, sid: &SessionId, s: Option<StreamIdx>) -> Option<u64> {
+    let st = shared.state.borrow();
+    let sess = st.sessions.get(sid)?;
+    sess.streams.get(s? as usize)?.ids.first().copied()
+}
+
 /// A Rule M rejection: 409 naming the owed stream's resume point, or 410
 /// for a lost stream.
-fn rejection(id: &RequestId, reason: Reason, d: &Decision) -> Response<ServerBody> {
+fn rejection(id: &RequestId, reason: Reason, d: &Decision, stream_first: Option<u64>) -> Response<ServerBody> {
     let (status, code, what) = match reason {
         Reason::StreamLost => (
             StatusCode::GONE,
@@ -670,7 +680,12 @@ fn rejection(id: &RequestId, reason: Reason, d: &Decision) -> Response<ServerBod
             "a dropped stream must be resumed first: GET with Last-Event-ID",
         ),
     };
-    let data = json!({"reason": reason.as_str(), "stream": d.stream, "lastEventId": d.hint});
+    let data = json!({
+        "reason": reason.as_str(),
+        "stream": d.stream,
+        "streamFirstEventId": stream_first,
+        "lastEventId": d.hint,
+    });
     let mut r = error_with(
         status,
         Some(id.clone()),

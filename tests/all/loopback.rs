@@ -4,7 +4,7 @@
 //! tool ended) before acting, so no wall-clock race decides an outcome.
 
 use mcp_chaos::client::http::{self, Exchange, Outgoing};
-use mcp_chaos::history::{EventKind, History, Ledger, Record};
+use mcp_chaos::history::{EventKind, History, Ledger, Rec, Record};
 use mcp_chaos::protocol::headers;
 use mcp_chaos::protocol::jsonrpc::{self, Message, RequestId};
 use mcp_chaos::protocol::mcp;
@@ -133,7 +133,7 @@ impl Harness {
     }
 
     /// Waits (bounded) until the server has recorded `n` records matching `pred`.
-    async fn wait_for(&self, what: &str, n: usize, pred: impl Fn(&Record) -> bool) {
+    async fn wait_for(&self, what: &str, n: usize, pred: impl Fn(&Rec) -> bool) {
         for _ in 0..5_000 {
             if self
                 .history
@@ -151,12 +151,12 @@ impl Harness {
     }
 
     async fn tool_ended(&self, n: usize) {
-        self.wait_for("tool end", n, |r| matches!(r, Record::ToolEnded { .. }))
+        self.wait_for("tool end", n, |r| matches!(r, Rec::Server(Record::ToolEnded { .. })))
             .await;
     }
 
     async fn close_seen(&self, n: usize) {
-        self.wait_for("close seen", n, |r| matches!(r, Record::CloseSeen { .. }))
+        self.wait_for("close seen", n, |r| matches!(r, Rec::Server(Record::CloseSeen { .. })))
             .await;
     }
 
@@ -165,7 +165,7 @@ impl Harness {
             .entries()
             .iter()
             .filter_map(|e| match &e.record {
-                Record::Produced { event, kind: k, .. } if *k == kind => Some(*event),
+                Rec::Server(Record::Produced { event, kind: k, .. }) if *k == kind => Some(*event),
                 _ => None,
             })
             .collect()
@@ -313,7 +313,7 @@ fn retried_post_runs_twice_unguarded_and_is_rejected_guarded() {
                         .history
                         .entries()
                         .iter()
-                        .filter(|e| matches!(e.record, Record::Decision { .. }))
+                        .filter(|e| matches!(e.record, Rec::Server(Record::Decision { .. })))
                         .count();
                     assert_eq!(decisions, 2, "every POST logs a decision (Fresh included)");
                 }
@@ -459,7 +459,7 @@ fn resume_takes_the_stream_over() {
             !h.history
                 .entries()
                 .iter()
-                .any(|e| matches!(e.record, Record::CloseSeen { .. })),
+                .any(|e| matches!(e.record, Rec::Server(Record::CloseSeen { .. }))),
             "a takeover is not a drop"
         );
     });
