@@ -68,15 +68,26 @@ impl FaultPlan {
                 host,
                 at_ms,
                 duration_ms,
-                max_ms: spec.latency_spike_max_ms.max(scenario.network.latency_ms[1]),
+                max_ms: spec
+                    .latency_spike_max_ms
+                    .max(scenario.network.latency_ms[1]),
             });
         }
         faults.sort();
         faults.dedup_by(|a, b| match (a, b) {
             // One drop per client call: keep the first drawn position.
-            (Fault::Drop { client: c1, call: n1, .. }, Fault::Drop { client: c2, call: n2, .. }) => {
-                c1 == c2 && n1 == n2
-            }
+            (
+                Fault::Drop {
+                    client: c1,
+                    call: n1,
+                    ..
+                },
+                Fault::Drop {
+                    client: c2,
+                    call: n2,
+                    ..
+                },
+            ) => c1 == c2 && n1 == n2,
             _ => false,
         });
         FaultPlan { faults }
@@ -103,9 +114,9 @@ impl FaultPlan {
             .faults
             .iter()
             .filter_map(|f| match f {
-                Fault::Partition { at_ms, .. } | Fault::Restart { at_ms } | Fault::Latency { at_ms, .. } => {
-                    Some((*at_ms, f.clone()))
-                }
+                Fault::Partition { at_ms, .. }
+                | Fault::Restart { at_ms }
+                | Fault::Latency { at_ms, .. } => Some((*at_ms, f.clone())),
                 Fault::Drop { .. } => None,
             })
             .collect();
@@ -128,7 +139,10 @@ impl FaultPlan {
         struct Wrap<'a> {
             explicit: &'a [Fault],
         }
-        toml::to_string(&Wrap { explicit: &self.faults }).expect("faults serialize")
+        toml::to_string(&Wrap {
+            explicit: &self.faults,
+        })
+        .expect("faults serialize")
     }
 }
 
@@ -191,6 +205,10 @@ at_ms = 5
             plan.to_toml().replace("[[explicit]]", "[[faults.explicit]]")
         );
         let replay = Scenario::parse(&text).unwrap();
-        assert_eq!(FaultPlan::draw(&replay, 99), plan, "explicit faults ignore the seed");
+        assert_eq!(
+            FaultPlan::draw(&replay, 99),
+            plan,
+            "explicit faults ignore the seed"
+        );
     }
 }

@@ -7,7 +7,6 @@
 //! global order) and a timestamp from an injected clock: simulated time in
 //! the simulator, real elapsed time on a real socket.
 
-use crate::guard::{Decision, EventId, StreamIdx, View};
 use crate::protocol::RequestId;
 use serde::Serialize;
 use std::cell::{Ref, RefCell};
@@ -15,6 +14,56 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 use std::time::Duration;
+
+/// A session-scoped event id.
+pub type EventId = u64;
+
+/// A stream's index within its session.
+pub type StreamIdx = u32;
+
+/// A Rule M decision as logged (plain data: the oracle reads it without
+/// importing the guard).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LoggedDecision {
+    /// `fresh`, `allow`, `queue` or `reject`.
+    pub verdict: &'static str,
+    /// The rejection reason (snake_case), for `reject`.
+    pub reason: Option<&'static str>,
+    /// The stream the decision is about.
+    pub stream: Option<StreamIdx>,
+    /// The resume point named in a 409.
+    pub hint: Option<EventId>,
+}
+
+/// One dropped stream of a logged view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LoggedStream {
+    /// Stream index.
+    pub stream: StreamIdx,
+    /// Highest event id produced for it.
+    pub last_produced: EventId,
+    /// Highest event id written on its current connection.
+    pub last_written: EventId,
+    /// Delivered watermark.
+    pub watermark: EventId,
+    /// A cursor was presented since its connection began.
+    pub cursor_presented: bool,
+    /// Owed events were evicted.
+    pub lost: bool,
+    /// Requests still producing events for it.
+    pub in_flight: u32,
+}
+
+/// The view a decision was made from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Default)]
+pub struct LoggedView {
+    /// Replay events not yet written, session-wide.
+    pub replay_backlog: u64,
+    /// POSTs queued behind a replay.
+    pub queued: u32,
+    /// The dropped streams considered, by index.
+    pub dropped: Vec<LoggedStream>,
+}
 
 /// A session id as issued (`Mcp-Session-Id`).
 pub type SessionId = Rc<str>;
@@ -222,9 +271,9 @@ pub enum Record {
         /// The POST's JSON-RPC id.
         rpc_id: RequestId,
         /// The decision.
-        decision: Decision,
+        decision: LoggedDecision,
         /// The guard's view at that moment.
-        view: View,
+        view: LoggedView,
         /// The POST's facts: idempotent tool.
         idempotent: bool,
         /// The POST's facts: honored dedup token.
@@ -241,10 +290,20 @@ pub enum Record {
         /// Connection.
         conn: ConnId,
     },
+    /// A resume or migration was answered 410 for a lost stream; Rule M
+    /// ignores the stream from now on.
+    LostReported {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+    },
     /// A tool began executing (after the ledger recorded it).
     ToolStarted {
         /// Session id.
         session: SessionId,
+        /// The stream its events go to.
+        stream: StreamIdx,
         /// JSON-RPC id.
         rpc_id: RequestId,
         /// Tool.
@@ -256,6 +315,8 @@ pub enum Record {
     ToolEnded {
         /// Session id.
         session: SessionId,
+        /// The stream its events went to.
+        stream: StreamIdx,
         /// JSON-RPC id.
         rpc_id: RequestId,
         /// Cancelled before its result.

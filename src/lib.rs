@@ -3,10 +3,13 @@
 
 pub mod cli;
 pub mod client;
+pub mod fault;
 pub mod guard;
 pub mod history;
+pub mod oracle;
 pub mod protocol;
-pub mod server;
-pub mod seed;
+pub mod run;
 pub mod scenario;
-pub mod fault;
+pub mod seed;
+pub mod server;
+pub mod world;

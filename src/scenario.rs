@@ -184,7 +184,9 @@ pub struct HealSpec {
 
 impl Default for HealSpec {
     fn default() -> Self {
-        HealSpec { duration_ms: 30_000 }
+        HealSpec {
+            duration_ms: 30_000,
+        }
     }
 }
 
@@ -328,9 +330,15 @@ impl Scenario {
         let clients = self.client_count();
         for f in &self.faults.explicit {
             match f {
-                Fault::Drop { client, after_event, .. } => {
+                Fault::Drop {
+                    client,
+                    after_event,
+                    ..
+                } => {
                     if *client >= clients {
-                        return Err(format!("explicit drop names client {client}, but there are {clients}"));
+                        return Err(format!(
+                            "explicit drop names client {client}, but there are {clients}"
+                        ));
                     }
                     if *after_event == 0 {
                         return Err("explicit drop after_event is 1-based".into());
@@ -338,7 +346,10 @@ impl Scenario {
                 }
                 Fault::Partition { host, .. } | Fault::Latency { host, .. } => {
                     if *host >= self.network.client_hosts {
-                        return Err(format!("explicit fault names client host {host}, but there are {}", self.network.client_hosts));
+                        return Err(format!(
+                            "explicit fault names client host {host}, but there are {}",
+                            self.network.client_hosts
+                        ));
                     }
                 }
                 Fault::Restart { .. } => {}

@@ -3,3 +3,6 @@
 //! the simulator, the loopback tests, and anyone driving a real server.
 
 pub mod http;
+pub mod virtual_client;
+
+pub use virtual_client::{ClientSpec, Connector, TcpConnector};

@@ -12,7 +12,9 @@ use super::tools::{self, Invocation};
 use super::writer::{self, Plan};
 use super::{Delivery, Shared};
 use crate::guard::{Decision, Limits, PostFacts, Reason, StreamIdx, Verdict};
-use crate::history::{ConnId, Record, ServerClose, SessionId, StreamKind};
+use crate::history::{
+    ConnId, LoggedDecision, LoggedStream, LoggedView, Record, ServerClose, SessionId, StreamKind,
+};
 use crate::protocol::headers::{self, CursorList};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
@@ -622,6 +624,41 @@ async fn rule_m(
     }
 }
 
+fn logged_decision(d: &Decision) -> LoggedDecision {
+    let (verdict, reason) = match d.verdict {
+        Verdict::Fresh => ("fresh", None),
+        Verdict::Allow => ("allow", None),
+        Verdict::Queue => ("queue", None),
+        Verdict::Reject(r) => ("reject", Some(r.as_str())),
+    };
+    LoggedDecision {
+        verdict,
+        reason,
+        stream: d.stream,
+        hint: d.hint,
+    }
+}
+
+fn logged_view(v: &crate::guard::View) -> LoggedView {
+    LoggedView {
+        replay_backlog: v.replay_backlog,
+        queued: v.queued,
+        dropped: v
+            .dropped
+            .iter()
+            .map(|(s, st)| LoggedStream {
+                stream: *s,
+                last_produced: st.last_produced,
+                last_written: st.last_written,
+                watermark: st.watermark,
+                cursor_presented: st.cursor_presented,
+                lost: st.lost,
+                in_flight: st.in_flight,
+            })
+            .collect(),
+    }
+}
+
 /// Makes, commits and logs one decision with the view it was made from.
 fn decide(
     shared: &Shared,
@@ -639,17 +676,23 @@ fn decide(
             "session terminated",
         ));
     };
-    let view = sess.guard.view();
+    let view = logged_view(&sess.guard.view());
     let decision = f(&sess.guard);
     sess.guard.apply(&decision);
     shared.history.record(Record::Decision {
         session: sid.clone(),
         rpc_id: id.clone(),
-        decision,
+        decision: logged_decision(&decision),
         view,
         idempotent: facts.idempotent,
         dedup_honored: facts.dedup_honored,
     });
+    if let (Verdict::Reject(Reason::StreamLost), Some(s)) = (decision.verdict, decision.stream) {
+        shared.history.record(Record::LostReported {
+            session: sid.clone(),
+            stream: s,
+        });
+    }
     Ok(decision)
 }
 
@@ -662,7 +705,12 @@ fn stream_first(shared: &Shared, sid: &SessionId, s: Option<StreamIdx>) -> Optio
 
 /// A Rule M rejection: 409 naming the owed stream's resume point, or 410
 /// for a lost stream.
-fn rejection(id: &RequestId, reason: Reason, d: &Decision, stream_first: Option<u64>) -> Response<ServerBody> {
+fn rejection(
+    id: &RequestId,
+    reason: Reason,
+    d: &Decision,
+    stream_first: Option<u64>,
+) -> Response<ServerBody> {
     let (status, code, what) = match reason {
         Reason::StreamLost => (
             StatusCode::GONE,
@@ -857,17 +905,15 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Re
             &format!("Last-Event-ID {cursor} was never issued in this session"),
         ));
     };
-    shared.history.record(Record::CursorPresented {
-        session: sid.clone(),
-        stream: s,
-        event: cursor,
-        lost: false,
-    });
     let (_, gap) = sess.replayable_after(s, cursor);
     let mut from = cursor;
     if gap || sess.guard.stream(s).lost {
         if shared.guarded() {
             sess.guard.report_lost(s);
+            shared.history.record(Record::LostReported {
+                session: sid.clone(),
+                stream: s,
+            });
             return Reply::new(error_with(
                 StatusCode::GONE,
                 None,

@@ -257,7 +257,9 @@ mod tests {
             .entries()
             .iter()
             .filter_map(|e| match &e.record {
-                crate::history::Rec::Server(Record::Evicted { event, owed, .. }) => Some((*event, *owed)),
+                crate::history::Rec::Server(Record::Evicted { event, owed, .. }) => {
+                    Some((*event, *owed))
+                }
                 _ => None,
             })
             .collect();

@@ -100,6 +100,7 @@ pub(crate) fn start(
     }
     shared.history.record(Record::ToolStarted {
         session: sid.clone(),
+        stream: s,
         rpc_id: call.rpc_id.clone(),
         tool: call.tool.clone(),
         tag: inv.tag().map(str::to_string),
@@ -194,6 +195,7 @@ async fn run(
     drop(st);
     shared.history.record(Record::ToolEnded {
         session: sid,
+        stream: s,
         rpc_id: call.rpc_id,
         cancelled: !finished,
     });

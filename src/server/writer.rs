@@ -76,7 +76,10 @@ async fn run(
     // the backlog and `live_last` the events produced after the resume.
     let mut last = plan.after;
     let mut live_last = plan.replay_until.max(plan.after);
+    // The backlog event being paced and when its pause ends: a live event
+    // written meanwhile must not restart the pause.
     let mut paced: Option<EventId> = None;
+    let mut pace_until: Option<(EventId, tokio::time::Instant)> = None;
     let pace = Duration::from_millis(shared.cfg.replay_interval_ms);
     let deadline = Duration::from_millis(shared.cfg.write_deadline_ms);
     let Some(wake) = with_stream(&shared, &sid, s, |sess| {
@@ -100,11 +103,19 @@ async fn run(
                 }
             }
             Next::Pace(id) => {
+                let until = match pace_until {
+                    Some((p, t)) if p == id => t,
+                    _ => {
+                        let t = tokio::time::Instant::now() + pace;
+                        pace_until = Some((id, t));
+                        t
+                    }
+                };
                 tokio::select! {
                     biased;
                     _ = tx.closed() => return on_close(&shared, &sid, s, conn, None),
                     _ = notified, if interleave => continue,
-                    _ = tokio::time::sleep(pace) => paced = Some(id),
+                    _ = tokio::time::sleep_until(until) => paced = Some(id),
                 }
             }
             Next::Gap { id, backlog } => {

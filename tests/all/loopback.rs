@@ -151,13 +151,17 @@ impl Harness {
     }
 
     async fn tool_ended(&self, n: usize) {
-        self.wait_for("tool end", n, |r| matches!(r, Rec::Server(Record::ToolEnded { .. })))
-            .await;
+        self.wait_for("tool end", n, |r| {
+            matches!(r, Rec::Server(Record::ToolEnded { .. }))
+        })
+        .await;
     }
 
     async fn close_seen(&self, n: usize) {
-        self.wait_for("close seen", n, |r| matches!(r, Rec::Server(Record::CloseSeen { .. })))
-            .await;
+        self.wait_for("close seen", n, |r| {
+            matches!(r, Rec::Server(Record::CloseSeen { .. }))
+        })
+        .await;
     }
 
     fn produced_ids(&self, kind: EventKind) -> Vec<u64> {

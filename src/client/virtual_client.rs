@@ -1,0 +1,1165 @@
+//! A virtual MCP client: a workload of tool calls with think time, and a
+//! behaviour for dropped streams (DESIGN §4). It is an actor: every HTTP
+//! exchange runs as a reader task that forwards what it sees over a
+//! channel, and one loop decides what to do next, so there is exactly one
+//! place where the client's state changes.
+//!
+//! The client honors the server: a 409 with a hint makes it resume that
+//! stream; a 404 makes it re-initialize and re-issue what is unresolved; a
+//! 410 makes it re-issue the operation. While a resume is in progress it
+//! holds results arriving on other streams until `replay-end` (or the
+//! resume stream ends, breaks, or the hold times out).
+
+use super::http::{self, Outgoing};
+use crate::history::{ClientRecord, History, Outcome, Sent, SessionId};
+use crate::protocol::headers::{self, CursorEntry, CursorList};
+use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::mcp;
+use crate::scenario::{Behaviour, ClientGroup};
+use crate::server::Delivery;
+use serde_json::{json, Value};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::io;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+/// Opens connections to the server. The world implements it over
+/// turmoil; [`TcpConnector`] over a real socket.
+pub trait Connector: Clone + 'static {
+    /// The connection type.
+    type Io: AsyncRead + AsyncWrite + Unpin + 'static;
+    /// Opens one connection.
+    fn connect(&self) -> impl Future<Output = io::Result<Self::Io>>;
+}
+
+/// A connector for a server on a real socket.
+#[derive(Clone, Debug)]
+pub struct TcpConnector(pub std::net::SocketAddr);
+
+impl Connector for TcpConnector {
+    type Io = tokio::net::TcpStream;
+    async fn connect(&self) -> io::Result<Self::Io> {
+        tokio::net::TcpStream::connect(self.0).await
+    }
+}
+
+/// Everything one client needs to run.
+#[derive(Clone, Debug)]
+pub struct ClientSpec {
+    /// Global client index.
+    pub index: u32,
+    /// Workload, behaviour, timeouts.
+    pub group: ClientGroup,
+    /// The server's delivery mode (known from the deployment).
+    pub delivery: Delivery,
+    /// Planned drops: call index → counted events before the drop.
+    pub drops: BTreeMap<u32, u32>,
+    /// Delay before the first call, ms.
+    pub start_delay_ms: u64,
+}
+
+type SlotId = u32;
+
+#[derive(Clone, Debug)]
+enum SlotKind {
+    Init,
+    Call { op: usize },
+    Resume { stream: u64 },
+    Open,
+}
+
+struct Slot {
+    kind: SlotKind,
+    /// The client stream this slot's events belong to, once known.
+    stream: Option<u64>,
+    last_activity_us: u64,
+    expecting: Rc<Cell<bool>>,
+    task: AbortHandle,
+    /// A resume slot whose `replay-end` has not arrived yet.
+    marker_pending: bool,
+}
+
+/// A stream as the client knows it, named by its first (priming) event id.
+struct CStream {
+    last_seen: u64,
+    live: Option<SlotId>,
+    finished: bool,
+    standalone: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OpState {
+    Pending,
+    Active,
+    Done,
+    Abandoned,
+}
+
+struct Op {
+    tag: Rc<str>,
+    posts: u32,
+    attempts: u32,
+    state: OpState,
+    interrupted: bool,
+    /// The stream its response rides, once known.
+    stream: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Action {
+    Init,
+    StartNext,
+    Post(usize),
+    Resume(u64),
+    Open,
+    ReleaseHolds,
+}
+
+enum Input {
+    Json {
+        slot: SlotId,
+        status: u16,
+        headers: ::http::HeaderMap,
+        msg: Option<Message>,
+    },
+    Head {
+        slot: SlotId,
+        status: u16,
+    },
+    Event {
+        slot: SlotId,
+        id: Option<u64>,
+        marker: bool,
+        msg: Option<Message>,
+    },
+    End {
+        slot: SlotId,
+    },
+    Broken {
+        slot: SlotId,
+    },
+    Dropped {
+        slot: SlotId,
+        tag: Rc<str>,
+        after_event: u32,
+    },
+    Failed {
+        slot: SlotId,
+    },
+}
+
+/// Drop rules the readers apply: tag → (events before the drop, seen so far).
+type DropRules = Rc<RefCell<BTreeMap<Rc<str>, (u32, u32)>>>;
+
+/// The operation tag an event belongs to: request ids are `tag#attempt`,
+/// and progress tokens are the request id.
+fn tag_of(msg: &Message) -> Option<(&str, bool)> {
+    fn id_tag(id: &RequestId) -> Option<&str> {
+        match id {
+            RequestId::Str(s) => s.split_once('#').map(|(t, _)| t),
+            RequestId::Num(_) => None,
+        }
+    }
+    match msg {
+        Message::Result { id, .. } => id_tag(id).map(|t| (t, true)),
+        Message::Error { id: Some(id), .. } => id_tag(id).map(|t| (t, true)),
+        Message::Notification {
+            params: Some(p), ..
+        } => p
+            .get("progressToken")
+            .and_then(Value::as_str)
+            .and_then(|s| s.split_once('#'))
+            .map(|(t, _)| (t, false)),
+        _ => None,
+    }
+}
+
+/// Runs one virtual client to completion (every operation done or
+/// abandoned). Must run inside a `LocalSet`.
+pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut c = Client {
+        ops: (0..spec.group.calls)
+            .map(|n| Op {
+                tag: format!("c{}-op{n}", spec.index).into(),
+                posts: 0,
+                attempts: 0,
+                state: OpState::Pending,
+                interrupted: false,
+                stream: None,
+            })
+            .collect(),
+        spec,
+        connector,
+        history,
+        tx,
+        session: None,
+        slots: BTreeMap::new(),
+        next_slot: 0,
+        streams: BTreeMap::new(),
+        standalone: None,
+        timers: BTreeMap::new(),
+        timer_seq: 0,
+        next_op: 0,
+        held: VecDeque::new(),
+        holding: None,
+        resend_after_resume: BTreeMap::new(),
+        drop_rules: Rc::default(),
+        init_attempts: 0,
+        open_before_next: false,
+        next_on_resume: false,
+    };
+    c.schedule(Duration::ZERO, Action::Init);
+    c.run(rx).await;
+}
+
+struct Client<C> {
+    spec: ClientSpec,
+    connector: C,
+    history: History,
+    tx: mpsc::UnboundedSender<Input>,
+    session: Option<SessionId>,
+    slots: BTreeMap<SlotId, Slot>,
+    next_slot: SlotId,
+    streams: BTreeMap<u64, CStream>,
+    standalone: Option<u64>,
+    timers: BTreeMap<(Instant, u64), Action>,
+    timer_seq: u64,
+    ops: Vec<Op>,
+    next_op: usize,
+    held: VecDeque<(usize, RequestId)>,
+    holding: Option<SlotId>,
+    resend_after_resume: BTreeMap<u64, Vec<usize>>,
+    drop_rules: DropRules,
+    init_attempts: u32,
+    /// A new op waits for the standalone stream to open (session-stream).
+    open_before_next: bool,
+    /// resume-then-post: the next call goes out once a resume's headers arrive.
+    next_on_resume: bool,
+}
+
+impl<C: Connector> Client<C> {
+    async fn run(&mut self, mut rx: mpsc::UnboundedReceiver<Input>) {
+        loop {
+            if self.finished() {
+                break;
+            }
+            let due = self.timers.keys().next().map(|(t, _)| *t);
+            tokio::select! {
+                biased;
+                Some(input) = rx.recv() => self.on_input(input),
+                _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => self.fire_timers(),
+            }
+        }
+        for slot in self.slots.values() {
+            slot.task.abort();
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.next_op >= self.ops.len()
+            && self
+                .ops
+                .iter()
+                .all(|o| matches!(o.state, OpState::Done | OpState::Abandoned))
+    }
+
+    fn g(&self) -> &ClientGroup {
+        &self.spec.group
+    }
+
+    fn record(&self, r: ClientRecord) {
+        self.history.record(r);
+    }
+
+    fn schedule(&mut self, after: Duration, action: Action) {
+        self.timer_seq += 1;
+        self.timers
+            .insert((Instant::now() + after, self.timer_seq), action);
+    }
+
+    fn backoff(&self, attempts: u32) -> Duration {
+        let exp = self
+            .g()
+            .backoff_ms
+            .saturating_mul(1u64 << attempts.saturating_sub(1).min(16));
+        Duration::from_millis(exp.min(self.g().backoff_max_ms))
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let action = entry.remove();
+            self.act(action);
+        }
+    }
+
+    fn act(&mut self, action: Action) {
+        match action {
+            Action::Init => self.send_init(),
+            Action::StartNext => self.start_next(),
+            Action::Post(op) => {
+                if self.ops[op].state == OpState::Active {
+                    self.send_call(op);
+                }
+            }
+            Action::Resume(stream) => self.send_resume(stream),
+            Action::Open => self.send_open(),
+            Action::ReleaseHolds => self.release_holds(),
+        }
+    }
+
+    // ---- sending -------------------------------------------------------
+
+    fn spawn(&mut self, kind: SlotKind, out: Outgoing, expecting: bool) -> SlotId {
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        let expecting = Rc::new(Cell::new(expecting));
+        let task = tokio::task::spawn_local(reader(
+            slot,
+            self.connector.clone(),
+            out,
+            self.tx.clone(),
+            Duration::from_millis(self.g().connect_timeout_ms),
+            Duration::from_millis(self.g().read_timeout_ms),
+            expecting.clone(),
+            self.drop_rules.clone(),
+        ));
+        self.slots.insert(
+            slot,
+            Slot {
+                kind,
+                stream: None,
+                last_activity_us: self.history.now_us(),
+                expecting,
+                task: task.abort_handle(),
+                marker_pending: false,
+            },
+        );
+        slot
+    }
+
+    fn send_init(&mut self) {
+        self.init_attempts += 1;
+        let msg = Message::Request {
+            id: RequestId::Str(format!("c{}-init#{}", self.spec.index, self.init_attempts)),
+            method: mcp::INITIALIZE.into(),
+            params: Some(mcp::initialize_params(
+                mcp::LATEST_VERSION,
+                json!({}),
+                "mcp-chaos-virtual-client",
+            )),
+        };
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Initialize,
+            tag: None,
+            rpc_id: msg.id().cloned(),
+            cursor: None,
+        });
+        self.spawn(SlotKind::Init, Outgoing::post(None, &msg), true);
+    }
+
+    fn with_session(&self, out: Outgoing) -> Outgoing {
+        out.header(headers::MCP_PROTOCOL_VERSION, mcp::LATEST_VERSION)
+    }
+
+    fn start_next(&mut self) {
+        if self.next_op >= self.ops.len() || self.session.is_none() {
+            return;
+        }
+        if self.ops[self.next_op].state != OpState::Pending {
+            return;
+        }
+        if self.spec.delivery == Delivery::SessionStream && !self.standalone_live() {
+            self.open_before_next = true;
+            if !self
+                .slots
+                .values()
+                .any(|s| matches!(s.kind, SlotKind::Open | SlotKind::Resume { .. }))
+            {
+                self.send_open();
+            }
+            return;
+        }
+        let op = self.next_op;
+        self.next_op += 1;
+        self.ops[op].state = OpState::Active;
+        self.record(ClientRecord::OpStarted {
+            client: self.spec.index,
+            tag: self.ops[op].tag.clone(),
+        });
+        if let Some(&after) = self.spec.drops.get(&(op as u32)) {
+            self.drop_rules
+                .borrow_mut()
+                .insert(self.ops[op].tag.clone(), (after, 0));
+        }
+        self.send_call(op);
+    }
+
+    fn standalone_live(&self) -> bool {
+        self.standalone
+            .and_then(|s| self.streams.get(&s))
+            .is_some_and(|s| s.live.is_some())
+    }
+
+    fn send_call(&mut self, op: usize) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        let o = &mut self.ops[op];
+        o.posts += 1;
+        o.attempts += 1;
+        o.stream = None;
+        let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
+        let tag = o.tag.clone();
+        let msg = Message::Request {
+            id: rpc.clone(),
+            method: mcp::TOOLS_CALL.into(),
+            params: Some(json!({
+                "name": mcp::LEDGER_APPEND,
+                "arguments": {"tag": &*tag, "chunks": self.g().chunks, "chunk_interval_ms": self.g().chunk_interval_ms},
+                "_meta": {"progressToken": rpc},
+            })),
+        };
+        let mut out = self.with_session(Outgoing::post(Some(&session), &msg));
+        if self.g().behaviour == Behaviour::DedupRetry {
+            out = out.header(headers::IDEMPOTENCY_KEY, &tag);
+        }
+        let cursor = self
+            .g()
+            .cursor_on_post
+            .then(|| self.cursor_list())
+            .flatten();
+        if let Some(c) = &cursor {
+            out = out.header(headers::LAST_EVENT_ID, c);
+        }
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Call,
+            tag: Some(tag),
+            rpc_id: Some(rpc),
+            cursor,
+        });
+        self.spawn(SlotKind::Call { op }, out, true);
+    }
+
+    /// The cursor list for a POST: every unfinished stream's last seen id,
+    /// `;lost` where the client has no live connection to it.
+    fn cursor_list(&self) -> Option<String> {
+        let list: Vec<CursorEntry> = self
+            .streams
+            .values()
+            .filter(|s| !s.finished)
+            .map(|s| CursorEntry {
+                event_id: s.last_seen,
+                lost: s.live.is_none(),
+            })
+            .collect();
+        (!list.is_empty()).then(|| CursorList(list).to_string())
+    }
+
+    fn send_resume(&mut self, stream: u64) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        let Some(st) = self.streams.get(&stream) else {
+            return;
+        };
+        if st.live.is_some_and(|l| {
+            self.slots
+                .get(&l)
+                .is_some_and(|s| matches!(s.kind, SlotKind::Resume { .. }))
+        }) {
+            return; // never two resumes of one stream at once
+        }
+        let cursor = st.last_seen;
+        let waiting = self.ops_on(stream);
+        if let Some(&op) = waiting.first() {
+            if !self.count_attempt(op) {
+                return;
+            }
+        }
+        let tag = waiting.first().map(|&o| self.ops[o].tag.clone());
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Resume,
+            tag,
+            rpc_id: None,
+            cursor: Some(cursor.to_string()),
+        });
+        let out = self.with_session(Outgoing::get(&session, Some(cursor)));
+        let slot = self.spawn(SlotKind::Resume { stream }, out, true);
+        let s = self.slots.get_mut(&slot).expect("just inserted");
+        s.stream = Some(stream);
+        s.marker_pending = true;
+        if let Some(old) = self
+            .streams
+            .get_mut(&stream)
+            .and_then(|st| st.live.replace(slot))
+        {
+            if let Some(o) = self.slots.remove(&old) {
+                o.task.abort();
+            }
+        }
+        if self.holding.is_none() {
+            self.holding = Some(slot);
+            self.schedule(
+                Duration::from_millis(self.g().read_timeout_ms),
+                Action::ReleaseHolds,
+            );
+        }
+    }
+
+    fn send_open(&mut self) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Open,
+            tag: None,
+            rpc_id: None,
+            cursor: None,
+        });
+        let out = self.with_session(Outgoing::get(&session, None));
+        self.spawn(SlotKind::Open, out, false);
+    }
+
+    /// Counts an attempt for `op`; abandons it past the bound.
+    fn count_attempt(&mut self, op: usize) -> bool {
+        let max = self.g().max_attempts;
+        let o = &mut self.ops[op];
+        if o.attempts >= max {
+            self.finish(op, Outcome::Abandoned);
+            return false;
+        }
+        true
+    }
+
+    fn ops_on(&self, stream: u64) -> Vec<usize> {
+        (0..self.ops.len())
+            .filter(|&i| self.ops[i].state == OpState::Active && self.ops[i].stream == Some(stream))
+            .collect()
+    }
+
+    // ---- receiving -----------------------------------------------------
+
+    fn on_input(&mut self, input: Input) {
+        match input {
+            Input::Json {
+                slot,
+                status,
+                headers,
+                msg,
+            } => self.on_json(slot, status, &headers, msg),
+            Input::Head { slot, status } => self.on_head(slot, status),
+            Input::Event {
+                slot,
+                id,
+                marker,
+                msg,
+            } => self.on_event(slot, id, marker, msg),
+            Input::End { slot } => self.on_end(slot, true),
+            Input::Broken { slot } => self.on_end(slot, false),
+            Input::Dropped {
+                slot,
+                tag,
+                after_event,
+            } => {
+                self.record(ClientRecord::Dropped {
+                    client: self.spec.index,
+                    tag,
+                    after_event,
+                });
+                self.on_end(slot, false);
+            }
+            Input::Failed { slot } => self.on_failed(slot),
+        }
+    }
+
+    fn on_json(&mut self, slot: SlotId, status: u16, h: &::http::HeaderMap, msg: Option<Message>) {
+        let Some(s) = self.slots.remove(&slot) else {
+            return;
+        };
+        match s.kind {
+            SlotKind::Init => {
+                let sid = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
+                match (status, sid) {
+                    (200, Some(sid)) => {
+                        let sid: SessionId = sid.into();
+                        self.session = Some(sid.clone());
+                        self.record(ClientRecord::Session {
+                            client: self.spec.index,
+                            session: sid,
+                        });
+                        self.after_init();
+                    }
+                    _ => self.retry_init(),
+                }
+            }
+            SlotKind::Call { op } => self.on_call_reply(op, status, h, msg),
+            SlotKind::Resume { stream } => {
+                self.status(None, status, None, None);
+                if let Some(st) = self.streams.get_mut(&stream) {
+                    if st.live == Some(slot) {
+                        st.live = None;
+                    }
+                }
+                self.end_hold(slot);
+                match status {
+                    404 => self.reinit(),
+                    _ => {
+                        // 410 (evicted), or any refusal: re-issue by POST.
+                        let waiting: Vec<usize> = self
+                            .ops_on(stream)
+                            .into_iter()
+                            .chain(self.resend_after_resume.remove(&stream).unwrap_or_default())
+                            .collect();
+                        if let Some(st) = self.streams.get_mut(&stream) {
+                            st.finished = true;
+                        }
+                        for op in waiting {
+                            self.reissue(op);
+                        }
+                    }
+                }
+            }
+            SlotKind::Open => match status {
+                404 => self.reinit(),
+                _ => {
+                    let n = self.init_attempts;
+                    self.schedule(self.backoff(n), Action::Open);
+                }
+            },
+        }
+    }
+
+    fn status(&self, op: Option<usize>, status: u16, hint: Option<u64>, stream_first: Option<u64>) {
+        self.record(ClientRecord::Status {
+            client: self.spec.index,
+            tag: op.map(|o| self.ops[o].tag.clone()),
+            session: self.session.clone(),
+            status,
+            hint,
+            stream_first,
+        });
+    }
+
+    fn on_call_reply(
+        &mut self,
+        op: usize,
+        status: u16,
+        h: &::http::HeaderMap,
+        msg: Option<Message>,
+    ) {
+        if self.ops[op].state != OpState::Active {
+            return;
+        }
+        let data = match &msg {
+            Some(Message::Error { error, .. }) => error.data.clone(),
+            _ => None,
+        };
+        let hint = h
+            .get(headers::LAST_EVENT_ID)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let stream_first = data
+            .as_ref()
+            .and_then(|d| d.get("streamFirstEventId"))
+            .and_then(Value::as_u64);
+        match status {
+            200 => match msg {
+                Some(Message::Result { id, .. }) => self.deliver(op, id, None),
+                _ => {
+                    self.status(Some(op), status, None, None);
+                    self.finish(op, Outcome::Abandoned);
+                }
+            },
+            202 => {
+                // The response rides the standalone stream.
+                if let Some(s) = self.standalone {
+                    self.ops[op].stream = Some(s);
+                    self.set_expecting(s);
+                }
+            }
+            409 => {
+                self.status(Some(op), status, hint, stream_first);
+                match hint {
+                    Some(hint) => self.on_conflict(op, hint, stream_first),
+                    None => self.retry_post(op),
+                }
+            }
+            404 => {
+                self.status(Some(op), status, None, None);
+                self.reinit();
+            }
+            410 => {
+                self.status(Some(op), status, None, stream_first);
+                if let Some(st) = stream_first.and_then(|f| self.streams.get_mut(&f)) {
+                    st.finished = true;
+                }
+                self.reissue(op);
+            }
+            503 => {
+                self.status(Some(op), status, None, None);
+                self.retry_post(op);
+            }
+            _ => {
+                self.status(Some(op), status, None, None);
+                self.finish(op, Outcome::Abandoned);
+            }
+        }
+    }
+
+    /// A Rule M 409: resume the named stream from our own last seen id
+    /// there (the hint only if we have none).
+    fn on_conflict(&mut self, op: usize, hint: u64, stream_first: Option<u64>) {
+        let key = stream_first.unwrap_or(hint);
+        let st = self.streams.entry(key).or_insert(CStream {
+            last_seen: hint,
+            live: None,
+            finished: false,
+            standalone: false,
+        });
+        st.finished = false;
+        let retried_here = self.ops[op].stream == Some(key)
+            || self.ops[op].interrupted && self.ops[op].stream.is_none();
+        if retried_here {
+            // The rejected POST retried the operation being resumed: wait
+            // for its result on the resumed stream.
+            self.ops[op].stream = Some(key);
+        } else {
+            self.resend_after_resume.entry(key).or_default().push(op);
+        }
+        let resuming = st.live.is_some_and(|l| {
+            self.slots
+                .get(&l)
+                .is_some_and(|s| matches!(s.kind, SlotKind::Resume { .. }))
+        });
+        if !resuming {
+            self.send_resume(key);
+        }
+    }
+
+    fn on_head(&mut self, slot: SlotId, status: u16) {
+        let Some(s) = self.slots.get(&slot) else {
+            return;
+        };
+        if let (SlotKind::Resume { stream }, 200) = (&s.kind, status) {
+            let stream = *stream;
+            // The resume's headers arrived: re-send new calls it held up.
+            for op in self.resend_after_resume.remove(&stream).unwrap_or_default() {
+                if self.ops[op].state == OpState::Active {
+                    self.send_call(op);
+                }
+            }
+            self.set_expecting(stream);
+            if std::mem::take(&mut self.next_on_resume) {
+                self.start_next();
+            }
+        }
+    }
+
+    fn on_event(&mut self, slot: SlotId, id: Option<u64>, marker: bool, msg: Option<Message>) {
+        let now = self.history.now_us();
+        let Some(s) = self.slots.get_mut(&slot) else {
+            return;
+        };
+        s.last_activity_us = now;
+        let kind = s.kind.clone();
+        if let Some(id) = id {
+            let key = match s.stream {
+                Some(k) => k,
+                None => {
+                    s.stream = Some(id);
+                    let standalone = matches!(kind, SlotKind::Open);
+                    self.streams.insert(
+                        id,
+                        CStream {
+                            last_seen: id,
+                            live: Some(slot),
+                            finished: false,
+                            standalone,
+                        },
+                    );
+                    if let SlotKind::Call { op } = kind {
+                        self.ops[op].stream = Some(id);
+                    }
+                    if standalone {
+                        self.standalone = Some(id);
+                        if std::mem::take(&mut self.open_before_next) {
+                            self.start_next();
+                        }
+                    }
+                    id
+                }
+            };
+            if let Some(st) = self.streams.get_mut(&key) {
+                st.last_seen = st.last_seen.max(id);
+            }
+            if let (Some(session), Some(m)) = (self.session.clone(), &msg) {
+                let (tag, result) = match tag_of(m) {
+                    Some((t, r)) => (self.op_by_tag(t).map(|o| self.ops[o].tag.clone()), r),
+                    None => (None, false),
+                };
+                self.record(ClientRecord::Received {
+                    client: self.spec.index,
+                    session,
+                    event: id,
+                    tag,
+                    result,
+                });
+            }
+        }
+        if marker {
+            if let Some(s) = self.slots.get_mut(&slot) {
+                s.marker_pending = false;
+            }
+            self.end_hold(slot);
+        }
+        if let Some(Message::Result { id: rpc, .. }) = &msg {
+            if let Some(op) =
+                tag_of(msg.as_ref().expect("some")).and_then(|(t, _)| self.op_by_tag(t))
+            {
+                self.deliver(op, rpc.clone(), Some(slot));
+            }
+        }
+    }
+
+    fn op_by_tag(&self, tag: &str) -> Option<usize> {
+        let n = tag.rsplit_once("-op")?.1.parse::<usize>().ok()?;
+        (self.ops.get(n)?.tag.as_ref() == tag).then_some(n)
+    }
+
+    /// A result arrived for `op`: handle it, or hold it behind a resume.
+    fn deliver(&mut self, op: usize, rpc: RequestId, via: Option<SlotId>) {
+        if self.ops[op].state != OpState::Active {
+            return;
+        }
+        if let Some(h) = self.holding {
+            if via != Some(h) {
+                if !self.held.iter().any(|(o, _)| *o == op) {
+                    self.held.push_back((op, rpc));
+                }
+                return;
+            }
+        }
+        self.handle(op, rpc);
+    }
+
+    fn handle(&mut self, op: usize, rpc: RequestId) {
+        if self.ops[op].state != OpState::Active {
+            return;
+        }
+        self.record(ClientRecord::Handled {
+            client: self.spec.index,
+            tag: self.ops[op].tag.clone(),
+            rpc_id: rpc,
+        });
+        self.finish(op, Outcome::Done);
+    }
+
+    fn finish(&mut self, op: usize, outcome: Outcome) {
+        let o = &mut self.ops[op];
+        if matches!(o.state, OpState::Done | OpState::Abandoned) {
+            return;
+        }
+        o.state = if outcome == Outcome::Done {
+            OpState::Done
+        } else {
+            OpState::Abandoned
+        };
+        self.drop_rules.borrow_mut().remove(&o.tag);
+        self.record(ClientRecord::Outcome {
+            client: self.spec.index,
+            tag: self.ops[op].tag.clone(),
+            outcome,
+            attempts: self.ops[op].attempts,
+        });
+        for s in self.streams.keys().copied().collect::<Vec<_>>() {
+            self.set_expecting(s);
+        }
+        // The sequential workload moves on once nothing earlier is active
+        // (resume-then-post already moved on at its resume).
+        if op + 1 == self.next_op && self.ops.iter().all(|o| o.state != OpState::Active) {
+            self.next_on_resume = false;
+            let think = Duration::from_millis(self.g().think_ms);
+            self.schedule(think, Action::StartNext);
+        }
+    }
+
+    fn set_expecting(&self, stream: u64) {
+        let Some(st) = self.streams.get(&stream) else {
+            return;
+        };
+        let expecting = !self.ops_on(stream).is_empty();
+        if let Some(s) = st.live.and_then(|l| self.slots.get(&l)) {
+            s.expecting.set(expecting || s.marker_pending);
+        }
+    }
+
+    fn on_end(&mut self, slot: SlotId, clean: bool) {
+        let Some(s) = self.slots.remove(&slot) else {
+            return;
+        };
+        self.end_hold(slot);
+        let Some(stream) = s.stream else {
+            // Ended before any event: treat as a failed exchange.
+            self.slots.insert(slot, s);
+            return self.on_failed(slot);
+        };
+        // An op whose result is held behind a resume has its result.
+        let waiting: Vec<usize> = self
+            .ops_on(stream)
+            .into_iter()
+            .filter(|op| !self.held.iter().any(|(o, _)| o == op))
+            .collect();
+        if let Some(st) = self.streams.get_mut(&stream) {
+            if st.live == Some(slot) {
+                st.live = None;
+            }
+            if clean && waiting.is_empty() && !st.standalone {
+                st.finished = true;
+            }
+        }
+        let fault_us = s.last_activity_us;
+        for op in waiting {
+            self.interrupted(op, stream, fault_us);
+        }
+    }
+
+    fn interrupted(&mut self, op: usize, stream: u64, fault_us: u64) {
+        if !self.ops[op].interrupted {
+            self.ops[op].interrupted = true;
+            self.record(ClientRecord::Interrupted {
+                client: self.spec.index,
+                tag: self.ops[op].tag.clone(),
+                fault_us,
+            });
+        }
+        let wait = self.backoff(self.ops[op].attempts);
+        match self.g().behaviour {
+            Behaviour::RetryByPost | Behaviour::DedupRetry => {
+                self.ops[op].stream = None;
+                if self.count_attempt(op) {
+                    self.schedule(wait, Action::Post(op));
+                }
+            }
+            Behaviour::Resume => self.schedule(wait, Action::Resume(stream)),
+            Behaviour::ResumeThenPost => {
+                self.schedule(wait, Action::Resume(stream));
+                // The next call goes out as soon as the resume is accepted
+                // (its headers arrive), without waiting for the owed result.
+                if op + 1 == self.next_op {
+                    self.next_on_resume = true;
+                }
+            }
+        }
+    }
+
+    fn on_failed(&mut self, slot: SlotId) {
+        let Some(s) = self.slots.remove(&slot) else {
+            return;
+        };
+        self.end_hold(slot);
+        match s.kind {
+            SlotKind::Init => self.retry_init(),
+            SlotKind::Call { op } => self.retry_post(op),
+            SlotKind::Resume { stream } => {
+                if let Some(st) = self.streams.get_mut(&stream) {
+                    if st.live == Some(slot) {
+                        st.live = None;
+                    }
+                }
+                let attempts = self
+                    .ops_on(stream)
+                    .first()
+                    .map_or(1, |&o| self.ops[o].attempts);
+                self.schedule(self.backoff(attempts), Action::Resume(stream));
+            }
+            SlotKind::Open => {
+                let n = self.init_attempts.max(1);
+                self.schedule(self.backoff(n), Action::Open);
+            }
+        }
+    }
+
+    fn retry_post(&mut self, op: usize) {
+        if self.ops[op].state == OpState::Active && self.count_attempt(op) {
+            let wait = self.backoff(self.ops[op].attempts);
+            self.schedule(wait, Action::Post(op));
+        }
+    }
+
+    /// Re-issues an operation (same tag and key) after a 410 or a failed resume.
+    fn reissue(&mut self, op: usize) {
+        self.ops[op].stream = None;
+        self.retry_post(op);
+    }
+
+    fn retry_init(&mut self) {
+        if self.init_attempts >= self.g().max_attempts.saturating_mul(4) {
+            for op in 0..self.ops.len() {
+                if matches!(self.ops[op].state, OpState::Active | OpState::Pending) {
+                    self.ops[op].state = OpState::Active;
+                    self.finish(op, Outcome::Abandoned);
+                }
+            }
+            self.next_op = self.ops.len();
+            return;
+        }
+        let wait = self.backoff(self.init_attempts);
+        self.schedule(wait, Action::Init);
+    }
+
+    /// A 404: the session is gone. Start a new one, then re-issue every
+    /// unresolved operation with the same tag and key.
+    fn reinit(&mut self) {
+        if self.session.is_none() {
+            return; // already re-initializing
+        }
+        self.session = None;
+        for s in std::mem::take(&mut self.slots).into_values() {
+            s.task.abort();
+        }
+        self.streams.clear();
+        self.standalone = None;
+        self.holding = None;
+        self.resend_after_resume.clear();
+        for (op, rpc) in std::mem::take(&mut self.held) {
+            self.handle(op, rpc);
+        }
+        self.timers.retain(|_, a| matches!(a, Action::StartNext));
+        for o in &mut self.ops {
+            o.stream = None;
+        }
+        self.send_init();
+    }
+
+    fn after_init(&mut self) {
+        if self.spec.delivery == Delivery::SessionStream {
+            self.send_open();
+            self.open_before_next = true;
+        }
+        let unresolved: Vec<usize> = (0..self.ops.len())
+            .filter(|&i| self.ops[i].state == OpState::Active)
+            .collect();
+        if self.init_attempts == 1 && unresolved.is_empty() {
+            self.schedule(
+                Duration::from_millis(self.spec.start_delay_ms),
+                Action::StartNext,
+            );
+        } else {
+            for op in unresolved {
+                self.retry_post(op);
+            }
+            if self.next_op < self.ops.len() && self.ops.iter().all(|o| o.state != OpState::Active)
+            {
+                self.schedule(Duration::ZERO, Action::StartNext);
+            }
+        }
+    }
+
+    fn end_hold(&mut self, slot: SlotId) {
+        if self.holding == Some(slot) {
+            self.release_holds();
+        }
+    }
+
+    fn release_holds(&mut self) {
+        self.holding = None;
+        for (op, rpc) in std::mem::take(&mut self.held) {
+            self.handle(op, rpc);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn reader<C: Connector>(
+    slot: SlotId,
+    connector: C,
+    out: Outgoing,
+    tx: mpsc::UnboundedSender<Input>,
+    connect_timeout: Duration,
+    read_timeout: Duration,
+    expecting: Rc<Cell<bool>>,
+    drops: DropRules,
+) {
+    let send = |i: Input| {
+        let _ = tx.send(i);
+    };
+    let io = match tokio::time::timeout(connect_timeout, connector.connect()).await {
+        Ok(Ok(io)) => io,
+        _ => return send(Input::Failed { slot }),
+    };
+    let mut ex = match tokio::time::timeout(read_timeout, http::send(io, out)).await {
+        Ok(Ok(ex)) => ex,
+        _ => return send(Input::Failed { slot }),
+    };
+    let status = ex.status.as_u16();
+    if !ex.is_sse() {
+        let headers = ex.headers.clone();
+        return match tokio::time::timeout(read_timeout, ex.json()).await {
+            Ok(Ok(msg)) => send(Input::Json {
+                slot,
+                status,
+                headers,
+                msg,
+            }),
+            _ => send(Input::Failed { slot }),
+        };
+    }
+    send(Input::Head { slot, status });
+    loop {
+        match tokio::time::timeout(read_timeout, ex.next_event()).await {
+            Err(_) if expecting.get() => return send(Input::Broken { slot }),
+            Err(_) => continue,
+            Ok(Err(_)) => return send(Input::Broken { slot }),
+            Ok(Ok(None)) => return send(Input::End { slot }),
+            Ok(Ok(Some(ev))) => {
+                let id = ev.id.as_deref().and_then(|i| i.parse::<u64>().ok());
+                let marker = ev.event == "replay-end";
+                let msg = (!ev.data.is_empty() && !marker)
+                    .then(|| Message::decode(ev.data.as_bytes()).ok())
+                    .flatten();
+                let fire = msg.as_ref().and_then(tag_of).and_then(|(tag, _)| {
+                    let mut rules = drops.borrow_mut();
+                    let (key, rule) = rules.get_key_value(tag).map(|(k, r)| (k.clone(), *r))?;
+                    let seen = rule.1 + 1;
+                    if seen >= rule.0 {
+                        rules.remove(&key);
+                        Some((key, rule.0))
+                    } else {
+                        rules.insert(key, (rule.0, seen));
+                        None
+                    }
+                });
+                send(Input::Event {
+                    slot,
+                    id,
+                    marker,
+                    msg,
+                });
+                if let Some((tag, after_event)) = fire {
+                    // The planned drop: close the connection right here.
+                    drop(ex);
+                    return send(Input::Dropped {
+                        slot,
+                        tag,
+                        after_event,
+                    });
+                }
+            }
+        }
+    }
+}

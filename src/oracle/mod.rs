@@ -1,0 +1,567 @@
+//! The oracle: turns a history into the metrics of DESIGN §6. It is the
+//! only code that sees both sides (server records and client records), and
+//! it imports neither the server nor the guard: it rebuilds the guard's
+//! view at each decision from the server's primitive records, diffs it
+//! against the view the server logged, and applies its own statement of
+//! Rule M. A logged view that differs, or a verdict that contradicts the
+//! rules, is a decision error; violations in a client's sessions are
+//! guard bugs when a decision error touched them, blind spots otherwise.
+
+mod rebuild;
+
+use crate::history::{
+    ClientRecord, Entry, EventKind, Outcome, Rec, Record, SessionId, WorldRecord,
+};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// Migration latency summary (HdrHistogram), µs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl Latency {
+    /// Summarizes a histogram.
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            count: h.len(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            max: h.max(),
+        }
+    }
+}
+
+/// The blind-spot part of each violation metric.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlindSpots {
+    /// Of `duplicate_side_effects`.
+    pub duplicate_side_effects: u64,
+    /// Of `silent_losses`.
+    pub silent_losses: u64,
+    /// Of `truncated_responses`.
+    pub truncated_responses: u64,
+    /// Of `order_violations`.
+    pub order_violations: u64,
+}
+
+/// Metrics of one run (or one client class of it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Logical operations begun.
+    pub operations: u64,
+    /// Σ over non-idempotent operations of (executions − 1)⁺.
+    pub duplicate_side_effects: u64,
+    /// Counted events never received, for operations not lost.
+    pub orphaned_events: u64,
+    /// Orphaned events no 409 hint, 410 or 404 covered.
+    pub silent_losses: u64,
+    /// Operations handled while an event of their first execution never arrived.
+    pub truncated_responses: u64,
+    /// Pairs handled out of the server's causal order.
+    pub order_violations: u64,
+    /// Operations with no handled result after the heal phase.
+    pub lost_operations: u64,
+    /// From the interrupting fault to the handled result, µs.
+    pub migration_latency_us: Latency,
+    /// The blind-spot part of each violation metric (guarded only).
+    pub guard_blind_spots: BlindSpots,
+    /// Blind spots by kind: `state_lost` (after lost server state) or
+    /// `view_gap` (the server's view was inexact, e.g. half-open).
+    pub blind_spot_kinds: BTreeMap<String, u64>,
+    /// Violations a correct guard should have prevented (guarded only).
+    pub guard_bugs: Option<u64>,
+    /// Decisions whose logged view or verdict the oracle disputes.
+    pub decision_errors: u64,
+    /// Guard rejections by reason.
+    pub rejections: BTreeMap<String, u64>,
+}
+
+impl Metrics {
+    /// A metric by its JSON name (for expectations).
+    pub fn get(&self, name: &str) -> Option<u64> {
+        Some(match name {
+            "operations" => self.operations,
+            "duplicate_side_effects" => self.duplicate_side_effects,
+            "orphaned_events" => self.orphaned_events,
+            "silent_losses" => self.silent_losses,
+            "truncated_responses" => self.truncated_responses,
+            "order_violations" => self.order_violations,
+            "lost_operations" => self.lost_operations,
+            "guard_bugs" => self.guard_bugs?,
+            "decision_errors" => self.decision_errors,
+            "migration_latency_count" => self.migration_latency_us.count,
+            "blind_spots" => {
+                let b = &self.guard_blind_spots;
+                b.duplicate_side_effects
+                    + b.silent_losses
+                    + b.truncated_responses
+                    + b.order_violations
+            }
+            "rejections" => self.rejections.values().sum(),
+            other => {
+                let kind = other.strip_prefix("blind_spots_")?;
+                self.blind_spot_kinds.get(kind).copied().unwrap_or(0)
+            }
+        })
+    }
+
+    /// The metric names `get` understands (for error messages).
+    pub const NAMES: &'static [&'static str] = &[
+        "operations",
+        "duplicate_side_effects",
+        "orphaned_events",
+        "silent_losses",
+        "truncated_responses",
+        "order_violations",
+        "lost_operations",
+        "guard_bugs",
+        "decision_errors",
+        "migration_latency_count",
+        "blind_spots",
+        "blind_spots_state_lost",
+        "blind_spots_view_gap",
+        "rejections",
+    ];
+}
+
+/// What the oracle concluded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judgement {
+    /// Whole-run metrics.
+    pub metrics: Metrics,
+    /// Per client class (label → metrics).
+    pub by_class: BTreeMap<String, Metrics>,
+}
+
+/// One violation, attributed to a client.
+struct Violation {
+    client: u32,
+    metric: fn(&mut BlindSpots) -> &mut u64,
+    count: u64,
+}
+
+/// Judges a history. `classes[i]` is client `i`'s class label; `guarded`
+/// says whether decisions (and so blind spots and guard bugs) exist.
+pub fn judge(entries: &[Entry], classes: &[String], guarded: bool) -> Judgement {
+    let idx = Index::build(entries);
+    let errors = rebuild::decision_errors(entries);
+    let mut per_client: BTreeMap<u32, Metrics> = BTreeMap::new();
+    let mut latency: BTreeMap<u32, Histogram<u64>> = BTreeMap::new();
+    let mut violations: Vec<Violation> = Vec::new();
+
+    for (tag, op) in &idx.ops {
+        let c = op.client;
+        let pm = per_client.entry(c).or_default();
+        pm.operations += 1;
+        let execs = idx.executions.get(&**tag).map_or(0, |v| v.len() as u64);
+        let dup = execs.saturating_sub(1);
+        pm.duplicate_side_effects += dup;
+        if dup > 0 {
+            violations.push(Violation {
+                client: c,
+                metric: |b| &mut b.duplicate_side_effects,
+                count: dup,
+            });
+        }
+        let handled = idx.handled.get(tag);
+        let lost = handled.is_none();
+        if lost {
+            pm.lost_operations += 1;
+        }
+        // Orphans: counted events of this op never received.
+        if !lost {
+            let mut silent = 0;
+            for ev in idx.produced.get(&**tag).into_iter().flatten() {
+                if idx.received.contains(&(ev.session.clone(), ev.event)) {
+                    continue;
+                }
+                pm.orphaned_events += 1;
+                if !idx.covered(c, ev) {
+                    silent += 1;
+                }
+            }
+            pm.silent_losses += silent;
+            if silent > 0 {
+                violations.push(Violation {
+                    client: c,
+                    metric: |b| &mut b.silent_losses,
+                    count: silent,
+                });
+            }
+        }
+        // Truncation: handled while an event of the first execution never arrived.
+        if let (Some(_), Some(first)) =
+            (handled, idx.executions.get(&**tag).and_then(|v| v.first()))
+        {
+            let missing = idx
+                .produced
+                .get(&**tag)
+                .into_iter()
+                .flatten()
+                .filter(|e| e.session == first.0 && e.rpc_id == first.1)
+                .any(|e| !idx.received.contains(&(e.session.clone(), e.event)));
+            if missing {
+                pm.truncated_responses += 1;
+                violations.push(Violation {
+                    client: c,
+                    metric: |b| &mut b.truncated_responses,
+                    count: 1,
+                });
+            }
+        }
+        if let (Some(h), Some(&fault_us)) = (handled, idx.interrupted.get(tag)) {
+            let hist = latency.entry(c).or_insert_with(new_hist);
+            let _ = hist.record(h.t_us.saturating_sub(fault_us).max(1));
+        }
+    }
+    // Order violations, per client.
+    for (c, tags) in &idx.ops_by_client {
+        let mut n = 0;
+        for a in tags {
+            for b in tags {
+                if a == b {
+                    continue;
+                }
+                let (Some(ha), Some(hb)) = (idx.handled.get(a), idx.handled.get(b)) else {
+                    continue;
+                };
+                let (Some(&ra), Some(&qb)) = (
+                    idx.first_result_seq.get(&**a),
+                    idx.first_request_seq.get(&**b),
+                ) else {
+                    continue;
+                };
+                if ra < qb && hb.seq < ha.seq {
+                    n += 1;
+                }
+            }
+        }
+        if n > 0 {
+            per_client.entry(*c).or_default().order_violations += n;
+            violations.push(Violation {
+                client: *c,
+                metric: |b| &mut b.order_violations,
+                count: n,
+            });
+        }
+    }
+    // Blind spots and guard bugs.
+    if guarded {
+        for v in &violations {
+            let pm = per_client.entry(v.client).or_default();
+            let tainted = idx
+                .sessions_of_client
+                .get(&v.client)
+                .is_some_and(|ss| ss.iter().any(|s| errors.sessions.contains(s)));
+            if !tainted {
+                *(v.metric)(&mut pm.guard_blind_spots) += v.count;
+                let kind = if idx.state_lost_clients.contains(&v.client) {
+                    "state_lost"
+                } else {
+                    "view_gap"
+                };
+                *pm.blind_spot_kinds.entry(kind.into()).or_insert(0) += v.count;
+            }
+        }
+    }
+    // Rejections, per client (by the session that received them).
+    for (session, reason) in &idx.rejections {
+        if let Some(c) = idx.client_of_session.get(session) {
+            *per_client
+                .entry(*c)
+                .or_default()
+                .rejections
+                .entry(reason.clone())
+                .or_insert(0) += 1;
+        }
+    }
+    let sum = |clients: &mut dyn Iterator<Item = u32>| {
+        let mut total = Metrics::default();
+        let mut hist = new_hist();
+        for c in clients {
+            if let Some(m) = per_client.get(&c) {
+                add(&mut total, m);
+            }
+            if let Some(h) = latency.get(&c) {
+                hist.add(h).expect("same bounds");
+            }
+        }
+        total.migration_latency_us = Latency::of(&hist);
+        if guarded {
+            let b = &total.guard_blind_spots;
+            let bugs = (total.duplicate_side_effects - b.duplicate_side_effects)
+                + (total.silent_losses - b.silent_losses)
+                + (total.truncated_responses - b.truncated_responses)
+                + (total.order_violations - b.order_violations);
+            total.guard_bugs = Some(bugs);
+        }
+        total
+    };
+    let all = classes.len() as u32;
+    let mut metrics = sum(&mut (0..all));
+    metrics.decision_errors = errors.count;
+    if guarded {
+        metrics.guard_bugs = metrics.guard_bugs.map(|b| b + errors.count);
+    }
+    let labels: BTreeSet<&String> = classes.iter().collect();
+    let by_class = labels
+        .into_iter()
+        .map(|l| {
+            let mut it = (0..all).filter(|&c| &classes[c as usize] == l);
+            (l.clone(), sum(&mut it))
+        })
+        .collect();
+    Judgement { metrics, by_class }
+}
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
+}
+
+fn add(t: &mut Metrics, m: &Metrics) {
+    t.operations += m.operations;
+    t.duplicate_side_effects += m.duplicate_side_effects;
+    t.orphaned_events += m.orphaned_events;
+    t.silent_losses += m.silent_losses;
+    t.truncated_responses += m.truncated_responses;
+    t.order_violations += m.order_violations;
+    t.lost_operations += m.lost_operations;
+    let (a, b) = (&mut t.guard_blind_spots, &m.guard_blind_spots);
+    a.duplicate_side_effects += b.duplicate_side_effects;
+    a.silent_losses += b.silent_losses;
+    a.truncated_responses += b.truncated_responses;
+    a.order_violations += b.order_violations;
+    for (k, v) in &m.blind_spot_kinds {
+        *t.blind_spot_kinds.entry(k.clone()).or_insert(0) += v;
+    }
+    for (k, v) in &m.rejections {
+        *t.rejections.entry(k.clone()).or_insert(0) += v;
+    }
+}
+
+struct OpInfo {
+    client: u32,
+}
+
+struct Handled {
+    seq: u64,
+    t_us: u64,
+}
+
+/// A counted event of an operation.
+struct Counted {
+    session: SessionId,
+    stream: u32,
+    event: u64,
+    seq: u64,
+    rpc_id: crate::protocol::RequestId,
+}
+
+/// Everything the metrics need, indexed once.
+#[derive(Default)]
+struct Index {
+    ops: BTreeMap<Rc<str>, OpInfo>,
+    ops_by_client: BTreeMap<u32, Vec<Rc<str>>>,
+    /// tag → [(session, rpc id)] in execution order.
+    executions: BTreeMap<String, Vec<(SessionId, crate::protocol::RequestId)>>,
+    produced: BTreeMap<String, Vec<Counted>>,
+    received: BTreeSet<(SessionId, u64)>,
+    handled: BTreeMap<Rc<str>, Handled>,
+    interrupted: BTreeMap<Rc<str>, u64>,
+    first_result_seq: BTreeMap<String, u64>,
+    first_request_seq: BTreeMap<String, u64>,
+    /// (session, stream) → first event id.
+    stream_first: BTreeMap<(SessionId, u32), u64>,
+    /// client → [(seq, status, hint, stream_first, session)].
+    statuses: BTreeMap<u32, Vec<(u64, u16, Option<u64>, Option<u64>, Option<SessionId>)>>,
+    client_of_session: BTreeMap<SessionId, u32>,
+    sessions_of_client: BTreeMap<u32, BTreeSet<SessionId>>,
+    /// Clients that lost server state: a 404 or 410, an owed eviction in
+    /// one of their sessions, or a restart while they held a session.
+    state_lost_clients: BTreeSet<u32>,
+    rejections: Vec<(SessionId, String)>,
+}
+
+impl Index {
+    fn build(entries: &[Entry]) -> Index {
+        let mut ix = Index::default();
+        let mut evicted_sessions: BTreeSet<SessionId> = BTreeSet::new();
+        let mut restarts: Vec<u64> = Vec::new();
+        let mut session_start: BTreeMap<SessionId, u64> = BTreeMap::new();
+        for e in entries {
+            match &e.record {
+                Rec::Client(r) => match r {
+                    ClientRecord::Session { client, session } => {
+                        ix.client_of_session.insert(session.clone(), *client);
+                        ix.sessions_of_client
+                            .entry(*client)
+                            .or_default()
+                            .insert(session.clone());
+                    }
+                    ClientRecord::OpStarted { client, tag } => {
+                        ix.ops.insert(tag.clone(), OpInfo { client: *client });
+                        ix.ops_by_client
+                            .entry(*client)
+                            .or_default()
+                            .push(tag.clone());
+                    }
+                    ClientRecord::Received { session, event, .. } => {
+                        ix.received.insert((session.clone(), *event));
+                    }
+                    ClientRecord::Handled { tag, .. } => {
+                        ix.handled.entry(tag.clone()).or_insert(Handled {
+                            seq: e.seq,
+                            t_us: e.t_us,
+                        });
+                    }
+                    ClientRecord::Interrupted { tag, fault_us, .. } => {
+                        ix.interrupted.entry(tag.clone()).or_insert(*fault_us);
+                    }
+                    ClientRecord::Status {
+                        client,
+                        status,
+                        hint,
+                        stream_first,
+                        session,
+                        ..
+                    } => {
+                        ix.statuses.entry(*client).or_default().push((
+                            e.seq,
+                            *status,
+                            *hint,
+                            *stream_first,
+                            session.clone(),
+                        ));
+                        if matches!(status, 404 | 410) {
+                            ix.state_lost_clients.insert(*client);
+                        }
+                    }
+                    ClientRecord::Outcome { tag, outcome, .. } => {
+                        if *outcome != Outcome::Done {
+                            ix.handled.remove(tag);
+                        }
+                    }
+                    _ => {}
+                },
+                Rec::Server(r) => match r {
+                    Record::ServerStarted { .. } => restarts.push(e.seq),
+                    Record::SessionCreated { session, .. } => {
+                        session_start.insert(session.clone(), e.seq);
+                    }
+                    Record::Execution {
+                        tag,
+                        session,
+                        rpc_id,
+                        ..
+                    } => {
+                        ix.executions
+                            .entry(tag.clone())
+                            .or_default()
+                            .push((session.clone(), rpc_id.clone()));
+                    }
+                    Record::Produced {
+                        session,
+                        stream,
+                        event,
+                        kind,
+                        rpc_id,
+                        tag,
+                    } => match kind {
+                        EventKind::Priming => {
+                            ix.stream_first.insert((session.clone(), *stream), *event);
+                        }
+                        EventKind::Progress | EventKind::Result => {
+                            if let (Some(tag), Some(rpc_id)) = (tag, rpc_id) {
+                                if *kind == EventKind::Result {
+                                    ix.first_result_seq.entry(tag.clone()).or_insert(e.seq);
+                                }
+                                ix.produced.entry(tag.clone()).or_default().push(Counted {
+                                    session: session.clone(),
+                                    stream: *stream,
+                                    event: *event,
+                                    seq: e.seq,
+                                    rpc_id: rpc_id.clone(),
+                                });
+                            }
+                        }
+                        EventKind::Other => {}
+                    },
+                    Record::RequestReceived { tag: Some(tag), .. } => {
+                        ix.first_request_seq.entry(tag.clone()).or_insert(e.seq);
+                    }
+                    Record::Evicted {
+                        session,
+                        owed: true,
+                        ..
+                    } => {
+                        evicted_sessions.insert(session.clone());
+                    }
+                    Record::Decision {
+                        session, decision, ..
+                    } => {
+                        if let Some(reason) = decision.reason {
+                            ix.rejections.push((session.clone(), reason.to_string()));
+                        }
+                    }
+                    _ => {}
+                },
+                Rec::World(
+                    WorldRecord::FaultStarted { .. }
+                    | WorldRecord::FaultEnded { .. }
+                    | WorldRecord::HealStarted,
+                ) => {}
+            }
+        }
+        for (s, c) in &ix.client_of_session {
+            let started = session_start.get(s).copied().unwrap_or(0);
+            if evicted_sessions.contains(s) || restarts.iter().any(|&r| r > started) {
+                ix.state_lost_clients.insert(*c);
+            }
+        }
+        ix
+    }
+
+    /// Whether an orphaned event was covered: after it was produced, its
+    /// client got a 409 naming its stream at or below it, a 410 on its
+    /// stream, or a 404 on its session.
+    fn covered(&self, client: u32, ev: &Counted) -> bool {
+        let first = self
+            .stream_first
+            .get(&(ev.session.clone(), ev.stream))
+            .copied();
+        self.statuses
+            .get(&client)
+            .into_iter()
+            .flatten()
+            .any(|(seq, status, hint, sf, session)| {
+                *seq > ev.seq
+                    && session.as_ref() == Some(&ev.session)
+                    && match status {
+                        409 => hint.is_some_and(|h| h <= ev.event) && sf.is_some() && *sf == first,
+                        410 => sf.is_none() || *sf == first,
+                        404 => true,
+                        _ => false,
+                    }
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests;

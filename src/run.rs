@@ -1,0 +1,199 @@
+//! One simulation run, end to end: world → history → oracle → RunReport.
+
+use crate::history::History;
+use crate::oracle::{self, Metrics};
+use crate::scenario::Scenario;
+use crate::server::Variant;
+use crate::world::{self, WorldError};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// Version of the RunReport JSON.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Faults planned and applied, by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Faults {
+    /// In the plan.
+    pub planned: BTreeMap<String, u64>,
+    /// Actually applied (a drop planned for a call that never ran, or a
+    /// fault timed past the fault phase, is not applied).
+    pub applied: BTreeMap<String, u64>,
+}
+
+/// Wall-clock figures: the only nondeterministic part, ignored by
+/// comparisons.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Wall time of the simulation, ms.
+    pub wall_ms: f64,
+}
+
+/// The report of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Report schema version.
+    pub schema_version: u32,
+    /// Scenario name.
+    pub scenario: String,
+    /// Root seed.
+    pub seed: u64,
+    /// `guarded` or `unguarded`.
+    pub server: String,
+    /// Whole-run metrics.
+    pub metrics: Metrics,
+    /// Metrics per client class (behaviour, `+cursor` with cursor on POST).
+    pub metrics_by_class: BTreeMap<String, Metrics>,
+    /// Faults planned and applied.
+    pub faults: Faults,
+    /// Simulated time the run took, ms.
+    pub sim_ms: u64,
+    /// Every client finished before the heal phase ran out.
+    pub clients_finished: bool,
+    /// Trace records.
+    pub records: u64,
+    /// SHA-256 of the JSONL trace.
+    pub trace_sha256: String,
+    /// Expectations that failed (empty when all hold).
+    pub failed_expectations: Vec<String>,
+    /// Wall-clock figures.
+    pub meta: Meta,
+}
+
+/// Options of one run beyond the scenario.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// `--cursor-on-post all`: every client presents cursors on POST.
+    pub cursor_on_post_all: bool,
+}
+
+/// The class label of a client group.
+pub fn class_label(behaviour: &str, cursor_on_post: bool) -> String {
+    if cursor_on_post {
+        format!("{behaviour}+cursor")
+    } else {
+        behaviour.to_string()
+    }
+}
+
+/// The scenario as this run sees it (options applied).
+pub fn effective(scenario: &Scenario, opts: Options) -> Scenario {
+    let mut s = scenario.clone();
+    if opts.cursor_on_post_all {
+        for g in &mut s.clients {
+            g.cursor_on_post = true;
+        }
+    }
+    s
+}
+
+/// Runs `scenario` under `seed` against `variant`; returns the report and
+/// the history (for `--trace`).
+pub fn run(
+    scenario: &Scenario,
+    seed: u64,
+    variant: Variant,
+    opts: Options,
+) -> Result<(RunReport, History), WorldError> {
+    let scenario = effective(scenario, opts);
+    let started = std::time::Instant::now();
+    let out = world::run(&scenario, seed, variant)?;
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    let classes: Vec<String> = scenario
+        .clients
+        .iter()
+        .flat_map(|g| {
+            std::iter::repeat_n(
+                class_label(g.behaviour.as_str(), g.cursor_on_post),
+                g.count as usize,
+            )
+        })
+        .collect();
+    let entries = out.history.entries();
+    let j = oracle::judge(&entries, &classes, variant == Variant::Guarded);
+    let mut applied = out.applied_timed.clone();
+    let drops = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.record,
+                crate::history::Rec::Client(crate::history::ClientRecord::Dropped { .. })
+            )
+        })
+        .count() as u64;
+    if drops > 0 {
+        applied.insert("drop".into(), drops);
+    }
+    let mut hasher = Sha256::new();
+    let mut line = Vec::with_capacity(256);
+    for e in entries.iter() {
+        line.clear();
+        serde_json::to_writer(&mut line, e).expect("records serialize");
+        line.push(b'\n');
+        hasher.update(&line);
+    }
+    let trace_sha256 = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let records = entries.len() as u64;
+    drop(entries);
+    let expect = match variant {
+        Variant::Guarded => &scenario.expect.guarded,
+        Variant::Unguarded => &scenario.expect.unguarded,
+    };
+    let mut failed = Vec::new();
+    for (name, min) in &expect.min {
+        match j.metrics.get(name) {
+            Some(v) if v >= *min => {}
+            Some(v) => failed.push(format!("{name} = {v}, expected at least {min}")),
+            None => failed.push(format!(
+                "unknown metric {name:?} in expectations (known: {})",
+                Metrics::NAMES.join(", ")
+            )),
+        }
+    }
+    for (name, max) in &expect.max {
+        match j.metrics.get(name) {
+            Some(v) if v <= *max => {}
+            Some(v) => failed.push(format!("{name} = {v}, expected at most {max}")),
+            None => failed.push(format!(
+                "unknown metric {name:?} in expectations (known: {})",
+                Metrics::NAMES.join(", ")
+            )),
+        }
+    }
+    let report = RunReport {
+        schema_version: SCHEMA_VERSION,
+        scenario: scenario.name.clone(),
+        seed,
+        server: variant.as_str().to_string(),
+        metrics: j.metrics,
+        metrics_by_class: j.by_class,
+        faults: Faults {
+            planned: out.plan.counts(),
+            applied,
+        },
+        sim_ms: out.sim_ms,
+        clients_finished: out.clients_finished,
+        records,
+        trace_sha256,
+        failed_expectations: failed,
+        meta: Meta { wall_ms },
+    };
+    Ok((report, out.history))
+}
+
+/// The command that reproduces a run.
+pub fn repro_command(scenario_path: &str, seed: u64, variant: Variant, opts: Options) -> String {
+    let mut cmd = format!(
+        "cargo run --release -- run --scenario {scenario_path} --seed {seed} --server {}",
+        variant.as_str()
+    );
+    if opts.cursor_on_post_all {
+        cmd.push_str(" --cursor-on-post all");
+    }
+    cmd
+}

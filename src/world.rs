@@ -1,0 +1,239 @@
+//! The world: the only module that names turmoil. One `server` host and a
+//! few client hosts, each running many virtual clients as tasks; a driver
+//! that steps the simulation, applies the fault plan's timed faults, then
+//! heals and lets the run finish. The side-effect ledger lives here,
+//! outside the server host, so it survives restarts.
+
+use crate::client::{self, ClientSpec, Connector};
+use crate::fault::{kind_name, FaultPlan};
+use crate::history::{History, Ledger, WorldRecord};
+use crate::scenario::{Fault, Scenario};
+use crate::seed;
+use crate::server::{Listener, Pacing, Server, Variant};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::io;
+use std::rc::Rc;
+use std::time::{Duration, UNIX_EPOCH};
+
+const SERVER: &str = "server";
+const PORT: u16 = 80;
+
+struct TurmoilListener(turmoil::net::TcpListener);
+
+impl Listener for TurmoilListener {
+    type Io = turmoil::net::TcpStream;
+    async fn accept(&mut self) -> io::Result<Self::Io> {
+        self.0.accept().await.map(|(s, _)| s)
+    }
+}
+
+#[derive(Clone)]
+struct TurmoilConnector;
+
+impl Connector for TurmoilConnector {
+    type Io = turmoil::net::TcpStream;
+    async fn connect(&self) -> io::Result<Self::Io> {
+        turmoil::net::TcpStream::connect((SERVER, PORT)).await
+    }
+}
+
+fn client_host(h: u32) -> String {
+    format!("client{h}")
+}
+
+/// What one run produced.
+pub struct RunOutput {
+    /// Every record of the run.
+    pub history: History,
+    /// The plan the run followed.
+    pub plan: FaultPlan,
+    /// Timed faults the world applied, by kind (drops are counted by the
+    /// clients' `dropped` records).
+    pub applied_timed: BTreeMap<String, u64>,
+    /// Simulated time at the end, ms.
+    pub sim_ms: u64,
+    /// Whether every client finished before the heal phase ran out.
+    pub clients_finished: bool,
+}
+
+/// Why a run could not complete.
+#[derive(Debug, thiserror::Error)]
+#[error("simulation failed: {0}")]
+pub struct WorldError(pub String);
+
+/// The client specs of a scenario: global index, group, host, start delay.
+pub fn client_specs(
+    scenario: &Scenario,
+    root_seed: u64,
+    plan: &FaultPlan,
+) -> Vec<(u32, ClientSpec)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed::child(root_seed, "client-start"));
+    let mut out = Vec::new();
+    let mut index = 0u32;
+    for g in &scenario.clients {
+        for _ in 0..g.count {
+            let start_delay_ms = if g.start_jitter_ms > 0 {
+                rng.random_range(0..=g.start_jitter_ms)
+            } else {
+                0
+            };
+            let host = index % scenario.network.client_hosts;
+            out.push((
+                host,
+                ClientSpec {
+                    index,
+                    group: g.clone(),
+                    delivery: scenario.server.delivery,
+                    drops: plan.drops_for(index),
+                    start_delay_ms,
+                },
+            ));
+            index += 1;
+        }
+    }
+    out
+}
+
+/// Runs `scenario` under `root_seed` against the `variant` server.
+pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunOutput, WorldError> {
+    let plan = FaultPlan::draw(scenario, root_seed);
+    let net = &scenario.network;
+    let fault_ms = scenario.duration_ms;
+    let end_ms = fault_ms + scenario.heal.duration_ms;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed::child(root_seed, "turmoil"))
+        .epoch(UNIX_EPOCH + Duration::from_secs(1_800_000_000))
+        .simulation_duration(Duration::from_millis(end_ms + 60_000))
+        .tick_duration(Duration::from_millis(net.tick_ms))
+        .min_message_latency(Duration::from_millis(net.latency_ms[0]))
+        .max_message_latency(Duration::from_millis(net.latency_ms[1]))
+        .tcp_capacity(net.tcp_capacity)
+        .build();
+
+    let driver_clock = Rc::new(Cell::new(Duration::ZERO));
+    let clock_cell = driver_clock.clone();
+    let history = History::new(Rc::new(move || {
+        turmoil::sim_elapsed().unwrap_or_else(|| clock_cell.get())
+    }));
+    let ledger = Ledger::new(history.clone());
+
+    let incarnation = Rc::new(Cell::new(0u32));
+    {
+        let (history, ledger, cfg) = (history.clone(), ledger.clone(), scenario.server.clone());
+        sim.host(SERVER, move || {
+            let n = incarnation.get();
+            incarnation.set(n + 1);
+            let mut cfg = cfg.clone();
+            cfg.session_seed = seed::child(root_seed, &format!("server-sessions/{n}"));
+            let server = Server::new(variant, cfg, history.clone(), ledger.clone(), Pacing::Timer);
+            async move {
+                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
+                server.serve(TurmoilListener(listener)).await?;
+                Ok(())
+            }
+        });
+    }
+    let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
+    for (host, spec) in client_specs(scenario, root_seed, &plan) {
+        by_host.entry(host).or_default().push(spec);
+    }
+    for (host, specs) in by_host {
+        let history = history.clone();
+        sim.client(client_host(host), async move {
+            let tasks: Vec<_> = specs
+                .into_iter()
+                .map(|spec| {
+                    tokio::task::spawn_local(client::virtual_client::run(
+                        spec,
+                        TurmoilConnector,
+                        history.clone(),
+                    ))
+                })
+                .collect();
+            for t in tasks {
+                t.await?;
+            }
+            Ok(())
+        });
+    }
+
+    // Timed faults as start/end events, in time order.
+    let mut events: Vec<(u64, bool, u32, Fault)> = Vec::new();
+    for (i, (at, f)) in plan.timed().into_iter().enumerate() {
+        let i = i as u32;
+        if at >= fault_ms {
+            continue;
+        }
+        match &f {
+            Fault::Partition { duration_ms, .. } | Fault::Latency { duration_ms, .. } => {
+                events.push(((at + duration_ms).min(fault_ms), false, i, f.clone()));
+            }
+            _ => {}
+        }
+        events.push((at, true, i, f));
+    }
+    events.sort_by_key(|(t, start, i, _)| (*t, !*start, *i));
+    let mut events = events.into_iter().peekable();
+    let mut applied_timed = BTreeMap::new();
+    let mut healed = false;
+    let clients_finished = loop {
+        let now = sim.elapsed();
+        driver_clock.set(now);
+        let now_ms = now.as_millis() as u64;
+        while let Some((_, start, i, f)) = events.next_if(|(t, ..)| *t <= now_ms) {
+            if start {
+                *applied_timed.entry(kind_name(&f).to_string()).or_insert(0) += 1;
+                history.record(WorldRecord::FaultStarted {
+                    index: i,
+                    kind: kind_name(&f),
+                });
+            } else {
+                history.record(WorldRecord::FaultEnded { index: i });
+            }
+            apply(&mut sim, &f, start, net.latency_ms[1]);
+        }
+        if !healed && now_ms >= fault_ms {
+            healed = true;
+            // Faults off: repair every link (events past the fault phase
+            // were cut to end here and have fired above).
+            history.record(WorldRecord::HealStarted);
+        }
+        match sim.step() {
+            Ok(true) => break true,
+            Ok(false) => {}
+            Err(e) => return Err(WorldError(e.to_string())),
+        }
+        if sim.elapsed().as_millis() as u64 >= end_ms {
+            break false;
+        }
+    };
+    driver_clock.set(sim.elapsed());
+    Ok(RunOutput {
+        history,
+        plan,
+        applied_timed,
+        sim_ms: sim.elapsed().as_millis() as u64,
+        clients_finished,
+    })
+}
+
+fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u64) {
+    match *f {
+        Fault::Partition { host, .. } => {
+            if start {
+                sim.partition(SERVER, client_host(host));
+            } else {
+                sim.repair(SERVER, client_host(host));
+            }
+        }
+        Fault::Latency { host, max_ms, .. } => {
+            let ms = if start { max_ms } else { base_latency_ms };
+            sim.set_link_max_message_latency(SERVER, client_host(host), Duration::from_millis(ms));
+        }
+        Fault::Restart { .. } => sim.bounce(SERVER),
+        Fault::Drop { .. } => unreachable!("drops are applied by the clients' connectors"),
+    }
+}
