@@ -110,8 +110,13 @@ pub fn run(
             )
         })
         .collect();
+    let calls: Vec<u32> = scenario
+        .clients
+        .iter()
+        .flat_map(|g| std::iter::repeat_n(g.calls, g.count as usize))
+        .collect();
     let entries = out.history.entries();
-    let j = oracle::judge(&entries, &classes, variant == Variant::Guarded);
+    let j = oracle::judge(&entries, &classes, &calls, variant == Variant::Guarded);
     let mut applied = out.applied_timed.clone();
     let drops = entries
         .iter()

@@ -19,7 +19,7 @@ use crate::scenario::{Behaviour, ClientGroup};
 use crate::server::Delivery;
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::future::Future;
 use std::io;
 use std::rc::Rc;
@@ -91,6 +91,8 @@ struct CStream {
     live: Option<SlotId>,
     finished: bool,
     standalone: bool,
+    /// Operations whose events rode it.
+    ops: BTreeSet<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +111,11 @@ struct Op {
     interrupted: bool,
     /// The stream its response rides, once known.
     stream: Option<u64>,
+    /// Earlier POSTs of it whose response stream the client never saw
+    /// begin (no headers, or no priming event).
+    unseen: Vec<RequestId>,
+    /// The request id of its latest POST.
+    rpc: Option<RequestId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -118,7 +125,8 @@ enum Action {
     Post(usize),
     Resume(u64),
     Open,
-    ReleaseHolds,
+    /// Releases the hold of one resume slot (if it still holds).
+    ReleaseHolds(SlotId),
 }
 
 enum Input {
@@ -193,6 +201,8 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
                 state: OpState::Pending,
                 interrupted: false,
                 stream: None,
+                unseen: Vec::new(),
+                rpc: None,
             })
             .collect(),
         spec,
@@ -306,7 +316,7 @@ impl<C: Connector> Client<C> {
     fn act(&mut self, action: Action) {
         match action {
             Action::Init => self.send_init(),
-            Action::StartNext => self.start_next(),
+            Action::StartNext => self.start_next(false),
             Action::Post(op) => {
                 if self.ops[op].state == OpState::Active {
                     self.send_call(op);
@@ -314,7 +324,7 @@ impl<C: Connector> Client<C> {
             }
             Action::Resume(stream) => self.send_resume(stream),
             Action::Open => self.send_open(),
-            Action::ReleaseHolds => self.release_holds(),
+            Action::ReleaseHolds(slot) => self.end_hold(slot),
         }
     }
 
@@ -373,8 +383,13 @@ impl<C: Connector> Client<C> {
         out.header(headers::MCP_PROTOCOL_VERSION, mcp::LATEST_VERSION)
     }
 
-    fn start_next(&mut self) {
+    /// Starts the next call. Unless `concurrent` (resume-then-post moving
+    /// on during a resume), only when no call is active.
+    fn start_next(&mut self, concurrent: bool) {
         if self.next_op >= self.ops.len() || self.session.is_none() {
+            return;
+        }
+        if !concurrent && self.ops.iter().any(|o| o.state == OpState::Active) {
             return;
         }
         if self.ops[self.next_op].state != OpState::Pending {
@@ -421,6 +436,7 @@ impl<C: Connector> Client<C> {
         o.attempts += 1;
         o.stream = None;
         let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
+        o.rpc = Some(rpc.clone());
         let tag = o.tag.clone();
         let msg = Message::Request {
             id: rpc.clone(),
@@ -443,6 +459,18 @@ impl<C: Connector> Client<C> {
         if let Some(c) = &cursor {
             out = out.header(headers::LAST_EVENT_ID, c);
         }
+        if self.g().cursor_on_post {
+            let unseen: Vec<&RequestId> = self
+                .ops
+                .iter()
+                .filter(|o| o.state == OpState::Active)
+                .flat_map(|o| o.unseen.iter())
+                .collect();
+            if !unseen.is_empty() {
+                let list = serde_json::to_string(&unseen).expect("ids serialize");
+                out = out.header(headers::MCP_LOST_REQUESTS, &list);
+            }
+        }
         self.record(ClientRecord::Sent {
             client: self.spec.index,
             what: Sent::Call,
@@ -459,7 +487,10 @@ impl<C: Connector> Client<C> {
         let list: Vec<CursorEntry> = self
             .streams
             .values()
-            .filter(|s| !s.finished)
+            .filter(|s| {
+                !s.finished
+                    && (s.standalone || s.ops.iter().any(|&o| self.ops[o].state == OpState::Active))
+            })
             .map(|s| CursorEntry {
                 event_id: s.last_seen,
                 lost: s.live.is_none(),
@@ -515,7 +546,7 @@ impl<C: Connector> Client<C> {
             self.holding = Some(slot);
             self.schedule(
                 Duration::from_millis(self.g().read_timeout_ms),
-                Action::ReleaseHolds,
+                Action::ReleaseHolds(slot),
             );
         }
     }
@@ -689,6 +720,9 @@ impl<C: Connector> Client<C> {
                 // The response rides the standalone stream.
                 if let Some(s) = self.standalone {
                     self.ops[op].stream = Some(s);
+                    if let Some(st) = self.streams.get_mut(&s) {
+                        st.ops.insert(op);
+                    }
                     self.set_expecting(s);
                 }
             }
@@ -725,15 +759,25 @@ impl<C: Connector> Client<C> {
     /// there (the hint only if we have none).
     fn on_conflict(&mut self, op: usize, hint: u64, stream_first: Option<u64>) {
         let key = stream_first.unwrap_or(hint);
+        let known = self.streams.contains_key(&key);
         let st = self.streams.entry(key).or_insert(CStream {
-            last_seen: hint,
+            // A stream we never saw: nothing of it arrived, so resume from
+            // its first event (the hint only when it does not say).
+            last_seen: stream_first.unwrap_or(hint),
             live: None,
             finished: false,
             standalone: false,
+            ops: BTreeSet::new(),
         });
         st.finished = false;
+        // The rejected POST retried the operation whose stream is named: the
+        // stream it rode, or one of its earlier POSTs we never saw begin.
         let retried_here = self.ops[op].stream == Some(key)
-            || self.ops[op].interrupted && self.ops[op].stream.is_none();
+            || (!known && !self.ops[op].unseen.is_empty())
+            || (self.ops[op].interrupted && self.ops[op].stream.is_none());
+        if retried_here {
+            st.ops.insert(op);
+        }
         if retried_here {
             // The rejected POST retried the operation being resumed: wait
             // for its result on the resumed stream.
@@ -765,7 +809,7 @@ impl<C: Connector> Client<C> {
             }
             self.set_expecting(stream);
             if std::mem::take(&mut self.next_on_resume) {
-                self.start_next();
+                self.start_next(true);
             }
         }
     }
@@ -790,15 +834,21 @@ impl<C: Connector> Client<C> {
                             live: Some(slot),
                             finished: false,
                             standalone,
+                            ops: BTreeSet::new(),
                         },
                     );
                     if let SlotKind::Call { op } = kind {
                         self.ops[op].stream = Some(id);
+                        self.streams
+                            .get_mut(&id)
+                            .expect("just inserted")
+                            .ops
+                            .insert(op);
                     }
                     if standalone {
                         self.standalone = Some(id);
                         if std::mem::take(&mut self.open_before_next) {
-                            self.start_next();
+                            self.start_next(false);
                         }
                     }
                     id
@@ -879,6 +929,7 @@ impl<C: Connector> Client<C> {
         } else {
             OpState::Abandoned
         };
+        o.unseen.clear();
         self.drop_rules.borrow_mut().remove(&o.tag);
         self.record(ClientRecord::Outcome {
             client: self.spec.index,
@@ -889,9 +940,9 @@ impl<C: Connector> Client<C> {
         for s in self.streams.keys().copied().collect::<Vec<_>>() {
             self.set_expecting(s);
         }
-        // The sequential workload moves on once nothing earlier is active
+        // The sequential workload moves on once nothing is active
         // (resume-then-post already moved on at its resume).
-        if op + 1 == self.next_op && self.ops.iter().all(|o| o.state != OpState::Active) {
+        if self.next_op < self.ops.len() && self.ops.iter().all(|o| o.state != OpState::Active) {
             self.next_on_resume = false;
             let think = Duration::from_millis(self.g().think_ms);
             self.schedule(think, Action::StartNext);
@@ -974,7 +1025,23 @@ impl<C: Connector> Client<C> {
         self.end_hold(slot);
         match s.kind {
             SlotKind::Init => self.retry_init(),
-            SlotKind::Call { op } => self.retry_post(op),
+            SlotKind::Call { op } => {
+                // The request may have run; its stream never began for us.
+                if let Some(rpc) = self.ops[op].rpc.clone() {
+                    if self.ops[op].state == OpState::Active {
+                        self.ops[op].unseen.push(rpc);
+                        if !self.ops[op].interrupted {
+                            self.ops[op].interrupted = true;
+                            self.record(ClientRecord::Interrupted {
+                                client: self.spec.index,
+                                tag: self.ops[op].tag.clone(),
+                                fault_us: s.last_activity_us,
+                            });
+                        }
+                    }
+                }
+                self.retry_post(op)
+            }
             SlotKind::Resume { stream } => {
                 if let Some(st) = self.streams.get_mut(&stream) {
                     if st.live == Some(slot) {

@@ -296,7 +296,13 @@ impl SessionGuard {
     pub fn cursor(&mut self, s: StreamIdx, id: EventId, lost: bool) {
         let st = self.st(s);
         if st.finished {
-            return;
+            // The server wrote the end, but a client that reports the
+            // stream lost short of it never got it (half-open): the
+            // client's word wins. Anything else changes nothing.
+            if !(lost && id < st.last_produced) {
+                return;
+            }
+            st.finished = false;
         }
         st.watermark = if st.cursor_presented {
             st.watermark.max(id)

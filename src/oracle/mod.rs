@@ -157,9 +157,11 @@ struct Violation {
     count: u64,
 }
 
-/// Judges a history. `classes[i]` is client `i`'s class label; `guarded`
-/// says whether decisions (and so blind spots and guard bugs) exist.
-pub fn judge(entries: &[Entry], classes: &[String], guarded: bool) -> Judgement {
+/// Judges a history. `classes[i]` is client `i`'s class label and
+/// `calls[i]` the operations its workload holds (one never begun counts as
+/// lost); `guarded` says whether decisions (and so blind spots and guard
+/// bugs) exist.
+pub fn judge(entries: &[Entry], classes: &[String], calls: &[u32], guarded: bool) -> Judgement {
     let idx = Index::build(entries);
     let errors = rebuild::decision_errors(entries);
     let mut per_client: BTreeMap<u32, Metrics> = BTreeMap::new();
@@ -230,6 +232,12 @@ pub fn judge(entries: &[Entry], classes: &[String], guarded: bool) -> Judgement 
             let hist = latency.entry(c).or_insert_with(new_hist);
             let _ = hist.record(h.t_us.saturating_sub(fault_us).max(1));
         }
+    }
+    // Operations never begun are lost too (a stuck client).
+    for (c, &n) in calls.iter().enumerate() {
+        let c = c as u32;
+        let begun = idx.ops_by_client.get(&c).map_or(0, |v| v.len() as u64);
+        per_client.entry(c).or_default().lost_operations += u64::from(n).saturating_sub(begun);
     }
     // Order violations, per client.
     for (c, tags) in &idx.ops_by_client {

@@ -200,8 +200,13 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 lost,
             } => {
                 if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                    // A finished stream reopens only when the client reports
+                    // it lost short of its last event.
                     if st.finished {
-                        continue;
+                        if !(*lost && *event < st.last_produced) {
+                            continue;
+                        }
+                        st.finished = false;
                     }
                     st.watermark = if st.cursor_presented {
                         st.watermark.max(*event)

@@ -142,13 +142,18 @@ fn duplicates_orphans_and_coverage() {
         tag: tag.clone(),
         rpc_id: rid("c0-op0#2"),
     });
-    let j = judge(&h.entries(), &["retry-by-post".to_string()], false);
+    let j = judge(&h.entries(), &["retry-by-post".to_string()], &[1], false);
     assert_eq!(j.metrics.duplicate_side_effects, 1);
     assert_eq!(j.metrics.orphaned_events, 7);
     assert_eq!(j.metrics.silent_losses, 7, "nothing covered them");
     assert_eq!(j.metrics.truncated_responses, 1);
     assert_eq!(j.metrics.lost_operations, 0);
     assert_eq!(j.metrics.guard_bugs, None, "unguarded runs have no guard");
+    let j3 = judge(&h.entries(), &["retry-by-post".to_string()], &[3], false);
+    assert_eq!(
+        j3.metrics.lost_operations, 2,
+        "two calls never begun are lost"
+    );
     // A 409 naming stream 0 at event 2 covers events 2.. of it.
     h.record(ClientRecord::Status {
         client: 0,
@@ -158,7 +163,7 @@ fn duplicates_orphans_and_coverage() {
         hint: Some(2),
         stream_first: Some(1),
     });
-    let j = judge(&h.entries(), &["retry-by-post".to_string()], true);
+    let j = judge(&h.entries(), &["retry-by-post".to_string()], &[1], true);
     assert_eq!(j.metrics.silent_losses, 0);
     assert_eq!(j.metrics.orphaned_events, 7);
     assert_eq!(
@@ -210,7 +215,7 @@ fn order_violation_needs_causal_order_and_reversed_handling() {
     };
     h.record(handle(&b));
     h.record(handle(&a));
-    let j = judge(&h.entries(), &["resume-then-post".to_string()], false);
+    let j = judge(&h.entries(), &["resume-then-post".to_string()], &[2], false);
     assert_eq!(j.metrics.order_violations, 1);
     // Handled in causal order: none.
     let h2 = history();
@@ -220,9 +225,14 @@ fn order_violation_needs_causal_order_and_reversed_handling() {
     h2.record(handle(&a));
     h2.record(handle(&b));
     assert_eq!(
-        judge(&h2.entries(), &["resume-then-post".to_string()], false)
-            .metrics
-            .order_violations,
+        judge(
+            &h2.entries(),
+            &["resume-then-post".to_string()],
+            &[2],
+            false
+        )
+        .metrics
+        .order_violations,
         0
     );
 }

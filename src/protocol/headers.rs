@@ -11,6 +11,10 @@ pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub const LAST_EVENT_ID: &str = "last-event-id";
 /// Dedup token (after the IETF idempotency-key draft); guarded server only.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// Guarded-server extension beside the cursor list: a JSON array of the
+/// JSON-RPC ids of earlier POSTs whose response stream the client never saw
+/// begin, so it holds no cursor to name them (`["op-7#1"]`).
+pub const MCP_LOST_REQUESTS: &str = "mcp-lost-requests";
 /// Set on guarded POST responses while the session has a dropped stream.
 pub const MCP_STREAM_RESUMABLE: &str = "mcp-stream-resumable";
 

@@ -525,38 +525,50 @@ async fn request(
     ))
 }
 
-/// Applies a guarded POST's cursor list (`Last-Event-ID: 142;lost, 163`).
+/// Applies a guarded POST's cursor list (`Last-Event-ID: 142;lost, 163`)
+/// and its lost-request list (`Mcp-Lost-Requests: ["op#1"]`: POSTs whose
+/// stream the client never saw begin, so it has no cursor to name them; each
+/// counts as a `;lost` cursor at the stream's priming event).
 fn present_cursors(
     shared: &Shared,
     h: &HeaderMap,
     sid: &SessionId,
 ) -> Result<(), Response<ServerBody>> {
-    let Some(v) = header_str(h, headers::LAST_EVENT_ID)? else {
-        return Ok(());
+    let bad = |m: String| error(StatusCode::BAD_REQUEST, None, jsonrpc::TRANSPORT_ERROR, &m);
+    let list = match header_str(h, headers::LAST_EVENT_ID)? {
+        Some(v) => CursorList::parse(v).map_err(|e| bad(e.to_string()))?.0,
+        None => Vec::new(),
     };
-    let list = CursorList::parse(v).map_err(|e| {
-        error(
-            StatusCode::BAD_REQUEST,
-            None,
-            jsonrpc::TRANSPORT_ERROR,
-            &e.to_string(),
-        )
-    })?;
+    let lost_requests: Vec<RequestId> = match header_str(h, headers::MCP_LOST_REQUESTS)? {
+        Some(v) => serde_json::from_str(v).map_err(|_| {
+            bad(format!(
+                "{} must be a JSON array of request ids, got {v:?}",
+                headers::MCP_LOST_REQUESTS
+            ))
+        })?,
+        None => Vec::new(),
+    };
     let mut st = shared.state.borrow_mut();
     let Some(sess) = st.sessions.get_mut(sid) else {
         return Ok(());
     };
-    for c in list.0 {
-        // Ids the session never issued name no stream: ignore them.
-        if let Some(s) = sess.stream_of(c.event_id) {
-            shared.history.record(Record::CursorPresented {
-                session: sid.clone(),
-                stream: s,
-                event: c.event_id,
-                lost: c.lost,
-            });
-            sess.guard.cursor(s, c.event_id, c.lost);
-        }
+    // Ids the session never issued name no stream: ignore them.
+    let named = list
+        .iter()
+        .filter_map(|c| Some((sess.stream_of(c.event_id)?, c.event_id, c.lost)));
+    let unseen = lost_requests.iter().filter_map(|r| {
+        let s = *sess.post_streams.get(r)?;
+        Some((s, *sess.streams[s as usize].ids.first()?, true))
+    });
+    let entries: Vec<_> = named.chain(unseen).collect();
+    for (s, event, lost) in entries {
+        shared.history.record(Record::CursorPresented {
+            session: sid.clone(),
+            stream: s,
+            event,
+            lost,
+        });
+        sess.guard.cursor(s, event, lost);
     }
     Ok(())
 }

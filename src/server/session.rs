@@ -44,6 +44,8 @@ pub(crate) struct Session {
     /// The standalone GET stream, once opened.
     pub standalone: Option<StreamIdx>,
     pub in_flight: BTreeMap<RequestId, InFlight>,
+    /// The POST stream each request opened.
+    pub post_streams: BTreeMap<RequestId, StreamIdx>,
     /// Woken whenever replay backlog is written or abandoned.
     pub drained: Rc<Notify>,
     first_event_id: EventId,
@@ -68,6 +70,7 @@ impl Session {
             streams: Vec::new(),
             standalone: None,
             in_flight: BTreeMap::new(),
+            post_streams: BTreeMap::new(),
             drained: Rc::new(Notify::new()),
             first_event_id,
             next_event_id: first_event_id,
@@ -104,6 +107,9 @@ impl Session {
             rpc_id: rpc_id.clone(),
             conn,
         });
+        if let (StreamKind::Post, Some(r)) = (kind, &rpc_id) {
+            self.post_streams.insert(r.clone(), s);
+        }
         let frame = sse::encode(Some(priming), None, "", retry_ms);
         let id = self.push_event(s, frame, EventKind::Priming, rpc_id, None, history);
         self.guard.written(s, id);
