@@ -233,12 +233,32 @@ fn a_finished_stream_is_never_dropped() {
     g.finished(s);
     g.close_seen(s);
     assert!(!g.stream(s).dropped);
-    g.cursor(s, 1, true);
+    g.cursor(s, 4, true);
+    assert!(!g.stream(s).dropped, "lost at the last event: nothing owed");
+    g.cursor(s, 2, false);
     assert!(
         !g.stream(s).dropped,
-        "a cursor for a finished stream changes nothing"
+        "a plain cursor for a finished stream changes nothing"
     );
     check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+}
+
+#[test]
+fn lost_short_of_the_end_reopens_a_finished_stream() {
+    // Half-open: the server wrote everything and ended the response; the
+    // client saw only up to event 2 and says so.
+    let (mut g, s) = session(3, 3);
+    g.request_ended(s);
+    g.finished(s);
+    g.cursor(s, 2, true);
+    assert!(g.stream(s).dropped);
+    assert!(!g.stream(s).finished);
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NotDrained),
+        Some(2),
+    );
 }
 
 #[test]
