@@ -125,8 +125,8 @@ enum Action {
     Post(usize),
     Resume(u64),
     Open,
-    /// Releases the hold of one resume slot (if it still holds).
-    ReleaseHolds(SlotId),
+    /// The hold of that generation timed out (if it still holds).
+    ReleaseHolds(u64),
 }
 
 enum Input {
@@ -219,6 +219,7 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
         next_op: 0,
         held: VecDeque::new(),
         holding: None,
+        hold_gen: 0,
         resend_after_resume: BTreeMap::new(),
         drop_rules: Rc::default(),
         init_attempts: 0,
@@ -244,7 +245,10 @@ struct Client<C> {
     ops: Vec<Op>,
     next_op: usize,
     held: VecDeque<(usize, RequestId)>,
-    holding: Option<SlotId>,
+    /// The stream being resumed whose `replay-end` has not arrived: results
+    /// on other streams wait for it (with a generation for its timeout).
+    holding: Option<(u64, u64)>,
+    hold_gen: u64,
     resend_after_resume: BTreeMap<u64, Vec<usize>>,
     drop_rules: DropRules,
     init_attempts: u32,
@@ -324,7 +328,11 @@ impl<C: Connector> Client<C> {
             }
             Action::Resume(stream) => self.send_resume(stream),
             Action::Open => self.send_open(),
-            Action::ReleaseHolds(slot) => self.end_hold(slot),
+            Action::ReleaseHolds(generation) => {
+                if self.holding.is_some_and(|(_, g)| g == generation) {
+                    self.release_holds();
+                }
+            }
         }
     }
 
@@ -543,10 +551,15 @@ impl<C: Connector> Client<C> {
             }
         }
         if self.holding.is_none() {
-            self.holding = Some(slot);
+            // Hold results on other streams until this stream's replay-end
+            // (bounded by the read timeout). A resume that breaks before its
+            // marker keeps the hold: the next resume brings the marker.
+            self.hold_gen += 1;
+            self.holding = Some((stream, self.hold_gen));
+            let generation = self.hold_gen;
             self.schedule(
                 Duration::from_millis(self.g().read_timeout_ms),
-                Action::ReleaseHolds(slot),
+                Action::ReleaseHolds(generation),
             );
         }
     }
@@ -646,7 +659,7 @@ impl<C: Connector> Client<C> {
                         st.live = None;
                     }
                 }
-                self.end_hold(slot);
+                self.end_hold(stream);
                 match status {
                     404 => self.reinit(),
                     _ => {
@@ -874,8 +887,10 @@ impl<C: Connector> Client<C> {
         if marker {
             if let Some(s) = self.slots.get_mut(&slot) {
                 s.marker_pending = false;
+                if let Some(stream) = s.stream {
+                    self.end_hold(stream);
+                }
             }
-            self.end_hold(slot);
         }
         if let Some(Message::Result { id: rpc, .. }) = &msg {
             if let Some(op) =
@@ -896,8 +911,9 @@ impl<C: Connector> Client<C> {
         if self.ops[op].state != OpState::Active {
             return;
         }
-        if let Some(h) = self.holding {
-            if via != Some(h) {
+        if let Some((held_stream, _)) = self.holding {
+            let via_stream = via.and_then(|v| self.slots.get(&v)).and_then(|s| s.stream);
+            if via_stream != Some(held_stream) {
                 if !self.held.iter().any(|(o, _)| *o == op) {
                     self.held.push_back((op, rpc));
                 }
@@ -931,6 +947,12 @@ impl<C: Connector> Client<C> {
         };
         o.unseen.clear();
         self.drop_rules.borrow_mut().remove(&o.tag);
+        // Nothing left to wait for on the held stream: stop holding.
+        if let Some((held, _)) = self.holding {
+            if self.ops_on(held).is_empty() {
+                self.release_holds();
+            }
+        }
         self.record(ClientRecord::Outcome {
             client: self.spec.index,
             tag: self.ops[op].tag.clone(),
@@ -963,7 +985,12 @@ impl<C: Connector> Client<C> {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
-        self.end_hold(slot);
+        if clean {
+            // The replay is over (the unguarded server sends no marker).
+            if let Some(stream) = s.stream {
+                self.end_hold(stream);
+            }
+        }
         let Some(stream) = s.stream else {
             // Ended before any event: treat as a failed exchange.
             self.slots.insert(slot, s);
@@ -1022,7 +1049,6 @@ impl<C: Connector> Client<C> {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
-        self.end_hold(slot);
         match s.kind {
             SlotKind::Init => self.retry_init(),
             SlotKind::Call { op } => {
@@ -1137,8 +1163,8 @@ impl<C: Connector> Client<C> {
         }
     }
 
-    fn end_hold(&mut self, slot: SlotId) {
-        if self.holding == Some(slot) {
+    fn end_hold(&mut self, stream: u64) {
+        if self.holding.is_some_and(|(s, _)| s == stream) {
             self.release_holds();
         }
     }

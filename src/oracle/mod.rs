@@ -382,6 +382,16 @@ struct Counted {
     rpc_id: crate::protocol::RequestId,
 }
 
+/// A non-2xx status a client received (trace order, status, 409 hint,
+/// first event of the stream it names, session).
+struct Refusal {
+    seq: u64,
+    status: u16,
+    hint: Option<u64>,
+    stream_first: Option<u64>,
+    session: Option<SessionId>,
+}
+
 /// Everything the metrics need, indexed once.
 #[derive(Default)]
 struct Index {
@@ -397,8 +407,8 @@ struct Index {
     first_request_seq: BTreeMap<String, u64>,
     /// (session, stream) → first event id.
     stream_first: BTreeMap<(SessionId, u32), u64>,
-    /// client → [(seq, status, hint, stream_first, session)].
-    statuses: BTreeMap<u32, Vec<(u64, u16, Option<u64>, Option<u64>, Option<SessionId>)>>,
+    /// client → the refusals it received.
+    statuses: BTreeMap<u32, Vec<Refusal>>,
     client_of_session: BTreeMap<SessionId, u32>,
     sessions_of_client: BTreeMap<u32, BTreeSet<SessionId>>,
     /// Clients that lost server state: a 404 or 410, an owed eviction in
@@ -450,21 +460,19 @@ impl Index {
                         session,
                         ..
                     } => {
-                        ix.statuses.entry(*client).or_default().push((
-                            e.seq,
-                            *status,
-                            *hint,
-                            *stream_first,
-                            session.clone(),
-                        ));
+                        ix.statuses.entry(*client).or_default().push(Refusal {
+                            seq: e.seq,
+                            status: *status,
+                            hint: *hint,
+                            stream_first: *stream_first,
+                            session: session.clone(),
+                        });
                         if matches!(status, 404 | 410) {
                             ix.state_lost_clients.insert(*client);
                         }
                     }
-                    ClientRecord::Outcome { tag, outcome, .. } => {
-                        if *outcome != Outcome::Done {
-                            ix.handled.remove(tag);
-                        }
+                    ClientRecord::Outcome { tag, outcome, .. } if *outcome != Outcome::Done => {
+                        ix.handled.remove(tag);
                     }
                     _ => {}
                 },
@@ -554,20 +562,20 @@ impl Index {
             .stream_first
             .get(&(ev.session.clone(), ev.stream))
             .copied();
-        self.statuses
-            .get(&client)
-            .into_iter()
-            .flatten()
-            .any(|(seq, status, hint, sf, session)| {
-                *seq > ev.seq
-                    && session.as_ref() == Some(&ev.session)
-                    && match status {
-                        409 => hint.is_some_and(|h| h <= ev.event) && sf.is_some() && *sf == first,
-                        410 => sf.is_none() || *sf == first,
-                        404 => true,
-                        _ => false,
+        self.statuses.get(&client).into_iter().flatten().any(|r| {
+            r.seq > ev.seq
+                && r.session.as_ref() == Some(&ev.session)
+                && match r.status {
+                    409 => {
+                        r.hint.is_some_and(|h| h <= ev.event)
+                            && r.stream_first.is_some()
+                            && r.stream_first == first
                     }
-            })
+                    410 => r.stream_first.is_none() || r.stream_first == first,
+                    404 => true,
+                    _ => false,
+                }
+        })
     }
 }
 

@@ -1,0 +1,378 @@
+//! The simulator end to end, data-driven from `sims/`: the seed's two
+//! observed cases exactly, determinism, half-open partitions, the fleet.
+//! Every failure names its seed and the command that reproduces it.
+
+use mcp_chaos::history::{ClientRecord, EventKind, History, Rec, Record, Sent};
+use mcp_chaos::run::{self, Options, RunReport};
+use mcp_chaos::scenario::Scenario;
+use mcp_chaos::server::Variant;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("sims")
+        .join(name)
+}
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load(&path(name)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+struct Run {
+    report: RunReport,
+    history: History,
+    repro: String,
+}
+
+fn simulate(name: &str, seed: u64, v: Variant, cursor_all: bool) -> Run {
+    let opts = Options {
+        cursor_on_post_all: cursor_all,
+    };
+    let repro = run::repro_command(&format!("sims/{name}"), seed, v, opts);
+    let (report, history) = run::run(&scenario(name), seed, v, opts)
+        .unwrap_or_else(|e| panic!("{e}\nreproduce: {repro}"));
+    Run {
+        report,
+        history,
+        repro,
+    }
+}
+
+impl Run {
+    fn client_records(&self) -> Vec<ClientRecord> {
+        self.history
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Rec::Client(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn server_records(&self) -> Vec<Record> {
+        self.history
+            .server_records()
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect()
+    }
+
+    /// Counted events (progress, result) of one request, by event id.
+    fn events_of(&self, rpc: &str) -> Vec<u64> {
+        self.server_records()
+            .iter()
+            .filter_map(|r| match r {
+                Record::Produced {
+                    event,
+                    kind: EventKind::Progress | EventKind::Result,
+                    rpc_id: Some(id),
+                    ..
+                } if id.to_string().trim_matches('"') == rpc => Some(*event),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn received(&self) -> BTreeSet<u64> {
+        self.client_records()
+            .iter()
+            .filter_map(|r| match r {
+                ClientRecord::Received { event, .. } => Some(*event),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn executions(&self, tag: &str) -> usize {
+        self.server_records()
+            .iter()
+            .filter(|r| matches!(r, Record::Execution { tag: t, .. } if t == tag))
+            .count()
+    }
+
+    fn metric(&self, name: &str) -> u64 {
+        self.report
+            .metrics
+            .get(name)
+            .unwrap_or_else(|| panic!("no metric {name}"))
+    }
+
+    fn check(&self, ok: bool, what: &str) {
+        assert!(
+            ok,
+            "{what}\nscenario {} seed {} server {}\nreproduce: {}\nmetrics: {:#?}",
+            self.report.scenario,
+            self.report.seed,
+            self.report.server,
+            self.repro,
+            self.report.metrics
+        );
+    }
+}
+
+#[test]
+fn seed_case_one_exactly() {
+    let file = "seed-000-retry-by-post.toml";
+    // Unguarded: the tool ran twice; R's other 7 events are orphaned; after
+    // the drop the client saw only the new invocation's events.
+    let u = simulate(file, 0, Variant::Unguarded, false);
+    let first = u.events_of("c0-op0#1");
+    let second = u.events_of("c0-op0#2");
+    u.check(
+        first.len() == 8 && second.len() == 8,
+        "both executions stream 8 chunks",
+    );
+    u.check(u.executions("c0-op0") == 2, "unguarded: the tool ran twice");
+    let got = u.received();
+    let orphans: Vec<u64> = first.iter().copied().filter(|e| !got.contains(e)).collect();
+    u.check(
+        orphans == first[1..].to_vec(),
+        "exactly R's 7 remaining events are orphaned",
+    );
+    u.check(
+        second.iter().all(|e| got.contains(e)),
+        "the retry's events all arrived",
+    );
+    u.check(u.metric("orphaned_events") == 7, "orphaned_events = 7");
+    u.check(
+        u.metric("duplicate_side_effects") == 1,
+        "one duplicate side effect",
+    );
+    u.check(u.report.failed_expectations.is_empty(), "expectations hold");
+
+    // Guarded: 409 with the hint, resume by GET, the whole tail, one run.
+    let g = simulate(file, 0, Variant::Guarded, false);
+    let first = g.events_of("c0-op0#1");
+    let cr = g.client_records();
+    let hint = cr.iter().find_map(|r| match r {
+        ClientRecord::Status {
+            status: 409, hint, ..
+        } => Some(*hint),
+        _ => None,
+    });
+    g.check(
+        hint == Some(Some(first[0])),
+        "the retry got 409 naming the first chunk as the resume point",
+    );
+    let resumed_from = cr.iter().find_map(|r| match r {
+        ClientRecord::Sent {
+            what: Sent::Resume,
+            cursor,
+            ..
+        } => cursor.clone(),
+        _ => None,
+    });
+    g.check(
+        resumed_from == Some(first[0].to_string()),
+        "the client resumed by GET from its last seen id",
+    );
+    let got = g.received();
+    g.check(
+        first.iter().all(|e| got.contains(e)),
+        "the whole tail arrived",
+    );
+    g.check(g.executions("c0-op0") == 1, "guarded: the tool ran once");
+    g.check(g.metric("orphaned_events") == 0, "nothing orphaned");
+    g.check(g.metric("guard_bugs") == 0, "no guard bugs");
+}
+
+#[test]
+fn seed_case_two() {
+    let file = "seed-000-resume-then-post.toml";
+    let u = simulate(file, 0, Variant::Unguarded, false);
+    u.check(
+        u.metric("order_violations") == 1,
+        "unguarded: R'' handled before R's replayed completion",
+    );
+    let g = simulate(file, 0, Variant::Guarded, false);
+    g.check(
+        g.metric("order_violations") == 0,
+        "guarded: no order violation",
+    );
+    let queued = g
+        .server_records()
+        .iter()
+        .any(|r| matches!(r, Record::Decision { decision, .. } if decision.verdict == "queue"));
+    g.check(queued, "guarded: R'' queued behind the replay");
+    let marker = g
+        .server_records()
+        .iter()
+        .any(|r| matches!(r, Record::ReplayEnd { .. }));
+    g.check(marker, "guarded: the replay ended with replay-end");
+    for r in [&u, &g] {
+        r.check(
+            r.metric("lost_operations") == 0 && r.metric("duplicate_side_effects") == 0,
+            "both calls done once",
+        );
+    }
+}
+
+fn without_meta(mut r: RunReport) -> RunReport {
+    r.meta = Default::default();
+    r
+}
+
+#[test]
+fn every_scenario_is_deterministic() {
+    let files = mcp_chaos::cli::scenario_files(&path("")).unwrap();
+    assert!(files.len() >= 4, "the scenario library is there");
+    for f in files {
+        let name = f.file_name().unwrap().to_str().unwrap().to_string();
+        for v in Variant::BOTH {
+            let a = simulate(&name, 7, v, false);
+            let b = simulate(&name, 7, v, false);
+            a.check(
+                a.report.trace_sha256 == b.report.trace_sha256,
+                "same seed, same trace bytes",
+            );
+            a.check(
+                without_meta(a.report.clone()) == without_meta(b.report.clone()),
+                "same seed, same report",
+            );
+            let c = simulate(&name, 8, v, false);
+            a.check(
+                a.report.trace_sha256 != c.report.trace_sha256,
+                "another seed, another trace",
+            );
+        }
+    }
+}
+
+#[test]
+fn half_open_partitions() {
+    let file = "half-open.toml";
+    let u = simulate(file, 0, Variant::Unguarded, false);
+    u.check(
+        u.metric("duplicate_side_effects") > 0,
+        "unguarded: retries across half-open streams run tools again",
+    );
+    let g = simulate(file, 0, Variant::Guarded, false);
+    g.check(g.metric("guard_bugs") == 0, "guarded: zero guard bugs");
+    let m = &g.report.metrics;
+    let violations =
+        m.duplicate_side_effects + m.silent_losses + m.truncated_responses + m.order_violations;
+    g.check(
+        g.metric("blind_spots") == violations,
+        "every remaining violation is a blind spot",
+    );
+    g.check(
+        violations > 0,
+        "without cursors the half-open view is inexact somewhere",
+    );
+    let c = simulate(file, 0, Variant::Guarded, true);
+    for name in [
+        "duplicate_side_effects",
+        "orphaned_events",
+        "silent_losses",
+        "truncated_responses",
+        "order_violations",
+        "lost_operations",
+        "guard_bugs",
+    ] {
+        c.check(
+            c.metric(name) == 0,
+            &format!("guarded --cursor-on-post all: {name} = 0"),
+        );
+    }
+}
+
+/// A finished run without its history (which is single-threaded).
+struct Outcome {
+    report: RunReport,
+    repro: String,
+}
+
+impl Outcome {
+    fn check(&self, ok: bool, what: &str) {
+        assert!(
+            ok,
+            "{what}\nscenario {} seed {} server {}\nreproduce: {}",
+            self.report.scenario, self.report.seed, self.report.server, self.repro
+        );
+    }
+}
+
+fn outcome(name: &str, seed: u64, v: Variant) -> Outcome {
+    let r = simulate(name, seed, v, false);
+    Outcome {
+        report: r.report,
+        repro: r.repro,
+    }
+}
+
+#[test]
+fn the_fleet_over_twenty_seeds() {
+    let seeds: Vec<u64> = (0..20).collect();
+    // Two workers (the machine's cores); each simulation stays
+    // single-threaded and deterministic.
+    let reports: Vec<(Outcome, Outcome)> = std::thread::scope(|s| {
+        let handles: Vec<_> = seeds
+            .chunks(10)
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|&seed| {
+                            (
+                                outcome("mixed-fleet.toml", seed, Variant::Guarded),
+                                outcome("mixed-fleet.toml", seed, Variant::Unguarded),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let (mut dups, mut orphans) = (0, 0);
+    for (g, u) in &reports {
+        g.check(
+            g.report.metrics.guard_bugs == Some(0),
+            "guarded: zero guard bugs",
+        );
+        for (class, m) in &g.report.metrics_by_class {
+            if class.ends_with("+cursor") {
+                let other: u64 = m
+                    .blind_spot_kinds
+                    .iter()
+                    .filter(|(k, _)| *k != "state_lost")
+                    .map(|(_, v)| v)
+                    .sum();
+                g.check(
+                    other == 0,
+                    &format!(
+                        "{class}: no blind spots but state_lost, got {:?}",
+                        m.blind_spot_kinds
+                    ),
+                );
+            }
+        }
+        g.check(
+            g.report.metrics.migration_latency_us.count > 0,
+            "guarded reports migration latency",
+        );
+        u.check(
+            u.report.metrics.migration_latency_us.count > 0,
+            "unguarded reports migration latency",
+        );
+        g.check(
+            g.report.clients_finished,
+            "every client finished in the heal phase",
+        );
+        u.check(
+            u.report.clients_finished,
+            "every client finished in the heal phase",
+        );
+        dups += u.report.metrics.duplicate_side_effects;
+        orphans += u.report.metrics.orphaned_events;
+    }
+    assert!(
+        dups > 0 && orphans > 0,
+        "unguarded shows duplicates ({dups}) and orphans ({orphans}) in aggregate"
+    );
+}
