@@ -3,7 +3,7 @@
 //! to `Allow`). Run: `cargo bench --bench guard`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use mcp_chaos::guard::{Limits, PostFacts, SessionGuard};
+use mcp_chaos::guard::{check_transport, Limits, PostFacts, SessionGuard, Transport};
 use std::hint::black_box;
 
 const LIMITS: Limits = Limits { queue_capacity: 16 };
@@ -43,6 +43,15 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("allow_after_8_drained", |b| {
         b.iter(|| black_box(&many).check(black_box(post), LIMITS))
+    });
+    group.bench_function("rule_t_cross_transport", |b| {
+        b.iter(|| {
+            check_transport(
+                black_box(Transport::Legacy),
+                black_box(Transport::Streamable),
+                black_box(false),
+            )
+        })
     });
     group.finish();
 }

@@ -41,6 +41,28 @@ impl FaultPlan {
                 }
             }
         }
+        // Every transport-switch client switches once (unless the explicit
+        // faults already say when), after a drawn call.
+        let explicit_switch: std::collections::BTreeSet<u32> = spec
+            .explicit
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Switch { client, .. } => Some(*client),
+                _ => None,
+            })
+            .collect();
+        let mut client = 0u32;
+        for g in &scenario.clients {
+            for _ in 0..g.count {
+                if g.behaviour == crate::scenario::Behaviour::TransportSwitch
+                    && !explicit_switch.contains(&client)
+                {
+                    let after_call = rng.random_range(0..g.calls.saturating_sub(1).max(1));
+                    faults.push(Fault::Switch { client, after_call });
+                }
+                client += 1;
+            }
+        }
         let hosts = scenario.network.client_hosts;
         let window = |rng: &mut ChaCha8Rng, range: Option<[u64; 2]>| {
             let [lo, hi] = range.unwrap_or([span / 20, span / 5]);
@@ -108,6 +130,17 @@ impl FaultPlan {
             .collect()
     }
 
+    /// The call after which a client switches transport, if planned.
+    pub fn switch_for(&self, client: u32) -> Option<u32> {
+        self.faults.iter().find_map(|f| match f {
+            Fault::Switch {
+                client: c,
+                after_call,
+            } if *c == client => Some(*after_call),
+            _ => None,
+        })
+    }
+
     /// Faults the world schedules in time (all but drops), by start time.
     pub fn timed(&self) -> Vec<(u64, Fault)> {
         let mut v: Vec<(u64, Fault)> = self
@@ -117,7 +150,7 @@ impl FaultPlan {
                 Fault::Partition { at_ms, .. }
                 | Fault::Restart { at_ms }
                 | Fault::Latency { at_ms, .. } => Some((*at_ms, f.clone())),
-                Fault::Drop { .. } => None,
+                Fault::Drop { .. } | Fault::Switch { .. } => None,
             })
             .collect();
         v.sort();
@@ -153,6 +186,7 @@ pub fn kind_name(f: &Fault) -> &'static str {
         Fault::Partition { .. } => "partition",
         Fault::Restart { .. } => "restart",
         Fault::Latency { .. } => "latency",
+        Fault::Switch { .. } => "switch",
     }
 }
 

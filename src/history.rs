@@ -71,6 +71,16 @@ pub type SessionId = Rc<str>;
 /// A server-side connection number, unique within one server incarnation.
 pub type ConnId = u64;
 
+/// The transport a request, a connection or a negotiation belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// Streamable HTTP (`/mcp`).
+    Streamable,
+    /// Legacy HTTP+SSE (`/sse` + `/messages`).
+    Legacy,
+}
+
 /// What kind of event was produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -83,6 +93,8 @@ pub enum EventKind {
     Result,
     /// Any other server message (ping result, list result).
     Other,
+    /// A subscription notification (`notifications/resources/updated`).
+    Notification,
 }
 
 /// What kind of stream.
@@ -93,6 +105,8 @@ pub enum StreamKind {
     Post,
     /// The session's standalone GET stream.
     Standalone,
+    /// A legacy HTTP+SSE stream (`GET /sse`).
+    Legacy,
 }
 
 /// Why the server closed a connection itself.
@@ -122,8 +136,40 @@ pub enum Record {
     SessionCreated {
         /// Session id.
         session: SessionId,
+        /// The transport that issued it.
+        transport: Transport,
+    },
+    /// `initialize` negotiated a protocol revision and capabilities.
+    Negotiated {
+        /// Session id.
+        session: SessionId,
+        /// The transport it was negotiated on.
+        transport: Transport,
         /// Negotiated protocol revision.
         protocol_version: String,
+        /// The client's capabilities.
+        capabilities: serde_json::Value,
+    },
+    /// Rule T (guarded): a request on `arriving` for a session issued under
+    /// another transport.
+    TransportDecision {
+        /// Session id.
+        session: SessionId,
+        /// The transport that issued the session.
+        issued: Transport,
+        /// The transport the request came on.
+        arriving: Transport,
+        /// `serve_mapped` or `reject`.
+        verdict: &'static str,
+    },
+    /// A registered cross-transport mapping translated a cursor.
+    MappingApplied {
+        /// Session id.
+        session: SessionId,
+        /// The cursor as sent (the other transport's namespace).
+        from: EventId,
+        /// The event it names in this transport's namespace.
+        to: EventId,
     },
     /// A session was deleted by the client.
     SessionDeleted {
@@ -198,6 +244,9 @@ pub enum Record {
         conn: ConnId,
         /// Written as part of a replay backlog.
         replay: bool,
+        /// The connection's transport (legacy connections number events
+        /// with the legacy stream's own counter).
+        transport: Transport,
     },
     /// A replay's `replay-end` marker was written (guarded only).
     ReplayEnd {
@@ -289,6 +338,10 @@ pub enum Record {
         status: u16,
         /// Connection.
         conn: ConnId,
+        /// The transport the request came on.
+        transport: Transport,
+        /// It was a JSON-RPC request (not a GET, a notification or a response).
+        request: bool,
     },
     /// A resume or migration was answered 410 for a lost stream; Rule M
     /// ignores the stream from now on.
@@ -428,6 +481,8 @@ pub enum ClientRecord {
         tag: Option<Rc<str>>,
         /// It was a result.
         result: bool,
+        /// The transport it arrived on (the id's namespace).
+        transport: Transport,
     },
     /// The client handled an operation's result (first time only).
     Handled {
@@ -446,6 +501,26 @@ pub enum ClientRecord {
         tag: Rc<str>,
         /// When the fault began (the stream's last sign of life), µs.
         fault_us: u64,
+    },
+    /// The client negotiated a session (initialize result handled).
+    Negotiated {
+        /// Client index.
+        client: u32,
+        /// Session id.
+        session: SessionId,
+        /// The transport it negotiated on.
+        transport: Transport,
+        /// The revision it asked for and got.
+        protocol_version: String,
+    },
+    /// A planned transport switch (network change) was applied.
+    Switched {
+        /// Client index.
+        client: u32,
+        /// From this transport.
+        from: Transport,
+        /// The last event id it saw on the old transport's stream.
+        cursor: Option<EventId>,
     },
     /// A planned drop fault was applied by the client's connector.
     Dropped {

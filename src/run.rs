@@ -130,6 +130,18 @@ pub fn run(
     if drops > 0 {
         applied.insert("drop".into(), drops);
     }
+    let switches = entries
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.record,
+                crate::history::Rec::Client(crate::history::ClientRecord::Switched { .. })
+            )
+        })
+        .count() as u64;
+    if switches > 0 {
+        applied.insert("switch".into(), switches);
+    }
     let mut hasher = Sha256::new();
     let mut line = Vec::with_capacity(256);
     for e in entries.iter() {

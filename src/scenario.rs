@@ -19,6 +19,9 @@ pub enum Behaviour {
     Resume,
     /// Sends `Idempotency-Key` = tag on every attempt; re-POSTs after a drop.
     DedupRetry,
+    /// Legacy HTTP+SSE first; on a network change, streamable HTTP with the
+    /// same session id and a `Last-Event-ID` from the legacy stream.
+    TransportSwitch,
 }
 
 impl Behaviour {
@@ -29,6 +32,7 @@ impl Behaviour {
             Behaviour::ResumeThenPost => "resume-then-post",
             Behaviour::Resume => "resume",
             Behaviour::DedupRetry => "dedup-retry",
+            Behaviour::TransportSwitch => "transport-switch",
         }
     }
 }
@@ -107,6 +111,14 @@ pub enum Fault {
         at_ms: u64,
         /// Length, ms.
         duration_ms: u64,
+    },
+    /// A network change: client `client` (a transport-switch client)
+    /// leaves the legacy transport after its call `after_call` completes.
+    Switch {
+        /// Global client index.
+        client: u32,
+        /// Call index (0-based).
+        after_call: u32,
     },
     /// The server host restarts: in-memory sessions are lost.
     Restart {
@@ -353,6 +365,13 @@ impl Scenario {
                     }
                 }
                 Fault::Restart { .. } => {}
+                Fault::Switch { client, .. } => {
+                    if *client >= clients {
+                        return Err(format!(
+                            "explicit switch names client {client}, but there are {clients}"
+                        ));
+                    }
+                }
             }
         }
         Ok(())

@@ -88,6 +88,7 @@ pub fn client_specs(
                     group: g.clone(),
                     delivery: scenario.server.delivery,
                     drops: plan.drops_for(index),
+                    switch_after: plan.switch_for(index),
                     start_delay_ms,
                 },
             ));
@@ -234,6 +235,8 @@ fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u6
             sim.set_link_max_message_latency(SERVER, client_host(host), Duration::from_millis(ms));
         }
         Fault::Restart { .. } => sim.bounce(SERVER),
-        Fault::Drop { .. } => unreachable!("drops are applied by the clients' connectors"),
+        Fault::Drop { .. } | Fault::Switch { .. } => {
+            unreachable!("drops and switches are applied by the clients")
+        }
     }
 }

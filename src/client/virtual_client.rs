@@ -11,7 +11,7 @@
 //! resume stream ends, breaks, or the hold times out).
 
 use super::http::{self, Outgoing};
-use crate::history::{ClientRecord, History, Outcome, Sent, SessionId};
+use crate::history::{ClientRecord, History, Outcome, Sent, SessionId, Transport};
 use crate::protocol::headers::{self, CursorEntry, CursorList};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
@@ -62,6 +62,8 @@ pub struct ClientSpec {
     pub drops: BTreeMap<u32, u32>,
     /// Delay before the first call, ms.
     pub start_delay_ms: u64,
+    /// transport-switch: the call after which the network changes.
+    pub switch_after: Option<u32>,
 }
 
 type SlotId = u32;
@@ -69,8 +71,18 @@ type SlotId = u32;
 #[derive(Clone, Debug)]
 enum SlotKind {
     Init,
-    Call { op: usize },
-    Resume { stream: u64 },
+    /// `GET /sse`: the legacy stream.
+    LegacyOpen,
+    /// A POST to the legacy `/messages` endpoint (its answer rides the stream).
+    LegacyPost,
+    /// A streamable `resources/subscribe` (JSON answer).
+    Subscribe,
+    Call {
+        op: usize,
+    },
+    Resume {
+        stream: u64,
+    },
     Open,
 }
 
@@ -127,6 +139,8 @@ enum Action {
     Open,
     /// The hold of that generation timed out (if it still holds).
     ReleaseHolds(u64),
+    /// The planned network change: leave the legacy transport.
+    Switch,
 }
 
 enum Input {
@@ -142,6 +156,8 @@ enum Input {
     },
     Event {
         slot: SlotId,
+        /// The data of a legacy `endpoint` event.
+        endpoint: Option<String>,
         id: Option<u64>,
         marker: bool,
         msg: Option<Message>,
@@ -225,7 +241,13 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
         init_attempts: 0,
         open_before_next: false,
         next_on_resume: false,
+        transport: Transport::Streamable,
+        switch_pending: false,
+        legacy_endpoint: None,
     };
+    if c.g().behaviour == Behaviour::TransportSwitch {
+        c.transport = Transport::Legacy;
+    }
     c.schedule(Duration::ZERO, Action::Init);
     c.run(rx).await;
 }
@@ -256,6 +278,12 @@ struct Client<C> {
     open_before_next: bool,
     /// resume-then-post: the next call goes out once a resume's headers arrive.
     next_on_resume: bool,
+    /// The transport the client speaks now.
+    transport: Transport,
+    /// A switch's resume is in flight: hold the workload until it resolves.
+    switch_pending: bool,
+    /// The legacy `/messages` URI from the endpoint event.
+    legacy_endpoint: Option<String>,
 }
 
 impl<C: Connector> Client<C> {
@@ -328,6 +356,7 @@ impl<C: Connector> Client<C> {
             }
             Action::Resume(stream) => self.send_resume(stream),
             Action::Open => self.send_open(),
+            Action::Switch => self.switch(),
             Action::ReleaseHolds(generation) => {
                 if self.holding.is_some_and(|(_, g)| g == generation) {
                     self.release_holds();
@@ -368,15 +397,24 @@ impl<C: Connector> Client<C> {
 
     fn send_init(&mut self) {
         self.init_attempts += 1;
-        let msg = Message::Request {
-            id: RequestId::Str(format!("c{}-init#{}", self.spec.index, self.init_attempts)),
-            method: mcp::INITIALIZE.into(),
-            params: Some(mcp::initialize_params(
-                mcp::LATEST_VERSION,
-                json!({}),
-                "mcp-chaos-virtual-client",
-            )),
-        };
+        if self.transport == Transport::Legacy {
+            // Legacy: the session is born with its stream; initialize goes
+            // to /messages once the endpoint event names it.
+            let mut h = ::http::HeaderMap::new();
+            h.insert(
+                ::http::header::ACCEPT,
+                ::http::HeaderValue::from_static("text/event-stream"),
+            );
+            let out = Outgoing {
+                method: ::http::Method::GET,
+                path: "/sse".into(),
+                headers: h,
+                body: None,
+            };
+            self.spawn(SlotKind::LegacyOpen, out, true);
+            return;
+        }
+        let msg = self.init_message();
         self.record(ClientRecord::Sent {
             client: self.spec.index,
             what: Sent::Initialize,
@@ -385,6 +423,69 @@ impl<C: Connector> Client<C> {
             cursor: None,
         });
         self.spawn(SlotKind::Init, Outgoing::post(None, &msg), true);
+    }
+
+    /// `initialize` as this client sends it on its current transport: a
+    /// transport-switch client asks for the legacy revision and one
+    /// capability set there, and a newer revision and another set on
+    /// streamable HTTP.
+    fn init_message(&self) -> Message {
+        let (version, caps) = match (self.g().behaviour, self.transport) {
+            (Behaviour::TransportSwitch, Transport::Legacy) => {
+                (mcp::LEGACY_VERSION, json!({"sampling": {}}))
+            }
+            (Behaviour::TransportSwitch, Transport::Streamable) => {
+                (mcp::LATEST_VERSION, json!({"roots": {"listChanged": true}}))
+            }
+            _ => (mcp::LATEST_VERSION, json!({})),
+        };
+        Message::Request {
+            id: RequestId::Str(format!("c{}-init#{}", self.spec.index, self.init_attempts)),
+            method: mcp::INITIALIZE.into(),
+            params: Some(mcp::initialize_params(
+                version,
+                caps,
+                "mcp-chaos-virtual-client",
+            )),
+        }
+    }
+
+    /// A POST to the legacy `/messages` endpoint.
+    fn legacy_post(&mut self, msg: &Message) -> Option<SlotId> {
+        let path = self.legacy_endpoint.clone()?;
+        let mut out = Outgoing::post(None, msg);
+        out.path = path;
+        Some(self.spawn(SlotKind::LegacyPost, out, true))
+    }
+
+    /// The planned network change: leave the legacy stream and reconnect
+    /// over streamable HTTP with the same session id and the last legacy
+    /// event id as `Last-Event-ID`.
+    fn switch(&mut self) {
+        if self.transport != Transport::Legacy {
+            return;
+        }
+        let stream = self.standalone;
+        let cursor = stream
+            .and_then(|k| self.streams.get(&k))
+            .map(|st| st.last_seen);
+        self.record(ClientRecord::Switched {
+            client: self.spec.index,
+            from: Transport::Legacy,
+            cursor,
+        });
+        self.transport = Transport::Streamable;
+        if let Some(k) = stream {
+            if let Some(old) = self.streams.get_mut(&k).and_then(|st| st.live.take()) {
+                if let Some(o) = self.slots.remove(&old) {
+                    o.task.abort();
+                }
+            }
+            self.switch_pending = true;
+            self.send_resume(k);
+        } else {
+            self.reinit();
+        }
     }
 
     fn with_session(&self, out: Outgoing) -> Outgoing {
@@ -399,6 +500,10 @@ impl<C: Connector> Client<C> {
         }
         if !concurrent && self.ops.iter().any(|o| o.state == OpState::Active) {
             return;
+        }
+        if self.switch_pending || (self.transport == Transport::Legacy && self.standalone.is_none())
+        {
+            return; // a switch resolves first; legacy calls need the stream
         }
         if self.ops[self.next_op].state != OpState::Pending {
             return;
@@ -455,7 +560,16 @@ impl<C: Connector> Client<C> {
                 "_meta": {"progressToken": rpc},
             })),
         };
-        let mut out = self.with_session(Outgoing::post(Some(&session), &msg));
+        let mut out = if self.transport == Transport::Legacy {
+            let mut o = Outgoing::post(None, &msg);
+            o.path = self
+                .legacy_endpoint
+                .clone()
+                .unwrap_or_else(|| format!("/messages?sessionId={session}"));
+            o
+        } else {
+            self.with_session(Outgoing::post(Some(&session), &msg))
+        };
         if self.g().behaviour == Behaviour::DedupRetry {
             out = out.header(headers::IDEMPOTENCY_KEY, &tag);
         }
@@ -612,7 +726,14 @@ impl<C: Connector> Client<C> {
                 id,
                 marker,
                 msg,
-            } => self.on_event(slot, id, marker, msg),
+                endpoint,
+            } => {
+                if let Some(e) = endpoint {
+                    self.on_endpoint(slot, &e);
+                } else {
+                    self.on_event(slot, id, marker, msg);
+                }
+            }
             Input::End { slot } => self.on_end(slot, true),
             Input::Broken { slot } => self.on_end(slot, false),
             Input::Dropped {
@@ -636,6 +757,18 @@ impl<C: Connector> Client<C> {
             return;
         };
         match s.kind {
+            // A legacy stream answered without SSE: it failed to open.
+            SlotKind::LegacyOpen => self.retry_init(),
+            SlotKind::LegacyPost => match status {
+                202 => {}
+                404 => self.reinit(),
+                _ => self.status(None, status, None, None),
+            },
+            SlotKind::Subscribe => {
+                if status == 404 {
+                    self.reinit();
+                }
+            }
             SlotKind::Init => {
                 let sid = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
                 match (status, sid) {
@@ -644,8 +777,20 @@ impl<C: Connector> Client<C> {
                         self.session = Some(sid.clone());
                         self.record(ClientRecord::Session {
                             client: self.spec.index,
-                            session: sid,
+                            session: sid.clone(),
                         });
+                        if let Some(Message::Result { result, .. }) = &msg {
+                            let version = result
+                                .get("protocolVersion")
+                                .and_then(Value::as_str)
+                                .unwrap_or("");
+                            self.record(ClientRecord::Negotiated {
+                                client: self.spec.index,
+                                session: sid,
+                                transport: Transport::Streamable,
+                                protocol_version: version.to_string(),
+                            });
+                        }
                         self.after_init();
                     }
                     _ => self.retry_init(),
@@ -824,6 +969,81 @@ impl<C: Connector> Client<C> {
             if std::mem::take(&mut self.next_on_resume) {
                 self.start_next(true);
             }
+            if std::mem::take(&mut self.switch_pending) {
+                // The server took the session over the new transport.
+                self.schedule(Duration::ZERO, Action::StartNext);
+            }
+        }
+    }
+
+    /// The legacy `endpoint` event: the session exists; initialize there.
+    fn on_endpoint(&mut self, slot: SlotId, uri: &str) {
+        let Some(sid) = uri
+            .split_once("sessionId=")
+            .map(|(_, v)| v.split('&').next().unwrap_or(v))
+        else {
+            return;
+        };
+        let sid: SessionId = sid.into();
+        if let Some(s) = self.slots.get_mut(&slot) {
+            s.last_activity_us = self.history.now_us();
+        }
+        self.session = Some(sid.clone());
+        self.legacy_endpoint = Some(uri.to_string());
+        self.record(ClientRecord::Session {
+            client: self.spec.index,
+            session: sid,
+        });
+        let msg = self.init_message();
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Initialize,
+            tag: None,
+            rpc_id: msg.id().cloned(),
+            cursor: None,
+        });
+        self.legacy_post(&msg);
+    }
+
+    /// The initialize result arrived on the legacy stream.
+    fn on_legacy_init(&mut self, result: &Value) {
+        let Some(sid) = self.session.clone() else {
+            return;
+        };
+        let version = result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        self.record(ClientRecord::Negotiated {
+            client: self.spec.index,
+            session: sid,
+            transport: Transport::Legacy,
+            protocol_version: version,
+        });
+        let initialized = Message::Notification {
+            method: mcp::INITIALIZED.into(),
+            params: None,
+        };
+        self.legacy_post(&initialized);
+        self.after_init();
+    }
+
+    /// `resources/subscribe` to the clock on the current transport.
+    fn subscribe(&mut self) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        let msg = Message::Request {
+            id: RequestId::Str(format!("c{}-sub#{}", self.spec.index, self.init_attempts)),
+            method: mcp::RESOURCES_SUBSCRIBE.into(),
+            params: Some(json!({"uri": mcp::CLOCK_URI})),
+        };
+        if self.transport == Transport::Legacy {
+            self.legacy_post(&msg);
+        } else {
+            let out = self.with_session(Outgoing::post(Some(&session), &msg));
+            self.spawn(SlotKind::Subscribe, out, true);
         }
     }
 
@@ -839,7 +1059,7 @@ impl<C: Connector> Client<C> {
                 Some(k) => k,
                 None => {
                     s.stream = Some(id);
-                    let standalone = matches!(kind, SlotKind::Open);
+                    let standalone = matches!(kind, SlotKind::Open | SlotKind::LegacyOpen);
                     self.streams.insert(
                         id,
                         CStream {
@@ -875,12 +1095,18 @@ impl<C: Connector> Client<C> {
                     Some((t, r)) => (self.op_by_tag(t).map(|o| self.ops[o].tag.clone()), r),
                     None => (None, false),
                 };
+                let transport = if matches!(kind, SlotKind::LegacyOpen) {
+                    Transport::Legacy
+                } else {
+                    Transport::Streamable
+                };
                 self.record(ClientRecord::Received {
                     client: self.spec.index,
                     session,
                     event: id,
                     tag,
                     result,
+                    transport,
                 });
             }
         }
@@ -890,6 +1116,20 @@ impl<C: Connector> Client<C> {
                 if let Some(stream) = s.stream {
                     self.end_hold(stream);
                 }
+            }
+        }
+        if let (
+            SlotKind::LegacyOpen,
+            Some(Message::Result {
+                id: RequestId::Str(rid),
+                result,
+            }),
+        ) = (&kind, &msg)
+        {
+            if rid.starts_with(&format!("c{}-init#", self.spec.index)) {
+                let result = result.clone();
+                self.on_legacy_init(&result);
+                return;
             }
         }
         if let Some(Message::Result { id: rpc, .. }) = &msg {
@@ -947,6 +1187,12 @@ impl<C: Connector> Client<C> {
         };
         o.unseen.clear();
         self.drop_rules.borrow_mut().remove(&o.tag);
+        if outcome == Outcome::Done
+            && self.spec.switch_after == Some(op as u32)
+            && self.transport == Transport::Legacy
+        {
+            self.schedule(Duration::ZERO, Action::Switch);
+        }
         // Nothing left to wait for on the held stream: stop holding.
         if let Some((held, _)) = self.holding {
             if self.ops_on(held).is_empty() {
@@ -985,6 +1231,13 @@ impl<C: Connector> Client<C> {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
+        if matches!(s.kind, SlotKind::LegacyOpen)
+            && self.transport == Transport::Legacy
+            && self.session.is_some()
+        {
+            // The legacy stream is gone: that is the network change.
+            self.schedule(Duration::ZERO, Action::Switch);
+        }
         if clean {
             // The replay is over (the unguarded server sends no marker).
             if let Some(stream) = s.stream {
@@ -1034,6 +1287,12 @@ impl<C: Connector> Client<C> {
                 }
             }
             Behaviour::Resume => self.schedule(wait, Action::Resume(stream)),
+            // A broken legacy stream is the network change; afterwards it
+            // resumes like `resume`.
+            Behaviour::TransportSwitch if self.transport == Transport::Legacy => {
+                self.schedule(Duration::ZERO, Action::Switch)
+            }
+            Behaviour::TransportSwitch => self.schedule(wait, Action::Resume(stream)),
             Behaviour::ResumeThenPost => {
                 self.schedule(wait, Action::Resume(stream));
                 // The next call goes out as soon as the resume is accepted
@@ -1050,6 +1309,13 @@ impl<C: Connector> Client<C> {
             return;
         };
         match s.kind {
+            SlotKind::LegacyOpen if self.session.is_some() => {
+                self.schedule(Duration::ZERO, Action::Switch)
+            }
+            SlotKind::LegacyOpen => self.retry_init(),
+            // A lost legacy message (initialize, subscribe): start over.
+            SlotKind::LegacyPost => self.reinit_now(),
+            SlotKind::Subscribe => self.subscribe(),
             SlotKind::Init => self.retry_init(),
             SlotKind::Call { op } => {
                 // The request may have run; its stream never began for us.
@@ -1115,6 +1381,16 @@ impl<C: Connector> Client<C> {
         self.schedule(wait, Action::Init);
     }
 
+    /// Starts over on the current transport, whatever the session state.
+    fn reinit_now(&mut self) {
+        if self.session.is_none() {
+            let wait = self.backoff(self.init_attempts);
+            self.schedule(wait, Action::Init);
+        } else {
+            self.reinit();
+        }
+    }
+
     /// A 404: the session is gone. Start a new one, then re-issue every
     /// unresolved operation with the same tag and key.
     fn reinit(&mut self) {
@@ -1122,6 +1398,7 @@ impl<C: Connector> Client<C> {
             return; // already re-initializing
         }
         self.session = None;
+        self.switch_pending = false;
         for s in std::mem::take(&mut self.slots).into_values() {
             s.task.abort();
         }
@@ -1140,6 +1417,16 @@ impl<C: Connector> Client<C> {
     }
 
     fn after_init(&mut self) {
+        if self.g().behaviour == Behaviour::TransportSwitch {
+            // Re-negotiated (or first negotiated): (re-)subscribe, and on
+            // streamable HTTP open the stream notifications ride.
+            self.subscribe();
+            if self.transport == Transport::Streamable
+                && self.spec.delivery != Delivery::SessionStream
+            {
+                self.send_open();
+            }
+        }
         if self.spec.delivery == Delivery::SessionStream {
             self.send_open();
             self.open_before_next = true;
@@ -1238,6 +1525,7 @@ async fn reader<C: Connector>(
                     }
                 });
                 send(Input::Event {
+                    endpoint: (ev.event == "endpoint").then(|| ev.data.clone()),
                     slot,
                     id,
                     marker,

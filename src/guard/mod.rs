@@ -13,6 +13,10 @@
 //! *migration* is a POST on a session that has a dropped stream; a *lost*
 //! stream had owed events evicted.
 
+mod rule_t;
+
+pub use rule_t::{check_transport, Transport, TransportVerdict};
+
 use serde::Serialize;
 
 /// A session-scoped event id.

@@ -10,7 +10,7 @@
 mod rebuild;
 
 use crate::history::{
-    ClientRecord, Entry, EventKind, Outcome, Rec, Record, SessionId, WorldRecord,
+    ClientRecord, Entry, EventKind, Outcome, Rec, Record, SessionId, Transport, WorldRecord,
 };
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -91,6 +91,14 @@ pub struct Metrics {
     pub decision_errors: u64,
     /// Guard rejections by reason.
     pub rejections: BTreeMap<String, u64>,
+    /// Requests or notifications served under a negotiation the client
+    /// made on another transport, with no registered mapping.
+    pub capability_violations: u64,
+    /// Events replayed from a cursor of another namespace that were not
+    /// owed, plus owed events such a replay skipped.
+    pub foreign_cursor_replays: u64,
+    /// Initializations beyond each client's first.
+    pub reinitializations: u64,
 }
 
 impl Metrics {
@@ -115,6 +123,9 @@ impl Metrics {
                     + b.order_violations
             }
             "rejections" => self.rejections.values().sum(),
+            "capability_violations" => self.capability_violations,
+            "foreign_cursor_replays" => self.foreign_cursor_replays,
+            "reinitializations" => self.reinitializations,
             other => {
                 let kind = other.strip_prefix("blind_spots_")?;
                 self.blind_spot_kinds.get(kind).copied().unwrap_or(0)
@@ -138,6 +149,9 @@ impl Metrics {
         "blind_spots_state_lost",
         "blind_spots_view_gap",
         "rejections",
+        "capability_violations",
+        "foreign_cursor_replays",
+        "reinitializations",
     ];
 }
 
@@ -300,6 +314,20 @@ pub fn judge(entries: &[Entry], classes: &[String], calls: &[u32], guarded: bool
                 .or_insert(0) += 1;
         }
     }
+    for (c, n) in &idx.capability_violations {
+        per_client.entry(*c).or_default().capability_violations += n;
+    }
+    for (c, n) in &idx.foreign_replays {
+        per_client.entry(*c).or_default().foreign_cursor_replays += n;
+    }
+    for (c, n) in &idx.inits {
+        per_client.entry(*c).or_default().reinitializations += n.saturating_sub(1);
+    }
+    for (c, us) in &idx.switch_latency_us {
+        for &v in us {
+            let _ = latency.entry(*c).or_insert_with(new_hist).record(v.max(1));
+        }
+    }
     let sum = |clients: &mut dyn Iterator<Item = u32>| {
         let mut total = Metrics::default();
         let mut hist = new_hist();
@@ -362,6 +390,9 @@ fn add(t: &mut Metrics, m: &Metrics) {
     for (k, v) in &m.rejections {
         *t.rejections.entry(k.clone()).or_insert(0) += v;
     }
+    t.capability_violations += m.capability_violations;
+    t.foreign_cursor_replays += m.foreign_cursor_replays;
+    t.reinitializations += m.reinitializations;
 }
 
 struct OpInfo {
@@ -415,6 +446,14 @@ struct Index {
     /// one of their sessions, or a restart while they held a session.
     state_lost_clients: BTreeSet<u32>,
     rejections: Vec<(SessionId, String)>,
+    /// client → capability violations.
+    capability_violations: BTreeMap<u32, u64>,
+    /// client → foreign-cursor replays.
+    foreign_replays: BTreeMap<u32, u64>,
+    /// client → initializations sent.
+    inits: BTreeMap<u32, u64>,
+    /// client → switch-to-first-result samples, µs.
+    switch_latency_us: BTreeMap<u32, Vec<u64>>,
 }
 
 impl Index {
@@ -423,6 +462,19 @@ impl Index {
         let mut evicted_sessions: BTreeSet<SessionId> = BTreeSet::new();
         let mut restarts: Vec<u64> = Vec::new();
         let mut session_start: BTreeMap<SessionId, u64> = BTreeMap::new();
+        // Transports: the legacy stream's own numbering, who issued what,
+        // which sessions a mapping carried across.
+        let mut legacy_streams: BTreeSet<(SessionId, u32)> = BTreeSet::new();
+        let mut legacy_ids: BTreeMap<SessionId, Vec<u64>> = BTreeMap::new();
+        let mut issued: BTreeMap<SessionId, Transport> = BTreeMap::new();
+        let mut mapped: BTreeSet<SessionId> = BTreeSet::new();
+        let mut notifications: BTreeSet<(SessionId, u64)> = BTreeSet::new();
+        let mut served_across: Vec<SessionId> = Vec::new();
+        let mut first_receipt: BTreeMap<(SessionId, u64), u64> = BTreeMap::new();
+        let mut switches: BTreeMap<u32, (u64, Option<u64>)> = BTreeMap::new();
+        // (session, stream, conn, resume seq, replayed-from)
+        let mut foreign: Vec<(SessionId, u32, u64, u64, u64)> = Vec::new();
+        let mut replayed: BTreeMap<(SessionId, u64), Vec<u64>> = BTreeMap::new();
         for e in entries {
             match &e.record {
                 Rec::Client(r) => match r {
@@ -440,8 +492,49 @@ impl Index {
                             .or_default()
                             .push(tag.clone());
                     }
-                    ClientRecord::Received { session, event, .. } => {
-                        ix.received.insert((session.clone(), *event));
+                    ClientRecord::Received {
+                        session,
+                        event,
+                        transport,
+                        ..
+                    } => {
+                        // Legacy ids count the legacy stream's events.
+                        let id = match transport {
+                            Transport::Streamable => Some(*event),
+                            Transport::Legacy => legacy_ids
+                                .get(session)
+                                .and_then(|v| v.get((*event as usize).wrapping_sub(1)))
+                                .copied(),
+                        };
+                        if let Some(id) = id {
+                            ix.received.insert((session.clone(), id));
+                            first_receipt.entry((session.clone(), id)).or_insert(e.seq);
+                        }
+                    }
+                    ClientRecord::Sent {
+                        client,
+                        what: crate::history::Sent::Initialize,
+                        ..
+                    } => *ix.inits.entry(*client).or_insert(0) += 1,
+                    ClientRecord::Switched { client, cursor, .. } => {
+                        switches.insert(*client, (e.t_us, *cursor));
+                    }
+                    ClientRecord::Handled { client, .. }
+                        if switches.get(client).is_some_and(|s| s.0 > 0) =>
+                    {
+                        // The first result after a switch: the switch's cost.
+                        let (t, cursor) = switches[client];
+                        ix.switch_latency_us
+                            .entry(*client)
+                            .or_default()
+                            .push(e.t_us.saturating_sub(t));
+                        switches.insert(*client, (0, cursor));
+                        if let ClientRecord::Handled { tag, .. } = r {
+                            ix.handled.entry(tag.clone()).or_insert(Handled {
+                                seq: e.seq,
+                                t_us: e.t_us,
+                            });
+                        }
                     }
                     ClientRecord::Handled { tag, .. } => {
                         ix.handled.entry(tag.clone()).or_insert(Handled {
@@ -478,8 +571,66 @@ impl Index {
                 },
                 Rec::Server(r) => match r {
                     Record::ServerStarted { .. } => restarts.push(e.seq),
-                    Record::SessionCreated { session, .. } => {
+                    Record::SessionCreated { session, transport } => {
                         session_start.insert(session.clone(), e.seq);
+                        issued.insert(session.clone(), *transport);
+                    }
+                    Record::MappingApplied { session, .. } => {
+                        mapped.insert(session.clone());
+                    }
+                    Record::StreamOpened {
+                        session,
+                        stream,
+                        kind: crate::history::StreamKind::Legacy,
+                        ..
+                    } => {
+                        legacy_streams.insert((session.clone(), *stream));
+                    }
+                    Record::Responded {
+                        session: Some(session),
+                        status,
+                        transport,
+                        request: true,
+                        ..
+                    } if (200..300).contains(status)
+                        && issued.get(session).is_some_and(|t| t != transport)
+                        && !mapped.contains(session) =>
+                    {
+                        served_across.push(session.clone());
+                    }
+                    Record::Written {
+                        session,
+                        event,
+                        conn,
+                        replay,
+                        transport,
+                        ..
+                    } => {
+                        if notifications.contains(&(session.clone(), *event))
+                            && issued.get(session).is_some_and(|t| t != transport)
+                            && !mapped.contains(session)
+                        {
+                            served_across.push(session.clone());
+                        }
+                        if *replay {
+                            replayed
+                                .entry((session.clone(), *conn))
+                                .or_default()
+                                .push(*event);
+                        }
+                    }
+                    Record::Resumed {
+                        session,
+                        stream,
+                        conn,
+                        from,
+                        ..
+                    } if issued.get(session) == Some(&Transport::Legacy)
+                        && !mapped.contains(session) =>
+                    {
+                        // A streamable resume of a legacy session, no mapping:
+                        // its cursor came from the other namespace.
+                        foreign.push((session.clone(), *stream, *conn, e.seq, *from));
                     }
                     Record::Execution {
                         tag,
@@ -499,26 +650,34 @@ impl Index {
                         kind,
                         rpc_id,
                         tag,
-                    } => match kind {
-                        EventKind::Priming => {
-                            ix.stream_first.insert((session.clone(), *stream), *event);
+                    } => {
+                        if legacy_streams.contains(&(session.clone(), *stream)) {
+                            legacy_ids.entry(session.clone()).or_default().push(*event);
                         }
-                        EventKind::Progress | EventKind::Result => {
-                            if let (Some(tag), Some(rpc_id)) = (tag, rpc_id) {
-                                if *kind == EventKind::Result {
-                                    ix.first_result_seq.entry(tag.clone()).or_insert(e.seq);
-                                }
-                                ix.produced.entry(tag.clone()).or_default().push(Counted {
-                                    session: session.clone(),
-                                    stream: *stream,
-                                    event: *event,
-                                    seq: e.seq,
-                                    rpc_id: rpc_id.clone(),
-                                });
+                        if *kind == EventKind::Notification {
+                            notifications.insert((session.clone(), *event));
+                        }
+                        match kind {
+                            EventKind::Priming => {
+                                ix.stream_first.insert((session.clone(), *stream), *event);
                             }
+                            EventKind::Progress | EventKind::Result => {
+                                if let (Some(tag), Some(rpc_id)) = (tag, rpc_id) {
+                                    if *kind == EventKind::Result {
+                                        ix.first_result_seq.entry(tag.clone()).or_insert(e.seq);
+                                    }
+                                    ix.produced.entry(tag.clone()).or_default().push(Counted {
+                                        session: session.clone(),
+                                        stream: *stream,
+                                        event: *event,
+                                        seq: e.seq,
+                                        rpc_id: rpc_id.clone(),
+                                    });
+                                }
+                            }
+                            EventKind::Other | EventKind::Notification => {}
                         }
-                        EventKind::Other => {}
-                    },
+                    }
                     Record::RequestReceived { tag: Some(tag), .. } => {
                         ix.first_request_seq.entry(tag.clone()).or_insert(e.seq);
                     }
@@ -544,6 +703,41 @@ impl Index {
                     | WorldRecord::HealStarted,
                 ) => {}
             }
+        }
+        for session in served_across {
+            if let Some(&c) = ix.client_of_session.get(&session) {
+                *ix.capability_violations.entry(c).or_insert(0) += 1;
+            }
+        }
+        for (session, stream, conn, at, from) in foreign {
+            let Some(&c) = ix.client_of_session.get(&session) else {
+                continue;
+            };
+            let mut n = 0;
+            // Replayed although the client already had it: not owed.
+            for ev in replayed.get(&(session.clone(), conn)).into_iter().flatten() {
+                if first_receipt
+                    .get(&(session.clone(), *ev))
+                    .is_some_and(|&r| r < at)
+                {
+                    n += 1;
+                }
+            }
+            // Owed but skipped: after the client's true position, at or
+            // before where the foreign cursor started the replay, never
+            // received at all.
+            let truth = switches.get(&c).and_then(|(_, cur)| *cur);
+            if let (Some(l), true) = (truth, legacy_streams.contains(&(session.clone(), stream))) {
+                let ids = legacy_ids.get(&session).cloned().unwrap_or_default();
+                let true_pos = ids.get((l as usize).wrapping_sub(1)).copied().unwrap_or(0);
+                n += ids
+                    .iter()
+                    .filter(|&&id| {
+                        id > true_pos && id <= from && !ix.received.contains(&(session.clone(), id))
+                    })
+                    .count() as u64;
+            }
+            *ix.foreign_replays.entry(c).or_insert(0) += n;
         }
         for (s, c) in &ix.client_of_session {
             let started = session_start.get(s).copied().unwrap_or(0);

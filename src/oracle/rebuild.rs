@@ -151,6 +151,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 event,
                 conn,
                 replay,
+                ..
             } => {
                 if let Some(st) = stream_mut(&mut sessions, session, *stream) {
                     if st.conn == Some(*conn) {

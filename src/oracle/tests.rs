@@ -136,6 +136,7 @@ fn duplicates_orphans_and_coverage() {
         event: 2,
         tag: Some(tag.clone()),
         result: false,
+        transport: crate::history::Transport::Streamable,
     });
     h.record(ClientRecord::Handled {
         client: 0,

@@ -15,6 +15,9 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// JSON-RPC ids of earlier POSTs whose response stream the client never saw
 /// begin, so it holds no cursor to name them (`["op-7#1"]`).
 pub const MCP_LOST_REQUESTS: &str = "mcp-lost-requests";
+/// Set on a resume that a registered cross-transport mapping translated
+/// (the server says so): `legacy`.
+pub const MCP_CURSOR_MAPPING: &str = "mcp-cursor-mapping";
 /// Set on guarded POST responses while the session has a dropped stream.
 pub const MCP_STREAM_RESUMABLE: &str = "mcp-stream-resumable";
 

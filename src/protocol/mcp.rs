@@ -21,6 +21,14 @@ pub const MESSAGE: &str = "notifications/message";
 pub const CANCELLED: &str = "notifications/cancelled";
 /// `ping` request.
 pub const PING: &str = "ping";
+/// `resources/subscribe` request.
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// Resource-changed notification.
+pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+/// The one resource: a clock that changes over simulated time.
+pub const CLOCK_URI: &str = "clock://tick";
+/// The legacy HTTP+SSE revision.
+pub const LEGACY_VERSION: &str = "2024-11-05";
 
 /// Protocol revisions the server accepts, oldest first.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];

@@ -11,9 +11,12 @@ use super::session::{Session, ToolCall};
 use super::tools::{self, Invocation};
 use super::writer::{self, Plan};
 use super::{Delivery, Shared};
-use crate::guard::{Decision, Limits, PostFacts, Reason, StreamIdx, Verdict};
+use crate::guard::{
+    check_transport, Decision, Limits, PostFacts, Reason, StreamIdx, TransportVerdict, Verdict,
+};
 use crate::history::{
     ConnId, LoggedDecision, LoggedStream, LoggedView, Record, ServerClose, SessionId, StreamKind,
+    Transport,
 };
 use crate::protocol::headers::{self, CursorList};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
@@ -28,22 +31,24 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// A response plus what the trace should say about it.
-struct Reply {
-    resp: Response<ServerBody>,
-    session: Option<SessionId>,
-    rpc_id: Option<RequestId>,
+pub(super) struct Reply {
+    pub resp: Response<ServerBody>,
+    pub session: Option<SessionId>,
+    pub rpc_id: Option<RequestId>,
+    pub transport: Transport,
 }
 
 impl Reply {
-    fn new(resp: Response<ServerBody>) -> Self {
+    pub fn new(resp: Response<ServerBody>) -> Self {
         Reply {
             resp,
             session: None,
             rpc_id: None,
+            transport: Transport::Streamable,
         }
     }
 
-    fn about(mut self, session: Option<&SessionId>, rpc_id: Option<&RequestId>) -> Self {
+    pub fn about(mut self, session: Option<&SessionId>, rpc_id: Option<&RequestId>) -> Self {
         self.session = self.session.or_else(|| session.cloned());
         self.rpc_id = self.rpc_id.or_else(|| rpc_id.cloned());
         self
@@ -60,6 +65,8 @@ pub(crate) async fn handle(
         ("/mcp", &Method::POST) => post(&shared, req, conn).await,
         ("/mcp", &Method::GET) => get(&shared, req, conn),
         ("/mcp", &Method::DELETE) => delete(&shared, req),
+        ("/sse", &Method::GET) => super::legacy::open(&shared, req, conn),
+        ("/messages", &Method::POST) => super::legacy::post(&shared, req, conn).await,
         ("/mcp", _) => {
             let mut r = error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -79,15 +86,17 @@ pub(crate) async fn handle(
         )),
     };
     shared.history.record(Record::Responded {
+        request: reply.rpc_id.is_some(),
         session: reply.session,
         rpc_id: reply.rpc_id,
         status: reply.resp.status().as_u16(),
         conn,
+        transport: reply.transport,
     });
     reply.resp
 }
 
-fn json_response(status: StatusCode, body: &Value) -> Response<ServerBody> {
+pub(super) fn json_response(status: StatusCode, body: &Value) -> Response<ServerBody> {
     let mut r = Response::new(ServerBody::Full(Some(Bytes::from(body.to_string()))));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -97,11 +106,15 @@ fn json_response(status: StatusCode, body: &Value) -> Response<ServerBody> {
     r
 }
 
-fn error_with(status: StatusCode, id: Option<RequestId>, err: ErrorObject) -> Response<ServerBody> {
+pub(super) fn error_with(
+    status: StatusCode,
+    id: Option<RequestId>,
+    err: ErrorObject,
+) -> Response<ServerBody> {
     json_response(status, &Message::Error { id, error: err }.to_value())
 }
 
-fn error(
+pub(super) fn error(
     status: StatusCode,
     id: Option<RequestId>,
     code: i64,
@@ -110,7 +123,7 @@ fn error(
     error_with(status, id, ErrorObject::new(code, message, None))
 }
 
-fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+pub(super) fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     let (ty, _) = wanted.split_once('/').expect("a media type");
     headers
         .get_all(header::ACCEPT)
@@ -123,7 +136,7 @@ fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
         })
 }
 
-fn header_str<'a>(
+pub(super) fn header_str<'a>(
     headers: &'a HeaderMap,
     name: &str,
 ) -> Result<Option<&'a str>, Response<ServerBody>> {
@@ -141,7 +154,7 @@ fn header_str<'a>(
 }
 
 /// Checks `MCP-Protocol-Version` when present.
-fn check_version(headers: &HeaderMap) -> Result<(), Response<ServerBody>> {
+pub(super) fn check_version(headers: &HeaderMap) -> Result<(), Response<ServerBody>> {
     match header_str(headers, headers::MCP_PROTOCOL_VERSION)? {
         Some(v) if !mcp::SUPPORTED_VERSIONS.contains(&v) => Err(error(
             StatusCode::BAD_REQUEST,
@@ -183,9 +196,16 @@ fn session_of(
     }
 }
 
-async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
-    let (parts, body) = req.into_parts();
-    let h = &parts.headers;
+/// Reads one JSON-RPC message from a POST: content type, Accept (streamable
+/// only), size bound, JSON-RPC shape; each refusal as its status.
+pub(super) async fn read_message(
+    shared: &Shared,
+    h: &HeaderMap,
+    body: Incoming,
+    need_accept: bool,
+) -> Result<Message, Reply> {
+    let refuse =
+        |status, m: &str| Err(Reply::new(error(status, None, jsonrpc::TRANSPORT_ERROR, m)));
     let ct_ok = h
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -197,36 +217,25 @@ async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Repl
                 .eq_ignore_ascii_case("application/json")
         });
     if !ct_ok {
-        return Reply::new(error(
+        return refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            None,
-            jsonrpc::TRANSPORT_ERROR,
             "Content-Type must be application/json",
-        ));
+        );
     }
-    if !accepts(h, "application/json") || !accepts(h, "text/event-stream") {
-        return Reply::new(error(
+    if need_accept && (!accepts(h, "application/json") || !accepts(h, "text/event-stream")) {
+        return refuse(
             StatusCode::NOT_ACCEPTABLE,
-            None,
-            jsonrpc::TRANSPORT_ERROR,
             "Accept must list application/json and text/event-stream",
-        ));
+        );
     }
     let max = shared.cfg.max_body_bytes;
-    let too_large = || {
-        Reply::new(error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            jsonrpc::TRANSPORT_ERROR,
-            &format!("body larger than {max} bytes"),
-        ))
-    };
+    let too_large = format!("body larger than {max} bytes");
     let declared = h
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
-        return too_large();
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, &too_large);
     }
     let bytes = match Limited::new(body, max).collect().await {
         Ok(c) => c.to_bytes(),
@@ -234,24 +243,25 @@ async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Repl
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return too_large()
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, &too_large)
         }
-        Err(_) => {
-            return Reply::new(error(
-                StatusCode::BAD_REQUEST,
-                None,
-                jsonrpc::TRANSPORT_ERROR,
-                "request body ended early",
-            ))
-        }
+        Err(_) => return refuse(StatusCode::BAD_REQUEST, "request body ended early"),
     };
-    let msg = match Message::decode(&bytes) {
-        Ok(m) => m,
-        Err(e) => return Reply::new(error_with(StatusCode::BAD_REQUEST, None, e.to_error())),
-    };
+    let msg = Message::decode(&bytes)
+        .map_err(|e| Reply::new(error_with(StatusCode::BAD_REQUEST, None, e.to_error())))?;
     if let Err(r) = check_version(h) {
-        return Reply::new(r).about(None, msg.id());
+        return Err(Reply::new(r).about(None, msg.id()));
     }
+    Ok(msg)
+}
+
+async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let (parts, body) = req.into_parts();
+    let h = &parts.headers;
+    let msg = match read_message(shared, h, body, true).await {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
     if let Message::Request { id, method, params } = &msg {
         if method == mcp::INITIALIZE {
             return initialize(shared, id, params.as_ref());
@@ -261,6 +271,9 @@ async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Repl
         Ok(s) => s,
         Err(r) => return Reply::new(r).about(None, msg.id()),
     };
+    if let Err(r) = transport_gate(shared, &sid, Transport::Streamable, msg.id()) {
+        return Reply::new(r).about(Some(&sid), msg.id());
+    }
     let reply = match msg {
         Message::Request { id, method, params } => request(
             shared,
@@ -286,7 +299,7 @@ async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Repl
     resumable_header(shared, &sid, reply)
 }
 
-fn accepted() -> Response<ServerBody> {
+pub(super) fn accepted() -> Response<ServerBody> {
     let mut r = Response::new(ServerBody::empty());
     *r.status_mut() = StatusCode::ACCEPTED;
     r
@@ -336,11 +349,14 @@ fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Re
         .about(None, Some(id));
     }
     let sid = shared.new_session_id();
-    let session = Session::new(
+    let mut session = Session::new(
         sid.clone(),
+        Transport::Streamable,
         shared.cfg.first_event_id,
         shared.cfg.store_capacity,
     );
+    session.protocol_version = Some(version.clone());
+    session.capabilities = p.capabilities.clone();
     shared
         .state
         .borrow_mut()
@@ -348,7 +364,13 @@ fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Re
         .insert(sid.clone(), session);
     shared.history.record(Record::SessionCreated {
         session: sid.clone(),
+        transport: Transport::Streamable,
+    });
+    shared.history.record(Record::Negotiated {
+        session: sid.clone(),
+        transport: Transport::Streamable,
         protocol_version: version.clone(),
+        capabilities: p.capabilities.clone(),
     });
     let body = Message::Result {
         id: id.clone(),
@@ -362,7 +384,7 @@ fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Re
     Reply::new(r).about(Some(&sid), Some(id))
 }
 
-fn cancel(shared: &Shared, sid: &SessionId, params: Option<&Value>) {
+pub(super) fn cancel(shared: &Shared, sid: &SessionId, params: Option<&Value>) {
     let Some(rid) = params.and_then(|p| p.get("requestId")).cloned() else {
         return;
     };
@@ -405,6 +427,23 @@ async fn request(
             }
         }
         mcp::PING | mcp::TOOLS_LIST => {}
+        mcp::RESOURCES_SUBSCRIBE => {
+            let Some(uri) = params
+                .as_ref()
+                .and_then(|p| p.get("uri"))
+                .and_then(Value::as_str)
+            else {
+                return Reply::new(error(
+                    StatusCode::OK,
+                    Some(id),
+                    jsonrpc::INVALID_PARAMS,
+                    "resources/subscribe needs a uri",
+                ));
+            };
+            if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                sess.subscriptions.insert(uri.to_string());
+            }
+        }
         other => {
             return Reply::new(error(
                 StatusCode::OK,
@@ -512,7 +551,7 @@ async fn request(
         ));
     }
     let result = match method {
-        mcp::PING => json!({}),
+        mcp::PING | mcp::RESOURCES_SUBSCRIBE => json!({}),
         mcp::TOOLS_LIST => mcp::tools_list_result(),
         _ => {
             let (p, inv) = call.expect("tools/call validated above");
@@ -786,30 +825,14 @@ fn start_call(
             return Reply::new(accepted());
         }
     }
-    let s = sess.open_stream(
-        StreamKind::Post,
-        Some(id),
-        conn,
-        shared.cfg.retry_ms,
-        &shared.history,
-    );
+    let s = sess.open_stream(StreamKind::Post, Some(id), conn, &shared.history);
     let priming = sess.guard.stream(s).last_produced;
     drop(st);
     tools::start(shared.clone(), sid.clone(), s, call, inv);
-    Reply::new(sse_response(
-        shared,
-        sid,
-        s,
-        conn,
-        Plan {
-            after: priming - 1,
-            replay_until: priming - 1,
-            replay: false,
-        },
-    ))
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live(priming - 1)))
 }
 
-fn sse_response(
+pub(super) fn sse_response(
     shared: &Rc<Shared>,
     sid: &SessionId,
     s: StreamIdx,
@@ -845,6 +868,10 @@ fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
         Ok(s) => s,
         Err(r) => return Reply::new(r),
     };
+    let mapped = match transport_gate(shared, &sid, Transport::Streamable, None) {
+        Ok(m) => m,
+        Err(r) => return Reply::new(r).about(Some(&sid), None),
+    };
     let cursor = match header_str(h, headers::LAST_EVENT_ID) {
         Ok(None) => None,
         Ok(Some(v)) => match CursorList::parse_single(v) {
@@ -863,7 +890,7 @@ fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
     };
     let reply = match cursor {
         None => open_standalone(shared, &sid, conn),
-        Some(c) => resume(shared, &sid, c, conn),
+        Some(c) => resume(shared, &sid, c, conn, mapped),
     };
     reply.about(Some(&sid), None)
 }
@@ -881,35 +908,44 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
             "a standalone stream is already open for this session: resume with Last-Event-ID instead",
         ));
     }
-    let s = sess.open_stream(
-        StreamKind::Standalone,
-        None,
-        conn,
-        shared.cfg.retry_ms,
-        &shared.history,
-    );
+    let s = sess.open_stream(StreamKind::Standalone, None, conn, &shared.history);
     sess.standalone = Some(s);
     let priming = sess.guard.stream(s).last_produced;
     drop(st);
-    Reply::new(sse_response(
-        shared,
-        sid,
-        s,
-        conn,
-        Plan {
-            after: priming - 1,
-            replay_until: priming - 1,
-            replay: false,
-        },
-    ))
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live(priming - 1)))
 }
 
 /// A GET with `Last-Event-ID`: replays that id's stream after it, taking
-/// the stream over, then continues live.
-fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Reply {
+/// the stream over, then continues live. A legacy cursor on a session with a
+/// registered mapping is translated (and the response says so); the
+/// unguarded server reads any cursor as a streamable id, as the observed
+/// dual-transport server did.
+fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mapped: bool) -> Reply {
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("session_of found it");
-    let Some(s) = sess.stream_of(cursor) else {
+    let translate = mapped && sess.issued == Transport::Legacy && !sess.cursor_translated;
+    let target = if translate {
+        sess.legacy_stream.map(|l| {
+            let ids = &sess.streams[l as usize].ids;
+            let to = match cursor {
+                0 => ids.first().map_or(0, |f| f - 1),
+                n => ids
+                    .get(n as usize - 1)
+                    .copied()
+                    .unwrap_or_else(|| ids.last().copied().unwrap_or(0)),
+            };
+            (l, to)
+        })
+    } else {
+        match sess.stream_of(cursor) {
+            Some(s) => Some((s, cursor)),
+            // Not an id of this session: the unguarded server replays
+            // every event with a larger id (on the notification stream).
+            None if !shared.guarded() => sess.notification_stream().map(|s| (s, cursor)),
+            None => None,
+        }
+    };
+    let Some((s, at)) = target else {
         return Reply::new(error(
             StatusCode::BAD_REQUEST,
             None,
@@ -917,8 +953,16 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Re
             &format!("Last-Event-ID {cursor} was never issued in this session"),
         ));
     };
-    let (_, gap) = sess.replayable_after(s, cursor);
-    let mut from = cursor;
+    if translate {
+        sess.cursor_translated = true;
+        shared.history.record(Record::MappingApplied {
+            session: sid.clone(),
+            from: cursor,
+            to: at,
+        });
+    }
+    let (_, gap) = sess.replayable_after(s, at);
+    let mut from = at;
     if gap || sess.guard.stream(s).lost {
         if shared.guarded() {
             sess.guard.report_lost(s);
@@ -932,14 +976,17 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Re
                 ErrorObject::new(
                     jsonrpc::GONE,
                     "events after Last-Event-ID were evicted: re-issue the operation",
-                    Some(
-                        json!({"stream": s, "lastEventId": cursor, "oldestRetained": sess.oldest_stored()}),
-                    ),
+                    Some(json!({
+                        "stream": s,
+                        "streamFirstEventId": sess.streams[s as usize].ids.first(),
+                        "lastEventId": at,
+                        "oldestRetained": sess.oldest_stored(),
+                    })),
                 ),
             ));
         }
         // As real SDKs do: replay from the oldest event still stored.
-        from = cursor.max(sess.oldest_stored().saturating_sub(1));
+        from = at.max(sess.oldest_stored().saturating_sub(1));
     }
     if let Some(old) = sess.streams[s as usize].conn.take() {
         shared.history.record(Record::ServerClosed {
@@ -949,8 +996,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Re
             why: ServerClose::TakenOver,
         });
         sess.guard.taken_over(s);
-        let st_ref = &mut *st;
-        if let Some(h) = st_ref.conns.remove(&old) {
+        if let Some(h) = st.conns.remove(&old) {
             h.abort();
         }
     }
@@ -960,21 +1006,21 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Re
         .ids
         .last()
         .copied()
-        .unwrap_or(cursor)
+        .unwrap_or(at)
         .max(from);
-    sess.guard.resumed(s, cursor, backlog);
+    sess.guard.resumed(s, at, backlog);
     sess.streams[s as usize].conn = Some(conn);
     sess.streams[s as usize].wake.notify_waiters();
     shared.history.record(Record::Resumed {
         session: sid.clone(),
         stream: s,
-        cursor,
+        cursor: at,
         backlog,
         conn,
         from,
     });
     drop(st);
-    Reply::new(sse_response(
+    let mut resp = sse_response(
         shared,
         sid,
         s,
@@ -983,8 +1029,73 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId) -> Re
             after: from,
             replay_until,
             replay: true,
+            transport: Transport::Streamable,
+            preamble: None,
         },
-    ))
+    );
+    if translate {
+        resp.headers_mut().insert(
+            headers::MCP_CURSOR_MAPPING,
+            HeaderValue::from_static("legacy"),
+        );
+    }
+    Reply::new(resp)
+}
+
+/// Rule T (guarded): a request on `arriving` for a session issued under
+/// another transport is served only through a registered mapping; else 404.
+/// `Ok(mapped)` when it may be served. The unguarded server serves it.
+pub(super) fn transport_gate(
+    shared: &Shared,
+    sid: &SessionId,
+    arriving: Transport,
+    id: Option<&RequestId>,
+) -> Result<bool, Response<ServerBody>> {
+    let issued = match shared.state.borrow().sessions.get(sid) {
+        Some(s) => s.issued,
+        None => return Ok(false),
+    };
+    if !shared.guarded() {
+        return Ok(false);
+    }
+    let rule = |t: Transport| match t {
+        Transport::Streamable => crate::guard::Transport::Streamable,
+        Transport::Legacy => crate::guard::Transport::Legacy,
+    };
+    let verdict = check_transport(
+        rule(issued),
+        rule(arriving),
+        shared.cfg.cross_transport_mapping,
+    );
+    let name = match verdict {
+        TransportVerdict::Serve => return Ok(false),
+        TransportVerdict::ServeMapped => "serve_mapped",
+        TransportVerdict::Reject => "reject",
+    };
+    shared.history.record(Record::TransportDecision {
+        session: sid.clone(),
+        issued,
+        arriving,
+        verdict: name,
+    });
+    match verdict {
+        TransportVerdict::ServeMapped => Ok(true),
+        _ => Err(error_with(
+            StatusCode::NOT_FOUND,
+            id.cloned(),
+            ErrorObject::new(
+                jsonrpc::SESSION_ERROR,
+                format!(
+                    "session was issued under the {} transport and no cross-transport mapping is registered: re-initialize on this transport",
+                    match issued {
+                        Transport::Streamable => "streamable HTTP",
+                        Transport::Legacy => "legacy HTTP+SSE",
+                    }
+                ),
+                Some(json!({"reason": "transport_mismatch", "issued": issued, "arriving": arriving})),
+            ),
+        )),
+    }
 }
 
 fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {

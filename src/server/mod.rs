@@ -14,6 +14,7 @@
 mod body;
 mod dedup;
 mod handlers;
+mod legacy;
 mod session;
 mod tools;
 mod writer;
@@ -134,6 +135,14 @@ pub struct ServerConfig {
     pub max_sessions: usize,
     /// Seed of the session-id generator (ChaCha20).
     pub session_seed: u64,
+    /// How long a legacy session outlives its GET stream, ms.
+    pub legacy_session_ttl_ms: u64,
+    /// Rule T: a cross-transport cursor mapping is registered for every
+    /// session (guarded): legacy sessions resume over streamable HTTP
+    /// exactly, keeping what they negotiated.
+    pub cross_transport_mapping: bool,
+    /// The clock resource changes this often, ms (0: never).
+    pub resource_interval_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -152,6 +161,9 @@ impl Default for ServerConfig {
             max_chunks: 10_000,
             max_sessions: 100_000,
             session_seed: 0,
+            legacy_session_ttl_ms: 30_000,
+            cross_transport_mapping: false,
+            resource_interval_ms: 0,
         }
     }
 }
@@ -262,6 +274,9 @@ impl Server {
     /// Accepts connections forever, serving each on its own local task.
     /// Must run inside a `LocalSet`. Returns only on an accept error.
     pub async fn serve<L: Listener>(self, mut listener: L) -> io::Result<()> {
+        if self.shared.cfg.resource_interval_ms > 0 {
+            tokio::task::spawn_local(legacy::tick_resources(self.shared.clone()));
+        }
         loop {
             let io = listener.accept().await?;
             self.serve_connection(io);

@@ -3,19 +3,21 @@
 //! the guarded server asks it for verdicts).
 
 use crate::guard::{EventId, SessionGuard, StreamIdx};
-use crate::history::{ConnId, EventKind, History, Record, SessionId, StreamKind};
-use crate::protocol::{sse, RequestId};
+use crate::history::{ConnId, EventKind, History, Record, SessionId, StreamKind, Transport};
+use crate::protocol::RequestId;
 use bytes::Bytes;
 use serde_json::Value;
 use std::cell::Cell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use tokio::sync::Notify;
 
-/// One stored event: its stream and its encoded SSE frame.
+/// One stored event: its stream and its data (one JSON-RPC message; empty
+/// for a priming event). Frames are encoded per connection, because a
+/// legacy connection numbers events with the legacy stream's own counter.
 pub(crate) struct Stored {
     pub stream: StreamIdx,
-    pub frame: Bytes,
+    pub data: Bytes,
 }
 
 /// Runtime state of one stream, beside its [`crate::guard::StreamState`].
@@ -39,6 +41,19 @@ pub(crate) struct InFlight {
 /// One session.
 pub(crate) struct Session {
     pub id: SessionId,
+    /// The transport that issued the session (Rule T).
+    pub issued: Transport,
+    /// Negotiated at initialize (on `issued`).
+    pub protocol_version: Option<String>,
+    /// The client's capabilities, as negotiated.
+    pub capabilities: Value,
+    /// Resource URIs the client subscribed to.
+    pub subscriptions: BTreeSet<String>,
+    /// The legacy HTTP+SSE stream, for sessions issued under it.
+    pub legacy_stream: Option<StreamIdx>,
+    /// A registered mapping already translated the legacy cursor: cursors
+    /// from now on are in the streamable namespace.
+    pub cursor_translated: bool,
     pub guard: SessionGuard,
     pub streams: Vec<StreamRt>,
     /// The standalone GET stream, once opened.
@@ -59,13 +74,24 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub fn new(id: SessionId, first_event_id: EventId, store_capacity: usize) -> Self {
+    pub fn new(
+        id: SessionId,
+        issued: Transport,
+        first_event_id: EventId,
+        store_capacity: usize,
+    ) -> Self {
         assert!(
             store_capacity > 0,
             "the event store holds at least one event"
         );
         Session {
             id,
+            issued,
+            protocol_version: None,
+            capabilities: Value::Null,
+            subscriptions: BTreeSet::new(),
+            legacy_stream: None,
+            cursor_translated: false,
             guard: SessionGuard::new(),
             streams: Vec::new(),
             standalone: None,
@@ -81,17 +107,22 @@ impl Session {
         }
     }
 
-    /// Opens a stream on `conn` and produces its priming event.
+    /// Opens a stream on `conn`; streamable streams begin with a priming
+    /// event, legacy streams with none (their first frame is `endpoint`).
     pub fn open_stream(
         &mut self,
         kind: StreamKind,
         rpc_id: Option<RequestId>,
         conn: ConnId,
-        retry_ms: Option<u64>,
         history: &History,
     ) -> StreamIdx {
-        let priming = self.next_event_id;
-        let s = self.guard.open_stream(priming);
+        let priming = kind != StreamKind::Legacy;
+        let first = if priming {
+            self.next_event_id
+        } else {
+            self.next_event_id.saturating_sub(1)
+        };
+        let s = self.guard.open_stream(first);
         debug_assert_eq!(s as usize, self.streams.len());
         self.streams.push(StreamRt {
             kind,
@@ -110,9 +141,10 @@ impl Session {
         if let (StreamKind::Post, Some(r)) = (kind, &rpc_id) {
             self.post_streams.insert(r.clone(), s);
         }
-        let frame = sse::encode(Some(priming), None, "", retry_ms);
-        let id = self.push_event(s, frame, EventKind::Priming, rpc_id, None, history);
-        self.guard.written(s, id);
+        if priming {
+            let id = self.push_event(s, Bytes::new(), EventKind::Priming, rpc_id, None, history);
+            self.guard.written(s, id);
+        }
         s
     }
 
@@ -126,8 +158,8 @@ impl Session {
         tag: Option<String>,
         history: &History,
     ) -> EventId {
-        let frame = sse::encode(Some(self.next_event_id), Some("message"), message, None);
-        let id = self.push_event(s, frame, kind, rpc_id, tag, history);
+        let data = Bytes::copy_from_slice(message.as_bytes());
+        let id = self.push_event(s, data, kind, rpc_id, tag, history);
         self.guard.produced(s, id);
         self.streams[s as usize].wake.notify_waiters();
         id
@@ -136,7 +168,7 @@ impl Session {
     fn push_event(
         &mut self,
         s: StreamIdx,
-        frame: Bytes,
+        data: Bytes,
         kind: EventKind,
         rpc_id: Option<RequestId>,
         tag: Option<String>,
@@ -146,7 +178,7 @@ impl Session {
         self.next_event_id += 1;
         self.event_stream.push(s);
         self.streams[s as usize].ids.push(id);
-        self.store.push_back(Stored { stream: s, frame });
+        self.store.push_back(Stored { stream: s, data });
         history.record(Record::Produced {
             session: self.id.clone(),
             stream: s,
@@ -177,10 +209,21 @@ impl Session {
         });
     }
 
-    /// The stored frame of an event, if it was not evicted.
-    pub fn frame(&self, id: EventId) -> Option<&Bytes> {
+    /// The stored data of an event, if it was not evicted.
+    pub fn data(&self, id: EventId) -> Option<&Bytes> {
         let idx = id.checked_sub(self.store_base)?;
-        self.store.get(usize::try_from(idx).ok()?).map(|e| &e.frame)
+        self.store.get(usize::try_from(idx).ok()?).map(|e| &e.data)
+    }
+
+    /// The legacy stream's own number for one of its events (1-based).
+    pub fn legacy_id(&self, s: StreamIdx, id: EventId) -> u64 {
+        self.streams[s as usize].ids.partition_point(|&e| e < id) as u64 + 1
+    }
+
+    /// The stream that carries the session's notifications: the legacy
+    /// stream of a legacy-issued session, else the standalone stream.
+    pub fn notification_stream(&self) -> Option<StreamIdx> {
+        self.legacy_stream.or(self.standalone)
     }
 
     /// The oldest event id still stored (or the next id, when empty).
@@ -241,16 +284,16 @@ mod tests {
     #[test]
     fn store_evicts_oldest_and_records_owed_events() {
         let h = history();
-        let mut s = Session::new("s".into(), 100, 3);
-        let a = s.open_stream(StreamKind::Post, None, 1, None, &h);
+        let mut s = Session::new("s".into(), Transport::Streamable, 100, 3);
+        let a = s.open_stream(StreamKind::Post, None, 1, &h);
         assert_eq!(s.stream_of(100), Some(a));
         for _ in 0..3 {
             s.produce(a, EventKind::Progress, "{}", None, None, &h);
         }
         // 4 events, capacity 3: the priming event (written) went, not owed.
         assert_eq!(s.oldest_stored(), 101);
-        assert!(s.frame(100).is_none());
-        assert!(s.frame(101).is_some());
+        assert!(s.data(100).is_none());
+        assert!(s.data(101).is_some());
         assert!(!s.guard.stream(a).lost);
         s.produce(a, EventKind::Result, "{}", None, None, &h);
         assert!(s.guard.stream(a).lost, "event 101 was never written: owed");

@@ -9,7 +9,7 @@
 
 use super::Shared;
 use crate::guard::{EventId, StreamIdx};
-use crate::history::{ConnId, Record, ServerClose, SessionId};
+use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
 use crate::protocol::sse;
 use bytes::Bytes;
 use std::pin::pin;
@@ -25,6 +25,24 @@ pub(crate) struct Plan {
     pub replay_until: EventId,
     /// This connection resumes the stream.
     pub replay: bool,
+    /// The connection's transport: legacy connections number events with
+    /// the legacy stream's own counter and carry no priming.
+    pub transport: Transport,
+    /// A frame to write before any event (the legacy `endpoint` event).
+    pub preamble: Option<Bytes>,
+}
+
+impl Plan {
+    /// A new streamable stream: every event after `after`, live.
+    pub fn live(after: EventId) -> Self {
+        Plan {
+            after,
+            replay_until: after,
+            replay: false,
+            transport: Transport::Streamable,
+            preamble: None,
+        }
+    }
 }
 
 enum Next {
@@ -87,6 +105,13 @@ async fn run(
     }) else {
         return;
     };
+    if let Some(pre) = plan.preamble.clone() {
+        match send(&tx, pre, deadline).await {
+            Sent::Ok => {}
+            Sent::Closed => return on_close(&shared, &sid, s, conn, None),
+            Sent::Deadline => return deadline_passed(&shared, &sid, s, conn),
+        }
+    }
     loop {
         let mut notified = pin!(wake.notified());
         notified.as_mut().enable();
@@ -136,6 +161,7 @@ async fn run(
                     &mut last,
                     &mut live_last,
                     false,
+                    plan.transport,
                 );
             }
             Next::Marker => {
@@ -167,6 +193,7 @@ async fn run(
                     &mut last,
                     &mut live_last,
                     true,
+                    plan.transport,
                 ),
                 Sent::Closed => return on_close(&shared, &sid, s, conn, None),
                 Sent::Deadline => return deadline_passed(&shared, &sid, s, conn),
@@ -212,12 +239,12 @@ fn next_action(
             let i = rt.ids.partition_point(|&e| e <= x);
             rt.ids.get(i).copied()
         };
-        let emit = |id: EventId, backlog: bool| match sess.frame(id) {
+        let emit = |id: EventId, backlog: bool| match sess.data(id) {
             None => Next::Gap { id, backlog },
             Some(_) if backlog && !pace.is_zero() && paced != Some(id) => Next::Pace(id),
-            Some(f) => Next::Write {
+            Some(data) => Next::Write {
                 id,
-                frame: f.clone(),
+                frame: encode(sess, s, id, data, plan.transport, shared.cfg.retry_ms),
                 backlog,
             },
         };
@@ -257,6 +284,7 @@ fn advance(
     last: &mut EventId,
     live_last: &mut EventId,
     written: bool,
+    transport: Transport,
 ) {
     if interleave && !backlog {
         *live_last = id;
@@ -271,6 +299,7 @@ fn advance(
                 event: id,
                 conn,
                 replay: backlog,
+                transport,
             });
         }
         if sess.streams[s as usize].conn != Some(conn) {
@@ -288,6 +317,25 @@ fn advance(
     });
 }
 
+/// One event's SSE frame for a connection of `transport`: a priming event
+/// (empty data) or a `message` event, numbered in that transport's
+/// namespace.
+fn encode(
+    sess: &super::session::Session,
+    s: StreamIdx,
+    id: EventId,
+    data: &Bytes,
+    transport: Transport,
+    retry_ms: Option<u64>,
+) -> Bytes {
+    let text = std::str::from_utf8(data).expect("stored messages are JSON text");
+    match transport {
+        Transport::Streamable if data.is_empty() => sse::encode(Some(id), None, "", retry_ms),
+        Transport::Streamable => sse::encode(Some(id), Some("message"), text, None),
+        Transport::Legacy => sse::encode(Some(sess.legacy_id(s, id)), Some("message"), text, None),
+    }
+}
+
 async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes, deadline: Duration) -> Sent {
     tokio::select! {
         biased;
@@ -300,7 +348,7 @@ async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes, deadline: Duration) -> Sen
     }
 }
 
-fn deadline_passed(shared: &Shared, sid: &SessionId, s: StreamIdx, conn: ConnId) {
+fn deadline_passed(shared: &Rc<Shared>, sid: &SessionId, s: StreamIdx, conn: ConnId) {
     shared.close_conn(conn);
     on_close(shared, sid, s, conn, Some(ServerClose::WriteDeadline));
 }
@@ -308,7 +356,7 @@ fn deadline_passed(shared: &Shared, sid: &SessionId, s: StreamIdx, conn: ConnId)
 /// The stream's connection ended (or the server ended it): a drop, unless
 /// the stream had changed hands already.
 fn on_close(
-    shared: &Shared,
+    shared: &Rc<Shared>,
     sid: &SessionId,
     s: StreamIdx,
     conn: ConnId,
@@ -320,6 +368,7 @@ fn on_close(
             return;
         }
         rt.conn = None;
+        let rt_kind = rt.kind;
         if let Some(why) = why {
             shared.history.record(Record::ServerClosed {
                 session: sid.clone(),
@@ -336,6 +385,9 @@ fn on_close(
         });
         sess.guard.close_seen(s);
         sess.drained.notify_waiters();
+        if rt_kind == crate::history::StreamKind::Legacy {
+            super::legacy::schedule_expiry(shared.clone(), sid.clone(), s);
+        }
     });
 }
 

@@ -1,0 +1,301 @@
+//! The legacy HTTP+SSE transport (2024-11-05) beside streamable HTTP, on
+//! the same session store, as dual-transport servers have it: `GET /sse`
+//! opens a session and its stream, whose first event is `endpoint`
+//! (`/messages?sessionId=…`); the client POSTs every message there (202) and
+//! every server message arrives on the stream as a `message` event numbered
+//! by the legacy stream's own counter. A legacy session outlives its stream
+//! for `legacy_session_ttl_ms`. Also here: the clock resource that changes
+//! over simulated time and notifies its subscribers.
+
+use super::handlers::{self, Reply};
+use super::session::{Session, ToolCall};
+use super::tools;
+use super::writer::Plan;
+use super::Shared;
+use crate::guard::StreamIdx;
+use crate::history::{ConnId, EventKind, Record, SessionId, StreamKind, Transport};
+use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
+use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
+use crate::protocol::sse;
+use http::{Request, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+use std::rc::Rc;
+use std::time::Duration;
+
+fn reply(r: http::Response<super::ServerBody>) -> Reply {
+    let mut r = Reply::new(r);
+    r.transport = Transport::Legacy;
+    r
+}
+
+/// `GET /sse`: a new legacy session and its stream.
+pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    if !handlers::accepts(req.headers(), "text/event-stream") {
+        return reply(handlers::error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "Accept must list text/event-stream",
+        ));
+    }
+    if shared.state.borrow().sessions.len() >= shared.cfg.max_sessions {
+        return reply(handlers::error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "session limit reached: retry later",
+        ));
+    }
+    let sid = shared.new_session_id();
+    let mut session = Session::new(
+        sid.clone(),
+        Transport::Legacy,
+        shared.cfg.first_event_id,
+        shared.cfg.store_capacity,
+    );
+    shared.history.record(Record::SessionCreated {
+        session: sid.clone(),
+        transport: Transport::Legacy,
+    });
+    let s = session.open_stream(StreamKind::Legacy, None, conn, &shared.history);
+    session.legacy_stream = Some(s);
+    let after = session.guard.stream(s).last_produced;
+    shared
+        .state
+        .borrow_mut()
+        .sessions
+        .insert(sid.clone(), session);
+    let endpoint = sse::encode(
+        None,
+        Some("endpoint"),
+        &format!("/messages?sessionId={sid}"),
+        None,
+    );
+    let plan = Plan {
+        after,
+        replay_until: after,
+        replay: false,
+        transport: Transport::Legacy,
+        preamble: Some(endpoint),
+    };
+    reply(handlers::sse_response(shared, &sid, s, conn, plan)).about(Some(&sid), None)
+}
+
+/// `POST /messages?sessionId=…`: every client message; 202, the answer
+/// goes on the legacy stream.
+pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let (parts, body) = req.into_parts();
+    let Some(sid) = parts
+        .uri
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")))
+        .map(str::to_string)
+    else {
+        return reply(handlers::error(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "missing sessionId query parameter: POST to the URI of the endpoint event",
+        ));
+    };
+    let msg = match handlers::read_message(shared, &parts.headers, body, false).await {
+        Ok(m) => m,
+        Err(mut r) => {
+            r.transport = Transport::Legacy;
+            return r;
+        }
+    };
+    let known = shared
+        .state
+        .borrow()
+        .sessions
+        .get_key_value(sid.as_str())
+        .map(|(k, _)| k.clone());
+    let Some(sid) = known else {
+        return reply(handlers::error(
+            StatusCode::NOT_FOUND,
+            msg.id().cloned(),
+            jsonrpc::SESSION_ERROR,
+            "unknown or expired session: open a new one with GET /sse",
+        ))
+        .about(None, msg.id());
+    };
+    if let Err(r) = handlers::transport_gate(shared, &sid, Transport::Legacy, msg.id()) {
+        return reply(r).about(Some(&sid), msg.id());
+    }
+    let id = msg.id().cloned();
+    match msg {
+        Message::Request { id, method, params } => request(shared, &sid, id, &method, params, conn),
+        Message::Notification { method, params } if method == mcp::CANCELLED => {
+            handlers::cancel(shared, &sid, params.as_ref());
+        }
+        _ => {}
+    }
+    reply(handlers::accepted()).about(Some(&sid), id.as_ref())
+}
+
+/// Answers one legacy request on the legacy stream.
+fn request(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    id: RequestId,
+    method: &str,
+    params: Option<Value>,
+    conn: ConnId,
+) {
+    let Some(s) = shared
+        .state
+        .borrow()
+        .sessions
+        .get(sid)
+        .and_then(|x| x.legacy_stream)
+    else {
+        return; // a streamable session served here (unguarded): nowhere to answer
+    };
+    let answer = |result: Result<Value, ErrorObject>| {
+        let msg = match result {
+            Ok(result) => Message::Result {
+                id: id.clone(),
+                result,
+            },
+            Err(error) => Message::Error {
+                id: Some(id.clone()),
+                error,
+            },
+        };
+        if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+            sess.produce(
+                s,
+                EventKind::Other,
+                &msg.encode(),
+                Some(id.clone()),
+                None,
+                &shared.history,
+            );
+        }
+    };
+    let bad = |m: &str| Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, m, None));
+    match method {
+        mcp::INITIALIZE => match params.map(serde_json::from_value::<InitializeParams>) {
+            Some(Ok(p)) => {
+                let version = if mcp::SUPPORTED_VERSIONS.contains(&p.protocol_version.as_str()) {
+                    p.protocol_version.clone()
+                } else {
+                    mcp::LEGACY_VERSION.to_string()
+                };
+                if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                    sess.protocol_version = Some(version.clone());
+                    sess.capabilities = p.capabilities.clone();
+                }
+                shared.history.record(Record::Negotiated {
+                    session: sid.clone(),
+                    transport: Transport::Legacy,
+                    protocol_version: version.clone(),
+                    capabilities: p.capabilities,
+                });
+                answer(Ok(mcp::initialize_result(&version)));
+            }
+            _ => answer(bad("initialize needs protocolVersion")),
+        },
+        mcp::PING => answer(Ok(json!({}))),
+        mcp::TOOLS_LIST => answer(Ok(mcp::tools_list_result())),
+        mcp::RESOURCES_SUBSCRIBE => match params
+            .as_ref()
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+        {
+            Some(uri) => {
+                if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                    sess.subscriptions.insert(uri.to_string());
+                }
+                answer(Ok(json!({})));
+            }
+            None => answer(bad("resources/subscribe needs a uri")),
+        },
+        mcp::TOOLS_CALL => {
+            let p = match params.map(serde_json::from_value::<CallToolParams>) {
+                Some(Ok(p)) => p,
+                _ => return answer(bad("tools/call needs name and arguments")),
+            };
+            let inv = match tools::validate(shared, &p.name, &p.arguments) {
+                Ok(inv) => inv,
+                Err(e) => return answer(Err(e)),
+            };
+            shared.history.record(Record::RequestReceived {
+                session: Some(sid.clone()),
+                conn,
+                rpc_id: id.clone(),
+                method: method.to_string(),
+                tag: inv.tag().map(str::to_string),
+                tool: Some(p.name.clone()),
+                key: None,
+            });
+            let call = ToolCall {
+                rpc_id: id.clone(),
+                tool: p.name.clone(),
+                progress_token: p.progress_token().cloned(),
+                dedup_key: None,
+            };
+            tools::start(shared.clone(), sid.clone(), s, call, inv);
+        }
+        other => answer(Err(ErrorObject::new(
+            jsonrpc::METHOD_NOT_FOUND,
+            format!("method {other:?} not found"),
+            None,
+        ))),
+    }
+}
+
+/// A legacy stream's connection ended: the session lives on for
+/// `legacy_session_ttl_ms`, then expires unless a stream took it up again.
+pub(super) fn schedule_expiry(shared: Rc<Shared>, sid: SessionId, s: StreamIdx) {
+    let ttl = Duration::from_millis(shared.cfg.legacy_session_ttl_ms);
+    tokio::task::spawn_local(async move {
+        tokio::time::sleep(ttl).await;
+        let mut st = shared.state.borrow_mut();
+        let idle = st.sessions.get(&sid).is_some_and(|x| {
+            x.streams[s as usize].conn.is_none() && !x.cursor_translated && x.conns().is_empty()
+        });
+        if idle {
+            st.sessions.remove(&sid);
+            drop(st);
+            shared
+                .history
+                .record(Record::SessionDeleted { session: sid });
+        }
+    });
+}
+
+/// The clock resource changes every `resource_interval_ms`; each session
+/// subscribed to it gets `notifications/resources/updated` on its
+/// notification stream (the legacy stream, or the standalone GET stream).
+pub(super) async fn tick_resources(shared: Rc<Shared>) {
+    let every = Duration::from_millis(shared.cfg.resource_interval_ms);
+    let mut version: u64 = 0;
+    loop {
+        tokio::time::sleep(every).await;
+        version += 1;
+        let msg = Message::Notification {
+            method: mcp::RESOURCES_UPDATED.into(),
+            params: Some(json!({"uri": mcp::CLOCK_URI, "version": version})),
+        }
+        .encode();
+        let mut st = shared.state.borrow_mut();
+        for sess in st.sessions.values_mut() {
+            if !sess.subscriptions.contains(mcp::CLOCK_URI) {
+                continue;
+            }
+            if let Some(s) = sess.notification_stream() {
+                sess.produce(
+                    s,
+                    EventKind::Notification,
+                    &msg,
+                    None,
+                    None,
+                    &shared.history,
+                );
+            }
+        }
+    }
+}
