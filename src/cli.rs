@@ -152,8 +152,12 @@ fn run_one(
     let opts = Options {
         cursor_on_post_all: cursor_all,
     };
-    let (report, history) =
-        run::run(&scenario, seed, variant, opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (report, history) = run::run(&scenario, seed, variant, opts).map_err(|e| {
+        anyhow::anyhow!(
+            "{e}\nreproduce with: {}",
+            run::repro_command(&path.display().to_string(), seed, variant, opts)
+        )
+    })?;
     if let Some(t) = trace {
         let f = std::fs::File::create(t)
             .with_context(|| format!("cannot write --trace {}", t.display()))?;

@@ -98,7 +98,19 @@ pub fn run(
 ) -> Result<(RunReport, History), WorldError> {
     let scenario = effective(scenario, opts);
     let started = std::time::Instant::now();
-    let out = world::run(&scenario, seed, variant)?;
+    // A panic inside the simulation (a turmoil limit, a bug) becomes an
+    // error the caller reports with its seed, not an abort.
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        world::run(&scenario, seed, variant)
+    }))
+    .map_err(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        WorldError(format!("the simulation panicked: {what}"))
+    })??;
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     let classes: Vec<String> = scenario
         .clients

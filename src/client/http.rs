@@ -116,6 +116,23 @@ impl Drop for Exchange {
     }
 }
 
+/// Aborts a connection task when dropped, unless disarmed.
+struct ConnCloser(Option<AbortHandle>);
+
+impl ConnCloser {
+    fn disarm(mut self) -> AbortHandle {
+        self.0.take().expect("armed once")
+    }
+}
+
+impl Drop for ConnCloser {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            h.abort();
+        }
+    }
+}
+
 /// Sends `out` on the connected stream `io`. The connection task runs on
 /// the current `LocalSet`; dropping the returned exchange closes it.
 pub async fn send<I>(io: I, out: Outgoing) -> Result<Exchange, Error>
@@ -127,7 +144,9 @@ where
     let task = tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
-    let abort = task.abort_handle();
+    // Until the exchange owns it, dropping this future (a timeout, an
+    // aborted reader) must close the connection too, or its socket leaks.
+    let abort = ConnCloser(Some(task.abort_handle()));
     let mut req = Request::builder()
         .method(out.method)
         .uri(out.path)
@@ -135,13 +154,7 @@ where
         .body(Full::new(out.body.unwrap_or_default()))
         .expect("a well-formed request");
     req.headers_mut().extend(out.headers);
-    let resp = match sender.send_request(req).await {
-        Ok(r) => r,
-        Err(e) => {
-            abort.abort();
-            return Err(e.into());
-        }
-    };
+    let resp = sender.send_request(req).await?;
     let (parts, body) = resp.into_parts();
     let is_sse = parts
         .headers
@@ -154,7 +167,7 @@ where
         body,
         sse: is_sse.then(SseDecoder::new),
         pending: VecDeque::new(),
-        conn: abort,
+        conn: abort.disarm(),
     })
 }
 

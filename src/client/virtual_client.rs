@@ -141,6 +141,8 @@ enum Action {
     ReleaseHolds(u64),
     /// The planned network change: leave the legacy transport.
     Switch,
+    /// (Re-)subscribe to the clock resource.
+    Subscribe,
 }
 
 enum Input {
@@ -357,6 +359,7 @@ impl<C: Connector> Client<C> {
             Action::Resume(stream) => self.send_resume(stream),
             Action::Open => self.send_open(),
             Action::Switch => self.switch(),
+            Action::Subscribe => self.subscribe(),
             Action::ReleaseHolds(generation) => {
                 if self.holding.is_some_and(|(_, g)| g == generation) {
                     self.release_holds();
@@ -415,6 +418,16 @@ impl<C: Connector> Client<C> {
             return;
         }
         let msg = self.init_message();
+        self.spawn(SlotKind::Init, Outgoing::post(None, &msg), true);
+    }
+
+    /// `initialize` as this client sends it on its current transport (and
+    /// the record that it went out): a
+    /// transport-switch client asks for the legacy revision and one
+    /// capability set there, and a newer revision and another set on
+    /// streamable HTTP.
+    fn init_message(&self) -> Message {
+        let msg = self.init_request();
         self.record(ClientRecord::Sent {
             client: self.spec.index,
             what: Sent::Initialize,
@@ -422,14 +435,10 @@ impl<C: Connector> Client<C> {
             rpc_id: msg.id().cloned(),
             cursor: None,
         });
-        self.spawn(SlotKind::Init, Outgoing::post(None, &msg), true);
+        msg
     }
 
-    /// `initialize` as this client sends it on its current transport: a
-    /// transport-switch client asks for the legacy revision and one
-    /// capability set there, and a newer revision and another set on
-    /// streamable HTTP.
-    fn init_message(&self) -> Message {
+    fn init_request(&self) -> Message {
         let (version, caps) = match (self.g().behaviour, self.transport) {
             (Behaviour::TransportSwitch, Transport::Legacy) => {
                 (mcp::LEGACY_VERSION, json!({"sampling": {}}))
@@ -664,18 +673,25 @@ impl<C: Connector> Client<C> {
                 o.task.abort();
             }
         }
-        if self.holding.is_none() {
-            // Hold results on other streams until this stream's replay-end
-            // (bounded by the read timeout). A resume that breaks before its
-            // marker keeps the hold: the next resume brings the marker.
-            self.hold_gen += 1;
-            self.holding = Some((stream, self.hold_gen));
-            let generation = self.hold_gen;
-            self.schedule(
-                Duration::from_millis(self.g().read_timeout_ms),
-                Action::ReleaseHolds(generation),
-            );
+        // Hold results on other streams until this stream's replay-end. A
+        // resume that breaks before its marker keeps the hold: the next
+        // resume brings the marker.
+        if self.holding.is_none_or(|(h, _)| h == stream) {
+            self.arm_hold(stream);
         }
+    }
+
+    /// (Re-)arms the hold on `stream`: it lasts until the marker, or until
+    /// the resume has been silent for the read timeout (re-armed by each
+    /// resume attempt, its headers, and each event it brings).
+    fn arm_hold(&mut self, stream: u64) {
+        self.hold_gen += 1;
+        self.holding = Some((stream, self.hold_gen));
+        let generation = self.hold_gen;
+        self.schedule(
+            Duration::from_millis(self.g().read_timeout_ms),
+            Action::ReleaseHolds(generation),
+        );
     }
 
     fn send_open(&mut self) {
@@ -959,6 +975,9 @@ impl<C: Connector> Client<C> {
         };
         if let (SlotKind::Resume { stream }, 200) = (&s.kind, status) {
             let stream = *stream;
+            if self.holding.is_some_and(|(h, _)| h == stream) {
+                self.arm_hold(stream);
+            }
             // The resume's headers arrived: re-send new calls it held up.
             for op in self.resend_after_resume.remove(&stream).unwrap_or_default() {
                 if self.ops[op].state == OpState::Active {
@@ -995,13 +1014,6 @@ impl<C: Connector> Client<C> {
             session: sid,
         });
         let msg = self.init_message();
-        self.record(ClientRecord::Sent {
-            client: self.spec.index,
-            what: Sent::Initialize,
-            tag: None,
-            rpc_id: msg.id().cloned(),
-            cursor: None,
-        });
         self.legacy_post(&msg);
     }
 
@@ -1054,6 +1066,14 @@ impl<C: Connector> Client<C> {
         };
         s.last_activity_us = now;
         let kind = s.kind.clone();
+        if let (SlotKind::Resume { stream }, Some((h, _))) = (&kind, self.holding) {
+            if *stream == h {
+                self.arm_hold(h);
+            }
+        }
+        let Some(s) = self.slots.get_mut(&slot) else {
+            return;
+        };
         if let Some(id) = id {
             let key = match s.stream {
                 Some(k) => k,
@@ -1315,7 +1335,10 @@ impl<C: Connector> Client<C> {
             SlotKind::LegacyOpen => self.retry_init(),
             // A lost legacy message (initialize, subscribe): start over.
             SlotKind::LegacyPost => self.reinit_now(),
-            SlotKind::Subscribe => self.subscribe(),
+            SlotKind::Subscribe => {
+                let wait = self.backoff(self.init_attempts);
+                self.schedule(wait, Action::Subscribe);
+            }
             SlotKind::Init => self.retry_init(),
             SlotKind::Call { op } => {
                 // The request may have run; its stream never began for us.

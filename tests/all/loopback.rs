@@ -660,3 +660,112 @@ fn unguarded_resume_past_eviction_is_a_silent_gap() {
         let _: Value = json!(null);
     });
 }
+
+/// POSTs one message to a legacy `/messages` endpoint.
+async fn legacy_post(h: &Harness, endpoint: &str, msg: &Message) -> Exchange {
+    let mut out = Outgoing::post(None, msg);
+    out.path = endpoint.to_string();
+    h.send(out).await
+}
+
+fn legacy_get() -> Outgoing {
+    let mut out = Outgoing::get("unused", None);
+    out.path = "/sse".into();
+    out.headers.remove(headers::MCP_SESSION_ID);
+    out
+}
+
+/// The legacy transport on the same server: endpoint event, 202 on POST,
+/// answers on the stream numbered by its own counter, 404 for an unknown
+/// session; Rule T on /mcp for a legacy session.
+#[test]
+fn legacy_transport_endpoint_posts_and_stream() {
+    both(
+        ServerConfig {
+            first_event_id: 100,
+            ..ServerConfig::default()
+        },
+        |h, variant| {
+            Box::pin(async move {
+                let mut stream = h.send(legacy_get()).await;
+                assert_eq!(stream.status, 200);
+                let endpoint = next(&mut stream).await;
+                assert_eq!(endpoint.event, "endpoint");
+                let sid = endpoint
+                    .data
+                    .strip_prefix("/messages?sessionId=")
+                    .expect("endpoint names the session")
+                    .to_string();
+                assert_eq!(sid.len(), 32);
+                let init = Message::Request {
+                    id: h.id(),
+                    method: mcp::INITIALIZE.into(),
+                    params: Some(mcp::initialize_params(
+                        mcp::LEGACY_VERSION,
+                        json!({"sampling": {}}),
+                        "legacy",
+                    )),
+                };
+                let ack = legacy_post(&h, &endpoint.data, &init).await;
+                assert_eq!(
+                    ack.status, 202,
+                    "legacy POSTs are accepted, answered on the stream"
+                );
+                let answer = next(&mut stream).await;
+                assert_eq!(
+                    answer.id.as_deref(),
+                    Some("1"),
+                    "the legacy stream counts its own events"
+                );
+                let msg = Message::decode(answer.data.as_bytes()).unwrap();
+                match msg {
+                    Message::Result { result, .. } => {
+                        assert_eq!(result["protocolVersion"], mcp::LEGACY_VERSION)
+                    }
+                    other => panic!("{other:?}"),
+                }
+                let call = h.call_msg(h.id(), "legacy-op", 2);
+                assert_eq!(legacy_post(&h, &endpoint.data, &call).await.status, 202);
+                h.release(2);
+                let progress = next(&mut stream).await;
+                let result = next(&mut stream).await;
+                assert_eq!(
+                    (progress.id.as_deref(), result.id.as_deref()),
+                    (Some("2"), Some("3"))
+                );
+                assert!(matches!(
+                    Message::decode(result.data.as_bytes()).unwrap(),
+                    Message::Result { .. }
+                ));
+                assert_eq!(h.ledger.executions("legacy-op"), 1);
+                // Unknown session: 404 with a JSON-RPC error.
+                let unknown = legacy_post(&h, "/messages?sessionId=00ff", &init).await;
+                assert_eq!(unknown.status, 404);
+                assert_eq!(
+                    rpc_error(&unknown.json().await.unwrap().unwrap()).code,
+                    jsonrpc::SESSION_ERROR
+                );
+                // Streamable HTTP with the legacy session id: Rule T.
+                let ping = Message::Request {
+                    id: h.id(),
+                    method: "ping".into(),
+                    params: None,
+                };
+                let cross = h.send(Outgoing::post(Some(&sid), &ping)).await;
+                match variant {
+                    Variant::Guarded => {
+                        assert_eq!(cross.status, 404);
+                        let body = cross.json().await.unwrap().unwrap();
+                        assert_eq!(
+                            rpc_error(&body).data.as_ref().unwrap()["reason"],
+                            "transport_mismatch"
+                        );
+                    }
+                    Variant::Unguarded => {
+                        assert_eq!(cross.status, 200, "the unguarded lookup succeeds")
+                    }
+                }
+            })
+        },
+    );
+}

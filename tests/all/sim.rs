@@ -26,12 +26,16 @@ struct Run {
 }
 
 fn simulate(name: &str, seed: u64, v: Variant, cursor_all: bool) -> Run {
+    simulate_scenario(&scenario(name), name, seed, v, cursor_all)
+}
+
+fn simulate_scenario(s: &Scenario, name: &str, seed: u64, v: Variant, cursor_all: bool) -> Run {
     let opts = Options {
         cursor_on_post_all: cursor_all,
     };
     let repro = run::repro_command(&format!("sims/{name}"), seed, v, opts);
-    let (report, history) = run::run(&scenario(name), seed, v, opts)
-        .unwrap_or_else(|e| panic!("{e}\nreproduce: {repro}"));
+    let (report, history) =
+        run::run(s, seed, v, opts).unwrap_or_else(|e| panic!("{e}\nreproduce: {repro}"));
     Run {
         report,
         history,
@@ -206,6 +210,79 @@ fn seed_case_two() {
             r.metric("lost_operations") == 0 && r.metric("duplicate_side_effects") == 0,
             "both calls done once",
         );
+    }
+}
+
+#[test]
+fn seed_case_four_cross_transport() {
+    let file = "seed-004-cross-transport.toml";
+    let u = simulate(file, 0, Variant::Unguarded, false);
+    u.check(
+        u.metric("capability_violations") > 0,
+        "unguarded serves the new transport under the old negotiation",
+    );
+    u.check(
+        u.metric("foreign_cursor_replays") > 0,
+        "unguarded replays from a cursor of another namespace",
+    );
+    let g = simulate(file, 0, Variant::Guarded, false);
+    let switches = g.report.faults.applied.get("switch").copied().unwrap_or(0);
+    g.check(switches == 1, "the planned switch was applied");
+    g.check(
+        g.metric("capability_violations") == 0,
+        "guarded: no capability violations",
+    );
+    g.check(
+        g.metric("foreign_cursor_replays") == 0,
+        "guarded: no foreign-cursor replays",
+    );
+    g.check(
+        g.metric("reinitializations") == switches,
+        "guarded: one re-initialization per switch",
+    );
+    let ops = g.metric("operations");
+    let interrupted = g
+        .client_records()
+        .iter()
+        .filter(|r| matches!(r, ClientRecord::Interrupted { .. }))
+        .count() as u64;
+    g.check(
+        g.report.metrics.migration_latency_us.count == interrupted + switches
+            && g.report.metrics.migration_latency_us.max > 0,
+        "the switch's cost shows in migration latency (one sample per switch)",
+    );
+    g.check(
+        ops == 4 && g.metric("lost_operations") == 0,
+        "every call done",
+    );
+}
+
+#[test]
+fn a_registered_mapping_resumes_across_transports_exactly() {
+    let mut s = scenario("seed-004-cross-transport.toml");
+    s.server.cross_transport_mapping = true;
+    let g = simulate_scenario(
+        &s,
+        "seed-004-cross-transport.toml",
+        0,
+        Variant::Guarded,
+        false,
+    );
+    let mapped = g
+        .server_records()
+        .iter()
+        .any(|r| matches!(r, Record::MappingApplied { .. }));
+    g.check(mapped, "the mapping translated the legacy cursor");
+    for name in [
+        "reinitializations",
+        "capability_violations",
+        "foreign_cursor_replays",
+        "orphaned_events",
+        "duplicate_side_effects",
+        "lost_operations",
+        "guard_bugs",
+    ] {
+        g.check(g.metric(name) == 0, &format!("mapped resume: {name} = 0"));
     }
 }
 
