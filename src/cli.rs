@@ -1,13 +1,20 @@
 //! The command line: arguments are parsed, validated into a configuration,
-//! then run; `main` maps the outcome to an exit code.
+//! then run; `main` maps the outcome to an exit code: 0 when every
+//! expectation holds, 1 on a safety violation, 2 on a liveness failure, 3 on
+//! a usage or I/O error.
 
+use crate::fault::FaultPlan;
 use crate::guard::{Limits, PostFacts, Reason, SessionGuard, Verdict};
 use crate::history::{History, Ledger};
+use crate::report;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::Scenario;
+use crate::seed;
 use crate::server::{Delivery, Pacing, Server, ServerConfig, Variant};
+use crate::sweep::{self, Job, Seeds, Summary};
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,15 +41,74 @@ enum CursorOverride {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// Run every scenario in sims/ under both servers over a few seeds and
-    /// print guarded vs unguarded, per metric.
+    /// Run every scenario in sims/ x seeds x both servers in parallel; write
+    /// summary.json and report.md; print guarded vs unguarded.
     Compare {
         /// Directory of scenarios.
         #[arg(long, default_value = "sims")]
         sims: PathBuf,
         /// Seeds per scenario (0..N).
-        #[arg(long, default_value_t = 3)]
+        #[arg(long, default_value_t = 6)]
         seeds: u64,
+        /// Parallel simulations (default: the core count).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Output directory.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// Also write JUnit XML here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
+    /// Run one scenario over a seed range (or one shard of it) under both
+    /// servers; write the summary JSON.
+    Sweep {
+        /// Scenario file (TOML).
+        #[arg(long)]
+        scenario: PathBuf,
+        /// Seed range A..B (B exclusive).
+        #[arg(long)]
+        seeds: String,
+        /// Shard K/N (1-based) of the range.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Summary file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Parallel simulations (default: the core count).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Also write JUnit XML here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
+    /// Merge summary files (shards) into one, recomputing aggregates.
+    Merge {
+        /// Summary files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Write the merged summary here (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Print a run's every derived option and its whole fault plan, then run
+    /// it with the trace on.
+    Repro {
+        /// Scenario file (TOML).
+        #[arg(long)]
+        scenario: PathBuf,
+        /// Root seed.
+        #[arg(long)]
+        seed: u64,
+        /// Which server: guarded or unguarded.
+        #[arg(long)]
+        server: Variant,
+        /// Override every client's cursor_on_post.
+        #[arg(long, value_enum)]
+        cursor_on_post: Option<CursorOverride>,
+        /// Trace file (default: target/repro/SCENARIO-SEED-SERVER.jsonl).
+        #[arg(long)]
+        trace: Option<PathBuf>,
     },
     /// Print Rule M, the guard's decision table, as the guard computes it.
     Rules,
@@ -96,12 +162,56 @@ fn parse_delivery(s: &str) -> Result<Delivery, String> {
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(3);
+        }
+    };
     let result = match cli.cmd {
-        Cmd::Compare { sims, seeds } => compare(&sims, seeds),
+        Cmd::Compare {
+            sims,
+            seeds,
+            jobs,
+            out,
+            junit,
+        } => compare(&sims, seeds, jobs, &out, junit.as_deref()),
+        Cmd::Sweep {
+            scenario,
+            seeds,
+            shard,
+            out,
+            jobs,
+            junit,
+        } => sweep_cmd(
+            &scenario,
+            &seeds,
+            shard.as_deref(),
+            &out,
+            jobs,
+            junit.as_deref(),
+        ),
+        Cmd::Merge { files, out } => merge(&files, out.as_deref()),
+        Cmd::Repro {
+            scenario,
+            seed,
+            server,
+            cursor_on_post,
+            trace,
+        } => repro(&scenario, seed, server, cursor_on_post.is_some(), trace),
         Cmd::Rules => {
             print!("{}", decision_table());
-            Ok(true)
+            Ok(0)
         }
         Cmd::Run {
             scenario,
@@ -123,11 +233,10 @@ pub fn main() -> ExitCode {
             addr,
             delivery,
             seed,
-        } => serve(server, addr, delivery, seed).map(|()| true),
+        } => serve(server, addr, delivery, seed).map(|()| 0),
     };
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("mcp-chaos: {e:#}");
             ExitCode::from(3)
@@ -139,7 +248,20 @@ fn load(path: &Path) -> anyhow::Result<Scenario> {
     Ok(Scenario::load(path)?)
 }
 
-/// Runs one scenario; `Ok(false)` when an expectation failed.
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create {}: check the --out path", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| {
+        format!(
+            "cannot write {}: check the path and permissions",
+            path.display()
+        )
+    })
+}
+
+/// Runs one scenario; returns the run's exit code.
 fn run_one(
     path: &Path,
     seed: u64,
@@ -147,18 +269,19 @@ fn run_one(
     trace: Option<&Path>,
     format: Format,
     cursor_all: bool,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<u8> {
     let scenario = load(path)?;
     let opts = Options {
         cursor_on_post_all: cursor_all,
     };
-    let (report, history) = run::run(&scenario, seed, variant, opts).map_err(|e| {
-        anyhow::anyhow!(
-            "{e}\nreproduce with: {}",
-            run::repro_command(&path.display().to_string(), seed, variant, opts)
-        )
-    })?;
+    let repro = run::repro_command(&path.display().to_string(), seed, variant, opts);
+    let (report, history) = run::run(&scenario, seed, variant, opts)
+        .map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {repro}"))?;
     if let Some(t) = trace {
+        if let Some(dir) = t.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         let f = std::fs::File::create(t)
             .with_context(|| format!("cannot write --trace {}", t.display()))?;
         history
@@ -172,10 +295,14 @@ fn run_one(
         ),
         Format::Text => print!("{}", text_report(&report)),
     }
-    let ok = report.failed_expectations.is_empty();
-    if !ok {
+    if report.verdict != "pass" {
         eprintln!(
-            "mcp-chaos: {} expectation(s) failed for {} on the {} server, seed {seed}:",
+            "mcp-chaos: {} ({}) for {} on the {} server, seed {seed}:",
+            if report.verdict == "safety" {
+                "safety violation"
+            } else {
+                "liveness failure"
+            },
             report.failed_expectations.len(),
             report.scenario,
             report.server
@@ -183,15 +310,15 @@ fn run_one(
         for f in &report.failed_expectations {
             eprintln!("  - {f}");
         }
-        eprintln!(
-            "reproduce with: {}",
-            run::repro_command(&path.display().to_string(), seed, variant, opts)
-        );
+        if !report.clients_finished {
+            eprintln!("  - clients still running when the heal phase ended");
+        }
+        eprintln!("reproduce with: {repro}");
     }
-    Ok(ok)
+    Ok(report.exit_code())
 }
 
-/// The metrics a comparison shows, in order.
+/// The metrics a text report shows, in order.
 const SHOWN: &[&str] = &[
     "operations",
     "duplicate_side_effects",
@@ -199,6 +326,9 @@ const SHOWN: &[&str] = &[
     "silent_losses",
     "truncated_responses",
     "order_violations",
+    "capability_violations",
+    "foreign_cursor_replays",
+    "reinitializations",
     "lost_operations",
     "blind_spots",
     "guard_bugs",
@@ -207,13 +337,14 @@ const SHOWN: &[&str] = &[
 
 fn text_report(r: &RunReport) -> String {
     let mut out = format!(
-        "{} · seed {} · {} server · {} ms simulated · {} records · trace {}\n",
+        "{} · seed {} · {} server · {} ms simulated · {} records · trace {} · {}\n",
         r.scenario,
         r.seed,
         r.server,
         r.sim_ms,
         r.records,
-        &r.trace_sha256[..16]
+        &r.trace_sha256[..16],
+        r.verdict
     );
     for name in SHOWN {
         if let Some(v) = r.metrics.get(name) {
@@ -232,7 +363,7 @@ fn text_report(r: &RunReport) -> String {
     out
 }
 
-/// The scenario files of a directory, sorted by name.
+/// The scenario files of a directory (not its subdirectories), by name.
 pub fn scenario_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let rd = std::fs::read_dir(dir).with_context(|| {
         format!(
@@ -254,80 +385,234 @@ pub fn scenario_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn compare(dir: &Path, seeds: u64) -> anyhow::Result<bool> {
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs jobs with a progress bar on a terminal, plain lines otherwise.
+fn execute(jobs: &[Job], workers: usize) -> anyhow::Result<Summary> {
+    let tty = std::io::stderr().is_terminal();
+    let bar = tty.then(|| {
+        let b = indicatif::ProgressBar::new(jobs.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+                .expect("a valid template"),
+        );
+        b
+    });
+    let progress = |done: usize, total: usize, job: &Job, r: &Result<RunReport, String>| {
+        let verdict = match r {
+            Ok(r) => r.verdict.clone(),
+            Err(_) => "error".into(),
+        };
+        let line = format!(
+            "{} seed {} {}: {verdict}",
+            job.scenario.name,
+            job.seed,
+            job.variant.as_str()
+        );
+        match &bar {
+            Some(b) => {
+                b.set_position(done as u64);
+                b.set_message(line);
+            }
+            None => eprintln!("[{done}/{total}] {line}"),
+        }
+    };
+    let results = sweep::run_all(jobs, workers, &progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut runs = Vec::new();
+    for r in results {
+        runs.push(r.map_err(|e| anyhow::anyhow!("{e}"))?);
+    }
+    Ok(Summary::from_runs(runs))
+}
+
+fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&str, u64, &str) -> String + '_ {
+    move |scenario: &str, seed: u64, server: &str| {
+        let path = files
+            .iter()
+            .find(|(_, s)| s.name == scenario)
+            .map_or("sims/?.toml", |(p, _)| p.as_str());
+        let v = server.parse().unwrap_or(Variant::Guarded);
+        run::repro_command(path, seed, v, Options::default())
+    }
+}
+
+fn finish(
+    summary: &Summary,
+    files: &[(String, Scenario)],
+    junit: Option<&Path>,
+) -> anyhow::Result<u8> {
+    if let Some(j) = junit {
+        write(j, &report::junit(summary, &repro_for(files)))?;
+    }
+    let repro = repro_for(files);
+    for r in summary.runs.iter().filter(|r| r.verdict != "pass") {
+        eprintln!(
+            "mcp-chaos: {} {} seed {} ({}): {}\n  reproduce with: {}",
+            r.scenario,
+            r.server,
+            r.seed,
+            r.verdict,
+            r.failed_expectations.join("; "),
+            repro(&r.scenario, r.seed, &r.server)
+        );
+    }
+    Ok(summary.exit_code())
+}
+
+fn compare(
+    dir: &Path,
+    seeds: u64,
+    jobs: Option<usize>,
+    out: &Path,
+    junit: Option<&Path>,
+) -> anyhow::Result<u8> {
     if seeds == 0 {
         bail!("--seeds must be at least 1");
     }
-    let files = scenario_files(dir)?;
-    let mut all_ok = true;
-    println!(
-        "mcp-chaos compare: {} scenarios x seeds 0..{seeds} x both servers (totals over seeds)\n",
-        files.len()
-    );
-    for path in &files {
-        let scenario = load(path)?;
-        let mut totals: Vec<Vec<u64>> = vec![vec![0; SHOWN.len()]; 2];
-        let mut lat: Vec<Vec<u64>> = vec![Vec::new(); 2];
-        let mut failures = Vec::new();
+    let mut files = Vec::new();
+    for p in scenario_files(dir)? {
+        files.push((p.display().to_string(), load(&p)?));
+    }
+    let mut work = Vec::new();
+    for (path, scenario) in &files {
         for seed in 0..seeds {
-            for (i, v) in Variant::BOTH.into_iter().enumerate() {
-                let (r, _) = run::run(&scenario, seed, v, Options::default())
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                for (k, name) in SHOWN.iter().enumerate() {
-                    totals[i][k] += r.metrics.get(name).unwrap_or(0);
-                }
-                lat[i].push(r.metrics.migration_latency_us.p50);
-                if !r.failed_expectations.is_empty() {
-                    failures.push(format!(
-                        "  FAILED {}: {}\n    reproduce: {}",
-                        v.as_str(),
-                        r.failed_expectations.join("; "),
-                        run::repro_command(
-                            &path.display().to_string(),
-                            seed,
-                            v,
-                            Options::default()
-                        )
-                    ));
-                }
+            for variant in Variant::BOTH {
+                work.push(Job {
+                    path: path.clone(),
+                    scenario: scenario.clone(),
+                    seed,
+                    variant,
+                });
             }
         }
-        println!("{} — {}", scenario.name, scenario.description);
-        println!("  {:<24} {:>10} {:>10}", "metric", "guarded", "unguarded");
-        for (k, name) in SHOWN.iter().enumerate() {
-            let g = totals[0][k].to_string();
-            let u = if *name == "guard_bugs" || *name == "blind_spots" {
-                "-".to_string()
-            } else {
-                totals[1][k].to_string()
-            };
-            println!("  {name:<24} {g:>10} {u:>10}");
-        }
-        let median = |v: &mut Vec<u64>| {
-            v.sort();
-            v[v.len() / 2]
-        };
-        println!(
-            "  {:<24} {:>10} {:>10}",
-            "migration p50 (median)",
-            median(&mut lat[0]),
-            median(&mut lat[1])
-        );
-        for f in &failures {
-            println!("{f}");
-        }
-        all_ok &= failures.is_empty();
-        println!();
     }
+    let workers = jobs.unwrap_or_else(cores);
+    eprintln!("mcp-chaos compare: {} scenarios x {seeds} seeds x 2 servers = {} runs on {workers} workers", files.len(), work.len());
+    let summary = execute(&work, workers)?;
+    write(
+        &out.join("summary.json"),
+        &serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    write(&out.join("report.md"), &report::markdown(&summary))?;
+    println!("{}", report::headline(&summary));
+    println!(
+        "wrote {} and {}",
+        out.join("summary.json").display(),
+        out.join("report.md").display()
+    );
+    finish(&summary, &files, junit)
+}
+
+fn sweep_cmd(
+    path: &Path,
+    seeds: &str,
+    shard: Option<&str>,
+    out: &Path,
+    jobs: Option<usize>,
+    junit: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let seeds = Seeds::parse(seeds, shard).map_err(anyhow::Error::msg)?;
+    let scenario = load(path)?;
+    let files = vec![(path.display().to_string(), scenario.clone())];
+    let work: Vec<Job> = seeds
+        .list()
+        .into_iter()
+        .flat_map(|seed| {
+            Variant::BOTH.map(|variant| Job {
+                path: path.display().to_string(),
+                scenario: scenario.clone(),
+                seed,
+                variant,
+            })
+        })
+        .collect();
+    let summary = execute(&work, jobs.unwrap_or_else(cores))?;
+    write(
+        out,
+        &serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    println!("{}", report::headline(&summary));
+    finish(&summary, &files, junit)
+}
+
+fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
+    let mut parts = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read summary {}", f.display()))?;
+        let s: Summary = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a mcp-chaos summary (write one with `mcp-chaos sweep --out FILE`)",
+                f.display()
+            )
+        })?;
+        parts.push(s);
+    }
+    let merged = Summary::merge(parts);
+    let text = serde_json::to_string_pretty(&merged).expect("summary serializes");
+    match out {
+        Some(p) => {
+            write(p, &text)?;
+            println!("{}", report::headline(&merged));
+        }
+        None => println!("{text}"),
+    }
+    Ok(merged.exit_code())
+}
+
+fn repro(
+    path: &Path,
+    seed: u64,
+    variant: Variant,
+    cursor_all: bool,
+    trace: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    let scenario = load(path)?;
+    let opts = Options {
+        cursor_on_post_all: cursor_all,
+    };
+    let effective = run::effective(&scenario, opts);
+    let plan = FaultPlan::draw(&effective, seed);
+    println!(
+        "# mcp-chaos repro: {} seed {seed} server {}",
+        scenario.name,
+        variant.as_str()
+    );
+    println!(
+        "# child seeds: faults={} turmoil={} client-start={} server-sessions/0={}",
+        seed::child(seed, "faults"),
+        seed::child(seed, "turmoil"),
+        seed::child(seed, "client-start"),
+        seed::child(seed, "server-sessions/0")
+    );
+    println!("# the scenario as run (every derived option), then the whole fault plan:\n");
+    let mut shown = effective.clone();
+    shown.faults.explicit = Vec::new();
     println!(
         "{}",
-        if all_ok {
-            "all expectations hold"
-        } else {
-            "some expectations FAILED (see above)"
-        }
+        toml::to_string(&shown).context("printing the scenario")?
     );
-    Ok(all_ok)
+    println!(
+        "# fault plan ({} faults)\n[faults]\n{}",
+        plan.faults.len(),
+        plan.to_toml()
+            .replace("[[explicit]]", "[[faults.explicit]]")
+    );
+    let trace = trace.unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "target/repro/{}-{seed}-{}.jsonl",
+            scenario.name,
+            variant.as_str()
+        ))
+    });
+    let code = run_one(path, seed, variant, Some(&trace), Format::Text, cursor_all)?;
+    println!("trace: {}", trace.display());
+    Ok(code)
 }
 
 fn serve(variant: Variant, addr: SocketAddr, delivery: Delivery, seed: u64) -> anyhow::Result<()> {

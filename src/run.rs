@@ -55,8 +55,14 @@ pub struct RunReport {
     pub records: u64,
     /// SHA-256 of the JSONL trace.
     pub trace_sha256: String,
+    /// Migration-latency histogram as (value µs, count) pairs, so that
+    /// sweeps merge histograms rather than rounded percentiles.
+    pub migration_latency_hist: Vec<(u64, u64)>,
     /// Expectations that failed (empty when all hold).
     pub failed_expectations: Vec<String>,
+    /// `pass`, `safety` (a safety expectation failed) or `liveness` (only
+    /// liveness ones: lost operations, clients unfinished after the heal).
+    pub verdict: String,
     /// Wall-clock figures.
     pub meta: Meta,
 }
@@ -209,16 +215,47 @@ pub fn run(
         clients_finished: out.clients_finished,
         records,
         trace_sha256,
+        migration_latency_hist: j.latency_hist.clone(),
+        verdict: verdict(&failed, out.clients_finished).to_string(),
         failed_expectations: failed,
         meta: Meta { wall_ms },
     };
     Ok((report, out.history))
 }
 
+/// Liveness metrics: a failure on these alone is a liveness failure.
+pub const LIVENESS_METRICS: &[&str] = &["lost_operations"];
+
+fn verdict(failed: &[String], clients_finished: bool) -> &'static str {
+    let liveness = |f: &String| {
+        LIVENESS_METRICS
+            .iter()
+            .any(|m| f.starts_with(&format!("{m} ")))
+    };
+    if failed.iter().any(|f| !liveness(f)) {
+        "safety"
+    } else if !failed.is_empty() || !clients_finished {
+        "liveness"
+    } else {
+        "pass"
+    }
+}
+
+impl RunReport {
+    /// Exit code of this run: 0 pass, 1 safety violation, 2 liveness failure.
+    pub fn exit_code(&self) -> u8 {
+        match self.verdict.as_str() {
+            "pass" => 0,
+            "safety" => 1,
+            _ => 2,
+        }
+    }
+}
+
 /// The command that reproduces a run.
 pub fn repro_command(scenario_path: &str, seed: u64, variant: Variant, opts: Options) -> String {
     let mut cmd = format!(
-        "cargo run --release -- run --scenario {scenario_path} --seed {seed} --server {}",
+        "cargo run --release -- repro --scenario {scenario_path} --seed {seed} --server {}",
         variant.as_str()
     );
     if opts.cursor_on_post_all {

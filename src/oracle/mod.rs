@@ -160,6 +160,9 @@ impl Metrics {
 pub struct Judgement {
     /// Whole-run metrics.
     pub metrics: Metrics,
+    /// The whole run's migration-latency histogram as (value, count) pairs
+    /// (lossless: merging runs re-records them).
+    pub latency_hist: Vec<(u64, u64)>,
     /// Per client class (label → metrics).
     pub by_class: BTreeMap<String, Metrics>,
 }
@@ -364,14 +367,35 @@ pub fn judge(entries: &[Entry], classes: &[String], calls: &[u32], guarded: bool
             (l.clone(), sum(&mut it))
         })
         .collect();
-    Judgement { metrics, by_class }
+    let mut whole = new_hist();
+    for h in latency.values() {
+        whole.add(h).expect("same bounds");
+    }
+    let latency_hist = whole
+        .iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect();
+    Judgement {
+        metrics,
+        by_class,
+        latency_hist,
+    }
 }
 
-fn new_hist() -> Histogram<u64> {
+/// An empty migration-latency histogram (1 µs .. 1 h, 3 significant digits).
+pub fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
 }
 
-fn add(t: &mut Metrics, m: &Metrics) {
+/// Adds the integer metrics of `m` to `t` (latency is merged separately,
+/// from histograms; guard bugs add when both are known).
+pub fn add(t: &mut Metrics, m: &Metrics) {
+    t.guard_bugs = match (t.guard_bugs, m.guard_bugs) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, None) => a,
+        (None, b) => b,
+    };
+    t.decision_errors += m.decision_errors;
     t.operations += m.operations;
     t.duplicate_side_effects += m.duplicate_side_effects;
     t.orphaned_events += m.orphaned_events;

@@ -1,0 +1,256 @@
+//! Many runs at once: scenario × seeds × servers across cores, shards of a
+//! seed range for machines beyond this one, and summaries that merge
+//! exactly (aggregates come from integer counts and merged histograms,
+//! never from rounded figures).
+
+use crate::oracle::{self, Latency, Metrics};
+use crate::run::{self, Options, RunReport};
+use crate::scenario::Scenario;
+use crate::server::Variant;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Version of the summary JSON.
+pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
+
+/// Totals for one scenario × server over its runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// Scenario name.
+    pub scenario: String,
+    /// `guarded` or `unguarded`.
+    pub server: String,
+    /// Runs (seeds).
+    pub runs: u64,
+    /// Runs whose expectations failed.
+    pub failed_runs: u64,
+    /// Sums of every integer metric; latency from the merged histogram.
+    pub metrics: Metrics,
+    /// Faults planned and applied, summed.
+    pub faults: run::Faults,
+}
+
+/// Every run of a sweep plus aggregates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Summary schema version.
+    pub schema_version: u32,
+    /// Every run, ordered by scenario, server, seed.
+    pub runs: Vec<RunReport>,
+    /// Per scenario × server, ordered.
+    pub aggregates: Vec<Aggregate>,
+}
+
+impl Summary {
+    /// A summary of these runs (any order, duplicates by (scenario, server,
+    /// seed) removed).
+    pub fn from_runs(mut runs: Vec<RunReport>) -> Summary {
+        runs.sort_by(|a, b| {
+            (&a.scenario, &a.server, a.seed).cmp(&(&b.scenario, &b.server, b.seed))
+        });
+        runs.dedup_by(|a, b| (&a.scenario, &a.server, a.seed) == (&b.scenario, &b.server, b.seed));
+        let mut groups: BTreeMap<(String, String), Vec<&RunReport>> = BTreeMap::new();
+        for r in &runs {
+            groups
+                .entry((r.scenario.clone(), r.server.clone()))
+                .or_default()
+                .push(r);
+        }
+        let aggregates = groups
+            .into_iter()
+            .map(|((scenario, server), rs)| {
+                let mut metrics = Metrics::default();
+                let mut hist = oracle::new_hist();
+                let mut faults = run::Faults::default();
+                for r in &rs {
+                    oracle::add(&mut metrics, &r.metrics);
+                    for &(v, n) in &r.migration_latency_hist {
+                        hist.record_n(v, n)
+                            .expect("values within the histogram's bounds");
+                    }
+                    for (k, v) in &r.faults.planned {
+                        *faults.planned.entry(k.clone()).or_insert(0) += v;
+                    }
+                    for (k, v) in &r.faults.applied {
+                        *faults.applied.entry(k.clone()).or_insert(0) += v;
+                    }
+                }
+                metrics.migration_latency_us = Latency::of(&hist);
+                Aggregate {
+                    scenario,
+                    server,
+                    runs: rs.len() as u64,
+                    failed_runs: rs.iter().filter(|r| r.verdict != "pass").count() as u64,
+                    metrics,
+                    faults,
+                }
+            })
+            .collect();
+        Summary {
+            schema_version: SUMMARY_SCHEMA_VERSION,
+            runs,
+            aggregates,
+        }
+    }
+
+    /// Merges summaries (shards): the runs of all, aggregates recomputed.
+    pub fn merge(parts: Vec<Summary>) -> Summary {
+        Summary::from_runs(parts.into_iter().flat_map(|s| s.runs).collect())
+    }
+
+    /// The worst exit code of its runs (0 pass, 1 safety, 2 liveness).
+    pub fn exit_code(&self) -> u8 {
+        let codes: Vec<u8> = self.runs.iter().map(RunReport::exit_code).collect();
+        if codes.contains(&1) {
+            1
+        } else {
+            codes.into_iter().max().unwrap_or(0)
+        }
+    }
+
+    /// The same summary with wall-clock figures cleared (for comparisons).
+    pub fn without_meta(mut self) -> Summary {
+        for r in &mut self.runs {
+            r.meta = Default::default();
+        }
+        self
+    }
+}
+
+/// A seed range `A..B` (B exclusive) and an optional shard `K/N`
+/// (1-based): the seeds of the range whose offset is `K−1` modulo `N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seeds {
+    /// First seed.
+    pub start: u64,
+    /// One past the last seed.
+    pub end: u64,
+    /// Shard index (1-based) and count.
+    pub shard: (u64, u64),
+}
+
+impl Seeds {
+    /// Parses `A..B`; a one-line error names the input and the fix.
+    pub fn parse(range: &str, shard: Option<&str>) -> Result<Seeds, String> {
+        let bad = || format!("bad seed range {range:?}: write A..B with A < B, e.g. 0..20");
+        let (a, b) = range.split_once("..").ok_or_else(bad)?;
+        let (start, end) = (
+            a.trim().parse::<u64>().map_err(|_| bad())?,
+            b.trim().parse::<u64>().map_err(|_| bad())?,
+        );
+        if start >= end {
+            return Err(bad());
+        }
+        let shard = match shard {
+            None => (1, 1),
+            Some(s) => {
+                let bad = || format!("bad shard {s:?}: write K/N with 1 <= K <= N, e.g. 2/4");
+                let (k, n) = s.split_once('/').ok_or_else(bad)?;
+                let (k, n) = (
+                    k.trim().parse::<u64>().map_err(|_| bad())?,
+                    n.trim().parse::<u64>().map_err(|_| bad())?,
+                );
+                if k == 0 || n == 0 || k > n {
+                    return Err(bad());
+                }
+                (k, n)
+            }
+        };
+        Ok(Seeds { start, end, shard })
+    }
+
+    /// The seeds of this shard, in order.
+    pub fn list(&self) -> Vec<u64> {
+        let (k, n) = self.shard;
+        (self.start..self.end)
+            .filter(|s| (s - self.start) % n == k - 1)
+            .collect()
+    }
+}
+
+/// One unit of work.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// The scenario file, for repro commands.
+    pub path: String,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Root seed.
+    pub seed: u64,
+    /// Server.
+    pub variant: Variant,
+}
+
+/// Called as each job finishes: (done, total, job, its outcome).
+pub type Progress<'a> = dyn Fn(usize, usize, &Job, &Result<RunReport, String>) + Sync + 'a;
+
+/// Runs `jobs` on `workers` threads (each simulation single-threaded and
+/// deterministic); `progress(done, total, report)` is called as each
+/// finishes. Results come back in job order.
+pub fn run_all(
+    jobs: &[Job],
+    workers: usize,
+    progress: &Progress<'_>,
+) -> Vec<Result<RunReport, String>> {
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<RunReport, String>>>> = Mutex::new(vec![None; jobs.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..workers.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(job) = jobs.get(i) else { break };
+                let r = run::run(&job.scenario, job.seed, job.variant, Options::default())
+                    .map(|(report, _)| report)
+                    .map_err(|e| {
+                        format!(
+                            "{e}\nreproduce with: {}",
+                            run::repro_command(
+                                &job.path,
+                                job.seed,
+                                job.variant,
+                                Options::default()
+                            )
+                        )
+                    });
+                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                progress(n, jobs.len(), job, &r);
+                results.lock().expect("no worker panics while holding it")[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("workers are done")
+        .into_iter()
+        .map(|r| r.expect("every job ran"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_ranges_and_shards_partition_the_range() {
+        let all = Seeds::parse("3..13", None).unwrap().list();
+        assert_eq!(all, (3..13).collect::<Vec<_>>());
+        let mut union: Vec<u64> = (1..=3)
+            .flat_map(|k| {
+                Seeds::parse("3..13", Some(&format!("{k}/3")))
+                    .unwrap()
+                    .list()
+            })
+            .collect();
+        union.sort();
+        assert_eq!(union, all, "shards cover the range exactly once");
+        for bad in ["5..5", "9..2", "x..3", "3", "1..2..3"] {
+            assert!(Seeds::parse(bad, None).is_err(), "{bad}");
+        }
+        for bad in ["0/3", "4/3", "1/0", "a/b", "2"] {
+            assert!(Seeds::parse("0..9", Some(bad)).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The command line as a user meets it: exit codes, one-line errors, JUnit,
+//! sweeps that shard and merge exactly, and compare's output files.
+
+use mcp_chaos::sweep::Summary;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-chaos"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn seed_case(extra: &str) -> String {
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/seed-000-retry-by-post.toml"),
+    )
+    .unwrap();
+    let cut = base.find("[expect.unguarded.min]").unwrap();
+    format!("{}{extra}", &base[..cut])
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_3() {
+    let dir = scratch("bad-input");
+    let malformed = dir.join("bad.toml");
+    std::fs::write(&malformed, "name = \"x\"\nduration_ms = [").unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["run", "--scenario", "sims/nope.toml", "--server", "guarded"]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        vec![
+            "run".into(),
+            "--scenario".into(),
+            malformed.display().to_string(),
+            "--server".into(),
+            "guarded".into(),
+        ],
+        vec![
+            "sweep",
+            "--scenario",
+            "sims/seed-000-retry-by-post.toml",
+            "--seeds",
+            "5..2",
+            "--out",
+            "x.json",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect(),
+        vec![
+            "sweep",
+            "--scenario",
+            "sims/seed-000-retry-by-post.toml",
+            "--seeds",
+            "0..2",
+            "--shard",
+            "3/2",
+            "--out",
+            "x.json",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect(),
+        vec![
+            "run",
+            "--scenario",
+            "sims/seed-000-retry-by-post.toml",
+            "--server",
+            "sideways",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect(),
+    ];
+    for args in cases {
+        let o = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 3, "{args:?}: {err}");
+        assert!(!err.trim().is_empty(), "{args:?} explains itself");
+        assert!(!err.contains("panicked"), "{args:?} must not panic: {err}");
+    }
+}
+
+#[test]
+fn exit_codes_pass_safety_liveness_and_junit() {
+    let dir = scratch("exit-codes");
+    // Pass.
+    let o = run(&[
+        "run",
+        "--scenario",
+        "sims/seed-000-retry-by-post.toml",
+        "--server",
+        "unguarded",
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    // Safety: the unguarded server must not duplicate, but it does.
+    let safety = dir.join("safety.toml");
+    std::fs::write(
+        &safety,
+        seed_case("[expect.unguarded.max]\nduplicate_side_effects = 0\n"),
+    )
+    .unwrap();
+    let o = run(&[
+        "run",
+        "--scenario",
+        safety.to_str().unwrap(),
+        "--server",
+        "unguarded",
+    ]);
+    assert_eq!(code(&o), 1);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("reproduce with: cargo run --release -- repro --scenario"),
+        "{err}"
+    );
+    // Liveness: the heal phase is too short for the 8-chunk call to finish.
+    let liveness = dir.join("liveness.toml");
+    let text = seed_case("[expect.guarded.max]\nlost_operations = 0\n")
+        .replace("duration_ms = 2000", "duration_ms = 100")
+        .replace("[heal]\nduration_ms = 10000", "[heal]\nduration_ms = 50");
+    std::fs::write(&liveness, text).unwrap();
+    let o = run(&[
+        "run",
+        "--scenario",
+        liveness.to_str().unwrap(),
+        "--server",
+        "guarded",
+    ]);
+    assert_eq!(code(&o), 2, "{}", String::from_utf8_lossy(&o.stderr));
+    // JUnit from a sweep: one test case per scenario x server, the failing
+    // one with its seed and the repro command.
+    let junit = dir.join("junit.xml");
+    let o = run(&[
+        "sweep",
+        "--scenario",
+        safety.to_str().unwrap(),
+        "--seeds",
+        "0..2",
+        "--out",
+        dir.join("s.json").to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 1);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase").count(), 2, "{xml}");
+    assert_eq!(xml.matches("<failure").count(), 1, "{xml}");
+    assert!(
+        xml.contains("seed 0") && xml.contains("repro --scenario"),
+        "{xml}"
+    );
+}
+
+#[test]
+fn sharded_sweep_merges_to_the_unsharded_summary() {
+    let dir = scratch("shards");
+    let scenario = "sims/half-open.toml";
+    let whole = dir.join("whole.json");
+    assert_eq!(
+        code(&run(&[
+            "sweep",
+            "--scenario",
+            scenario,
+            "--seeds",
+            "0..5",
+            "--out",
+            whole.to_str().unwrap(),
+            "--jobs",
+            "2"
+        ])),
+        0
+    );
+    let mut parts = Vec::new();
+    for k in 1..=3 {
+        let part = dir.join(format!("part{k}.json"));
+        let shard = format!("{k}/3");
+        let o = run(&[
+            "sweep",
+            "--scenario",
+            scenario,
+            "--seeds",
+            "0..5",
+            "--shard",
+            &shard,
+            "--out",
+            part.to_str().unwrap(),
+            "--jobs",
+            "1",
+        ]);
+        assert_eq!(code(&o), 0);
+        parts.push(part);
+    }
+    let merged = dir.join("merged.json");
+    let mut args = vec!["merge".to_string()];
+    args.extend(parts.iter().map(|p| p.display().to_string()));
+    args.extend(["--out".to_string(), merged.display().to_string()]);
+    assert_eq!(code(&bin().args(&args).output().unwrap()), 0);
+    let load = |p: &Path| -> Summary {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (a, b) = (load(&whole).without_meta(), load(&merged).without_meta());
+    assert_eq!(a.runs.len(), 10);
+    assert_eq!(a, b, "merging shards gives the unsharded summary");
+}
+
+#[test]
+fn compare_writes_summary_and_report() {
+    let dir = scratch("compare");
+    let sims = dir.join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/seed-000-resume-then-post.toml"),
+        sims.join("case2.toml"),
+    )
+    .unwrap();
+    let out = dir.join("results");
+    let o = run(&[
+        "compare",
+        "--sims",
+        sims.to_str().unwrap(),
+        "--seeds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary.runs.len(), 4);
+    assert_eq!(summary.aggregates.len(), 2);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("## seed-000-resume-then-post") && report.contains("order_violations"),
+        "{report}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("| seed-000-resume-then-post | unguarded | 2 |"),
+        "{stdout}"
+    );
+}
