@@ -499,11 +499,44 @@ fn compare(
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
     write(&out.join("report.md"), &report::markdown(&summary))?;
+    // The timeline shows the unguarded run with the most duplicate side
+    // effects (ties: first scenario, lowest seed), run again for its trace.
+    let pick = summary
+        .runs
+        .iter()
+        .filter(|r| r.server == "unguarded")
+        .max_by_key(|r| {
+            (
+                r.metrics.duplicate_side_effects,
+                std::cmp::Reverse((&r.scenario, r.seed)),
+            )
+        });
+    let timeline = match pick.and_then(|r| {
+        files
+            .iter()
+            .find(|(_, s)| s.name == r.scenario)
+            .map(|(_, s)| (r, s))
+    }) {
+        Some((r, sc)) => {
+            let (_, history) = run::run(sc, r.seed, Variant::Unguarded, Options::default())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Some(report::Timeline::of(
+                format!("{} seed {} unguarded", r.scenario, r.seed),
+                &history,
+            ))
+        }
+        None => None,
+    };
+    write(
+        &out.join("report.html"),
+        &report::html(&summary, timeline.as_ref()),
+    )?;
     println!("{}", report::headline(&summary));
     println!(
-        "wrote {} and {}",
+        "wrote {}, {} and {}",
         out.join("summary.json").display(),
-        out.join("report.md").display()
+        out.join("report.md").display(),
+        out.join("report.html").display()
     );
     finish(&summary, &files, junit)
 }

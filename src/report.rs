@@ -176,3 +176,291 @@ pub fn junit(s: &Summary, repro: &dyn Fn(&str, u64, &str) -> String) -> String {
     out.push_str("</testsuite>\n</testsuites>\n");
     out
 }
+
+/// A representative run's timeline: fault windows and violations in time.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// What the timeline shows (scenario, seed, server).
+    pub title: String,
+    /// Simulated length, µs.
+    pub end_us: u64,
+    /// Fault windows (start, end, kind), µs.
+    pub faults: Vec<(u64, u64, String)>,
+    /// Instantaneous faults (client drops, switches), µs.
+    pub ticks: Vec<u64>,
+    /// Violations (duplicate executions), µs.
+    pub violations: Vec<u64>,
+}
+
+impl Timeline {
+    /// Reads fault windows and duplicate executions out of a history.
+    pub fn of(title: String, h: &crate::history::History) -> Timeline {
+        use crate::history::{ClientRecord, Rec, Record, WorldRecord};
+        let mut t = Timeline {
+            title,
+            ..Timeline::default()
+        };
+        let mut open: BTreeMap<u32, (u64, &'static str)> = BTreeMap::new();
+        for e in h.entries().iter() {
+            t.end_us = t.end_us.max(e.t_us);
+            match &e.record {
+                Rec::World(WorldRecord::FaultStarted { index, kind }) => {
+                    open.insert(*index, (e.t_us, kind));
+                }
+                Rec::World(WorldRecord::FaultEnded { index }) => {
+                    if let Some((s, k)) = open.remove(index) {
+                        t.faults.push((s, e.t_us, k.to_string()));
+                    }
+                }
+                Rec::Client(ClientRecord::Dropped { .. } | ClientRecord::Switched { .. }) => {
+                    t.ticks.push(e.t_us)
+                }
+                Rec::Server(Record::Execution { n, .. }) if *n > 1 => t.violations.push(e.t_us),
+                _ => {}
+            }
+        }
+        for (_, (s, k)) in open {
+            t.faults.push((s, t.end_us, k.to_string()));
+        }
+        t
+    }
+}
+
+use std::collections::BTreeMap;
+
+const W: f64 = 720.0;
+const H: f64 = 260.0;
+const PAD: f64 = 50.0;
+
+fn svg_open(title: &str) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"11\"><title>{}</title><rect width=\"{W}\" height=\"{H}\" fill=\"white\"/>",
+        xml(title)
+    )
+}
+
+/// Migration-latency CDF per server, over every run of the summary.
+pub fn cdf_svg(s: &Summary) -> String {
+    let mut out = svg_open("migration latency CDF per server");
+    let mut series = Vec::new();
+    let mut max_v: u64 = 1;
+    for (server, color) in [("guarded", "#1b7837"), ("unguarded", "#c51b7d")] {
+        let mut pairs: Vec<(u64, u64)> = s
+            .runs
+            .iter()
+            .filter(|r| r.server == server)
+            .flat_map(|r| r.migration_latency_hist.iter().copied())
+            .collect();
+        pairs.sort();
+        let total: u64 = pairs.iter().map(|p| p.1).sum();
+        max_v = max_v.max(pairs.last().map_or(1, |p| p.0));
+        series.push((server, color, pairs, total));
+    }
+    let lx = |v: u64| {
+        PAD + ((v.max(1) as f64).log10() / (max_v.max(10) as f64).log10()) * (W - 2.0 * PAD)
+    };
+    let ly = |q: f64| H - PAD - q * (H - 2.0 * PAD);
+    let _ = write!(out, "<line x1=\"{PAD}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{PAD}\" y1=\"{PAD}\" x2=\"{PAD}\" y2=\"{}\" stroke=\"black\"/>", H - PAD, W - PAD, H - PAD, H - PAD);
+    let mut decade = 1u64;
+    while decade <= max_v.max(10) {
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            lx(decade),
+            H - PAD + 14.0,
+            ms(decade)
+        );
+        decade *= 10;
+    }
+    for q in [0.0, 0.5, 0.9, 1.0] {
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{q}</text>",
+            PAD - 4.0,
+            ly(q) + 4.0
+        );
+    }
+    for (i, (server, color, pairs, total)) in series.iter().enumerate() {
+        if *total == 0 {
+            continue;
+        }
+        let mut acc = 0;
+        let mut pts = String::new();
+        for (v, n) in pairs {
+            acc += n;
+            let _ = write!(pts, "{:.1},{:.1} ", lx(*v), ly(acc as f64 / *total as f64));
+        }
+        let _ = write!(
+            out,
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{pts}\"/>"
+        );
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{}\" fill=\"{color}\">{server} ({total} samples)</text>",
+            W - PAD - 150.0,
+            PAD + 14.0 * i as f64
+        );
+    }
+    let _ = write!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">migration latency (log scale)</text></svg>",
+        W / 2.0,
+        H - 12.0
+    );
+    out
+}
+
+/// Corruption counts per scenario as grouped bars (guarded, unguarded).
+pub fn bars_svg(s: &Summary) -> String {
+    let mut out = svg_open("corruption per scenario");
+    let corruption = |a: Option<&Aggregate>| {
+        a.map_or(0, |a| {
+            let m = &a.metrics;
+            m.duplicate_side_effects
+                + m.silent_losses
+                + m.order_violations
+                + m.capability_violations
+                + m.foreign_cursor_replays
+        })
+    };
+    let mut scenarios: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
+    scenarios.dedup();
+    let max = scenarios
+        .iter()
+        .flat_map(|sc| {
+            [
+                corruption(find(s, sc, "guarded")),
+                corruption(find(s, sc, "unguarded")),
+            ]
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let slot = (W - 2.0 * PAD) / scenarios.len().max(1) as f64;
+    let scale =
+        |v: u64| ((v as f64 + 1.0).log10() / (max as f64 + 1.0).log10()) * (H - 2.0 * PAD - 40.0);
+    for (i, sc) in scenarios.iter().enumerate() {
+        let x = PAD + slot * i as f64;
+        for (j, (server, color)) in [("guarded", "#1b7837"), ("unguarded", "#c51b7d")]
+            .iter()
+            .enumerate()
+        {
+            let v = corruption(find(s, sc, server));
+            let h = scale(v);
+            let bx = x + 4.0 + j as f64 * (slot - 8.0) / 2.0;
+            let _ = write!(
+                out,
+                "<rect x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{color}\"><title>{sc} {server}: {v}</title></rect><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"9\">{v}</text>",
+                H - PAD - 40.0 - h,
+                (slot - 8.0) / 2.0 - 2.0,
+                bx + (slot - 8.0) / 4.0,
+                H - PAD - 44.0 - h
+            );
+        }
+        let _ = write!(
+            out,
+            "<text transform=\"translate({:.1},{}) rotate(25)\" font-size=\"9\">{}</text>",
+            x + 4.0,
+            H - PAD - 30.0,
+            xml(sc)
+        );
+    }
+    let _ = write!(out, "<text x=\"{PAD}\" y=\"16\">duplicates + silent losses + order + capability + foreign replays, totals over seeds (log scale); green guarded, red unguarded</text></svg>");
+    out
+}
+
+/// One run's timeline: fault windows shaded, drops and switches as ticks,
+/// duplicate executions marked.
+pub fn timeline_svg(t: &Timeline) -> String {
+    let mut out = svg_open(&t.title);
+    let x = |us: u64| PAD + (us as f64 / t.end_us.max(1) as f64) * (W - 2.0 * PAD);
+    for (s, e, k) in &t.faults {
+        let _ = write!(
+            out,
+            "<rect x=\"{:.1}\" y=\"{PAD}\" width=\"{:.1}\" height=\"{}\" fill=\"#fdb863\" opacity=\"0.35\"><title>{k}</title></rect>",
+            x(*s),
+            (x(*e) - x(*s)).max(1.0),
+            H - 2.0 * PAD
+        );
+    }
+    for tk in &t.ticks {
+        let _ = write!(
+            out,
+            "<line x1=\"{:.1}\" y1=\"{}\" x2=\"{:.1}\" y2=\"{}\" stroke=\"#e08214\"/>",
+            x(*tk),
+            H - PAD - 20.0,
+            x(*tk),
+            H - PAD
+        );
+    }
+    for v in &t.violations {
+        let _ = write!(
+            out,
+            "<circle cx=\"{:.1}\" cy=\"{}\" r=\"3\" fill=\"#c51b7d\"/>",
+            x(*v),
+            H / 2.0
+        );
+    }
+    let _ = write!(
+        out,
+        "<line x1=\"{PAD}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><text x=\"{PAD}\" y=\"{}\">0 s</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.1} s</text><text x=\"{PAD}\" y=\"20\">{}: fault windows shaded, drops and switches as ticks, duplicate executions as dots ({})</text></svg>",
+        H - PAD,
+        W - PAD,
+        H - PAD,
+        H - PAD + 14.0,
+        W - PAD,
+        H - PAD + 14.0,
+        t.end_us as f64 / 1e6,
+        xml(&t.title),
+        t.violations.len()
+    );
+    out
+}
+
+/// `report.html`: one self-contained page (no scripts, no external files)
+/// with the Markdown report's tables and the three plots.
+pub fn html(s: &Summary, timeline: Option<&Timeline>) -> String {
+    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}</style></head><body><h1>mcp-chaos comparison</h1>");
+    let _ = write!(
+        out,
+        "<h2>Migration latency</h2>{}<h2>Corruption per scenario</h2>{}",
+        cdf_svg(s),
+        bars_svg(s)
+    );
+    if let Some(t) = timeline {
+        let _ = write!(out, "<h2>Timeline of one run</h2>{}", timeline_svg(t));
+    }
+    // The Markdown tables, as HTML tables.
+    for line in markdown(s).lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            let _ = write!(out, "<h2>{}</h2>", xml(h));
+        } else if line.starts_with("|---") {
+            continue;
+        } else if let Some(row) = line.strip_prefix('|') {
+            let cells: Vec<&str> = row
+                .trim_end_matches('|')
+                .split('|')
+                .map(str::trim)
+                .collect();
+            let tag = if cells.first() == Some(&"metric") {
+                "th"
+            } else {
+                "td"
+            };
+            if tag == "th" {
+                out.push_str("<table>");
+            }
+            out.push_str("<tr>");
+            for c in cells {
+                let _ = write!(out, "<{tag}>{}</{tag}>", xml(c));
+            }
+            out.push_str("</tr>");
+        } else if line.is_empty() {
+            out.push_str("</table>");
+        } else if !line.starts_with('#') {
+            let _ = write!(out, "<p>{}</p>", xml(line));
+        }
+    }
+    out.push_str("</body></html>\n");
+    out
+}

@@ -61,7 +61,8 @@ pub struct RunReport {
     /// Expectations that failed (empty when all hold).
     pub failed_expectations: Vec<String>,
     /// `pass`, `safety` (a safety expectation failed) or `liveness` (only
-    /// liveness ones: lost operations, clients unfinished after the heal).
+    /// liveness ones: lost operations after the heal phase). Clients still
+    /// running at the end show up as lost operations.
     pub verdict: String,
     /// Wall-clock figures.
     pub meta: Meta,
@@ -216,7 +217,7 @@ pub fn run(
         records,
         trace_sha256,
         migration_latency_hist: j.latency_hist.clone(),
-        verdict: verdict(&failed, out.clients_finished).to_string(),
+        verdict: verdict(&failed).to_string(),
         failed_expectations: failed,
         meta: Meta { wall_ms },
     };
@@ -226,7 +227,7 @@ pub fn run(
 /// Liveness metrics: a failure on these alone is a liveness failure.
 pub const LIVENESS_METRICS: &[&str] = &["lost_operations"];
 
-fn verdict(failed: &[String], clients_finished: bool) -> &'static str {
+fn verdict(failed: &[String]) -> &'static str {
     let liveness = |f: &String| {
         LIVENESS_METRICS
             .iter()
@@ -234,7 +235,7 @@ fn verdict(failed: &[String], clients_finished: bool) -> &'static str {
     };
     if failed.iter().any(|f| !liveness(f)) {
         "safety"
-    } else if !failed.is_empty() || !clients_finished {
+    } else if !failed.is_empty() {
         "liveness"
     } else {
         "pass"

@@ -676,7 +676,8 @@ impl<C: Connector> Client<C> {
         // Hold results on other streams until this stream's replay-end. A
         // resume that breaks before its marker keeps the hold: the next
         // resume brings the marker.
-        if self.holding.is_none_or(|(h, _)| h == stream) {
+        // Only a stream that owes us a result has an order to protect.
+        if self.holding.is_none_or(|(h, _)| h == stream) && !self.ops_on(stream).is_empty() {
             self.arm_hold(stream);
         }
     }
@@ -1066,7 +1067,11 @@ impl<C: Connector> Client<C> {
         };
         s.last_activity_us = now;
         let kind = s.kind.clone();
-        if let (SlotKind::Resume { stream }, Some((h, _))) = (&kind, self.holding) {
+        // Events of a call keep the hold alive; notifications do not (a
+        // steady notification stream without a marker would hold forever).
+        let call_event = msg.as_ref().and_then(tag_of).is_some();
+        if let (SlotKind::Resume { stream }, Some((h, _)), true) = (&kind, self.holding, call_event)
+        {
             if *stream == h {
                 self.arm_hold(h);
             }

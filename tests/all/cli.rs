@@ -250,6 +250,12 @@ fn compare_writes_summary_and_report() {
         report.contains("## seed-000-resume-then-post") && report.contains("order_violations"),
         "{report}"
     );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3, "CDF, bars and a timeline");
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http"),
+        "self-contained, offline"
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         stdout.contains("| seed-000-resume-then-post | unguarded | 2 |"),
