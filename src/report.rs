@@ -41,7 +41,11 @@ fn latency(m: &Metrics) -> String {
 }
 
 fn ms(us: u64) -> String {
-    format!("{:.1} ms", us as f64 / 1000.0)
+    if us >= 1000 {
+        format!("{:.0} ms", us as f64 / 1000.0)
+    } else {
+        format!("{:.2} ms", us as f64 / 1000.0)
+    }
 }
 
 /// The headline: per scenario, each violation metric's total for both
@@ -256,13 +260,21 @@ pub fn cdf_svg(s: &Summary) -> String {
         max_v = max_v.max(pairs.last().map_or(1, |p| p.0));
         series.push((server, color, pairs, total));
     }
+    let min_v = series
+        .iter()
+        .filter_map(|(_, _, p, _)| p.first().map(|x| x.0))
+        .min()
+        .unwrap_or(1)
+        .max(1);
+    let lo = (min_v as f64).log10().floor();
+    let hi = (max_v.max(10) as f64).log10().ceil().max(lo + 1.0);
     let lx = |v: u64| {
-        PAD + ((v.max(1) as f64).log10() / (max_v.max(10) as f64).log10()) * (W - 2.0 * PAD)
+        PAD + (((v.max(1) as f64).log10() - lo) / (hi - lo)).clamp(0.0, 1.0) * (W - 2.0 * PAD)
     };
     let ly = |q: f64| H - PAD - q * (H - 2.0 * PAD);
     let _ = write!(out, "<line x1=\"{PAD}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/><line x1=\"{PAD}\" y1=\"{PAD}\" x2=\"{PAD}\" y2=\"{}\" stroke=\"black\"/>", H - PAD, W - PAD, H - PAD, H - PAD);
-    let mut decade = 1u64;
-    while decade <= max_v.max(10) {
+    let mut decade = 10u64.pow(lo as u32);
+    while decade as f64 <= 10f64.powf(hi) {
         let _ = write!(
             out,
             "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",

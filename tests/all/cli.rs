@@ -262,3 +262,46 @@ fn compare_writes_summary_and_report() {
         "{stdout}"
     );
 }
+
+/// The committed `results/` is what `compare` produces for the same seeds
+/// (timing metadata aside): seed 0 of every scenario, both servers, is run
+/// again and must give the identical report.
+#[test]
+fn committed_results_match_a_fresh_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let committed: Summary =
+        serde_json::from_str(&std::fs::read_to_string(root.join("results/summary.json")).unwrap())
+            .unwrap();
+    let files = mcp_chaos::cli::scenario_files(&root.join("sims")).unwrap();
+    let mut checked = 0;
+    for f in files {
+        let scenario = mcp_chaos::scenario::Scenario::load(&f).unwrap();
+        for v in mcp_chaos::server::Variant::BOTH {
+            let (mut fresh, _) =
+                mcp_chaos::run::run(&scenario, 0, v, mcp_chaos::run::Options::default()).unwrap();
+            let mut old = committed
+                .runs
+                .iter()
+                .find(|r| r.scenario == scenario.name && r.server == v.as_str() && r.seed == 0)
+                .unwrap_or_else(|| {
+                    panic!(
+                        "results/ lacks {} {} seed 0: run `cargo run --release -- compare`",
+                        scenario.name,
+                        v.as_str()
+                    )
+                })
+                .clone();
+            fresh.meta = Default::default();
+            old.meta = Default::default();
+            assert_eq!(
+                fresh,
+                old,
+                "results/ is stale for {} {}: run `cargo run --release -- compare` and commit results/",
+                scenario.name,
+                v.as_str()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 16);
+}
