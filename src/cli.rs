@@ -110,6 +110,22 @@ enum Cmd {
         #[arg(long)]
         trace: Option<PathBuf>,
     },
+    /// Delta-debug a failing run's fault plan to a minimal one that fails
+    /// the same way; write it as a scenario for sims/regressions/.
+    Shrink {
+        /// Scenario file (TOML).
+        #[arg(long)]
+        scenario: PathBuf,
+        /// Root seed of the failing run.
+        #[arg(long)]
+        seed: u64,
+        /// The server that fails.
+        #[arg(long)]
+        server: Variant,
+        /// Where to write the shrunk scenario (default: sims/regressions/NAME.toml).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Print Rule M, the guard's decision table, as the guard computes it.
     Rules,
     /// Run one scenario under one seed against one server.
@@ -209,6 +225,12 @@ pub fn main() -> ExitCode {
             cursor_on_post,
             trace,
         } => repro(&scenario, seed, server, cursor_on_post.is_some(), trace),
+        Cmd::Shrink {
+            scenario,
+            seed,
+            server,
+            out,
+        } => shrink(&scenario, seed, server, out),
         Cmd::Rules => {
             print!("{}", decision_table());
             Ok(0)
@@ -646,6 +668,30 @@ fn repro(
     let code = run_one(path, seed, variant, Some(&trace), Format::Text, cursor_all)?;
     println!("trace: {}", trace.display());
     Ok(code)
+}
+
+fn shrink(path: &Path, seed: u64, variant: Variant, out: Option<PathBuf>) -> anyhow::Result<u8> {
+    let scenario = load(path)?;
+    let found = crate::shrink::shrink(&scenario, seed, variant).map_err(anyhow::Error::msg)?;
+    let out = out
+        .unwrap_or_else(|| PathBuf::from(format!("sims/regressions/{}.toml", found.scenario.name)));
+    let text = format!(
+        "# {}\n# Written by `mcp-chaos shrink --scenario {} --seed {seed} --server {}`.\n{}",
+        found.scenario.description,
+        path.display(),
+        variant.as_str(),
+        toml::to_string(&found.scenario).context("printing the scenario")?
+    );
+    write(&out, &text)?;
+    println!(
+        "shrunk {} faults to {} in {} runs, preserving {:?}; wrote {}",
+        found.faults_before,
+        found.faults_after,
+        found.runs,
+        found.metrics,
+        out.display()
+    );
+    Ok(0)
 }
 
 fn serve(variant: Variant, addr: SocketAddr, delivery: Delivery, seed: u64) -> anyhow::Result<()> {

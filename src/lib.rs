@@ -13,5 +13,6 @@ pub mod run;
 pub mod scenario;
 pub mod seed;
 pub mod server;
+pub mod shrink;
 pub mod sweep;
 pub mod world;

@@ -453,3 +453,53 @@ fn the_fleet_over_twenty_seeds() {
         "unguarded shows duplicates ({dups}) and orphans ({orphans}) in aggregate"
     );
 }
+
+#[test]
+fn shrink_keeps_the_violation_with_fewer_faults() {
+    // A seeded failure of the unguarded server: it must not duplicate, but
+    // half-open makes it.
+    let mut s = scenario("half-open.toml");
+    s.expect.unguarded = Default::default();
+    s.expect
+        .unguarded
+        .max
+        .insert("duplicate_side_effects".into(), 0);
+    let shrunk = mcp_chaos::shrink::shrink(&s, 0, Variant::Unguarded).unwrap();
+    assert!(
+        shrunk.faults_after < shrunk.faults_before,
+        "{} → {}",
+        shrunk.faults_before,
+        shrunk.faults_after
+    );
+    assert_eq!(shrunk.faults_after, shrunk.scenario.faults.explicit.len());
+    // The shrunk scenario still fails the same way: the pinned expectation
+    // (duplicates at least 1) holds, the original one (at most 0) would not.
+    let r = simulate_scenario(
+        &shrunk.scenario,
+        "regressions/shrunk.toml",
+        0,
+        Variant::Unguarded,
+        false,
+    );
+    r.check(
+        r.report.failed_expectations.is_empty(),
+        "the shrunk scenario reproduces the violation",
+    );
+    r.check(r.metric("duplicate_side_effects") >= 1, "still duplicates");
+}
+
+#[test]
+fn regressions_hold() {
+    let dir = path("regressions");
+    let files = mcp_chaos::cli::scenario_files(&dir).unwrap();
+    for f in files {
+        let name = format!("regressions/{}", f.file_name().unwrap().to_str().unwrap());
+        for v in Variant::BOTH {
+            let r = simulate(&name, 0, v, false);
+            r.check(
+                r.report.failed_expectations.is_empty(),
+                &format!("{name}: {:?}", r.report.failed_expectations),
+            );
+        }
+    }
+}
