@@ -684,9 +684,11 @@ fn shrink(path: &Path, seed: u64, variant: Variant, out: Option<PathBuf>) -> any
     );
     write(&out, &text)?;
     println!(
-        "shrunk {} faults to {} in {} runs, preserving {:?}; wrote {}",
+        "shrunk {} faults to {} and {} clients to {} in {} runs, preserving {:?}; wrote {}",
         found.faults_before,
         found.faults_after,
+        found.clients.0,
+        found.clients.1,
         found.runs,
         found.metrics,
         out.display()

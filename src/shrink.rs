@@ -38,6 +38,48 @@ fn with_faults(s: &Scenario, faults: &[crate::scenario::Fault]) -> Scenario {
     out
 }
 
+/// `s` with group `g` cut to its first `keep` clients: faults naming a
+/// removed client are dropped, later clients renumbered.
+fn without_clients(s: &Scenario, g: usize, keep: u32) -> Scenario {
+    use crate::scenario::Fault;
+    let start: u32 = s.clients[..g].iter().map(|c| c.count).sum();
+    let old = s.clients[g].count;
+    let (cut_from, cut) = (start + keep, old - keep);
+    let renumber = |c: u32| -> Option<u32> {
+        if c < cut_from {
+            Some(c)
+        } else if c < start + old {
+            None
+        } else {
+            Some(c - cut)
+        }
+    };
+    let mut out = s.clone();
+    out.clients[g].count = keep;
+    out.faults.explicit = s
+        .faults
+        .explicit
+        .iter()
+        .filter_map(|f| match f {
+            Fault::Drop {
+                client,
+                call,
+                after_event,
+            } => renumber(*client).map(|client| Fault::Drop {
+                client,
+                call: *call,
+                after_event: *after_event,
+            }),
+            Fault::Switch { client, after_call } => renumber(*client).map(|client| Fault::Switch {
+                client,
+                after_call: *after_call,
+            }),
+            other => Some(other.clone()),
+        })
+        .collect();
+    out
+}
+
 /// What a shrink found.
 #[derive(Debug)]
 pub struct Shrunk {
@@ -47,6 +89,8 @@ pub struct Shrunk {
     pub faults_before: usize,
     /// Faults left.
     pub faults_after: usize,
+    /// Clients before and after.
+    pub clients: (u32, u32),
     /// The violated metrics preserved.
     pub metrics: BTreeSet<String>,
     /// Simulations run.
@@ -104,13 +148,31 @@ pub fn shrink(scenario: &Scenario, seed: u64, v: Variant) -> Result<Shrunk, Stri
     if current.len() == 1 && fails(&[])? {
         current.clear();
     }
-    let mut out = with_faults(scenario, &current);
+    // Then the client count: halve each group while the failure persists
+    // (faults naming removed clients go; later clients are renumbered).
+    let mut base = with_faults(scenario, &current);
+    for g in 0..base.clients.len() {
+        while base.clients[g].count > 1 {
+            let candidate = without_clients(&base, g, base.clients[g].count / 2);
+            runs += 1;
+            let got = failing_metrics(&candidate, seed, v)?;
+            if target.iter().all(|m| got.contains(m)) {
+                base = candidate;
+            } else {
+                break;
+            }
+        }
+    }
+    let clients_before = scenario.client_count();
+    let current = base.faults.explicit.clone();
+    let mut out = base;
     out.name = format!("{}-seed{seed}-{}-shrunk", scenario.name, v.as_str());
     out.description = format!(
-        "Shrunk from {} seed {seed} ({} of {} faults): the {} server still shows {}",
+        "Shrunk from {} seed {seed} ({} of {} faults, {} of {clients_before} clients): the {} server still shows {}",
         scenario.name,
         current.len(),
         plan.faults.len(),
+        out.client_count(),
         v.as_str(),
         target.iter().cloned().collect::<Vec<_>>().join(", ")
     );
@@ -131,6 +193,7 @@ pub fn shrink(scenario: &Scenario, seed: u64, v: Variant) -> Result<Shrunk, Stri
     Ok(Shrunk {
         faults_before: plan.faults.len(),
         faults_after: current.len(),
+        clients: (clients_before, out.client_count()),
         scenario: out,
         metrics: target,
         runs,

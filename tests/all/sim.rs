@@ -472,6 +472,11 @@ fn shrink_keeps_the_violation_with_fewer_faults() {
         shrunk.faults_after
     );
     assert_eq!(shrunk.faults_after, shrunk.scenario.faults.explicit.len());
+    assert!(
+        shrunk.clients.1 < shrunk.clients.0,
+        "clients {:?}",
+        shrunk.clients
+    );
     // The shrunk scenario still fails the same way: the pinned expectation
     // (duplicates at least 1) holds, the original one (at most 0) would not.
     let r = simulate_scenario(
