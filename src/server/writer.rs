@@ -62,9 +62,11 @@ enum Next {
     Exit,
 }
 
-enum Sent {
-    Ok,
+/// Why a frame could not be handed over.
+enum Lost {
+    /// The connection ended (the peer went away).
     Closed,
+    /// The write deadline passed.
     Deadline,
 }
 
@@ -100,16 +102,13 @@ async fn run(
     let mut pace_until: Option<(EventId, tokio::time::Instant)> = None;
     let pace = Duration::from_millis(shared.cfg.replay_interval_ms);
     let deadline = Duration::from_millis(shared.cfg.write_deadline_ms);
-    let Some(wake) = with_stream(&shared, &sid, s, |sess| {
-        sess.streams[s as usize].wake.clone()
-    }) else {
+    let Some(wake) = with_session(&shared, &sid, |sess| sess.streams[s as usize].wake.clone())
+    else {
         return;
     };
     if let Some(pre) = plan.preamble.clone() {
-        match send(&tx, pre, deadline).await {
-            Sent::Ok => {}
-            Sent::Closed => return on_close(&shared, &sid, s, conn, None),
-            Sent::Deadline => return deadline_passed(&shared, &sid, s, conn),
+        if let Err(why) = send(&tx, pre, deadline).await {
+            return lost(&shared, &sid, s, conn, why);
         }
     }
     loop {
@@ -168,21 +167,21 @@ async fn run(
                 let data =
                     serde_json::json!({"stream": s, "lastEventId": plan.replay_until}).to_string();
                 let frame = sse::encode(None, Some("replay-end"), &data, None);
-                match send(&tx, frame, deadline).await {
-                    Sent::Ok => {
-                        marker_due = false;
-                        shared.history.record(Record::ReplayEnd {
-                            session: sid.clone(),
-                            stream: s,
-                            conn,
-                        });
-                    }
-                    Sent::Closed => return on_close(&shared, &sid, s, conn, None),
-                    Sent::Deadline => return deadline_passed(&shared, &sid, s, conn),
+                if let Err(why) = send(&tx, frame, deadline).await {
+                    return lost(&shared, &sid, s, conn, why);
                 }
+                marker_due = false;
+                shared.history.record(Record::ReplayEnd {
+                    session: sid.clone(),
+                    stream: s,
+                    conn,
+                });
             }
-            Next::Write { id, frame, backlog } => match send(&tx, frame, deadline).await {
-                Sent::Ok => advance(
+            Next::Write { id, frame, backlog } => {
+                if let Err(why) = send(&tx, frame, deadline).await {
+                    return lost(&shared, &sid, s, conn, why);
+                }
+                advance(
                     &shared,
                     &sid,
                     s,
@@ -194,13 +193,11 @@ async fn run(
                     &mut live_last,
                     true,
                     plan.transport,
-                ),
-                Sent::Closed => return on_close(&shared, &sid, s, conn, None),
-                Sent::Deadline => return deadline_passed(&shared, &sid, s, conn),
-            },
+                );
+            }
             Next::Finish => {
                 drop(tx);
-                with_stream(&shared, &sid, s, |sess| {
+                with_session(&shared, &sid, |sess| {
                     if sess.streams[s as usize].conn == Some(conn) {
                         sess.streams[s as usize].conn = None;
                         sess.guard.finished(s);
@@ -230,7 +227,7 @@ fn next_action(
     paced: Option<EventId>,
     pace: Duration,
 ) -> Next {
-    with_stream(shared, sid, s, |sess| {
+    with_session(shared, sid, |sess| {
         let rt = &sess.streams[s as usize];
         if rt.conn != Some(conn) {
             return Next::Exit; // taken over
@@ -291,7 +288,7 @@ fn advance(
     } else {
         *last = id;
     }
-    with_stream(shared, sid, s, |sess| {
+    with_session(shared, sid, |sess| {
         if written {
             shared.history.record(Record::Written {
                 session: sid.clone(),
@@ -336,15 +333,23 @@ fn encode(
     }
 }
 
-async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes, deadline: Duration) -> Sent {
+async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes, deadline: Duration) -> Result<(), Lost> {
     tokio::select! {
         biased;
-        _ = tx.closed() => Sent::Closed,
+        _ = tx.closed() => Err(Lost::Closed),
         r = tokio::time::timeout(deadline, tx.send(frame)) => match r {
-            Ok(Ok(())) => Sent::Ok,
-            Ok(Err(_)) => Sent::Closed,
-            Err(_) => Sent::Deadline,
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(Lost::Closed),
+            Err(_) => Err(Lost::Deadline),
         },
+    }
+}
+
+/// The connection is lost for `why`: record it as the guard sees it.
+fn lost(shared: &Rc<Shared>, sid: &SessionId, s: StreamIdx, conn: ConnId, why: Lost) {
+    match why {
+        Lost::Closed => on_close(shared, sid, s, conn, None),
+        Lost::Deadline => deadline_passed(shared, sid, s, conn),
     }
 }
 
@@ -362,7 +367,7 @@ fn on_close(
     conn: ConnId,
     why: Option<ServerClose>,
 ) {
-    with_stream(shared, sid, s, |sess| {
+    with_session(shared, sid, |sess| {
         let rt = &mut sess.streams[s as usize];
         if rt.conn != Some(conn) {
             return;
@@ -392,10 +397,9 @@ fn on_close(
 }
 
 /// Runs `f` on the session if it still exists.
-fn with_stream<T>(
+fn with_session<T>(
     shared: &Shared,
     sid: &SessionId,
-    _s: StreamIdx,
     f: impl FnOnce(&mut super::session::Session) -> T,
 ) -> Option<T> {
     let mut st = shared.state.borrow_mut();
