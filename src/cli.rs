@@ -5,7 +5,8 @@
 
 use crate::fault::FaultPlan;
 use crate::guard::{Limits, PostFacts, Reason, SessionGuard, Verdict};
-use crate::history::{History, Ledger};
+use crate::history::History;
+use crate::ledger::Ledger;
 use crate::report;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::Scenario;
@@ -340,23 +341,6 @@ fn run_one(
     Ok(report.exit_code())
 }
 
-/// The metrics a text report shows, in order.
-const SHOWN: &[&str] = &[
-    "operations",
-    "duplicate_side_effects",
-    "orphaned_events",
-    "silent_losses",
-    "truncated_responses",
-    "order_violations",
-    "capability_violations",
-    "foreign_cursor_replays",
-    "reinitializations",
-    "lost_operations",
-    "blind_spots",
-    "guard_bugs",
-    "rejections",
-];
-
 fn text_report(r: &RunReport) -> String {
     let mut out = format!(
         "{} · seed {} · {} server · {} ms simulated · {} records · trace {} · {}\n",
@@ -368,11 +352,16 @@ fn text_report(r: &RunReport) -> String {
         &r.trace_sha256[..16],
         r.verdict
     );
-    for name in SHOWN {
+    for name in crate::report::SHOWN {
         if let Some(v) = r.metrics.get(name) {
             out.push_str(&format!("  {name:<24} {v}\n"));
         }
     }
+    out.push_str(&format!(
+        "  {:<24} {}\n",
+        "failed by cause",
+        crate::report::causes_line(&r.metrics)
+    ));
     let l = &r.metrics.migration_latency_us;
     out.push_str(&format!(
         "  {:<24} n={} p50={} p90={} p99={} max={}\n",

@@ -7,10 +7,10 @@
 //! global order) and a timestamp from an injected clock: simulated time in
 //! the simulator, real elapsed time on a real socket.
 
+use crate::ledger::ChunkRef;
 use crate::protocol::RequestId;
 use serde::Serialize;
 use std::cell::{Ref, RefCell};
-use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 use std::time::Duration;
@@ -375,17 +375,6 @@ pub enum Record {
         /// Cancelled before its result.
         cancelled: bool,
     },
-    /// The side-effect ledger recorded an execution.
-    Execution {
-        /// Operation tag.
-        tag: String,
-        /// The how-many-th execution of the tag (1 = first).
-        n: u64,
-        /// Session that ran it.
-        session: SessionId,
-        /// Request that ran it.
-        rpc_id: RequestId,
-    },
     /// A dedup token answered from the table (a completed key).
     DedupReplayed {
         /// Session id.
@@ -453,6 +442,8 @@ pub enum ClientRecord {
         rpc_id: Option<RequestId>,
         /// `Last-Event-ID` sent (resume cursor or cursor list).
         cursor: Option<String>,
+        /// An `Idempotency-Key` went with it.
+        keyed: bool,
     },
     /// A response status other than 200/202.
     Status {
@@ -477,12 +468,17 @@ pub enum ClientRecord {
         session: SessionId,
         /// Event id.
         event: EventId,
-        /// Operation it belongs to, when it is a call's event.
+        /// Operation it belongs to by its request id, when it is a call's
+        /// event.
         tag: Option<Rc<str>>,
+        /// The chunk its payload names (the ledger's identity), if any.
+        chunk: Option<ChunkRef>,
         /// It was a result.
         result: bool,
         /// The transport it arrived on (the id's namespace).
         transport: Transport,
+        /// The stream it arrived on (the stream's first event id).
+        stream: u64,
     },
     /// The client handled an operation's result (first time only).
     Handled {
@@ -492,6 +488,10 @@ pub enum ClientRecord {
         tag: Rc<str>,
         /// The request id the result answered.
         rpc_id: RequestId,
+        /// The chunk the result's payload names (which execution produced it).
+        chunk: Option<ChunkRef>,
+        /// The server marked it as a replay from its key table.
+        replayed: bool,
     },
     /// An operation was interrupted (its stream broke before the result).
     Interrupted {
@@ -531,6 +531,19 @@ pub enum ClientRecord {
         /// Counted events received before the drop.
         after_event: u32,
     },
+    /// A call's POST got no response head (no status, or no stream):
+    /// whatever it started, the client never saw begin.
+    NoResponse {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The POST's request id.
+        rpc_id: RequestId,
+        /// The connection was established (so the request may have
+        /// reached the server).
+        connected: bool,
+    },
     /// How an operation ended.
     Outcome {
         /// Client index.
@@ -554,6 +567,8 @@ pub enum WorldRecord {
         index: u32,
         /// Kind.
         kind: &'static str,
+        /// The client host it acts on (partitions, latency).
+        host: Option<u32>,
     },
     /// A timed fault ended (partition repaired, latency restored).
     FaultEnded {
@@ -562,6 +577,37 @@ pub enum WorldRecord {
     },
     /// Faults are off; the heal phase began.
     HealStarted,
+}
+
+/// Side-effect ledger records (outside the server host): what the oracle
+/// judges any server by.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LedgerRecord {
+    /// A tool execution began and took its effect (`effects = immediate`).
+    Execution {
+        /// Operation tag.
+        tag: Rc<str>,
+        /// The how-many-th execution of the tag (1 = first).
+        n: u32,
+        /// Who it ran for (bearer token, else session).
+        principal: Rc<str>,
+        /// The `Idempotency-Key` the request carried.
+        key: Option<Rc<str>>,
+        /// The request that ran it.
+        rpc_id: RequestId,
+    },
+    /// An execution emitted a chunk (its payload names `(tag, n, index)`).
+    Chunk {
+        /// Operation tag.
+        tag: Rc<str>,
+        /// Execution number.
+        n: u32,
+        /// 1-based chunk index.
+        index: u32,
+        /// The result (the execution's last chunk).
+        last: bool,
+    },
 }
 
 /// One history entry: sequence number, time, record.
@@ -586,6 +632,8 @@ pub enum Rec {
     Client(ClientRecord),
     /// Written by the world.
     World(WorldRecord),
+    /// Written by the side-effect ledger.
+    Ledger(LedgerRecord),
 }
 
 impl From<Record> for Rec {
@@ -597,6 +645,12 @@ impl From<Record> for Rec {
 impl From<ClientRecord> for Rec {
     fn from(r: ClientRecord) -> Self {
         Rec::Client(r)
+    }
+}
+
+impl From<LedgerRecord> for Rec {
+    fn from(r: LedgerRecord) -> Self {
+        Rec::Ledger(r)
     }
 }
 
@@ -689,50 +743,5 @@ impl History {
             w.write_all(b"\n")?;
         }
         Ok(())
-    }
-}
-
-/// The side-effect ledger: executions per operation tag. It lives outside
-/// the server (a restart does not reset it) and records each execution in
-/// the history as it starts.
-#[derive(Clone)]
-pub struct Ledger {
-    counts: Rc<RefCell<BTreeMap<String, u64>>>,
-    history: History,
-}
-
-impl Ledger {
-    /// An empty ledger writing to `history`.
-    pub fn new(history: History) -> Self {
-        Ledger {
-            counts: Rc::default(),
-            history,
-        }
-    }
-
-    /// Records one execution of `tag`; returns how many there have been.
-    pub fn execute(&self, tag: &str, session: &SessionId, rpc_id: &RequestId) -> u64 {
-        let mut counts = self.counts.borrow_mut();
-        let n = counts.entry(tag.to_string()).or_insert(0);
-        *n += 1;
-        let n = *n;
-        drop(counts);
-        self.history.record(Record::Execution {
-            tag: tag.to_string(),
-            n,
-            session: session.clone(),
-            rpc_id: rpc_id.clone(),
-        });
-        n
-    }
-
-    /// Executions of one tag.
-    pub fn executions(&self, tag: &str) -> u64 {
-        self.counts.borrow().get(tag).copied().unwrap_or(0)
-    }
-
-    /// Executions of every tag, in tag order.
-    pub fn snapshot(&self) -> BTreeMap<String, u64> {
-        self.counts.borrow().clone()
     }
 }

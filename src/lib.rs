@@ -6,6 +6,7 @@ pub mod client;
 pub mod fault;
 pub mod guard;
 pub mod history;
+pub mod ledger;
 pub mod oracle;
 pub mod protocol;
 pub mod report;

@@ -4,17 +4,44 @@ use crate::oracle::Metrics;
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
 
-/// The violation metrics a report shows, in order.
-pub const VIOLATIONS: &[&str] = &[
+/// The metrics reports show, in order: operations by outcome, then
+/// event counts and costs. (Failed operations by cause follow them.)
+pub const SHOWN: &[&str] = &[
+    "operations",
+    "ops_ok",
+    "ops_degraded",
+    "ops_failed",
+    "ops_duplicated",
+    "ops_silent_loss",
+    "ops_announced_loss",
+    "ops_out_of_order",
+    "ops_wrong_result",
+    "ops_lost",
     "duplicate_side_effects",
     "orphaned_events",
     "silent_losses",
+    "announced_losses",
     "truncated_responses",
     "order_violations",
     "capability_violations",
     "foreign_cursor_replays",
-    "lost_operations",
+    "reinitializations",
+    "rejections",
+    "guard_bugs",
 ];
+
+/// `failures_by_cause` as one line: `cause n, cause n` (most first).
+pub fn causes_line(m: &Metrics) -> String {
+    let mut v: Vec<(&String, &u64)> = m.failures_by_cause.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    if v.is_empty() {
+        return "–".into();
+    }
+    v.iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 fn find<'a>(s: &'a Summary, scenario: &str, server: &str) -> Option<&'a Aggregate> {
     s.aggregates
@@ -51,23 +78,24 @@ fn ms(us: u64) -> String {
 /// The headline: per scenario, each violation metric's total for both
 /// servers (what the README shows).
 pub fn headline(s: &Summary) -> String {
-    let mut out = String::from("| scenario | server | runs | duplicates | orphans | silent losses | order | capability | foreign replays | lost ops | blind spots | guard bugs |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut out = String::from("| scenario | server | runs | operations | ok | degraded | failed | duplicated | silent loss | out of order | lost | failed by cause | guard bugs |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for a in &s.aggregates {
         let m = &a.metrics;
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             a.scenario,
             a.server,
             a.runs,
-            m.duplicate_side_effects,
-            m.orphaned_events,
-            m.silent_losses,
-            m.order_violations,
-            m.capability_violations,
-            m.foreign_cursor_replays,
-            m.lost_operations,
-            m.get("blind_spots").unwrap_or(0),
+            m.operations,
+            m.ops_ok,
+            m.ops_degraded,
+            m.ops_failed,
+            m.ops_duplicated,
+            m.ops_silent_loss,
+            m.ops_out_of_order,
+            m.ops_lost,
+            causes_line(m),
             m.guard_bugs.map_or("–".to_string(), |b| b.to_string()),
         );
     }
@@ -76,26 +104,40 @@ pub fn headline(s: &Summary) -> String {
 
 /// `report.md`: per scenario, guarded beside unguarded.
 pub fn markdown(s: &Summary) -> String {
-    let mut out = String::from("# mcp-chaos comparison\n\nTotals over all seeds (per-seed mean in parentheses); guard blind spots are reported apart and are not guard bugs.\n\n");
+    let mut out = String::from("# mcp-chaos comparison\n\nTotals over all seeds (per-seed mean in parentheses). Each operation is ok, degraded (it missed only announced events) or failed; a failed operation is counted once, under its one primary cause.\n\n");
     let mut scenarios: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
     scenarios.dedup();
     for sc in scenarios {
         let (g, u) = (find(s, sc, "guarded"), find(s, sc, "unguarded"));
         let runs = g.or(u).map_or(0, |a| a.runs);
         let _ = writeln!(out, "## {sc}\n\n{runs} seeds per server.\n\n| metric | guarded | unguarded |\n|---|---|---|");
-        for name in VIOLATIONS {
+        for name in SHOWN {
             let _ = writeln!(out, "| {name} | {} | {} |", cell(g, name), cell(u, name));
         }
-        for name in [
-            "blind_spots",
-            "blind_spots_state_lost",
-            "blind_spots_view_gap",
-            "guard_bugs",
-            "reinitializations",
-            "rejections",
-        ] {
-            let _ = writeln!(out, "| {name} | {} | {} |", cell(g, name), cell(u, name));
+        let mut causes: Vec<&String> = [g, u]
+            .iter()
+            .flatten()
+            .flat_map(|a| a.metrics.failures_by_cause.keys())
+            .collect();
+        causes.sort();
+        causes.dedup();
+        for c in causes {
+            let name = format!("failures_by_cause.{c}");
+            let _ = writeln!(
+                out,
+                "| failed by cause: {c} | {} | {} |",
+                cell(g, &name),
+                cell(u, &name)
+            );
         }
+        let hz =
+            |a: Option<&Aggregate>| a.map_or("–".into(), |a| format!("{:?}", a.metrics.hazards));
+        let _ = writeln!(
+            out,
+            "| operations exposed, by hazard | {} | {} |",
+            hz(g),
+            hz(u)
+        );
         let lat = |a: Option<&Aggregate>| a.map_or("–".into(), |a| latency(&a.metrics));
         let _ = writeln!(
             out,
@@ -199,7 +241,7 @@ pub struct Timeline {
 impl Timeline {
     /// Reads fault windows and duplicate executions out of a history.
     pub fn of(title: String, h: &crate::history::History) -> Timeline {
-        use crate::history::{ClientRecord, Rec, Record, WorldRecord};
+        use crate::history::{ClientRecord, LedgerRecord, Rec, WorldRecord};
         let mut t = Timeline {
             title,
             ..Timeline::default()
@@ -208,7 +250,7 @@ impl Timeline {
         for e in h.entries().iter() {
             t.end_us = t.end_us.max(e.t_us);
             match &e.record {
-                Rec::World(WorldRecord::FaultStarted { index, kind }) => {
+                Rec::World(WorldRecord::FaultStarted { index, kind, .. }) => {
                     open.insert(*index, (e.t_us, kind));
                 }
                 Rec::World(WorldRecord::FaultEnded { index }) => {
@@ -219,7 +261,9 @@ impl Timeline {
                 Rec::Client(ClientRecord::Dropped { .. } | ClientRecord::Switched { .. }) => {
                     t.ticks.push(e.t_us)
                 }
-                Rec::Server(Record::Execution { n, .. }) if *n > 1 => t.violations.push(e.t_us),
+                Rec::Ledger(LedgerRecord::Execution { n, .. }) if *n > 1 => {
+                    t.violations.push(e.t_us)
+                }
                 _ => {}
             }
         }

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Version of the RunReport JSON.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Faults planned and applied, by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +58,9 @@ pub struct RunReport {
     /// Migration-latency histogram as (value µs, count) pairs, so that
     /// sweeps merge histograms rather than rounded percentiles.
     pub migration_latency_hist: Vec<(u64, u64)>,
+    /// Every failed or degraded operation, with its failures and cause.
+    #[serde(default)]
+    pub operations: Vec<oracle::OpVerdict>,
     /// Expectations that failed (empty when all hold).
     pub failed_expectations: Vec<String>,
     /// `pass`, `safety` (a safety expectation failed) or `liveness` (only
@@ -134,8 +137,26 @@ pub fn run(
         .iter()
         .flat_map(|g| std::iter::repeat_n(g.calls, g.count as usize))
         .collect();
+    let hosts: Vec<u32> = (0..classes.len() as u32)
+        .map(|c| c % scenario.network.client_hosts.max(1))
+        .collect();
     let entries = out.history.entries();
-    let j = oracle::judge(&entries, &classes, &calls, variant == Variant::Guarded);
+    let j = oracle::judge(
+        &entries,
+        oracle::World {
+            classes: &classes,
+            calls: &calls,
+            hosts: &hosts,
+            clients_finished: out.clients_finished,
+            audited: variant == Variant::Guarded,
+        },
+    );
+    if !j.defects.is_empty() {
+        return Err(WorldError(format!(
+            "oracle defect (a failure no cause explains; please report it): {}",
+            j.defects.join("; ")
+        )));
+    }
     let mut applied = out.applied_timed.clone();
     let drops = entries
         .iter()
@@ -217,6 +238,7 @@ pub fn run(
         records,
         trace_sha256,
         migration_latency_hist: j.latency_hist.clone(),
+        operations: j.verdicts,
         verdict: verdict(&failed).to_string(),
         failed_expectations: failed,
         meta: Meta { wall_ms },

@@ -6,7 +6,8 @@
 
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{kind_name, FaultPlan};
-use crate::history::{History, Ledger, WorldRecord};
+use crate::history::{History, WorldRecord};
+use crate::ledger::Ledger;
 use crate::scenario::{Fault, Scenario};
 use crate::seed;
 use crate::server::{Listener, Pacing, Server, Variant};
@@ -187,9 +188,14 @@ pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunO
         while let Some((_, start, i, f)) = events.next_if(|(t, ..)| *t <= now_ms) {
             if start {
                 *applied_timed.entry(kind_name(&f).to_string()).or_insert(0) += 1;
+                let host = match f {
+                    Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
+                    _ => None,
+                };
                 history.record(WorldRecord::FaultStarted {
                     index: i,
                     kind: kind_name(&f),
+                    host,
                 });
             } else {
                 history.record(WorldRecord::FaultEnded { index: i });

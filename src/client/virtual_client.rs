@@ -177,7 +177,28 @@ enum Input {
     },
     Failed {
         slot: SlotId,
+        /// The connection was established before the exchange failed.
+        connected: bool,
     },
+}
+
+/// A result as the client got it: the request id it answered, the chunk
+/// its payload names, and whether the server marked it as a replay.
+#[derive(Clone, Debug)]
+struct Got {
+    rpc: RequestId,
+    chunk: Option<mcp::ChunkRef>,
+    replayed: bool,
+}
+
+impl Got {
+    fn of(rpc: RequestId, msg: &Message) -> Got {
+        Got {
+            rpc,
+            chunk: mcp::chunk_of(msg),
+            replayed: mcp::is_replayed(msg),
+        }
+    }
 }
 
 /// Drop rules the readers apply: tag → (events before the drop, seen so far).
@@ -268,7 +289,7 @@ struct Client<C> {
     timer_seq: u64,
     ops: Vec<Op>,
     next_op: usize,
-    held: VecDeque<(usize, RequestId)>,
+    held: VecDeque<(usize, Got)>,
     /// The stream being resumed whose `replay-end` has not arrived: results
     /// on other streams wait for it (with a generation for its timeout).
     holding: Option<(u64, u64)>,
@@ -434,6 +455,7 @@ impl<C: Connector> Client<C> {
             tag: None,
             rpc_id: msg.id().cloned(),
             cursor: None,
+            keyed: false,
         });
         msg
     }
@@ -579,7 +601,8 @@ impl<C: Connector> Client<C> {
         } else {
             self.with_session(Outgoing::post(Some(&session), &msg))
         };
-        if self.g().behaviour == Behaviour::DedupRetry {
+        let keyed = self.g().behaviour == Behaviour::DedupRetry;
+        if keyed {
             out = out.header(headers::IDEMPOTENCY_KEY, &tag);
         }
         let cursor = self
@@ -608,6 +631,7 @@ impl<C: Connector> Client<C> {
             tag: Some(tag),
             rpc_id: Some(rpc),
             cursor,
+            keyed,
         });
         self.spawn(SlotKind::Call { op }, out, true);
     }
@@ -658,6 +682,7 @@ impl<C: Connector> Client<C> {
             tag,
             rpc_id: None,
             cursor: Some(cursor.to_string()),
+            keyed: false,
         });
         let out = self.with_session(Outgoing::get(&session, Some(cursor)));
         let slot = self.spawn(SlotKind::Resume { stream }, out, true);
@@ -705,6 +730,7 @@ impl<C: Connector> Client<C> {
             tag: None,
             rpc_id: None,
             cursor: None,
+            keyed: false,
         });
         let out = self.with_session(Outgoing::get(&session, None));
         self.spawn(SlotKind::Open, out, false);
@@ -765,7 +791,7 @@ impl<C: Connector> Client<C> {
                 });
                 self.on_end(slot, false);
             }
-            Input::Failed { slot } => self.on_failed(slot),
+            Input::Failed { slot, connected } => self.on_failed(slot, connected),
         }
     }
 
@@ -778,7 +804,10 @@ impl<C: Connector> Client<C> {
             SlotKind::LegacyOpen => self.retry_init(),
             SlotKind::LegacyPost => match status {
                 202 => {}
-                404 => self.reinit(),
+                404 => {
+                    self.status(None, status, None, None);
+                    self.reinit()
+                }
                 _ => self.status(None, status, None, None),
             },
             SlotKind::Subscribe => {
@@ -815,7 +844,8 @@ impl<C: Connector> Client<C> {
             }
             SlotKind::Call { op } => self.on_call_reply(op, status, h, msg),
             SlotKind::Resume { stream } => {
-                self.status(None, status, None, None);
+                let op = self.ops_on(stream).first().copied();
+                self.status(op, status, None, None);
                 if let Some(st) = self.streams.get_mut(&stream) {
                     if st.live == Some(slot) {
                         st.live = None;
@@ -885,7 +915,10 @@ impl<C: Connector> Client<C> {
             .and_then(Value::as_u64);
         match status {
             200 => match msg {
-                Some(Message::Result { id, .. }) => self.deliver(op, id, None),
+                Some(m @ Message::Result { .. }) => {
+                    let got = Got::of(m.id().cloned().expect("a result has an id"), &m);
+                    self.deliver(op, got, None)
+                }
                 _ => {
                     self.status(Some(op), status, None, None);
                     self.finish(op, Outcome::Abandoned);
@@ -1130,8 +1163,10 @@ impl<C: Connector> Client<C> {
                     session,
                     event: id,
                     tag,
+                    chunk: mcp::chunk_of(m),
                     result,
                     transport,
+                    stream: key,
                 });
             }
         }
@@ -1157,11 +1192,9 @@ impl<C: Connector> Client<C> {
                 return;
             }
         }
-        if let Some(Message::Result { id: rpc, .. }) = &msg {
-            if let Some(op) =
-                tag_of(msg.as_ref().expect("some")).and_then(|(t, _)| self.op_by_tag(t))
-            {
-                self.deliver(op, rpc.clone(), Some(slot));
+        if let Some(m @ Message::Result { id: rpc, .. }) = &msg {
+            if let Some(op) = tag_of(m).and_then(|(t, _)| self.op_by_tag(t)) {
+                self.deliver(op, Got::of(rpc.clone(), m), Some(slot));
             }
         }
     }
@@ -1172,7 +1205,7 @@ impl<C: Connector> Client<C> {
     }
 
     /// A result arrived for `op`: handle it, or hold it behind a resume.
-    fn deliver(&mut self, op: usize, rpc: RequestId, via: Option<SlotId>) {
+    fn deliver(&mut self, op: usize, got: Got, via: Option<SlotId>) {
         if self.ops[op].state != OpState::Active {
             return;
         }
@@ -1180,22 +1213,24 @@ impl<C: Connector> Client<C> {
             let via_stream = via.and_then(|v| self.slots.get(&v)).and_then(|s| s.stream);
             if via_stream != Some(held_stream) {
                 if !self.held.iter().any(|(o, _)| *o == op) {
-                    self.held.push_back((op, rpc));
+                    self.held.push_back((op, got));
                 }
                 return;
             }
         }
-        self.handle(op, rpc);
+        self.handle(op, got);
     }
 
-    fn handle(&mut self, op: usize, rpc: RequestId) {
+    fn handle(&mut self, op: usize, got: Got) {
         if self.ops[op].state != OpState::Active {
             return;
         }
         self.record(ClientRecord::Handled {
             client: self.spec.index,
             tag: self.ops[op].tag.clone(),
-            rpc_id: rpc,
+            rpc_id: got.rpc,
+            chunk: got.chunk,
+            replayed: got.replayed,
         });
         self.finish(op, Outcome::Done);
     }
@@ -1272,7 +1307,7 @@ impl<C: Connector> Client<C> {
         let Some(stream) = s.stream else {
             // Ended before any event: treat as a failed exchange.
             self.slots.insert(slot, s);
-            return self.on_failed(slot);
+            return self.on_failed(slot, true);
         };
         // An op whose result is held behind a resume has its result.
         let waiting: Vec<usize> = self
@@ -1329,7 +1364,7 @@ impl<C: Connector> Client<C> {
         }
     }
 
-    fn on_failed(&mut self, slot: SlotId) {
+    fn on_failed(&mut self, slot: SlotId, connected: bool) {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
@@ -1349,6 +1384,12 @@ impl<C: Connector> Client<C> {
                 // The request may have run; its stream never began for us.
                 if let Some(rpc) = self.ops[op].rpc.clone() {
                     if self.ops[op].state == OpState::Active {
+                        self.record(ClientRecord::NoResponse {
+                            client: self.spec.index,
+                            tag: self.ops[op].tag.clone(),
+                            rpc_id: rpc.clone(),
+                            connected,
+                        });
                         self.ops[op].unseen.push(rpc);
                         if !self.ops[op].interrupted {
                             self.ops[op].interrupted = true;
@@ -1434,8 +1475,8 @@ impl<C: Connector> Client<C> {
         self.standalone = None;
         self.holding = None;
         self.resend_after_resume.clear();
-        for (op, rpc) in std::mem::take(&mut self.held) {
-            self.handle(op, rpc);
+        for (op, got) in std::mem::take(&mut self.held) {
+            self.handle(op, got);
         }
         self.timers.retain(|_, a| matches!(a, Action::StartNext));
         for o in &mut self.ops {
@@ -1486,8 +1527,8 @@ impl<C: Connector> Client<C> {
 
     fn release_holds(&mut self) {
         self.holding = None;
-        for (op, rpc) in std::mem::take(&mut self.held) {
-            self.handle(op, rpc);
+        for (op, got) in std::mem::take(&mut self.held) {
+            self.handle(op, got);
         }
     }
 }
@@ -1508,11 +1549,21 @@ async fn reader<C: Connector>(
     };
     let io = match tokio::time::timeout(connect_timeout, connector.connect()).await {
         Ok(Ok(io)) => io,
-        _ => return send(Input::Failed { slot }),
+        _ => {
+            return send(Input::Failed {
+                slot,
+                connected: false,
+            })
+        }
     };
     let mut ex = match tokio::time::timeout(read_timeout, http::send(io, out)).await {
         Ok(Ok(ex)) => ex,
-        _ => return send(Input::Failed { slot }),
+        _ => {
+            return send(Input::Failed {
+                slot,
+                connected: true,
+            })
+        }
     };
     let status = ex.status.as_u16();
     if !ex.is_sse() {
@@ -1524,7 +1575,10 @@ async fn reader<C: Connector>(
                 headers,
                 msg,
             }),
-            _ => send(Input::Failed { slot }),
+            _ => send(Input::Failed {
+                slot,
+                connected: true,
+            }),
         };
     }
     send(Input::Head { slot, status });

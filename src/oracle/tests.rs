@@ -1,8 +1,13 @@
 //! The oracle's definitions, checked on hand-built histories.
 
 use super::*;
-use crate::history::{History, LoggedDecision, LoggedView};
+use crate::history::{
+    ClientRecord, EventKind, History, LedgerRecord, LoggedDecision, LoggedView, Outcome, Sent,
+    Transport, WorldRecord,
+};
+use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
+use std::rc::Rc;
 use std::time::Duration;
 
 fn history() -> History {
@@ -71,13 +76,13 @@ fn a_decision_that_contradicts_the_rules_is_an_error() {
     };
     // Right view, right verdict (row 2): no error.
     h.record(decide("reject", Some("not_drained"), rebuilt.clone()));
-    assert_eq!(rebuild::decision_errors(&h.entries()).count, 0);
+    assert_eq!(audit::decision_errors(&h.entries()).count, 0);
     // Right view, wrong verdict.
     h.record(decide("fresh", None, rebuilt.clone()));
-    assert_eq!(rebuild::decision_errors(&h.entries()).count, 1);
+    assert_eq!(audit::decision_errors(&h.entries()).count, 1);
     // Wrong view, right verdict.
     h.record(decide("reject", Some("not_drained"), LoggedView::default()));
-    let errs = rebuild::decision_errors(&h.entries());
+    let errs = audit::decision_errors(&h.entries());
     assert_eq!(errs.count, 2);
     assert!(
         errs.details[1].contains("logged view"),
@@ -86,154 +91,329 @@ fn a_decision_that_contradicts_the_rules_is_an_error() {
     );
 }
 
-/// A client whose op ran twice, with 7 events of the first execution never
-/// received: the seed's case 1, unguarded.
-#[test]
-fn duplicates_orphans_and_coverage() {
-    let h = history();
-    let tag: Rc<str> = "c0-op0".into();
-    h.record(ClientRecord::Session {
-        client: 0,
-        session: sid(),
-    });
-    h.record(ClientRecord::OpStarted {
-        client: 0,
+fn chunk(tag: &Rc<str>, execution: u32, index: u32) -> ChunkRef {
+    ChunkRef {
         tag: tag.clone(),
-    });
-    h.record(Record::Produced {
-        session: sid(),
-        stream: 0,
-        event: 1,
-        kind: EventKind::Priming,
-        rpc_id: None,
-        tag: None,
-    });
-    for (n, rpc) in [(1, "c0-op0#1"), (2, "c0-op0#2")] {
-        h.record(Record::Execution {
-            tag: tag.to_string(),
+        execution,
+        index,
+    }
+}
+
+/// A black-box history under construction: one client's operations.
+struct Hist {
+    h: History,
+    now: Rc<std::cell::Cell<u64>>,
+}
+
+impl Hist {
+    fn new() -> Hist {
+        let now = Rc::new(std::cell::Cell::new(0u64));
+        let n = now.clone();
+        let h = History::new(Rc::new(move || Duration::from_micros(n.get())));
+        Hist { h, now }
+    }
+    fn at(&self, us: u64) -> &Self {
+        self.now.set(us);
+        self
+    }
+    fn rec(&self, r: impl Into<Rec>) -> &Self {
+        self.h.record(r);
+        self
+    }
+    fn start(&self, tag: &Rc<str>) -> &Self {
+        self.rec(ClientRecord::OpStarted {
+            client: 0,
+            tag: tag.clone(),
+        })
+    }
+    fn send(&self, tag: &Rc<str>, attempt: u32, keyed: bool) -> &Self {
+        self.rec(ClientRecord::Sent {
+            client: 0,
+            what: Sent::Call,
+            tag: Some(tag.clone()),
+            rpc_id: Some(rid(&format!("{tag}#{attempt}"))),
+            cursor: None,
+            keyed,
+        })
+    }
+    /// Execution `n` of `tag` runs and emits `chunks` chunks.
+    fn execute(&self, tag: &Rc<str>, n: u32, chunks: u32) -> &Self {
+        self.rec(LedgerRecord::Execution {
+            tag: tag.clone(),
             n,
-            session: sid(),
-            rpc_id: rid(rpc),
+            principal: "p".into(),
+            key: None,
+            rpc_id: rid(&format!("{tag}#{n}")),
         });
+        for index in 1..=chunks {
+            self.rec(LedgerRecord::Chunk {
+                tag: tag.clone(),
+                n,
+                index,
+                last: index == chunks,
+            });
+        }
+        self
     }
-    for event in 2..=9 {
-        h.record(Record::Produced {
+    fn receive(&self, tag: &Rc<str>, n: u32, index: u32, result: bool) -> &Self {
+        self.rec(ClientRecord::Received {
+            client: 0,
             session: sid(),
-            stream: 0,
-            event,
-            kind: if event == 9 {
-                EventKind::Result
-            } else {
-                EventKind::Progress
+            event: u64::from(index),
+            tag: Some(tag.clone()),
+            chunk: Some(chunk(tag, n, index)),
+            result,
+            transport: Transport::Streamable,
+            stream: 1,
+        })
+    }
+    fn handle(&self, tag: &Rc<str>, n: u32, index: u32, replayed: bool) -> &Self {
+        self.rec(ClientRecord::Handled {
+            client: 0,
+            tag: tag.clone(),
+            rpc_id: rid("x"),
+            chunk: Some(chunk(tag, n, index)),
+            replayed,
+        })
+        .rec(ClientRecord::Outcome {
+            client: 0,
+            tag: tag.clone(),
+            outcome: Outcome::Done,
+            attempts: 1,
+        })
+    }
+    fn judge(&self, calls: u32, finished: bool) -> Judgement {
+        judge(
+            &self.h.entries(),
+            World {
+                classes: &["c".to_string()],
+                calls: &[calls],
+                hosts: &[0],
+                clients_finished: finished,
+                audited: false,
             },
-            rpc_id: Some(rid("c0-op0#1")),
-            tag: Some(tag.to_string()),
-        });
+        )
     }
-    h.record(ClientRecord::Received {
-        client: 0,
-        session: sid(),
-        event: 2,
-        tag: Some(tag.clone()),
-        result: false,
-        transport: crate::history::Transport::Streamable,
-    });
-    h.record(ClientRecord::Handled {
-        client: 0,
-        tag: tag.clone(),
-        rpc_id: rid("c0-op0#2"),
-    });
-    let j = judge(&h.entries(), &["retry-by-post".to_string()], &[1], false);
-    assert_eq!(j.metrics.duplicate_side_effects, 1);
-    assert_eq!(j.metrics.orphaned_events, 7);
-    assert_eq!(j.metrics.silent_losses, 7, "nothing covered them");
-    assert_eq!(j.metrics.truncated_responses, 1);
-    assert_eq!(j.metrics.lost_operations, 0);
-    assert_eq!(j.metrics.guard_bugs, None, "unguarded runs have no guard");
-    let j3 = judge(&h.entries(), &["retry-by-post".to_string()], &[3], false);
+}
+
+/// The seed's case 1, unguarded: the op ran twice, 7 events of the first
+/// execution never arrived. One failed operation (duplicated), one cause;
+/// the abandoned execution's tail is orphaned, not a silent loss.
+#[test]
+fn a_retry_without_key_is_one_duplicated_operation() {
+    let t: Rc<str> = "c0-op0".into();
+    let h = Hist::new();
+    h.start(&t).send(&t, 1, false).execute(&t, 1, 8);
+    h.receive(&t, 1, 1, false);
+    h.send(&t, 2, false).execute(&t, 2, 8);
+    for i in 1..=8 {
+        h.receive(&t, 2, i, i == 8);
+    }
+    h.handle(&t, 2, 8, false);
+    let m = h.judge(1, true).metrics;
+    assert_eq!((m.operations, m.ops_failed, m.ops_duplicated), (1, 1, 1));
+    assert_eq!(m.ops_silent_loss, 0, "the handled execution arrived whole");
+    assert_eq!(m.duplicate_side_effects, 1);
+    assert_eq!(m.orphaned_events, 7, "the first execution's tail");
+    assert_eq!(m.silent_losses, 0);
+    assert_eq!(m.truncated_responses, 1);
     assert_eq!(
-        j3.metrics.lost_operations, 2,
-        "two calls never begun are lost"
+        m.failures_by_cause,
+        BTreeMap::from([("retry_without_key".to_string(), 1)])
     );
-    // A 409 naming stream 0 at event 2 covers events 2.. of it.
-    h.record(ClientRecord::Status {
+    assert_eq!(m.guard_bugs, None, "no guard audited");
+    // Two more planned calls never begun, with the client finished: an
+    // oracle defect (nothing explains them); with time run out: run_ended.
+    assert_eq!(h.judge(3, true).defects.len(), 1);
+    let j = h.judge(3, false);
+    assert!(j.defects.is_empty());
+    assert_eq!(j.metrics.ops_lost, 2);
+    assert_eq!(j.metrics.operations, 3);
+    assert_eq!(j.metrics.failures_by_cause.get("run_ended"), Some(&2));
+}
+
+#[test]
+fn keyed_retries_run_twice_only_where_keys_are_not_honored() {
+    let t: Rc<str> = "c0-op0".into();
+    let h = Hist::new();
+    h.start(&t).send(&t, 1, true).execute(&t, 1, 2);
+    h.send(&t, 2, true).execute(&t, 2, 2);
+    h.receive(&t, 2, 1, false).receive(&t, 2, 2, true);
+    h.handle(&t, 2, 2, false);
+    let m = h.judge(1, true).metrics;
+    assert_eq!(m.failures_by_cause.get("key_not_honored"), Some(&1));
+}
+
+#[test]
+fn a_replayed_result_is_an_announced_loss_and_an_unmarked_one_is_silent() {
+    for replayed in [true, false] {
+        let t: Rc<str> = "c0-op0".into();
+        let h = Hist::new();
+        h.start(&t).send(&t, 1, true).execute(&t, 1, 4);
+        h.receive(&t, 1, 1, false);
+        h.send(&t, 2, true).handle(&t, 1, 4, replayed);
+        let j = h.judge(1, true);
+        let m = &j.metrics;
+        if replayed {
+            assert_eq!((m.ops_degraded, m.ops_failed, m.ops_ok), (1, 0, 0));
+            assert_eq!((m.announced_losses, m.silent_losses), (3, 0));
+            assert_eq!(m.ops_announced_loss, 1);
+        } else {
+            assert_eq!((m.ops_degraded, m.ops_failed), (0, 1));
+            assert_eq!((m.announced_losses, m.silent_losses), (0, 3));
+            assert_eq!(m.ops_silent_loss, 1);
+            // Nothing in the list explains a silent loss without a hole,
+            // a restart or a 410: the oracle says so instead of guessing.
+            assert_eq!(j.defects.len(), 1, "{:?}", j.defects);
+        }
+    }
+}
+
+#[test]
+fn a_hole_in_the_received_chunks_is_eviction() {
+    let t: Rc<str> = "c0-op0".into();
+    let h = Hist::new();
+    h.start(&t).send(&t, 1, false).execute(&t, 1, 5);
+    for i in [1, 4, 5] {
+        h.receive(&t, 1, i, i == 5);
+    }
+    h.handle(&t, 1, 5, false);
+    let m = h.judge(1, true).metrics;
+    assert_eq!((m.ops_silent_loss, m.silent_losses), (1, 2));
+    assert_eq!(m.failures_by_cause.get("eviction"), Some(&1));
+    assert_eq!(m.hazards.get("eviction"), Some(&1));
+}
+
+#[test]
+fn a_result_from_another_execution_or_operation_is_wrong() {
+    let (a, b): (Rc<str>, Rc<str>) = ("c0-op0".into(), "c0-op1".into());
+    let h = Hist::new();
+    h.start(&a).send(&a, 1, false).execute(&a, 1, 1);
+    h.start(&b).send(&b, 1, false).execute(&b, 1, 1);
+    // a's handler got b's result (cross-wired), b's got a chunk that is
+    // not a result.
+    h.handle(&a, 1, 1, false);
+    h.rec(ClientRecord::Handled {
         client: 0,
-        tag: Some(tag.clone()),
-        session: Some(sid()),
-        status: 409,
-        hint: Some(2),
-        stream_first: Some(1),
+        tag: a.clone(),
+        rpc_id: rid("x"),
+        chunk: None,
+        replayed: false,
     });
-    let j = judge(&h.entries(), &["retry-by-post".to_string()], &[1], true);
-    assert_eq!(j.metrics.silent_losses, 0);
-    assert_eq!(j.metrics.orphaned_events, 7);
+    let hh = Hist::new();
+    hh.start(&a).send(&a, 1, false).execute(&a, 1, 2);
+    hh.rec(ClientRecord::Handled {
+        client: 0,
+        tag: a.clone(),
+        rpc_id: rid("x"),
+        chunk: Some(chunk(&b, 1, 1)),
+        replayed: false,
+    });
+    assert_eq!(hh.judge(1, true).metrics.ops_wrong_result, 1);
+    let hh = Hist::new();
+    hh.start(&a).send(&a, 1, false).execute(&a, 1, 2);
+    hh.handle(&a, 1, 1, false);
     assert_eq!(
-        j.metrics.guard_blind_spots.duplicate_side_effects, 1,
-        "no disputed decision: a blind spot"
+        hh.judge(1, true).metrics.ops_wrong_result,
+        1,
+        "chunk 1 of 2 is progress, not the result"
     );
-    assert_eq!(j.metrics.guard_bugs, Some(0));
+}
+
+#[test]
+fn a_restart_inside_an_execution_outranks_every_other_cause() {
+    let t: Rc<str> = "c0-op0".into();
+    let h = Hist::new();
+    h.at(10).start(&t).send(&t, 1, false);
+    h.rec(LedgerRecord::Execution {
+        tag: t.clone(),
+        n: 1,
+        principal: "p".into(),
+        key: None,
+        rpc_id: rid("c0-op0#1"),
+    });
+    h.at(20).rec(WorldRecord::FaultStarted {
+        index: 0,
+        kind: "restart",
+        host: None,
+    });
+    h.at(30).send(&t, 2, false).execute(&t, 2, 1);
+    h.receive(&t, 2, 1, true).handle(&t, 2, 1, false);
+    let m = h.judge(1, true).metrics;
+    assert_eq!(m.failures_by_cause.get("restart_mid_execution"), Some(&1));
+    assert_eq!(m.hazards.get("restart"), Some(&1));
 }
 
 #[test]
 fn order_violation_needs_causal_order_and_reversed_handling() {
-    let h = history();
     let (a, b): (Rc<str>, Rc<str>) = ("c0-op0".into(), "c0-op1".into());
-    h.record(ClientRecord::Session {
-        client: 0,
-        session: sid(),
-    });
-    for t in [&a, &b] {
-        h.record(ClientRecord::OpStarted {
+    let run = |reversed: bool, b_first: bool| {
+        let h = Hist::new();
+        h.start(&a).send(&a, 1, false);
+        if b_first {
+            h.start(&b).send(&b, 1, false);
+        }
+        h.execute(&a, 1, 1);
+        if !b_first {
+            h.start(&b).send(&b, 1, false);
+        }
+        h.execute(&b, 1, 1);
+        h.rec(ClientRecord::Sent {
             client: 0,
-            tag: t.clone(),
+            what: Sent::Resume,
+            tag: Some(a.clone()),
+            rpc_id: None,
+            cursor: None,
+            keyed: false,
         });
+        if reversed {
+            h.handle(&b, 1, 1, false).handle(&a, 1, 1, false);
+        } else {
+            h.handle(&a, 1, 1, false).handle(&b, 1, 1, false);
+        }
+        h.judge(2, true).metrics
+    };
+    let m = run(true, false);
+    assert_eq!((m.order_violations, m.ops_out_of_order), (1, 1));
+    assert_eq!(m.failures_by_cause.get("replay_live_interleave"), Some(&1));
+    assert_eq!(run(false, false).order_violations, 0, "handled in order");
+    assert_eq!(
+        run(true, true).order_violations,
+        0,
+        "b was sent before a's result: no causal order between them"
+    );
+}
+
+#[test]
+fn order_violations_count_every_pair_once() {
+    // Results produced in order 0..4, each op sent after the previous
+    // result, handled in reverse: every pair is a violation.
+    let tags: Vec<Rc<str>> = (0..5).map(|i| format!("c0-op{i}").into()).collect();
+    let h = Hist::new();
+    for t in &tags {
+        h.start(t).send(t, 1, false).execute(t, 1, 1);
     }
-    let produce = |tag: &str, event| Record::Produced {
-        session: sid(),
-        stream: 0,
-        event,
-        kind: EventKind::Result,
-        rpc_id: Some(rid(&format!("{tag}#1"))),
-        tag: Some(tag.to_string()),
-    };
-    let request = |tag: &str| Record::RequestReceived {
-        session: Some(sid()),
-        conn: 1,
-        rpc_id: rid(&format!("{tag}#1")),
-        method: "tools/call".into(),
-        tag: Some(tag.to_string()),
-        tool: None,
-        key: None,
-    };
-    h.record(request(&a));
-    h.record(produce(&a, 1));
-    h.record(request(&b));
-    h.record(produce(&b, 2));
-    let handle = |t: &Rc<str>| ClientRecord::Handled {
+    for t in tags.iter().rev() {
+        h.handle(t, 1, 1, false);
+    }
+    let j = h.judge(5, true);
+    assert_eq!(j.metrics.order_violations, 10, "5 choose 2");
+    assert_eq!(j.metrics.ops_out_of_order, 4, "all but the last sent");
+}
+
+#[test]
+fn every_operation_lands_in_exactly_one_bucket() {
+    let t: Rc<str> = "c0-op0".into();
+    let h = Hist::new();
+    h.start(&t).send(&t, 1, false);
+    h.rec(ClientRecord::Outcome {
         client: 0,
         tag: t.clone(),
-        rpc_id: rid("x"),
-    };
-    h.record(handle(&b));
-    h.record(handle(&a));
-    let j = judge(&h.entries(), &["resume-then-post".to_string()], &[2], false);
-    assert_eq!(j.metrics.order_violations, 1);
-    // Handled in causal order: none.
-    let h2 = history();
-    for e in h.entries().iter().take(h.len() - 2) {
-        h2.record(e.record.clone());
-    }
-    h2.record(handle(&a));
-    h2.record(handle(&b));
-    assert_eq!(
-        judge(
-            &h2.entries(),
-            &["resume-then-post".to_string()],
-            &[2],
-            false
-        )
-        .metrics
-        .order_violations,
-        0
-    );
+        outcome: Outcome::Abandoned,
+        attempts: 4,
+    });
+    let m = h.judge(1, true).metrics;
+    assert_eq!(m.ops_ok + m.ops_degraded + m.ops_failed, m.operations);
+    assert_eq!((m.ops_lost, m.lost_operations), (1, 1));
+    assert_eq!(m.failures_by_cause.get("gave_up"), Some(&1));
 }

@@ -1,9 +1,10 @@
 //! The MCP subset: method names, protocol versions, and the payloads of
 //! initialize, tools/list, tools/call, progress and cancellation.
 
-use super::jsonrpc::RequestId;
+use super::jsonrpc::{Message, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::rc::Rc;
 
 /// `initialize` request.
 pub const INITIALIZE: &str = "initialize";
@@ -154,17 +155,112 @@ pub fn text_result(text: String) -> Value {
 pub fn progress_notification(
     token: Option<&Value>,
     id: &RequestId,
-    k: u32,
+    chunk: &ChunkRef,
     total: u32,
 ) -> (String, Value) {
+    let (k, chunk) = (chunk.index, chunk.encode());
     match token {
         Some(t) => (
             PROGRESS.to_string(),
-            json!({"progressToken": t, "progress": k, "total": total}),
+            json!({"progressToken": t, "progress": k, "total": total, "message": chunk}),
         ),
         None => (
             MESSAGE.to_string(),
-            json!({"level": "info", "data": {"requestId": id, "progress": k, "total": total}}),
+            json!({"level": "info", "data": {"requestId": id, "progress": k, "total": total, "chunk": chunk}}),
         ),
+    }
+}
+
+/// The identity of one emitted chunk, as its payload names it on the wire:
+/// operation tag, execution number (1 = first) and chunk index (1-based;
+/// the last chunk is the result).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ChunkRef {
+    /// The operation tag.
+    pub tag: Rc<str>,
+    /// The execution that emitted it.
+    pub execution: u32,
+    /// 1-based index within the execution.
+    pub index: u32,
+}
+
+/// The prefix of a chunk identity in a progress message.
+const PREFIX: &str = "ledger:";
+
+impl ChunkRef {
+    /// The wire form: `ledger:<execution>:<index>:<tag>` (the tag last, so
+    /// it may contain colons).
+    pub fn encode(&self) -> String {
+        format!("{PREFIX}{}:{}:{}", self.execution, self.index, self.tag)
+    }
+
+    /// Parses the wire form; `None` for anything else.
+    pub fn parse(s: &str) -> Option<ChunkRef> {
+        let rest = s.strip_prefix(PREFIX)?;
+        let mut parts = rest.splitn(3, ':');
+        let execution = parts.next()?.parse().ok()?;
+        let index = parts.next()?.parse().ok()?;
+        let tag = parts.next()?;
+        Some(ChunkRef {
+            tag: tag.into(),
+            execution,
+            index,
+        })
+    }
+}
+
+/// The chunk identity a server message's payload names: a progress
+/// notification's `message` (or a log message's `data.chunk`), or a tool
+/// result's text field `chunk`.
+pub fn chunk_of(msg: &Message) -> Option<ChunkRef> {
+    match msg {
+        Message::Notification {
+            params: Some(p), ..
+        } => p
+            .get("message")
+            .or_else(|| p.get("data").and_then(|d| d.get("chunk")))
+            .and_then(Value::as_str)
+            .and_then(ChunkRef::parse),
+        Message::Result { result, .. } => result_text_field(result, "chunk")
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(ChunkRef::parse),
+        _ => None,
+    }
+}
+
+/// Whether a tool result says it was replayed from the server's key table
+/// (`_meta.replayed`), so its execution's progress went elsewhere.
+pub fn is_replayed(msg: &Message) -> bool {
+    matches!(msg, Message::Result { result, .. }
+        if result.get("_meta").and_then(|m| m.get(REPLAYED)).and_then(Value::as_bool) == Some(true))
+}
+
+/// The `_meta` field that marks a result served from the key table.
+pub const REPLAYED: &str = "replayed";
+
+/// A field of the JSON object in a tool result's first text content.
+fn result_text_field(result: &Value, field: &str) -> Option<Value> {
+    let text = result.get("content")?.get(0)?.get("text")?.as_str()?;
+    let v: Value = serde_json::from_str(text).ok()?;
+    v.get(field).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_refs_round_trip_and_reject_other_text() {
+        let c = ChunkRef {
+            tag: "c1-op2:x".into(),
+            execution: 3,
+            index: 7,
+        };
+        assert_eq!(c.encode(), "ledger:3:7:c1-op2:x");
+        assert_eq!(ChunkRef::parse(&c.encode()), Some(c));
+        assert_eq!(ChunkRef::parse("ledger:3:x:t"), None);
+        assert_eq!(ChunkRef::parse("progress 3 of 7"), None);
+        assert_eq!(ChunkRef::parse("ledger:3"), None);
     }
 }

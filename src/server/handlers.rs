@@ -526,7 +526,12 @@ async fn request(
                         "an execution under this Idempotency-Key is in flight: wait for its result",
                     ))
                 }
-                Lookup::Known(KeyState::Done(result)) => {
+                Lookup::Known(KeyState::Done(mut result)) => {
+                    // Marked as a replay: the client knows it missed this
+                    // execution's progress (an announced loss, not a silent one).
+                    if let Some(obj) = result.as_object_mut() {
+                        obj.insert("_meta".into(), json!({ mcp::REPLAYED: true }));
+                    }
                     shared.history.record(Record::DedupReplayed {
                         session: sid.clone(),
                         rpc_id: id.clone(),
@@ -555,7 +560,8 @@ async fn request(
         mcp::TOOLS_LIST => mcp::tools_list_result(),
         _ => {
             let (p, inv) = call.expect("tools/call validated above");
-            return start_call(shared, sid, id, p, inv, key, conn);
+            let who = principal(h, sid);
+            return start_call(shared, sid, id, p, inv, key, who, conn);
         }
     };
     Reply::new(json_response(
@@ -801,6 +807,17 @@ fn rejection(
     r
 }
 
+/// Who a request acts for (DESIGN §2, keys per principal): its
+/// `Authorization: Bearer` token when it has one, else its session.
+pub(super) fn principal(h: &HeaderMap, sid: &SessionId) -> Rc<str> {
+    h.get(::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| Rc::from(t.trim()))
+        .unwrap_or_else(|| sid.clone())
+}
+
+#[allow(clippy::too_many_arguments)]
 fn start_call(
     shared: &Rc<Shared>,
     sid: &SessionId,
@@ -808,6 +825,7 @@ fn start_call(
     p: CallToolParams,
     inv: Invocation,
     dedup_key: Option<String>,
+    principal: Rc<str>,
     conn: ConnId,
 ) -> Reply {
     let call = ToolCall {
@@ -815,6 +833,7 @@ fn start_call(
         tool: p.name.clone(),
         progress_token: p.progress_token().cloned(),
         dedup_key,
+        principal,
     };
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("checked by the caller");

@@ -126,7 +126,10 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     }
     let id = msg.id().cloned();
     match msg {
-        Message::Request { id, method, params } => request(shared, &sid, id, &method, params, conn),
+        Message::Request { id, method, params } => {
+            let who = handlers::principal(&parts.headers, &sid);
+            request(shared, &sid, id, &method, params, who, conn)
+        }
         Message::Notification { method, params } if method == mcp::CANCELLED => {
             handlers::cancel(shared, &sid, params.as_ref());
         }
@@ -142,6 +145,7 @@ fn request(
     id: RequestId,
     method: &str,
     params: Option<Value>,
+    principal: Rc<str>,
     conn: ConnId,
 ) {
     let Some(s) = shared
@@ -236,6 +240,7 @@ fn request(
                 tool: p.name.clone(),
                 progress_token: p.progress_token().cloned(),
                 dedup_key: None,
+                principal,
             };
             tools::start(shared.clone(), sid.clone(), s, call, inv);
         }

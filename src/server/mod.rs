@@ -21,7 +21,8 @@ mod writer;
 
 pub use body::ServerBody;
 
-use crate::history::{ConnId, History, Ledger, Record, SessionId};
+use crate::history::{ConnId, History, Record, SessionId};
+use crate::ledger::Ledger;
 use dedup::DedupTable;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;

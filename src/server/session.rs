@@ -271,6 +271,8 @@ pub(crate) struct ToolCall {
     pub tool: String,
     pub progress_token: Option<Value>,
     pub dedup_key: Option<String>,
+    /// Who the call runs for: the bearer token, else the session.
+    pub principal: Rc<str>,
 }
 
 #[cfg(test)]

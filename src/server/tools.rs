@@ -95,9 +95,15 @@ pub(crate) fn start(
             },
         );
     }
-    if let Invocation::Append(a) = &inv {
-        shared.ledger.execute(&a.tag, &sid, &call.rpc_id);
-    }
+    let execution = match &inv {
+        Invocation::Append(a) => shared.ledger.execute(
+            &a.tag,
+            &call.principal,
+            call.dedup_key.as_deref(),
+            &call.rpc_id,
+        ),
+        Invocation::Read(_) => 0,
+    };
     shared.history.record(Record::ToolStarted {
         session: sid.clone(),
         stream: s,
@@ -105,7 +111,7 @@ pub(crate) fn start(
         tool: call.tool.clone(),
         tag: inv.tag().map(str::to_string),
     });
-    tokio::task::spawn_local(run(shared, sid, s, call, inv, cancelled));
+    tokio::task::spawn_local(run(shared, sid, s, call, inv, execution, cancelled));
 }
 
 async fn run(
@@ -114,6 +120,7 @@ async fn run(
     s: StreamIdx,
     call: ToolCall,
     inv: Invocation,
+    execution: u32,
     cancelled: Rc<Cell<bool>>,
 ) {
     let tag = inv.tag().map(str::to_string);
@@ -130,11 +137,23 @@ async fn run(
             break;
         }
         let last = k == chunks;
+        let chunk = mcp::ChunkRef {
+            tag: tag.as_deref().unwrap_or("").into(),
+            execution,
+            index: k,
+        };
+        if let Invocation::Append(a) = &inv {
+            shared.ledger.chunk(&a.tag, execution, k, chunks);
+        }
         let (kind, msg) = if last {
             let result = match &inv {
                 Invocation::Append(a) => mcp::text_result(
-                    json!({"tag": a.tag, "executions": shared.ledger.executions(&a.tag)})
-                        .to_string(),
+                    json!({
+                        "tag": a.tag,
+                        "executions": shared.ledger.executions(&a.tag),
+                        "chunk": chunk.encode(),
+                    })
+                    .to_string(),
                 ),
                 Invocation::Read(r) => read_result(&shared, r),
             };
@@ -153,8 +172,12 @@ async fn run(
                 },
             )
         } else {
-            let (method, params) =
-                mcp::progress_notification(call.progress_token.as_ref(), &call.rpc_id, k, chunks);
+            let (method, params) = mcp::progress_notification(
+                call.progress_token.as_ref(),
+                &call.rpc_id,
+                &chunk,
+                chunks,
+            );
             (
                 EventKind::Progress,
                 Message::Notification {

@@ -4,7 +4,8 @@
 //! tool ended) before acting, so no wall-clock race decides an outcome.
 
 use mcp_chaos::client::http::{self, Exchange, Outgoing};
-use mcp_chaos::history::{EventKind, History, Ledger, Rec, Record};
+use mcp_chaos::history::{EventKind, History, Rec, Record};
+use mcp_chaos::ledger::Ledger;
 use mcp_chaos::protocol::headers;
 use mcp_chaos::protocol::jsonrpc::{self, Message, RequestId};
 use mcp_chaos::protocol::mcp;

@@ -1,0 +1,82 @@
+//! The side-effect ledger (DESIGN §3, §6): where a tool's effects land,
+//! outside the server host, so that it survives a restart and so that the
+//! oracle can judge any server from it without reading the server's own
+//! records.
+//!
+//! The ledger records each execution of an operation (tag, execution
+//! number, principal, key, request id) when the tool starts, and each chunk
+//! the tool emits. A chunk's payload on the wire names the same
+//! `(tag, execution, index)` ([`ChunkRef`]), so the oracle matches what a
+//! client received to what the tool emitted without the server's event ids.
+
+use crate::history::{History, LedgerRecord};
+pub use crate::protocol::mcp::ChunkRef;
+use crate::protocol::RequestId;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Who an execution ran for: the bearer token when the request carried one,
+/// else the session.
+pub type Principal = Rc<str>;
+
+/// The side-effect ledger: executions per operation tag. Cloning shares it.
+#[derive(Clone)]
+pub struct Ledger {
+    counts: Rc<RefCell<BTreeMap<String, u32>>>,
+    history: History,
+}
+
+impl Ledger {
+    /// An empty ledger writing to `history`.
+    pub fn new(history: History) -> Self {
+        Ledger {
+            counts: Rc::default(),
+            history,
+        }
+    }
+
+    /// Records one execution of `tag`; returns its number (1 = first).
+    pub fn execute(
+        &self,
+        tag: &str,
+        principal: &Principal,
+        key: Option<&str>,
+        rpc_id: &RequestId,
+    ) -> u32 {
+        let mut counts = self.counts.borrow_mut();
+        let n = counts.entry(tag.to_string()).or_insert(0);
+        *n += 1;
+        let n = *n;
+        drop(counts);
+        self.history.record(LedgerRecord::Execution {
+            tag: tag.into(),
+            n,
+            principal: principal.clone(),
+            key: key.map(Into::into),
+            rpc_id: rpc_id.clone(),
+        });
+        n
+    }
+
+    /// Records that execution `n` of `tag` emitted chunk `index` of
+    /// `total` (the last one is the result).
+    pub fn chunk(&self, tag: &str, n: u32, index: u32, total: u32) {
+        self.history.record(LedgerRecord::Chunk {
+            tag: tag.into(),
+            n,
+            index,
+            last: index == total,
+        });
+    }
+
+    /// Executions of one tag.
+    pub fn executions(&self, tag: &str) -> u32 {
+        self.counts.borrow().get(tag).copied().unwrap_or(0)
+    }
+
+    /// Executions of every tag, in tag order.
+    pub fn snapshot(&self) -> BTreeMap<String, u32> {
+        self.counts.borrow().clone()
+    }
+}

@@ -1,0 +1,117 @@
+//! Causes: why a failed operation failed (DESIGN §6). Every failed
+//! operation gets exactly one primary cause, the first in [`PRECEDENCE`]
+//! whose rule holds for it. Every rule reads only what a black box shows:
+//! the clients' records, the side-effect ledger and the world's fault
+//! records, so any server under test gets a cause. A failed operation that
+//! no rule explains is a defect of the oracle, and fails the run.
+//!
+//! The catalogue in `docs/causes.md` states each rule with a minimal
+//! scenario; `tests/all/causes.rs` runs each one and asserts its cause.
+
+use super::ops::{Failure, OpFacts, RunFacts};
+
+/// A primary cause of a failed operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Cause {
+    /// A server restart fell inside one of the operation's executions: the
+    /// effect was taken, the result never produced, and the re-issue ran
+    /// the tool again (or nothing ran it to the end).
+    RestartMidExecution,
+    /// A server restart fell inside the operation's lifetime (not inside an
+    /// execution): the session and what it owed were gone (404), and the
+    /// client re-issued or gave up.
+    RestartLostSession,
+    /// Events the operation was owed left the server's bounded store: the
+    /// client got a 410 for it, or a resume skipped some of an execution's
+    /// chunks and delivered later ones (a hole).
+    Eviction,
+    /// The client switched transport, was refused (404) on the new one and
+    /// re-initialized, re-issuing the operation while its first execution
+    /// still ran or had run.
+    TransportReissue,
+    /// A POST of the operation reached the server and ran, but the client
+    /// never saw its response begin (no status, no stream), so it re-sent.
+    LostResponseHead,
+    /// The client re-sent the operation without an `Idempotency-Key` after
+    /// losing its stream, and the server ran it again.
+    RetryWithoutKey,
+    /// Every attempt carried the same `Idempotency-Key`, and the server ran
+    /// the operation again anyway (keys ignored, or the key forgotten).
+    KeyNotHonored,
+    /// The result was handled after a later operation's: it came in a
+    /// resume's replay while the later one's arrived live.
+    ReplayLiveInterleave,
+    /// The client's connection closed while the server finished the
+    /// stream: the result was emitted before the drop took effect.
+    FinRace,
+    /// The client used up its attempts and gave the operation up.
+    GaveUp,
+    /// The run (fault phase plus heal phase) ended with the operation still
+    /// unresolved.
+    RunEnded,
+}
+
+/// The precedence list: the first cause whose rule holds wins.
+pub const PRECEDENCE: &[Cause] = &[
+    Cause::RestartMidExecution,
+    Cause::RestartLostSession,
+    Cause::Eviction,
+    Cause::TransportReissue,
+    Cause::LostResponseHead,
+    Cause::RetryWithoutKey,
+    Cause::KeyNotHonored,
+    Cause::ReplayLiveInterleave,
+    Cause::FinRace,
+    Cause::GaveUp,
+    Cause::RunEnded,
+];
+
+impl Cause {
+    /// The snake_case name (JSON keys of `failures_by_cause`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::RestartMidExecution => "restart_mid_execution",
+            Cause::RestartLostSession => "restart_lost_session",
+            Cause::Eviction => "eviction",
+            Cause::TransportReissue => "transport_reissue",
+            Cause::LostResponseHead => "lost_response_head",
+            Cause::RetryWithoutKey => "retry_without_key",
+            Cause::KeyNotHonored => "key_not_honored",
+            Cause::ReplayLiveInterleave => "replay_live_interleave",
+            Cause::FinRace => "fin_race",
+            Cause::GaveUp => "gave_up",
+            Cause::RunEnded => "run_ended",
+        }
+    }
+
+    /// Whether this cause's rule holds for a failed operation.
+    fn applies(self, op: &OpFacts, run: &RunFacts) -> bool {
+        let dup = op.failures.contains(Failure::Duplicated);
+        match self {
+            Cause::RestartMidExecution => op.execs.iter().any(|x| {
+                run.restarts_us
+                    .iter()
+                    .any(|&r| x.start_us <= r && x.result_us.is_none_or(|f| f > r))
+            }),
+            Cause::RestartLostSession => run
+                .restarts_us
+                .iter()
+                .any(|&r| op.start_us <= r && op.end_us.is_none_or(|e| r <= e)),
+            Cause::Eviction => op.refused_410 || op.execs.iter().any(|x| x.hole),
+            Cause::TransportReissue => op.reinit_after_switch,
+            Cause::LostResponseHead => op.unseen_attempt_ran,
+            Cause::RetryWithoutKey => dup && op.keyless_retry,
+            Cause::KeyNotHonored => dup && !op.keyless_retry,
+            Cause::ReplayLiveInterleave => op.failures.contains(Failure::OutOfOrder) && op.resumed,
+            Cause::FinRace => op.result_before_drop,
+            Cause::GaveUp => op.gave_up,
+            Cause::RunEnded => op.failures.contains(Failure::Lost) && !run.clients_finished,
+        }
+    }
+}
+
+/// The primary cause of a failed operation, or `None` when no rule holds
+/// (an oracle defect).
+pub fn primary(op: &OpFacts, run: &RunFacts) -> Option<Cause> {
+    PRECEDENCE.iter().copied().find(|c| c.applies(op, run))
+}

@@ -1,0 +1,93 @@
+//! A second count of the black-box event metrics from the built-in
+//! server's own records (which tool started for which tag, which events it
+//! stored, by its own event ids), matched to what clients received by
+//! event id. The black-box oracle must agree with it on every built-in
+//! run; the property tests check that they do. It is not used for
+//! verdicts.
+
+use super::transport::LegacyIds;
+use crate::history::{ClientRecord, Entry, EventKind, Rec, Record, SessionId};
+use crate::protocol::mcp;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// The counts recomputed from the server's side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recount {
+    /// Σ (executions − 1)⁺ over operations.
+    pub duplicate_side_effects: u64,
+    /// Operations that ran more than once.
+    pub ops_duplicated: u64,
+    /// Counted events stored for handled operations and never received.
+    pub orphaned_events: u64,
+}
+
+/// Recounts a built-in run from its server records.
+pub fn recount(entries: &[Entry]) -> Recount {
+    let mut legacy = LegacyIds::default();
+    let mut ops: BTreeSet<Rc<str>> = BTreeSet::new();
+    let mut handled: BTreeSet<Rc<str>> = BTreeSet::new();
+    let mut executions: BTreeMap<String, u64> = BTreeMap::new();
+    let mut produced: BTreeMap<String, Vec<(SessionId, u64)>> = BTreeMap::new();
+    let mut received: BTreeSet<(SessionId, u64)> = BTreeSet::new();
+    for e in entries {
+        match &e.record {
+            Rec::Server(r) => {
+                legacy.observe(r);
+                match r {
+                    Record::ToolStarted {
+                        tool,
+                        tag: Some(tag),
+                        ..
+                    } if tool == mcp::LEDGER_APPEND => {
+                        *executions.entry(tag.clone()).or_insert(0) += 1;
+                    }
+                    Record::Produced {
+                        session,
+                        event,
+                        kind: EventKind::Progress | EventKind::Result,
+                        tag: Some(tag),
+                        rpc_id: Some(_),
+                        ..
+                    } => produced
+                        .entry(tag.clone())
+                        .or_default()
+                        .push((session.clone(), *event)),
+                    _ => {}
+                }
+            }
+            Rec::Client(ClientRecord::OpStarted { tag, .. }) => {
+                ops.insert(tag.clone());
+            }
+            Rec::Client(ClientRecord::Handled { tag, .. }) => {
+                handled.insert(tag.clone());
+            }
+            Rec::Client(ClientRecord::Received {
+                session,
+                event,
+                transport,
+                ..
+            }) => {
+                if let Some(id) = legacy.server_id(session, *event, *transport) {
+                    received.insert((session.clone(), id));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Recount::default();
+    for tag in &ops {
+        let n = executions.get(&**tag).copied().unwrap_or(0);
+        out.duplicate_side_effects += n.saturating_sub(1);
+        out.ops_duplicated += u64::from(n > 1);
+        if handled.contains(tag) {
+            out.orphaned_events += produced
+                .get(&**tag)
+                .into_iter()
+                .flatten()
+                .filter(|ev| !received.contains(*ev))
+                .count() as u64;
+        }
+    }
+    out
+}
