@@ -543,6 +543,7 @@ fn compare(
         &report::html(&summary, timeline.as_ref()),
     )?;
     println!("{}", report::headline(&summary));
+    warn_uncovered(&summary);
     println!(
         "wrote {}, {} and {}",
         out.join("summary.json").display(),
@@ -550,6 +551,16 @@ fn compare(
         out.join("report.html").display()
     );
     finish(&summary, &files, junit)
+}
+
+/// Flags scenarios whose declared hazards no run exercised.
+fn warn_uncovered(summary: &Summary) {
+    for (sc, hz) in &summary.uncovered_hazards {
+        eprintln!(
+            "warning: scenario {sc} declares hazards no seed exercised: {} (its fault plan tests nothing there: add faults or seeds)",
+            hz.join(", ")
+        );
+    }
 }
 
 fn sweep_cmd(
@@ -581,6 +592,7 @@ fn sweep_cmd(
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
     println!("{}", report::headline(&summary));
+    warn_uncovered(&summary);
     finish(&summary, &files, junit)
 }
 

@@ -63,7 +63,12 @@ impl FaultPlan {
                 client += 1;
             }
         }
-        let hosts = scenario.network.client_hosts;
+        // Only hosts that run clients exist in the world.
+        let hosts = scenario
+            .network
+            .client_hosts
+            .min(scenario.client_count())
+            .max(1);
         let window = |rng: &mut ChaCha8Rng, range: Option<[u64; 2]>| {
             let [lo, hi] = range.unwrap_or([span / 20, span / 5]);
             let len = rng.random_range(lo.min(hi)..=hi.max(lo)).max(1);

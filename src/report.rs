@@ -105,6 +105,13 @@ pub fn headline(s: &Summary) -> String {
 /// `report.md`: per scenario, guarded beside unguarded.
 pub fn markdown(s: &Summary) -> String {
     let mut out = String::from("# mcp-chaos comparison\n\nTotals over all seeds (per-seed mean in parentheses). Each operation is ok, degraded (it missed only announced events) or failed; a failed operation is counted once, under its one primary cause.\n\n");
+    for (sc, hz) in &s.uncovered_hazards {
+        let _ = writeln!(
+            out,
+            "**Warning:** scenario `{sc}` declares hazards that none of its runs exercised: {}. Its fault plan tests nothing there.\n",
+            hz.join(", ")
+        );
+    }
     let mut scenarios: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
     scenarios.dedup();
     for sc in scenarios {

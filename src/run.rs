@@ -58,6 +58,9 @@ pub struct RunReport {
     /// Migration-latency histogram as (value µs, count) pairs, so that
     /// sweeps merge histograms rather than rounded percentiles.
     pub migration_latency_hist: Vec<(u64, u64)>,
+    /// The hazards the scenario declares it means to exercise.
+    #[serde(default)]
+    pub declared_hazards: Vec<String>,
     /// Every failed or degraded operation, with its failures and cause.
     #[serde(default)]
     pub operations: Vec<oracle::OpVerdict>,
@@ -239,6 +242,7 @@ pub fn run(
         trace_sha256,
         migration_latency_hist: j.latency_hist.clone(),
         operations: j.verdicts,
+        declared_hazards: scenario.hazards.clone(),
         verdict: verdict(&failed).to_string(),
         failed_expectations: failed,
         meta: Meta { wall_ms },

@@ -248,6 +248,11 @@ pub struct Scenario {
     /// Heal phase.
     #[serde(default)]
     pub heal: HealSpec,
+    /// The hazards this scenario means to exercise (`drop`, `partition`,
+    /// `latency`, `restart`, `eviction`, `switch`); `compare` flags any
+    /// that no seed of it produced.
+    #[serde(default)]
+    pub hazards: Vec<String>,
     /// Expectations.
     #[serde(default)]
     pub expect: Expectations,
@@ -301,6 +306,14 @@ impl Scenario {
 
     /// Checks bounds that the simulator relies on.
     pub fn validate(&self) -> Result<(), String> {
+        for h in &self.hazards {
+            if !crate::oracle::ops::HAZARDS.contains(&h.as_str()) {
+                return Err(format!(
+                    "hazards: unknown hazard {h:?}: use one of {}",
+                    crate::oracle::ops::HAZARDS.join(", ")
+                ));
+            }
+        }
         if self.clients.is_empty() || self.client_count() == 0 {
             return Err("at least one client is needed ([[clients]] with count >= 1)".into());
         }

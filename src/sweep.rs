@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Version of the summary JSON.
-pub const SUMMARY_SCHEMA_VERSION: u32 = 1;
+pub const SUMMARY_SCHEMA_VERSION: u32 = 2;
 
 /// Totals for one scenario × server over its runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +41,10 @@ pub struct Summary {
     pub runs: Vec<RunReport>,
     /// Per scenario × server, ordered.
     pub aggregates: Vec<Aggregate>,
+    /// Per scenario, the hazards it declares that none of its runs (any
+    /// seed, any server) exercised: a fault plan that tests nothing.
+    #[serde(default)]
+    pub uncovered_hazards: BTreeMap<String, Vec<String>>,
 }
 
 impl Summary {
@@ -88,10 +92,19 @@ impl Summary {
                 }
             })
             .collect();
+        let mut uncovered_hazards: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for r in &runs {
+            let entry = uncovered_hazards
+                .entry(r.scenario.clone())
+                .or_insert_with(|| r.declared_hazards.clone());
+            entry.retain(|h| r.metrics.hazards.get(h).copied().unwrap_or(0) == 0);
+        }
+        uncovered_hazards.retain(|_, v| !v.is_empty());
         Summary {
             schema_version: SUMMARY_SCHEMA_VERSION,
             runs,
             aggregates,
+            uncovered_hazards,
         }
     }
 

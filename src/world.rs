@@ -164,10 +164,16 @@ pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunO
 
     // Timed faults as start/end events, in time order.
     let mut events: Vec<(u64, bool, u32, Fault)> = Vec::new();
+    let populated = scenario.network.client_hosts.min(scenario.client_count());
     for (i, (at, f)) in plan.timed().into_iter().enumerate() {
         let i = i as u32;
         if at >= fault_ms {
             continue;
+        }
+        if let Fault::Partition { host, .. } | Fault::Latency { host, .. } = f {
+            if host >= populated {
+                continue; // a host with no clients is not in the world
+            }
         }
         match &f {
             Fault::Partition { duration_ms, .. } | Fault::Latency { duration_ms, .. } => {

@@ -3,4 +3,5 @@
 mod build;
 mod cli;
 mod loopback;
+mod oracle;
 mod sim;
