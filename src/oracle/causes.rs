@@ -42,7 +42,10 @@ pub enum Cause {
     /// resume's replay while the later one's arrived live.
     ReplayLiveInterleave,
     /// The client's connection closed while the server finished the
-    /// stream: the result was emitted before the drop took effect.
+    /// stream: the drop that interrupted the operation came after an
+    /// execution's result was emitted, so the server saw a finished stream
+    /// where the client saw a broken one. (Ranked above the retry causes:
+    /// it says why the retry happened at all.)
     FinRace,
     /// The client used up its attempts and gave the operation up.
     GaveUp,
@@ -58,10 +61,10 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::Eviction,
     Cause::TransportReissue,
     Cause::LostResponseHead,
+    Cause::FinRace,
     Cause::RetryWithoutKey,
     Cause::KeyNotHonored,
     Cause::ReplayLiveInterleave,
-    Cause::FinRace,
     Cause::GaveUp,
     Cause::RunEnded,
 ];

@@ -1,6 +1,7 @@
 //! One integration-test binary (faster to build than many), with modules.
 
 mod build;
+mod causes;
 mod cli;
 mod loopback;
 mod oracle;
