@@ -373,19 +373,10 @@ pub fn cdf_svg(s: &Summary) -> String {
     out
 }
 
-/// Corruption counts per scenario as grouped bars (guarded, unguarded).
+/// Failed operations per scenario as grouped bars (guarded, unguarded).
 pub fn bars_svg(s: &Summary) -> String {
-    let mut out = svg_open("corruption per scenario");
-    let corruption = |a: Option<&Aggregate>| {
-        a.map_or(0, |a| {
-            let m = &a.metrics;
-            m.duplicate_side_effects
-                + m.silent_losses
-                + m.order_violations
-                + m.capability_violations
-                + m.foreign_cursor_replays
-        })
-    };
+    let mut out = svg_open("failed operations per scenario");
+    let corruption = |a: Option<&Aggregate>| a.map_or(0, |a| a.metrics.ops_failed);
     let mut scenarios: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
     scenarios.dedup();
     let max = scenarios
@@ -486,7 +477,7 @@ pub fn html(s: &Summary, timeline: Option<&Timeline>) -> String {
     let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}</style></head><body><h1>mcp-chaos comparison</h1>");
     let _ = write!(
         out,
-        "<h2>Migration latency</h2>{}<h2>Corruption per scenario</h2>{}",
+        "<h2>Migration latency</h2>{}<h2>Failed operations per scenario</h2>{}",
         cdf_svg(s),
         bars_svg(s)
     );

@@ -652,8 +652,7 @@ fn order_violations(ops: &mut [OpFacts], clients: usize) {
         let mut order = list.clone();
         order.sort_by_key(|&i| ops[i].handled.as_ref().expect("filtered").seq);
         let mut tree = vec![0u64; sends.len() + 1];
-        let mut inserted = 0u64;
-        for &a in &order {
+        for (inserted, &a) in order.iter().enumerate() {
             // A's result: the earliest any execution produced one.
             if let Some(r) = ops[a].execs.iter().filter_map(|x| x.result_seq).min() {
                 // Count inserted B with send > r: inserted − #(send <= r).
@@ -664,7 +663,7 @@ fn order_violations(ops: &mut [OpFacts], clients: usize) {
                     le += tree[k];
                     k &= k - 1;
                 }
-                let n = inserted - le;
+                let n = inserted as u64 - le;
                 if n > 0 {
                     ops[a].order_pairs = n;
                     ops[a].failures.insert(Failure::OutOfOrder);
@@ -676,7 +675,6 @@ fn order_violations(ops: &mut [OpFacts], clients: usize) {
                 tree[k] += 1;
                 k += k & k.wrapping_neg();
             }
-            inserted += 1;
         }
     }
 }

@@ -305,3 +305,39 @@ fn committed_results_match_a_fresh_run() {
     }
     assert!(checked >= 16);
 }
+
+/// Over seeds 0–5 of every scenario under both servers (the committed
+/// results, which `committed_results_match_a_fresh_run` ties to fresh runs
+/// and the determinism test to every seed): every operation has exactly one
+/// outcome and every failed one exactly one cause.
+#[test]
+fn committed_results_account_for_every_operation_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let committed: Summary =
+        serde_json::from_str(&std::fs::read_to_string(root.join("results/summary.json")).unwrap())
+            .unwrap();
+    let scenarios = mcp_chaos::cli::scenario_files(&root.join("sims"))
+        .unwrap()
+        .len();
+    assert_eq!(
+        committed.runs.len(),
+        scenarios * 6 * 2,
+        "6 seeds x 2 servers each"
+    );
+    for r in &committed.runs {
+        let m = &r.metrics;
+        let at = format!("{} seed {} {}", r.scenario, r.seed, r.server);
+        assert_eq!(
+            m.ops_ok + m.ops_degraded + m.ops_failed,
+            m.operations,
+            "{at}"
+        );
+        assert_eq!(
+            m.failures_by_cause.values().sum::<u64>(),
+            m.ops_failed,
+            "{at}"
+        );
+        assert_eq!(m.ops_lost, m.lost_operations, "{at}");
+        assert!(m.operations > 0, "{at}");
+    }
+}
