@@ -152,6 +152,7 @@ pub fn run(
             hosts: &hosts,
             clients_finished: out.clients_finished,
             audited: variant == Variant::Guarded,
+            built_in: true,
         },
     );
     if !j.defects.is_empty() {

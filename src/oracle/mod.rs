@@ -82,6 +82,10 @@ pub struct Metrics {
     pub ops_lost: u64,
     /// Failed operations by primary cause.
     pub failures_by_cause: BTreeMap<String, u64>,
+    /// Failed operations whose cause the built-in server's records refine,
+    /// by `cause/detail` (e.g. `retry_without_key/half_open_write`).
+    #[serde(default)]
+    pub failures_by_detail: BTreeMap<String, u64>,
     /// Operations that met each hazard (whatever the server then did).
     pub hazards: BTreeMap<String, u64>,
     /// Σ over non-idempotent operations of (executions − 1)⁺.
@@ -210,6 +214,11 @@ pub struct OpVerdict {
     pub failures: Vec<String>,
     /// Its primary cause, when failed.
     pub cause: Option<String>,
+    /// What the built-in server's own records add to the cause (e.g.
+    /// `half_open_write`: it wrote the result into a connection the client
+    /// had lost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// What the run's world looked like, beyond the history.
@@ -225,6 +234,8 @@ pub struct World<'a> {
     pub clients_finished: bool,
     /// The server is a built-in guarded arm: audit its guard.
     pub audited: bool,
+    /// The server is built in: its records may refine causes.
+    pub built_in: bool,
 }
 
 /// What the oracle concluded.
@@ -257,13 +268,24 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
         .collect();
     let mut verdicts = Vec::new();
     let mut defects = Vec::new();
+    let half_open = if world.built_in {
+        whitebox::half_open_writes(entries)
+    } else {
+        Default::default()
+    };
     for op in &judged.ops {
         let (m, h) = by_class
             .entry(class_of(op.client))
             .or_insert_with(|| (Metrics::default(), new_hist()));
         count_op(m, h, op);
         if !op.failures.is_empty() || op.degraded() {
-            let v = verdict(op);
+            let mut v = verdict(op);
+            if let (Some(c), true) = (&v.cause, half_open.contains(&op.tag)) {
+                v.detail = Some("half_open_write".into());
+                *m.failures_by_detail
+                    .entry(format!("{c}/half_open_write"))
+                    .or_insert(0) += 1;
+            }
             if !op.failures.is_empty() && op.cause.is_none() {
                 defects.push(format!(
                     "operation {} (client {}) failed ({}) and no cause explains it",
@@ -412,6 +434,7 @@ fn verdict(op: &OpFacts) -> OpVerdict {
             .map(|(_, n)| (*n).to_string())
             .collect(),
         cause: op.cause.map(|c| c.as_str().to_string()),
+        detail: None,
     }
 }
 
@@ -454,6 +477,7 @@ pub fn add(t: &mut Metrics, m: &Metrics) {
     }
     for (dst, src) in [
         (&mut t.failures_by_cause, &m.failures_by_cause),
+        (&mut t.failures_by_detail, &m.failures_by_detail),
         (&mut t.hazards, &m.hazards),
         (&mut t.rejections, &m.rejections),
     ] {

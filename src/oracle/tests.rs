@@ -191,6 +191,7 @@ impl Hist {
                 hosts: &[0],
                 clients_finished: finished,
                 audited: false,
+                built_in: false,
             },
         )
     }

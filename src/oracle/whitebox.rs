@@ -91,3 +91,52 @@ pub fn recount(entries: &[Entry]) -> Recount {
     }
     out
 }
+
+/// Operations whose result the built-in server wrote on a connection and
+/// their client never received: the server wrote the end of a stream into
+/// a connection the client had lost (a half-open write). The server's own
+/// records refine a failure's cause with this; they never replace it.
+pub fn half_open_writes(entries: &[Entry]) -> BTreeSet<Rc<str>> {
+    let mut legacy = LegacyIds::default();
+    let mut results: BTreeMap<(SessionId, u64), Rc<str>> = BTreeMap::new();
+    let mut written: BTreeSet<(SessionId, u64)> = BTreeSet::new();
+    let mut received: BTreeSet<(SessionId, u64)> = BTreeSet::new();
+    for e in entries {
+        match &e.record {
+            Rec::Server(r) => {
+                legacy.observe(r);
+                match r {
+                    Record::Produced {
+                        session,
+                        event,
+                        kind: EventKind::Result,
+                        tag: Some(tag),
+                        ..
+                    } => {
+                        results.insert((session.clone(), *event), tag.as_str().into());
+                    }
+                    Record::Written { session, event, .. } => {
+                        written.insert((session.clone(), *event));
+                    }
+                    _ => {}
+                }
+            }
+            Rec::Client(ClientRecord::Received {
+                session,
+                event,
+                transport,
+                ..
+            }) => {
+                if let Some(id) = legacy.server_id(session, *event, *transport) {
+                    received.insert((session.clone(), id));
+                }
+            }
+            _ => {}
+        }
+    }
+    results
+        .into_iter()
+        .filter(|(ev, _)| written.contains(ev) && !received.contains(ev))
+        .map(|(_, tag)| tag)
+        .collect()
+}
