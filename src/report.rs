@@ -137,6 +137,22 @@ pub fn markdown(s: &Summary) -> String {
                 cell(u, &name)
             );
         }
+        let mut details: Vec<&String> = [g, u]
+            .iter()
+            .flatten()
+            .flat_map(|a| a.metrics.failures_by_detail.keys())
+            .collect();
+        details.sort();
+        details.dedup();
+        for d in details {
+            let name = format!("failures_by_detail.{d}");
+            let _ = writeln!(
+                out,
+                "| of which (server records): {d} | {} | {} |",
+                cell(g, &name),
+                cell(u, &name)
+            );
+        }
         let hz =
             |a: Option<&Aggregate>| a.map_or("–".into(), |a| format!("{:?}", a.metrics.hazards));
         let _ = writeln!(

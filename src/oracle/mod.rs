@@ -130,6 +130,7 @@ impl Metrics {
         if let Some((map, key)) = name.split_once('.') {
             let m = match map {
                 "failures_by_cause" => &self.failures_by_cause,
+                "failures_by_detail" => &self.failures_by_detail,
                 "hazards" => &self.hazards,
                 "rejections" => &self.rejections,
                 _ => return None,
@@ -169,6 +170,7 @@ impl Metrics {
         match name.split_once('.') {
             Some(("failures_by_cause", c)) => causes::PRECEDENCE.iter().any(|x| x.as_str() == c),
             Some(("hazards", h)) => ops::HAZARDS.contains(&h),
+            Some(("failures_by_detail", _)) => true,
             Some(("rejections", _)) => true,
             Some(_) => false,
             None => Self::NAMES.contains(&name),
