@@ -104,6 +104,10 @@ pub fn run(
     opts: Options,
 ) -> Result<(RunReport, History), WorldError> {
     let scenario = effective(scenario, opts);
+    // A scenario built in code is held to the loader's bounds.
+    scenario
+        .validate()
+        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
     let started = std::time::Instant::now();
     // A panic inside the simulation (a turmoil limit, a bug) becomes an
     // error the caller reports with its seed, not an abort.

@@ -439,24 +439,12 @@ impl<C: Connector> Client<C> {
     }
 
     fn init_request(&self) -> Message {
-        let (version, caps) = match (self.g().behaviour, self.transport) {
-            (Behaviour::TransportSwitch, Transport::Legacy) => {
-                (mcp::LEGACY_VERSION, json!({"sampling": {}}))
-            }
-            (Behaviour::TransportSwitch, Transport::Streamable) => {
-                (mcp::LATEST_VERSION, json!({"roots": {"listChanged": true}}))
-            }
-            _ => (mcp::LATEST_VERSION, json!({})),
-        };
-        Message::Request {
-            id: RequestId::Str(format!("c{}-init#{}", self.spec.index, self.init_attempts)),
-            method: mcp::INITIALIZE.into(),
-            params: Some(mcp::initialize_params(
-                version,
-                caps,
-                "mcp-chaos-virtual-client",
-            )),
-        }
+        init_request(
+            self.g().behaviour,
+            self.transport,
+            self.spec.index,
+            self.init_attempts,
+        )
     }
 
     /// A POST to the legacy `/messages` endpoint.
@@ -560,15 +548,7 @@ impl<C: Connector> Client<C> {
         let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
         o.rpc = Some(rpc.clone());
         let tag = o.tag.clone();
-        let msg = Message::Request {
-            id: rpc.clone(),
-            method: mcp::TOOLS_CALL.into(),
-            params: Some(json!({
-                "name": mcp::LEDGER_APPEND,
-                "arguments": {"tag": &*tag, "chunks": self.g().chunks, "chunk_interval_ms": self.g().chunk_interval_ms},
-                "_meta": {"progressToken": rpc},
-            })),
-        };
+        let msg = call_request(&tag, &rpc, self.g());
         let mut out = if self.transport == Transport::Legacy {
             let mut o = Outgoing::post(None, &msg);
             o.path = self
@@ -1490,6 +1470,63 @@ impl<C: Connector> Client<C> {
             self.handle(op, rpc);
         }
     }
+}
+
+/// `initialize` as a client of `behaviour` sends it on `transport`: a
+/// transport-switch client asks for the legacy revision and one capability
+/// set there, and a newer revision and another set on streamable HTTP.
+fn init_request(behaviour: Behaviour, transport: Transport, index: u32, attempt: u32) -> Message {
+    let (version, caps) = match (behaviour, transport) {
+        (Behaviour::TransportSwitch, Transport::Legacy) => {
+            (mcp::LEGACY_VERSION, json!({"sampling": {}}))
+        }
+        (Behaviour::TransportSwitch, Transport::Streamable) => {
+            (mcp::LATEST_VERSION, json!({"roots": {"listChanged": true}}))
+        }
+        _ => (mcp::LATEST_VERSION, json!({})),
+    };
+    Message::Request {
+        id: RequestId::Str(format!("c{index}-init#{attempt}")),
+        method: mcp::INITIALIZE.into(),
+        params: Some(mcp::initialize_params(
+            version,
+            caps,
+            "mcp-chaos-virtual-client",
+        )),
+    }
+}
+
+/// The `tools/call` of one attempt (`rpc`) of operation `tag`.
+fn call_request(tag: &str, rpc: &RequestId, g: &ClientGroup) -> Message {
+    Message::Request {
+        id: rpc.clone(),
+        method: mcp::TOOLS_CALL.into(),
+        params: Some(json!({
+            "name": mcp::LEDGER_APPEND,
+            "arguments": {"tag": tag, "chunks": g.chunks, "chunk_interval_ms": g.chunk_interval_ms},
+            "_meta": {"progressToken": rpc},
+        })),
+    }
+}
+
+/// The largest request body (bytes) client `index` of group `g` can send:
+/// its `initialize` on either transport and its last call, with counters at
+/// their widest. A server whose `max_body_bytes` is below it refuses the
+/// client's requests with 413.
+pub fn largest_request_body(g: &ClientGroup, index: u32) -> usize {
+    let widest = u32::MAX;
+    let mut sizes = vec![
+        init_request(g.behaviour, Transport::Streamable, index, widest)
+            .encode()
+            .len(),
+        init_request(g.behaviour, Transport::Legacy, index, widest)
+            .encode()
+            .len(),
+    ];
+    let tag = format!("c{index}-op{}", g.calls.saturating_sub(1));
+    let rpc = RequestId::Str(format!("{tag}#{widest}"));
+    sizes.push(call_request(&tag, &rpc, g).encode().len());
+    sizes.into_iter().max().unwrap_or(0)
 }
 
 #[allow(clippy::too_many_arguments)]
