@@ -128,6 +128,10 @@ struct Op {
     unseen: Vec<RequestId>,
     /// The request id of its latest POST.
     rpc: Option<RequestId>,
+    /// The call went out (`OpStarted`).
+    started: bool,
+    /// Its result came as a JSON response (no events).
+    json_result: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -221,6 +225,8 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
                 stream: None,
                 unseen: Vec::new(),
                 rpc: None,
+                started: false,
+                json_result: false,
             })
             .collect(),
         spec,
@@ -246,6 +252,11 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
         transport: Transport::Streamable,
         switch_pending: false,
         legacy_endpoint: None,
+        drops_fired: BTreeSet::new(),
+        drops_missed: BTreeMap::new(),
+        switch_due: false,
+        legacy_dropped: None,
+        switched: None,
     };
     if c.g().behaviour == Behaviour::TransportSwitch {
         c.transport = Transport::Legacy;
@@ -286,6 +297,18 @@ struct Client<C> {
     switch_pending: bool,
     /// The legacy `/messages` URI from the endpoint event.
     legacy_endpoint: Option<String>,
+    /// Calls whose planned drop fired.
+    drops_fired: BTreeSet<u32>,
+    /// Calls that ended with their planned drop still waiting: (counted
+    /// events seen, events the drop waited for, how the call ended).
+    drops_missed: BTreeMap<u32, (u32, u32, Outcome)>,
+    /// The planned switch is scheduled (its call completed on legacy).
+    switch_due: bool,
+    /// A planned drop closed the legacy stream during this call.
+    legacy_dropped: Option<u32>,
+    /// The client left the legacy transport: `Some(None)` at its planned
+    /// point, `Some(Some(why))` before it.
+    switched: Option<Option<String>>,
 }
 
 impl<C: Connector> Client<C> {
@@ -301,8 +324,118 @@ impl<C: Connector> Client<C> {
                 _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => self.fire_timers(),
             }
         }
+        // A drop that fired on a call's last event arrives after the event
+        // that finished the client: it was applied all the same.
+        while let Ok(input) = rx.try_recv() {
+            if let Input::Dropped {
+                tag, after_event, ..
+            } = input
+            {
+                self.dropped(tag, after_event);
+            }
+        }
         for slot in self.slots.values() {
             slot.task.abort();
+        }
+        self.report_unapplied();
+    }
+
+    fn dropped(&mut self, tag: Rc<str>, after_event: u32) {
+        if let Some(op) = self.op_by_tag(&tag) {
+            self.drops_fired.insert(op as u32);
+            if self.transport == Transport::Legacy {
+                self.legacy_dropped = Some(op as u32);
+            }
+        }
+        self.record(ClientRecord::Dropped {
+            client: self.spec.index,
+            tag,
+            after_event,
+        });
+    }
+
+    /// One `FaultNotApplied` record per planned drop or switch that did not
+    /// happen, with why.
+    fn report_unapplied(&self) {
+        let index = self.spec.index;
+        let calls = self.ops.len() as u32;
+        let mut out: Vec<(&'static str, u32, Option<u32>, String)> = Vec::new();
+        for (&call, &after) in &self.spec.drops {
+            if self.drops_fired.contains(&call) {
+                continue;
+            }
+            let reason = match self.ops.get(call as usize) {
+                None => format!("client {index} makes only {calls} calls"),
+                Some(o) if !o.started => format!(
+                    "call {call} never started: the client gave up after {} failed initializations",
+                    self.init_attempts
+                ),
+                Some(o) => match self.drops_missed.get(&call) {
+                    Some(&(seen, _, Outcome::Done)) if o.json_result => format!(
+                        "call {call} got its result as a JSON response (no events) after \
+                         {seen} counted events, before event {after}"
+                    ),
+                    Some(&(seen, _, Outcome::Done)) => {
+                        let per_call = if after > self.g().chunks {
+                            format!(" (a call has {})", self.g().chunks)
+                        } else {
+                            String::new()
+                        };
+                        format!(
+                            "call {call} ended after {seen} counted events, before event \
+                             {after}{per_call}"
+                        )
+                    }
+                    Some(&(seen, _, _)) => format!(
+                        "call {call} was abandoned after {} attempts and {seen} counted events, \
+                         before event {after}",
+                        o.attempts
+                    ),
+                    None => format!("call {call} ended without reaching event {after}"),
+                },
+            };
+            out.push(("drop", call, Some(after), reason));
+        }
+        if let Some(after) = self.spec.switch_after {
+            let reason = match (&self.switched, self.ops.get(after as usize)) {
+                (Some(None), _) => None,
+                _ if self.g().behaviour != Behaviour::TransportSwitch => Some(format!(
+                    "client {index} is a {} client: only transport-switch clients switch",
+                    self.g().behaviour.as_str()
+                )),
+                (_, None) => Some(format!("client {index} makes only {calls} calls")),
+                (Some(Some(why)), _) => Some(format!(
+                    "the client had already left the legacy transport before call {after} \
+                     ended: {why}"
+                )),
+                (None, Some(o)) if !o.started => Some(format!(
+                    "call {after} never started: the client gave up after {} failed \
+                     initializations",
+                    self.init_attempts
+                )),
+                (None, Some(o)) if o.state == OpState::Abandoned => Some(format!(
+                    "call {after} was abandoned after {} attempts",
+                    o.attempts
+                )),
+                (None, Some(_)) if after + 1 == calls => Some(format!(
+                    "call {after} is the client's last: it finished before switching"
+                )),
+                (None, Some(_)) => {
+                    Some(format!("call {after} ended but the client never switched"))
+                }
+            };
+            if let Some(reason) = reason {
+                out.push(("switch", after, None, reason));
+            }
+        }
+        for (kind, call, after_event, reason) in out {
+            self.record(ClientRecord::FaultNotApplied {
+                client: index,
+                kind,
+                call,
+                after_event,
+                reason,
+            });
         }
     }
 
@@ -459,9 +592,22 @@ impl<C: Connector> Client<C> {
     /// over streamable HTTP with the same session id and the last legacy
     /// event id as `Last-Event-ID`.
     fn switch(&mut self) {
+        let planned = std::mem::take(&mut self.switch_due);
         if self.transport != Transport::Legacy {
             return;
         }
+        self.switched = Some((!planned).then(|| {
+            let during = self
+                .next_op
+                .checked_sub(1)
+                .map_or("before its first call".to_string(), |c| {
+                    format!("during call {c}")
+                });
+            match self.legacy_dropped {
+                Some(c) => format!("a planned drop closed its legacy stream during call {c}"),
+                None => format!("its legacy stream broke {during}"),
+            }
+        }));
         let stream = self.standalone;
         let cursor = stream
             .and_then(|k| self.streams.get(&k))
@@ -519,6 +665,7 @@ impl<C: Connector> Client<C> {
         let op = self.next_op;
         self.next_op += 1;
         self.ops[op].state = OpState::Active;
+        self.ops[op].started = true;
         self.record(ClientRecord::OpStarted {
             client: self.spec.index,
             tag: self.ops[op].tag.clone(),
@@ -738,11 +885,7 @@ impl<C: Connector> Client<C> {
                 tag,
                 after_event,
             } => {
-                self.record(ClientRecord::Dropped {
-                    client: self.spec.index,
-                    tag,
-                    after_event,
-                });
+                self.dropped(tag, after_event);
                 self.on_end(slot, false);
             }
             Input::Failed { slot } => self.on_failed(slot),
@@ -865,7 +1008,10 @@ impl<C: Connector> Client<C> {
             .and_then(Value::as_u64);
         match status {
             200 => match msg {
-                Some(Message::Result { id, .. }) => self.deliver(op, id, None),
+                Some(Message::Result { id, .. }) => {
+                    self.ops[op].json_result = true;
+                    self.deliver(op, id, None)
+                }
                 _ => {
                     self.status(Some(op), status, None, None);
                     self.finish(op, Outcome::Abandoned);
@@ -1191,11 +1337,15 @@ impl<C: Connector> Client<C> {
             OpState::Abandoned
         };
         o.unseen.clear();
-        self.drop_rules.borrow_mut().remove(&o.tag);
+        let missed = self.drop_rules.borrow_mut().remove(&o.tag);
+        if let Some((after, seen)) = missed {
+            self.drops_missed.insert(op as u32, (seen, after, outcome));
+        }
         if outcome == Outcome::Done
             && self.spec.switch_after == Some(op as u32)
             && self.transport == Transport::Legacy
         {
+            self.switch_due = true;
             self.schedule(Duration::ZERO, Action::Switch);
         }
         // Nothing left to wait for on the held stream: stop holding.
