@@ -371,6 +371,10 @@ fn text_report(r: &RunReport) -> String {
         "  faults planned {:?} applied {:?}\n",
         r.faults.planned, r.faults.applied
     ));
+    for n in &r.faults.not_applied {
+        let fault = serde_json::to_string(&n.fault).expect("faults serialize");
+        out.push_str(&format!("  not applied: {fault}: {}\n", n.reason));
+    }
     out
 }
 

@@ -555,6 +555,20 @@ pub enum ClientRecord {
         /// Attempts made.
         attempts: u32,
     },
+    /// A drop or switch planned for this client that it did not apply, and
+    /// why (written when the client ends its run).
+    FaultNotApplied {
+        /// Client index.
+        client: u32,
+        /// `drop` or `switch`.
+        kind: &'static str,
+        /// The drop's call, or the call after which the switch was planned.
+        call: u32,
+        /// For a drop: counted events it was to come after.
+        after_event: Option<u32>,
+        /// Why it was not applied.
+        reason: String,
+    },
 }
 
 /// World records: faults and phases.

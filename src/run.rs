@@ -1,8 +1,9 @@
 //! One simulation run, end to end: world → history → oracle → RunReport.
 
-use crate::history::History;
+use crate::fault::{kind_name, FaultPlan};
+use crate::history::{ClientRecord, Entry, History, Rec};
 use crate::oracle::{self, Metrics};
-use crate::scenario::Scenario;
+use crate::scenario::{Fault, Scenario};
 use crate::server::Variant;
 use crate::world::{self, WorldError};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,31 @@ pub struct Faults {
     /// Actually applied (a drop planned for a call that never ran, or a
     /// fault timed past the fault phase, is not applied).
     pub applied: BTreeMap<String, u64>,
+    /// Every planned fault that was not applied, with why, sorted: for each
+    /// kind, `planned = applied + not_applied`. Empty (and not written) in
+    /// a sweep's aggregates: see each run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_applied: Vec<NotApplied>,
+}
+
+/// A planned fault that was not applied.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct NotApplied {
+    /// The fault, as `[[faults.explicit]]` writes it.
+    pub fault: Fault,
+    /// Why it was not applied.
+    pub reason: String,
+}
+
+impl Faults {
+    /// Not-applied faults by kind.
+    pub fn not_applied_counts(&self) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for n in &self.not_applied {
+            *m.entry(kind_name(&n.fault).to_string()).or_insert(0) += 1;
+        }
+        m
+    }
 }
 
 /// Wall-clock figures: the only nondeterministic part, ignored by
@@ -110,6 +136,10 @@ pub fn run(
     opts: Options,
 ) -> Result<(RunReport, History), WorldError> {
     let scenario = effective(scenario, opts);
+    // A scenario built in code is held to the loader's bounds.
+    scenario
+        .validate()
+        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
     let started = std::time::Instant::now();
     // A panic inside the simulation (a turmoil limit, a bug) becomes an
     // error the caller reports with its seed, not an abort.
@@ -161,31 +191,7 @@ pub fn run(
             j.defects.join("; ")
         )));
     }
-    let mut applied = out.applied_timed.clone();
-    let drops = entries
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.record,
-                crate::history::Rec::Client(crate::history::ClientRecord::Dropped { .. })
-            )
-        })
-        .count() as u64;
-    if drops > 0 {
-        applied.insert("drop".into(), drops);
-    }
-    let switches = entries
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.record,
-                crate::history::Rec::Client(crate::history::ClientRecord::Switched { .. })
-            )
-        })
-        .count() as u64;
-    if switches > 0 {
-        applied.insert("switch".into(), switches);
-    }
+    let faults = fault_accounts(&out.plan, &entries, &out);
     let mut hasher = Sha256::new();
     let mut line = Vec::with_capacity(256);
     for e in entries.iter() {
@@ -233,10 +239,7 @@ pub fn run(
         server: variant.as_str().to_string(),
         metrics: j.metrics,
         metrics_by_class: j.by_class,
-        faults: Faults {
-            planned: out.plan.counts(),
-            applied,
-        },
+        faults,
         sim_ms: out.sim_ms,
         clients_finished: out.clients_finished,
         records,
@@ -249,6 +252,140 @@ pub fn run(
         meta: Meta { wall_ms },
     };
     Ok((report, out.history))
+}
+
+/// Faults planned, applied and not applied (with why). The world accounts
+/// for its timed faults; the clients record their drops (`dropped`),
+/// planned switches (`switched`) and what they did not apply
+/// (`fault_not_applied`); a client still running when the run ended
+/// records nothing, so its faults are accounted here.
+fn fault_accounts(plan: &FaultPlan, entries: &[Entry], out: &world::RunOutput) -> Faults {
+    let mut applied = out.applied_timed.clone();
+    let mut not_applied: Vec<NotApplied> = out
+        .not_applied_timed
+        .iter()
+        .map(|(fault, reason)| NotApplied {
+            fault: fault.clone(),
+            reason: reason.clone(),
+        })
+        .collect();
+    let call_of = |tag: &str| {
+        tag.rsplit_once("-op")
+            .and_then(|(_, n)| n.parse::<u32>().ok())
+    };
+    let mut dropped: std::collections::BTreeSet<(u32, u32)> = Default::default();
+    let mut switched: std::collections::BTreeSet<u32> = Default::default();
+    let mut reported: std::collections::BTreeSet<Fault> = Default::default();
+    let mut started: std::collections::BTreeSet<(u32, u32)> = Default::default();
+    for e in entries {
+        match &e.record {
+            Rec::Client(ClientRecord::Dropped { client, tag, .. }) => {
+                if let Some(call) = call_of(tag) {
+                    dropped.insert((*client, call));
+                }
+            }
+            Rec::Client(ClientRecord::Switched { client, .. }) => {
+                switched.insert(*client);
+            }
+            Rec::Client(ClientRecord::OpStarted { client, tag }) => {
+                if let Some(call) = call_of(tag) {
+                    started.insert((*client, call));
+                }
+            }
+            Rec::Client(ClientRecord::FaultNotApplied {
+                client,
+                kind,
+                call,
+                after_event,
+                reason,
+            }) => {
+                let fault = if *kind == "switch" {
+                    Fault::Switch {
+                        client: *client,
+                        after_call: *call,
+                    }
+                } else {
+                    Fault::Drop {
+                        client: *client,
+                        call: *call,
+                        after_event: after_event.unwrap_or(0),
+                    }
+                };
+                reported.insert(fault.clone());
+                not_applied.push(NotApplied {
+                    fault,
+                    reason: reason.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    let ended = |client: u32, call: u32| {
+        let state = if started.contains(&(client, call)) {
+            "unresolved"
+        } else {
+            "not started"
+        };
+        if out.clients_finished {
+            format!("client {client} gave no account of it (call {call} {state})")
+        } else {
+            format!(
+                "the run ended at {} ms with client {client} still running (call {call} {state})",
+                out.sim_ms
+            )
+        }
+    };
+    let (mut drops, mut switches) = (0u64, 0u64);
+    for f in &plan.faults {
+        match *f {
+            Fault::Drop { client, call, .. } => {
+                if dropped.contains(&(client, call)) {
+                    drops += 1;
+                } else if !reported.contains(f) {
+                    not_applied.push(NotApplied {
+                        fault: f.clone(),
+                        reason: ended(client, call),
+                    });
+                }
+            }
+            Fault::Switch { client, after_call } => {
+                if reported.contains(f) {
+                    continue;
+                }
+                let first = plan.switch_for(client);
+                if first != Some(after_call) {
+                    not_applied.push(NotApplied {
+                        fault: f.clone(),
+                        reason: format!(
+                            "a client switches once: client {client}'s switch after call {} \
+                             comes first in the plan",
+                            first.unwrap_or(after_call)
+                        ),
+                    });
+                } else if switched.contains(&client) {
+                    switches += 1;
+                } else {
+                    not_applied.push(NotApplied {
+                        fault: f.clone(),
+                        reason: ended(client, after_call),
+                    });
+                }
+            }
+            Fault::Partition { .. } | Fault::Restart { .. } | Fault::Latency { .. } => {}
+        }
+    }
+    if drops > 0 {
+        applied.insert("drop".into(), drops);
+    }
+    if switches > 0 {
+        applied.insert("switch".into(), switches);
+    }
+    not_applied.sort();
+    Faults {
+        planned: plan.counts(),
+        applied,
+        not_applied,
+    }
 }
 
 /// Liveness metrics: a failure on these alone is a liveness failure.

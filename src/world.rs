@@ -54,6 +54,8 @@ pub struct RunOutput {
     /// Timed faults the world applied, by kind (drops are counted by the
     /// clients' `dropped` records).
     pub applied_timed: BTreeMap<String, u64>,
+    /// Timed faults the world did not apply, each with why, sorted.
+    pub not_applied_timed: Vec<(Fault, String)>,
     /// Simulated time at the end, ms.
     pub sim_ms: u64,
     /// Whether every client finished before the heal phase ran out.
@@ -142,6 +144,7 @@ pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunO
     for (host, spec) in client_specs(scenario, root_seed, &plan) {
         by_host.entry(host).or_default().push(spec);
     }
+    let populated: std::collections::BTreeSet<u32> = by_host.keys().copied().collect();
     for (host, specs) in by_host {
         let history = history.clone();
         sim.client(client_host(host), async move {
@@ -164,20 +167,38 @@ pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunO
 
     // Timed faults as start/end events, in time order.
     let mut events: Vec<(u64, bool, u32, Fault)> = Vec::new();
-    let populated = scenario.network.client_hosts.min(scenario.client_count());
+    let mut not_applied_timed = Vec::new();
     for (i, (at, f)) in plan.timed().into_iter().enumerate() {
         let i = i as u32;
         if at >= fault_ms {
+            not_applied_timed.push((
+                f,
+                format!("starts at {at} ms, not before the fault phase ends at {fault_ms} ms"),
+            ));
             continue;
         }
-        if let Fault::Partition { host, .. } | Fault::Latency { host, .. } = f {
-            if host >= populated {
-                continue; // a host with no clients is not in the world
-            }
-        }
         match &f {
+            Fault::Partition { host, .. } | Fault::Latency { host, .. }
+                if !populated.contains(host) =>
+            {
+                // turmoil has no link to a host that was never created.
+                not_applied_timed.push((
+                    f.clone(),
+                    format!(
+                        "client host {host} has no clients ({} clients over {} hosts)",
+                        scenario.client_count(),
+                        net.client_hosts
+                    ),
+                ));
+                continue;
+            }
             Fault::Partition { duration_ms, .. } | Fault::Latency { duration_ms, .. } => {
-                events.push(((at + duration_ms).min(fault_ms), false, i, f.clone()));
+                events.push((
+                    at.saturating_add(*duration_ms).min(fault_ms),
+                    false,
+                    i,
+                    f.clone(),
+                ));
             }
             _ => {}
         }
@@ -224,10 +245,26 @@ pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunO
         }
     };
     driver_clock.set(sim.elapsed());
+    let end = sim.elapsed().as_millis() as u64;
+    for (at, start, _, f) in events {
+        if start {
+            let why = if clients_finished {
+                "every client had finished"
+            } else {
+                "the heal phase ran out"
+            };
+            not_applied_timed.push((
+                f,
+                format!("starts at {at} ms; the run ended at {end} ms ({why})"),
+            ));
+        }
+    }
+    not_applied_timed.sort();
     Ok(RunOutput {
         history,
         plan,
         applied_timed,
+        not_applied_timed,
         sim_ms: sim.elapsed().as_millis() as u64,
         clients_finished,
     })

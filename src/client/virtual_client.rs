@@ -128,6 +128,10 @@ struct Op {
     unseen: Vec<RequestId>,
     /// The request id of its latest POST.
     rpc: Option<RequestId>,
+    /// The call went out (`OpStarted`).
+    started: bool,
+    /// Its result came as a JSON response (no events).
+    json_result: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,6 +246,8 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
                 stream: None,
                 unseen: Vec::new(),
                 rpc: None,
+                started: false,
+                json_result: false,
             })
             .collect(),
         spec,
@@ -267,6 +273,11 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
         transport: Transport::Streamable,
         switch_pending: false,
         legacy_endpoint: None,
+        drops_fired: BTreeSet::new(),
+        drops_missed: BTreeMap::new(),
+        switch_due: false,
+        legacy_dropped: None,
+        switched: None,
     };
     if c.g().behaviour == Behaviour::TransportSwitch {
         c.transport = Transport::Legacy;
@@ -307,6 +318,18 @@ struct Client<C> {
     switch_pending: bool,
     /// The legacy `/messages` URI from the endpoint event.
     legacy_endpoint: Option<String>,
+    /// Calls whose planned drop fired.
+    drops_fired: BTreeSet<u32>,
+    /// Calls that ended with their planned drop still waiting: (counted
+    /// events seen, events the drop waited for, how the call ended).
+    drops_missed: BTreeMap<u32, (u32, u32, Outcome)>,
+    /// The planned switch is scheduled (its call completed on legacy).
+    switch_due: bool,
+    /// A planned drop closed the legacy stream during this call.
+    legacy_dropped: Option<u32>,
+    /// The client left the legacy transport: `Some(None)` at its planned
+    /// point, `Some(Some(why))` before it.
+    switched: Option<Option<String>>,
 }
 
 impl<C: Connector> Client<C> {
@@ -322,8 +345,118 @@ impl<C: Connector> Client<C> {
                 _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => self.fire_timers(),
             }
         }
+        // A drop that fired on a call's last event arrives after the event
+        // that finished the client: it was applied all the same.
+        while let Ok(input) = rx.try_recv() {
+            if let Input::Dropped {
+                tag, after_event, ..
+            } = input
+            {
+                self.dropped(tag, after_event);
+            }
+        }
         for slot in self.slots.values() {
             slot.task.abort();
+        }
+        self.report_unapplied();
+    }
+
+    fn dropped(&mut self, tag: Rc<str>, after_event: u32) {
+        if let Some(op) = self.op_by_tag(&tag) {
+            self.drops_fired.insert(op as u32);
+            if self.transport == Transport::Legacy {
+                self.legacy_dropped = Some(op as u32);
+            }
+        }
+        self.record(ClientRecord::Dropped {
+            client: self.spec.index,
+            tag,
+            after_event,
+        });
+    }
+
+    /// One `FaultNotApplied` record per planned drop or switch that did not
+    /// happen, with why.
+    fn report_unapplied(&self) {
+        let index = self.spec.index;
+        let calls = self.ops.len() as u32;
+        let mut out: Vec<(&'static str, u32, Option<u32>, String)> = Vec::new();
+        for (&call, &after) in &self.spec.drops {
+            if self.drops_fired.contains(&call) {
+                continue;
+            }
+            let reason = match self.ops.get(call as usize) {
+                None => format!("client {index} makes only {calls} calls"),
+                Some(o) if !o.started => format!(
+                    "call {call} never started: the client gave up after {} failed initializations",
+                    self.init_attempts
+                ),
+                Some(o) => match self.drops_missed.get(&call) {
+                    Some(&(seen, _, Outcome::Done)) if o.json_result => format!(
+                        "call {call} got its result as a JSON response (no events) after \
+                         {seen} counted events, before event {after}"
+                    ),
+                    Some(&(seen, _, Outcome::Done)) => {
+                        let per_call = if after > self.g().chunks {
+                            format!(" (a call has {})", self.g().chunks)
+                        } else {
+                            String::new()
+                        };
+                        format!(
+                            "call {call} ended after {seen} counted events, before event \
+                             {after}{per_call}"
+                        )
+                    }
+                    Some(&(seen, _, _)) => format!(
+                        "call {call} was abandoned after {} attempts and {seen} counted events, \
+                         before event {after}",
+                        o.attempts
+                    ),
+                    None => format!("call {call} ended without reaching event {after}"),
+                },
+            };
+            out.push(("drop", call, Some(after), reason));
+        }
+        if let Some(after) = self.spec.switch_after {
+            let reason = match (&self.switched, self.ops.get(after as usize)) {
+                (Some(None), _) => None,
+                _ if self.g().behaviour != Behaviour::TransportSwitch => Some(format!(
+                    "client {index} is a {} client: only transport-switch clients switch",
+                    self.g().behaviour.as_str()
+                )),
+                (_, None) => Some(format!("client {index} makes only {calls} calls")),
+                (Some(Some(why)), _) => Some(format!(
+                    "the client had already left the legacy transport before call {after} \
+                     ended: {why}"
+                )),
+                (None, Some(o)) if !o.started => Some(format!(
+                    "call {after} never started: the client gave up after {} failed \
+                     initializations",
+                    self.init_attempts
+                )),
+                (None, Some(o)) if o.state == OpState::Abandoned => Some(format!(
+                    "call {after} was abandoned after {} attempts",
+                    o.attempts
+                )),
+                (None, Some(_)) if after + 1 == calls => Some(format!(
+                    "call {after} is the client's last: it finished before switching"
+                )),
+                (None, Some(_)) => {
+                    Some(format!("call {after} ended but the client never switched"))
+                }
+            };
+            if let Some(reason) = reason {
+                out.push(("switch", after, None, reason));
+            }
+        }
+        for (kind, call, after_event, reason) in out {
+            self.record(ClientRecord::FaultNotApplied {
+                client: index,
+                kind,
+                call,
+                after_event,
+                reason,
+            });
         }
     }
 
@@ -461,24 +594,12 @@ impl<C: Connector> Client<C> {
     }
 
     fn init_request(&self) -> Message {
-        let (version, caps) = match (self.g().behaviour, self.transport) {
-            (Behaviour::TransportSwitch, Transport::Legacy) => {
-                (mcp::LEGACY_VERSION, json!({"sampling": {}}))
-            }
-            (Behaviour::TransportSwitch, Transport::Streamable) => {
-                (mcp::LATEST_VERSION, json!({"roots": {"listChanged": true}}))
-            }
-            _ => (mcp::LATEST_VERSION, json!({})),
-        };
-        Message::Request {
-            id: RequestId::Str(format!("c{}-init#{}", self.spec.index, self.init_attempts)),
-            method: mcp::INITIALIZE.into(),
-            params: Some(mcp::initialize_params(
-                version,
-                caps,
-                "mcp-chaos-virtual-client",
-            )),
-        }
+        init_request(
+            self.g().behaviour,
+            self.transport,
+            self.spec.index,
+            self.init_attempts,
+        )
     }
 
     /// A POST to the legacy `/messages` endpoint.
@@ -493,9 +614,22 @@ impl<C: Connector> Client<C> {
     /// over streamable HTTP with the same session id and the last legacy
     /// event id as `Last-Event-ID`.
     fn switch(&mut self) {
+        let planned = std::mem::take(&mut self.switch_due);
         if self.transport != Transport::Legacy {
             return;
         }
+        self.switched = Some((!planned).then(|| {
+            let during = self
+                .next_op
+                .checked_sub(1)
+                .map_or("before its first call".to_string(), |c| {
+                    format!("during call {c}")
+                });
+            match self.legacy_dropped {
+                Some(c) => format!("a planned drop closed its legacy stream during call {c}"),
+                None => format!("its legacy stream broke {during}"),
+            }
+        }));
         let stream = self.standalone;
         let cursor = stream
             .and_then(|k| self.streams.get(&k))
@@ -553,6 +687,7 @@ impl<C: Connector> Client<C> {
         let op = self.next_op;
         self.next_op += 1;
         self.ops[op].state = OpState::Active;
+        self.ops[op].started = true;
         self.record(ClientRecord::OpStarted {
             client: self.spec.index,
             tag: self.ops[op].tag.clone(),
@@ -582,15 +717,7 @@ impl<C: Connector> Client<C> {
         let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
         o.rpc = Some(rpc.clone());
         let tag = o.tag.clone();
-        let msg = Message::Request {
-            id: rpc.clone(),
-            method: mcp::TOOLS_CALL.into(),
-            params: Some(json!({
-                "name": mcp::LEDGER_APPEND,
-                "arguments": {"tag": &*tag, "chunks": self.g().chunks, "chunk_interval_ms": self.g().chunk_interval_ms},
-                "_meta": {"progressToken": rpc},
-            })),
-        };
+        let msg = call_request(&tag, &rpc, self.g());
         let mut out = if self.transport == Transport::Legacy {
             let mut o = Outgoing::post(None, &msg);
             o.path = self
@@ -784,11 +911,7 @@ impl<C: Connector> Client<C> {
                 tag,
                 after_event,
             } => {
-                self.record(ClientRecord::Dropped {
-                    client: self.spec.index,
-                    tag,
-                    after_event,
-                });
+                self.dropped(tag, after_event);
                 self.on_end(slot, false);
             }
             Input::Failed { slot, connected } => self.on_failed(slot, connected),
@@ -916,6 +1039,7 @@ impl<C: Connector> Client<C> {
         match status {
             200 => match msg {
                 Some(m @ Message::Result { .. }) => {
+                    self.ops[op].json_result = true;
                     let got = Got::of(m.id().cloned().expect("a result has an id"), &m);
                     self.deliver(op, got, None)
                 }
@@ -1246,11 +1370,15 @@ impl<C: Connector> Client<C> {
             OpState::Abandoned
         };
         o.unseen.clear();
-        self.drop_rules.borrow_mut().remove(&o.tag);
+        let missed = self.drop_rules.borrow_mut().remove(&o.tag);
+        if let Some((after, seen)) = missed {
+            self.drops_missed.insert(op as u32, (seen, after, outcome));
+        }
         if outcome == Outcome::Done
             && self.spec.switch_after == Some(op as u32)
             && self.transport == Transport::Legacy
         {
+            self.switch_due = true;
             self.schedule(Duration::ZERO, Action::Switch);
         }
         // Nothing left to wait for on the held stream: stop holding.
@@ -1531,6 +1659,63 @@ impl<C: Connector> Client<C> {
             self.handle(op, got);
         }
     }
+}
+
+/// `initialize` as a client of `behaviour` sends it on `transport`: a
+/// transport-switch client asks for the legacy revision and one capability
+/// set there, and a newer revision and another set on streamable HTTP.
+fn init_request(behaviour: Behaviour, transport: Transport, index: u32, attempt: u32) -> Message {
+    let (version, caps) = match (behaviour, transport) {
+        (Behaviour::TransportSwitch, Transport::Legacy) => {
+            (mcp::LEGACY_VERSION, json!({"sampling": {}}))
+        }
+        (Behaviour::TransportSwitch, Transport::Streamable) => {
+            (mcp::LATEST_VERSION, json!({"roots": {"listChanged": true}}))
+        }
+        _ => (mcp::LATEST_VERSION, json!({})),
+    };
+    Message::Request {
+        id: RequestId::Str(format!("c{index}-init#{attempt}")),
+        method: mcp::INITIALIZE.into(),
+        params: Some(mcp::initialize_params(
+            version,
+            caps,
+            "mcp-chaos-virtual-client",
+        )),
+    }
+}
+
+/// The `tools/call` of one attempt (`rpc`) of operation `tag`.
+fn call_request(tag: &str, rpc: &RequestId, g: &ClientGroup) -> Message {
+    Message::Request {
+        id: rpc.clone(),
+        method: mcp::TOOLS_CALL.into(),
+        params: Some(json!({
+            "name": mcp::LEDGER_APPEND,
+            "arguments": {"tag": tag, "chunks": g.chunks, "chunk_interval_ms": g.chunk_interval_ms},
+            "_meta": {"progressToken": rpc},
+        })),
+    }
+}
+
+/// The largest request body (bytes) client `index` of group `g` can send:
+/// its `initialize` on either transport and its last call, with counters at
+/// their widest. A server whose `max_body_bytes` is below it refuses the
+/// client's requests with 413.
+pub fn largest_request_body(g: &ClientGroup, index: u32) -> usize {
+    let widest = u32::MAX;
+    let mut sizes = vec![
+        init_request(g.behaviour, Transport::Streamable, index, widest)
+            .encode()
+            .len(),
+        init_request(g.behaviour, Transport::Legacy, index, widest)
+            .encode()
+            .len(),
+    ];
+    let tag = format!("c{index}-op{}", g.calls.saturating_sub(1));
+    let rpc = RequestId::Str(format!("{tag}#{widest}"));
+    sizes.push(call_request(&tag, &rpc, g).encode().len());
+    sizes.into_iter().max().unwrap_or(0)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -21,6 +21,10 @@ mod writer;
 
 pub use body::ServerBody;
 
+/// The longest pause between chunks a `ledger_append` call may ask for, ms
+/// (longer ones are refused with invalid params).
+pub const MAX_CHUNK_INTERVAL_MS: u64 = 3_600_000;
+
 use crate::history::{ConnId, History, Record, SessionId};
 use crate::ledger::Ledger;
 use dedup::DedupTable;

@@ -53,8 +53,11 @@ pub(crate) fn validate(
                     shared.cfg.max_chunks, a.chunks
                 )));
             }
-            if a.chunk_interval_ms > 3_600_000 {
-                return Err(bad("chunk_interval_ms must be at most 3600000".into()));
+            if a.chunk_interval_ms > super::MAX_CHUNK_INTERVAL_MS {
+                return Err(bad(format!(
+                    "chunk_interval_ms must be at most {}",
+                    super::MAX_CHUNK_INTERVAL_MS
+                )));
             }
             Ok(Invocation::Append(a))
         }

@@ -341,3 +341,93 @@ fn committed_results_account_for_every_operation_once() {
         assert!(m.operations > 0, "{at}");
     }
 }
+
+/// Scenarios that passed validation and then panicked, aborted, overflowed,
+/// judged an unknown metric a safety violation, or lost every operation
+/// without a fault: refused at load under either server, exit 3, one line
+/// that names the key.
+#[test]
+fn invalid_scenarios_exit_3_naming_the_key() {
+    let dir = scratch("invalid-scenarios");
+    let group = |extra: &str| format!("[[clients]]\nbehaviour = \"resume\"\n{extra}");
+    let t = |body: String| format!("name = \"t\"\nduration_ms = 1000\n{body}");
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "store0",
+            t(format!("[server]\nstore_capacity = 0\n{}", group(""))),
+            "server.store_capacity",
+        ),
+        (
+            "overflow",
+            t(format!(
+                "{}{}[network]\ntcp_capacity = 100000\n",
+                group("count = 4294967295\n"),
+                group("count = 2\n")
+            )),
+            "[[clients]] count",
+        ),
+        (
+            "partitions",
+            t(format!("{}[faults]\npartitions = 4294967295\n", group(""))),
+            "faults.partitions",
+        ),
+        (
+            "herd",
+            t(format!(
+                "{}[network]\nclient_hosts = 20\ntcp_capacity = 300000\n",
+                group("count = 100000\n")
+            )),
+            "100000 clients",
+        ),
+        (
+            "range",
+            t(format!("{}[faults]\npartition_ms = [2500, 500]\n", group(""))),
+            "faults.partition_ms",
+        ),
+        (
+            "metric-guarded",
+            t(format!("{}[expect.guarded.max]\nbogus = 0\n", group(""))),
+            "expect.guarded.max: unknown metric",
+        ),
+        (
+            "metric-unguarded",
+            t(format!("{}[expect.unguarded.min]\nbogus = 1\n", group(""))),
+            "expect.unguarded.min: unknown metric",
+        ),
+        (
+            "chunks",
+            t(format!("[server]\nmax_chunks = 3\n{}", group("chunks = 4\n"))),
+            "server.max_chunks",
+        ),
+        (
+            "ports",
+            format!(
+                "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 15000\n",
+                group("count = 2000\n")
+            ),
+            "network.client_hosts",
+        ),
+    ];
+    for (name, text, key) in cases {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, text).unwrap();
+        for server in ["guarded", "unguarded"] {
+            let o = run(&[
+                "run",
+                "--scenario",
+                file.to_str().unwrap(),
+                "--server",
+                server,
+            ]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(code(&o), 3, "{name} {server}: {err}");
+            assert!(err.contains(key), "{name} {server}: {key:?} not in {err}");
+            assert_eq!(
+                err.trim().lines().count(),
+                1,
+                "{name} {server}: one line: {err}"
+            );
+            assert!(!err.contains("panicked"), "{name} {server}: {err}");
+        }
+    }
+}
