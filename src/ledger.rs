@@ -1,4 +1,4 @@
-//! The side-effect ledger (DESIGN §3, §6): where a tool's effects land,
+//! The side-effect ledger (see docs/causes.md): where a tool's effects land,
 //! outside the server host, so that it survives a restart and so that the
 //! oracle can judge any server from it without reading the server's own
 //! records.

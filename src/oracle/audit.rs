@@ -1,6 +1,6 @@
 //! Rebuilds the guard's view at every decision from the server's primitive
 //! records, and checks the logged view and verdict against the oracle's own
-//! statement of Rule M (DESIGN §2). Written independently of `guard/`.
+//! statement of Rule M (README: the two rules). Written independently of `guard/`.
 
 use crate::history::{
     Entry, EventKind, LoggedStream, LoggedView, Rec, Record, ServerClose, SessionId,

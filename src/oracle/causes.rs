@@ -1,4 +1,4 @@
-//! Causes: why a failed operation failed (DESIGN §6). Every failed
+//! Causes: why a failed operation failed (docs/causes.md). Every failed
 //! operation gets exactly one primary cause, the first in [`PRECEDENCE`]
 //! whose rule holds for it. Every rule reads only what a black box shows:
 //! the clients' records, the side-effect ledger and the world's fault

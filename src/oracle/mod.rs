@@ -1,4 +1,4 @@
-//! The oracle: turns a history into the metrics of DESIGN §6. It is a
+//! The oracle: turns a history into the metrics of docs/causes.md. It is a
 //! black box first: every operation's outcome, every failure's cause and
 //! every primary metric come from what the clients saw, what the
 //! side-effect ledger recorded and the world's fault records ([`ops`],

@@ -1,6 +1,6 @@
 //! Per-operation facts and outcomes, from the black box only: the clients'
-//! records, the side-effect ledger and the world's fault records (DESIGN
-//! §6). Nothing here reads a server record, so the same verdict holds for
+//! records, the side-effect ledger and the world's fault records
+//! (docs/causes.md). Nothing here reads a server record, so the same verdict holds for
 //! any server under test.
 //!
 //! One pass over the history builds [`OpFacts`] for every operation (a
@@ -627,7 +627,7 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         .fold(0, |acc, (i, &on)| acc | (u8::from(on) << i));
 }
 
-/// Order violations (DESIGN §6): pairs (A, B) of one client's operations
+/// Order violations: pairs (A, B) of one client's operations
 /// where A's result was produced before B was first sent, yet the client
 /// handled B's result first. Counted on A (`order_pairs`), which fails as
 /// out of order. Per client: sort by handling order and count, with a

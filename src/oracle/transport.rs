@@ -1,4 +1,4 @@
-//! Rule T metrics for the built-in server (DESIGN §2): requests or
+//! Rule T metrics for the built-in server (Rule T): requests or
 //! notifications served under a negotiation made on another transport
 //! (`capability_violations`), and events replayed from a cursor of another
 //! namespace that were not owed, plus owed events such a replay skipped
