@@ -1455,7 +1455,10 @@ impl<C: Connector> Client<C> {
                 self.send_open();
             }
         }
-        if self.spec.delivery == Delivery::SessionStream {
+        // (A legacy session's stream is the session stream already; a GET
+        // on /mcp would be refused under Rule T.)
+        if self.spec.delivery == Delivery::SessionStream && self.transport == Transport::Streamable
+        {
             self.send_open();
             self.open_before_next = true;
         }
