@@ -508,3 +508,63 @@ fn regressions_hold() {
         }
     }
 }
+
+/// A scenario written inline (small regressions that need no file).
+fn inline(text: &str) -> Scenario {
+    Scenario::parse(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn sessions_whose_event_ids_start_at_zero_deliver() {
+    for delivery in ["post-stream", "session-stream"] {
+        let s = inline(&format!(
+            r#"
+name = "first-event-id-zero"
+description = "event ids from 0"
+duration_ms = 3000
+
+[server]
+delivery = "{delivery}"
+first_event_id = 0
+
+[[clients]]
+behaviour = "resume"
+calls = 2
+
+[[clients]]
+behaviour = "retry-by-post"
+calls = 2
+
+[[clients]]
+behaviour = "transport-switch"
+calls = 2
+
+[[faults.explicit]]
+kind = "switch"
+client = 2
+after_call = 0
+
+[network]
+latency_ms = [1, 5]
+client_hosts = 1
+tcp_capacity = 64
+
+[heal]
+duration_ms = 10000
+"#
+        ));
+        for v in Variant::BOTH {
+            let r = simulate_scenario(&s, "first-event-id-zero", 0, v, false);
+            let zero_written = r
+                .server_records()
+                .iter()
+                .any(|rec| matches!(rec, Record::Written { event: 0, .. }));
+            r.check(zero_written, &format!("{delivery}: event 0 was written"));
+            r.check(
+                r.metric("operations") == 6 && r.metric("lost_operations") == 0,
+                &format!("{delivery}: every call done"),
+            );
+            r.check(r.report.clients_finished, "every client finished");
+        }
+    }
+}
