@@ -519,10 +519,15 @@ impl<C: Connector> Client<C> {
         }
         if self.spec.delivery == Delivery::SessionStream && !self.standalone_live() {
             self.open_before_next = true;
+            // Only an open in flight brings the standalone stream (and
+            // starts the call on its priming event). A resume in flight does
+            // not: one of the current standalone stream makes it live
+            // already, and one of an older standalone stream (a 409 named
+            // it) never becomes the session's standalone stream again.
             if !self
                 .slots
                 .values()
-                .any(|s| matches!(s.kind, SlotKind::Open | SlotKind::Resume { .. }))
+                .any(|s| matches!(s.kind, SlotKind::Open))
             {
                 self.send_open();
             }

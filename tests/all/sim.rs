@@ -515,6 +515,63 @@ fn inline(text: &str) -> Scenario {
 }
 
 #[test]
+fn a_stale_standalone_resume_does_not_stall_the_workload() {
+    // Session-stream delivery: each call's result rides the GET stream, and
+    // the connection drops right after calls 0 and 1 deliver their results.
+    // After the first drop the client opens a new GET stream; the guarded
+    // server refuses call 1 (`non_idempotent`, naming the old stream), the
+    // client resumes the old stream, and call 1 runs on the new one. After
+    // the second drop the resume of the old stream is still open: the
+    // client must still open a standalone stream and send call 2.
+    let mut text = String::from(
+        r#"
+name = "stale-standalone-resume"
+description = "drops right after the results of calls 0 and 1, session-stream delivery"
+duration_ms = 3000
+
+[server]
+delivery = "session-stream"
+"#,
+    );
+    let behaviours = ["resume", "resume-then-post", "retry-by-post", "dedup-retry"];
+    for b in behaviours {
+        text.push_str(&format!(
+            "\n[[clients]]\nbehaviour = \"{b}\"\ncalls = 3\nchunks = 4\nchunk_interval_ms = 20\nthink_ms = 50\nmax_attempts = 6\n"
+        ));
+    }
+    for client in 0..behaviours.len() {
+        for call in 0..2 {
+            text.push_str(&format!(
+                "\n[[faults.explicit]]\nkind = \"drop\"\nclient = {client}\ncall = {call}\nafter_event = 4\n"
+            ));
+        }
+    }
+    text.push_str(
+        "\n[network]\nlatency_ms = [1, 5]\nclient_hosts = 1\ntcp_capacity = 64\n\n[heal]\nduration_ms = 10000\n",
+    );
+    let s = inline(&text);
+    for seed in 0..3 {
+        let g = simulate_scenario(&s, "stale-standalone-resume", seed, Variant::Guarded, false);
+        let drops = g.report.faults.applied.get("drop").copied().unwrap_or(0);
+        g.check(drops == 8, "both drops of every client applied");
+        let refused = g.client_records().iter().any(|r| {
+            matches!(
+                r,
+                ClientRecord::Status {
+                    status: 409,
+                    hint: Some(_),
+                    ..
+                }
+            )
+        });
+        g.check(refused, "the guarded server refused a call after a drop");
+        g.check(g.metric("operations") == 12, "every call began");
+        g.check(g.metric("lost_operations") == 0, "no operation lost");
+        g.check(g.report.clients_finished, "every client finished");
+    }
+}
+
+#[test]
 fn sessions_whose_event_ids_start_at_zero_deliver() {
     for delivery in ["post-stream", "session-stream"] {
         let s = inline(&format!(
