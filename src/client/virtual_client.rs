@@ -399,6 +399,11 @@ impl<C: Connector> Client<C> {
     }
 
     fn send_init(&mut self) {
+        // Every way to a new session (a failed initialize, a 404, a lost
+        // legacy stream) comes here: the bound holds on all of them.
+        if self.inits_exhausted() {
+            return self.give_up();
+        }
         self.init_attempts += 1;
         if self.transport == Transport::Legacy {
             // Legacy: the session is born with its stream; initialize goes
@@ -558,9 +563,11 @@ impl<C: Connector> Client<C> {
         let Some(session) = self.session.clone() else {
             return;
         };
+        if !self.take_attempt(op) {
+            return;
+        }
         let o = &mut self.ops[op];
         o.posts += 1;
-        o.attempts += 1;
         o.stream = None;
         let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
         o.rpc = Some(rpc.clone());
@@ -650,12 +657,19 @@ impl<C: Connector> Client<C> {
             return; // never two resumes of one stream at once
         }
         let cursor = st.last_seen;
-        let waiting = self.ops_on(stream);
-        if let Some(&op) = waiting.first() {
-            if !self.count_attempt(op) {
+        // The resume is an attempt of every operation it resumes for; past
+        // the bound they are abandoned, and with none left it is not sent
+        // (unless a transport switch waits on it).
+        let waiting = self.resuming_for(stream);
+        if !waiting.is_empty() {
+            for &op in &waiting {
+                self.take_attempt(op);
+            }
+            if self.resuming_for(stream).is_empty() && !self.switch_pending {
                 return;
             }
         }
+        let waiting = self.ops_on(stream);
         let tag = waiting.first().map(|&o| self.ops[o].tag.clone());
         self.record(ClientRecord::Sent {
             client: self.spec.index,
@@ -691,13 +705,28 @@ impl<C: Connector> Client<C> {
     /// the resume has been silent for the read timeout (re-armed by each
     /// resume attempt, its headers, and each event it brings).
     fn arm_hold(&mut self, stream: u64) {
+        self.arm_hold_for(stream, Duration::ZERO);
+    }
+
+    /// [`Self::arm_hold`], with the silence counted from `after` from now.
+    fn arm_hold_for(&mut self, stream: u64, after: Duration) {
         self.hold_gen += 1;
         self.holding = Some((stream, self.hold_gen));
         let generation = self.hold_gen;
         self.schedule(
-            Duration::from_millis(self.g().read_timeout_ms),
+            after + Duration::from_millis(self.g().read_timeout_ms),
             Action::ReleaseHolds(generation),
         );
+    }
+
+    /// Resumes `stream` after `wait`. A hold on it lasts until that resume
+    /// has been silent for the read timeout (the backoff grows with the
+    /// attempts, beyond the read timeout).
+    fn schedule_resume(&mut self, wait: Duration, stream: u64) {
+        self.schedule(wait, Action::Resume(stream));
+        if self.holding.is_some_and(|(h, _)| h == stream) {
+            self.arm_hold_for(stream, wait);
+        }
     }
 
     fn send_open(&mut self) {
@@ -715,7 +744,30 @@ impl<C: Connector> Client<C> {
         self.spawn(SlotKind::Open, out, false);
     }
 
-    /// Counts an attempt for `op`; abandons it past the bound.
+    /// Takes one attempt of `op` for a request about to go out (a POST of
+    /// it, or a resume for it): false, and the operation abandoned, past
+    /// the bound.
+    fn take_attempt(&mut self, op: usize) -> bool {
+        if !self.count_attempt(op) {
+            return false;
+        }
+        self.ops[op].attempts += 1;
+        true
+    }
+
+    /// The active operations a resume of `stream` is for: those whose
+    /// result rides it, and those to re-send once it is accepted.
+    fn resuming_for(&self, stream: u64) -> Vec<usize> {
+        let mut ops = self.ops_on(stream);
+        for &op in self.resend_after_resume.get(&stream).into_iter().flatten() {
+            if self.ops[op].state == OpState::Active && !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+        ops
+    }
+
+    /// Whether `op` may make another attempt; abandons it past the bound.
     fn count_attempt(&mut self, op: usize) -> bool {
         let max = self.g().max_attempts;
         let o = &mut self.ops[op];
@@ -1316,15 +1368,15 @@ impl<C: Connector> Client<C> {
                     self.schedule(wait, Action::Post(op));
                 }
             }
-            Behaviour::Resume => self.schedule(wait, Action::Resume(stream)),
+            Behaviour::Resume => self.schedule_resume(wait, stream),
             // A broken legacy stream is the network change; afterwards it
             // resumes like `resume`.
             Behaviour::TransportSwitch if self.transport == Transport::Legacy => {
                 self.schedule(Duration::ZERO, Action::Switch)
             }
-            Behaviour::TransportSwitch => self.schedule(wait, Action::Resume(stream)),
+            Behaviour::TransportSwitch => self.schedule_resume(wait, stream),
             Behaviour::ResumeThenPost => {
-                self.schedule(wait, Action::Resume(stream));
+                self.schedule_resume(wait, stream);
                 // The next call goes out as soon as the resume is accepted
                 // (its headers arrive), without waiting for the owed result.
                 if op + 1 == self.next_op {
@@ -1373,11 +1425,14 @@ impl<C: Connector> Client<C> {
                         st.live = None;
                     }
                 }
-                let attempts = self
-                    .ops_on(stream)
-                    .first()
-                    .map_or(1, |&o| self.ops[o].attempts);
-                self.schedule(self.backoff(attempts), Action::Resume(stream));
+                // Again, for what it resumes for (each try an attempt), or
+                // for a transport switch waiting on it.
+                let waiting = self.resuming_for(stream);
+                if waiting.is_empty() && !self.switch_pending {
+                    return;
+                }
+                let attempts = waiting.first().map_or(1, |&o| self.ops[o].attempts);
+                self.schedule_resume(self.backoff(attempts), stream);
             }
             SlotKind::Open => {
                 let n = self.init_attempts.max(1);
@@ -1400,18 +1455,28 @@ impl<C: Connector> Client<C> {
     }
 
     fn retry_init(&mut self) {
-        if self.init_attempts >= self.g().max_attempts.saturating_mul(4) {
-            for op in 0..self.ops.len() {
-                if matches!(self.ops[op].state, OpState::Active | OpState::Pending) {
-                    self.ops[op].state = OpState::Active;
-                    self.finish(op, Outcome::Abandoned);
-                }
-            }
-            self.next_op = self.ops.len();
-            return;
+        if self.inits_exhausted() {
+            return self.give_up();
         }
         let wait = self.backoff(self.init_attempts);
         self.schedule(wait, Action::Init);
+    }
+
+    /// The bound on `initialize` attempts (over the run) is reached.
+    fn inits_exhausted(&self) -> bool {
+        self.init_attempts >= self.g().max_attempts.saturating_mul(4)
+    }
+
+    /// No session can be had: every unresolved operation is abandoned (on
+    /// the record), and the workload ends.
+    fn give_up(&mut self) {
+        for op in 0..self.ops.len() {
+            if matches!(self.ops[op].state, OpState::Active | OpState::Pending) {
+                self.ops[op].state = OpState::Active;
+                self.finish(op, Outcome::Abandoned);
+            }
+        }
+        self.next_op = self.ops.len();
     }
 
     /// Starts over on the current transport, whatever the session state.

@@ -6,7 +6,7 @@ use mcp_chaos::history::{ClientRecord, EventKind, History, Rec, Record, Sent};
 use mcp_chaos::run::{self, Options, RunReport};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 fn path(name: &str) -> PathBuf {
@@ -568,6 +568,134 @@ delivery = "session-stream"
         g.check(g.metric("operations") == 12, "every call began");
         g.check(g.metric("lost_operations") == 0, "no operation lost");
         g.check(g.report.clients_finished, "every client finished");
+    }
+}
+
+#[test]
+fn resumes_are_bounded_attempts_and_giving_up_is_recorded() {
+    // Client 0 (host 0) is dropped early in call 0 and its host is then
+    // partitioned for longer than its attempts last: every resume fails.
+    // Client 1 (host 1) is partitioned from the start: initialize fails.
+    let s = inline(
+        r#"
+name = "resume-bound"
+description = "resumes and initialize keep failing behind partitions"
+duration_ms = 20000
+
+[[clients]]
+behaviour = "resume"
+count = 2
+calls = 2
+chunks = 4
+chunk_interval_ms = 20
+think_ms = 50
+read_timeout_ms = 500
+connect_timeout_ms = 300
+backoff_ms = 100
+backoff_max_ms = 400
+max_attempts = 4
+
+[[faults.explicit]]
+kind = "drop"
+client = 0
+call = 0
+after_event = 1
+
+[[faults.explicit]]
+kind = "partition"
+host = 0
+at_ms = 60
+duration_ms = 15000
+
+[[faults.explicit]]
+kind = "partition"
+host = 1
+at_ms = 0
+duration_ms = 15000
+
+[network]
+latency_ms = [1, 5]
+client_hosts = 2
+tcp_capacity = 64
+
+[heal]
+duration_ms = 10000
+"#,
+    );
+    let max = s.clients[0].max_attempts as usize;
+    for v in Variant::BOTH {
+        let r = simulate_scenario(&s, "resume-bound", 0, v, false);
+        let cr = r.client_records();
+        let mut tries: BTreeMap<String, usize> = BTreeMap::new();
+        let mut resumes = 0;
+        for rec in &cr {
+            if let ClientRecord::Sent {
+                what: what @ (Sent::Call | Sent::Resume),
+                tag: Some(tag),
+                ..
+            } = rec
+            {
+                *tries.entry(tag.to_string()).or_default() += 1;
+                resumes += usize::from(*what == Sent::Resume);
+            }
+        }
+        r.check(resumes > 0, "the client resumed");
+        for (tag, n) in &tries {
+            r.check(
+                *n <= max,
+                &format!("{tag}: {n} calls and resumes, max_attempts {max}"),
+            );
+        }
+        let outcomes: Vec<(String, mcp_chaos::history::Outcome, u32)> = cr
+            .iter()
+            .filter_map(|rec| match rec {
+                ClientRecord::Outcome {
+                    tag,
+                    outcome,
+                    attempts,
+                    ..
+                } => Some((tag.to_string(), *outcome, *attempts)),
+                _ => None,
+            })
+            .collect();
+        for (tag, _, attempts) in &outcomes {
+            r.check(
+                *attempts as usize <= max,
+                &format!("{tag}: {attempts} attempts recorded"),
+            );
+        }
+        let handled: BTreeSet<String> = cr
+            .iter()
+            .filter_map(|rec| match rec {
+                ClientRecord::Handled { tag, .. } => Some(tag.to_string()),
+                _ => None,
+            })
+            .collect();
+        let abandoned: BTreeSet<String> = outcomes
+            .iter()
+            .filter(|(_, o, _)| *o == mcp_chaos::history::Outcome::Abandoned)
+            .map(|(t, _, _)| t.clone())
+            .collect();
+        // Every operation of both clients ends: handled, or given up on
+        // the record (both of client 1's by its initialize give-up).
+        for c in 0..2 {
+            for n in 0..2 {
+                let tag = format!("c{c}-op{n}");
+                r.check(
+                    handled.contains(&tag) || abandoned.contains(&tag),
+                    &format!("{tag}: handled or recorded abandoned"),
+                );
+            }
+        }
+        r.check(
+            abandoned.contains("c0-op0"),
+            "the resumed operation was given up",
+        );
+        r.check(
+            abandoned.contains("c1-op0") && abandoned.contains("c1-op1"),
+            "initialize gave up: both operations abandoned",
+        );
+        r.check(r.report.clients_finished, "every client finished");
     }
 }
 
