@@ -95,6 +95,8 @@ struct Slot {
     task: AbortHandle,
     /// A resume slot whose `replay-end` has not arrived yet.
     marker_pending: bool,
+    /// Its response headers arrived.
+    answered: bool,
 }
 
 /// A stream as the client knows it, named by its first (priming) event id.
@@ -155,6 +157,8 @@ enum Input {
     Head {
         slot: SlotId,
         status: u16,
+        /// `Mcp-Stream-First-Event-Id` of a mapped resume.
+        stream_first: Option<u64>,
     },
     Event {
         slot: SlotId,
@@ -206,6 +210,21 @@ fn tag_of(msg: &Message) -> Option<(&str, bool)> {
     }
 }
 
+/// The request an event of a call answers: a result's id, or a progress
+/// notification's token (the request id).
+fn rpc_of(msg: &Message) -> Option<RequestId> {
+    match msg {
+        Message::Result { id, .. } | Message::Error { id: Some(id), .. } => Some(id.clone()),
+        Message::Notification {
+            params: Some(p), ..
+        } => p
+            .get("progressToken")
+            .and_then(Value::as_str)
+            .map(|t| RequestId::Str(t.to_string())),
+        _ => None,
+    }
+}
+
 /// Runs one virtual client to completion (every operation done or
 /// abandoned). Must run inside a `LocalSet`.
 pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History) {
@@ -246,6 +265,7 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
         transport: Transport::Streamable,
         switch_pending: false,
         legacy_endpoint: None,
+        names: BTreeMap::new(),
     };
     if c.g().behaviour == Behaviour::TransportSwitch {
         c.transport = Transport::Legacy;
@@ -286,6 +306,10 @@ struct Client<C> {
     switch_pending: bool,
     /// The legacy `/messages` URI from the endpoint event.
     legacy_endpoint: Option<String>,
+    /// Streams the server names otherwise than the client does: its
+    /// legacy stream, after a mapped resume, by its first event id in the
+    /// streamable namespace (server's name → client's key).
+    names: BTreeMap<u64, u64>,
 }
 
 impl<C: Connector> Client<C> {
@@ -393,6 +417,7 @@ impl<C: Connector> Client<C> {
                 expecting,
                 task: task.abort_handle(),
                 marker_pending: false,
+                answered: false,
             },
         );
         slot
@@ -794,7 +819,11 @@ impl<C: Connector> Client<C> {
                 headers,
                 msg,
             } => self.on_json(slot, status, &headers, msg),
-            Input::Head { slot, status } => self.on_head(slot, status),
+            Input::Head {
+                slot,
+                status,
+                stream_first,
+            } => self.on_head(slot, status, stream_first),
             Input::Event {
                 slot,
                 id,
@@ -971,7 +1000,8 @@ impl<C: Connector> Client<C> {
             }
             410 => {
                 self.status(Some(op), status, None, stream_first);
-                if let Some(st) = stream_first.and_then(|f| self.streams.get_mut(&f)) {
+                let key = stream_first.map(|f| self.key_of(f));
+                if let Some(st) = key.and_then(|k| self.streams.get_mut(&k)) {
                     st.finished = true;
                 }
                 self.reissue(op);
@@ -990,7 +1020,7 @@ impl<C: Connector> Client<C> {
     /// A Rule M 409: resume the named stream from our own last seen id
     /// there (the hint only if we have none).
     fn on_conflict(&mut self, op: usize, hint: u64, stream_first: Option<u64>) {
-        let key = stream_first.unwrap_or(hint);
+        let key = self.key_of(stream_first.unwrap_or(hint));
         let known = self.streams.contains_key(&key);
         let st = self.streams.entry(key).or_insert(CStream {
             // A stream we never saw: nothing of it arrived, so resume from
@@ -1005,8 +1035,8 @@ impl<C: Connector> Client<C> {
         // The rejected POST retried the operation whose stream is named: the
         // stream it rode, or one of its earlier POSTs we never saw begin.
         let retried_here = self.ops[op].stream == Some(key)
-            || (!known && !self.ops[op].unseen.is_empty())
-            || (self.ops[op].interrupted && self.ops[op].stream.is_none());
+            || st.ops.contains(&op)
+            || (!known && !self.ops[op].unseen.is_empty());
         if retried_here {
             st.ops.insert(op);
         }
@@ -1017,22 +1047,47 @@ impl<C: Connector> Client<C> {
         } else {
             self.resend_after_resume.entry(key).or_default().push(op);
         }
-        let resuming = st.live.is_some_and(|l| {
+        // A resume on its way brings the stream (and, at its headers, the
+        // re-sends). One the server answered already has a connection the
+        // server no longer counts (it names the stream): take it over.
+        let live = st.live;
+        let resume = live.and_then(|l| {
             self.slots
                 .get(&l)
-                .is_some_and(|s| matches!(s.kind, SlotKind::Resume { .. }))
+                .filter(|s| matches!(s.kind, SlotKind::Resume { .. }))
+                .map(|s| s.answered)
         });
-        if !resuming {
-            self.send_resume(key);
+        match resume {
+            Some(false) => {}
+            Some(true) => {
+                if let Some(old) = live.and_then(|l| self.slots.remove(&l)) {
+                    old.task.abort();
+                }
+                if let Some(st) = self.streams.get_mut(&key) {
+                    st.live = None;
+                }
+                self.send_resume(key);
+            }
+            None => self.send_resume(key),
         }
     }
 
-    fn on_head(&mut self, slot: SlotId, status: u16) {
-        let Some(s) = self.slots.get(&slot) else {
+    /// The client's key for a stream the server names by `first`.
+    fn key_of(&self, first: u64) -> u64 {
+        self.names.get(&first).copied().unwrap_or(first)
+    }
+
+    fn on_head(&mut self, slot: SlotId, status: u16, stream_first: Option<u64>) {
+        let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
+        s.answered = true;
         if let (SlotKind::Resume { stream }, 200) = (&s.kind, status) {
             let stream = *stream;
+            // A mapped resume says how Rule M names this stream from now on.
+            if let Some(first) = stream_first.filter(|&f| f != stream) {
+                self.names.insert(first, stream);
+            }
             if self.holding.is_some_and(|(h, _)| h == stream) {
                 self.arm_hold(stream);
             }
@@ -1190,6 +1245,14 @@ impl<C: Connector> Client<C> {
                     result,
                     transport,
                 });
+            }
+        }
+        // An event of a POST we never saw begin: its stream is seen now.
+        if let Some(m) = &msg {
+            if let (Some(op), Some(rpc)) =
+                (tag_of(m).and_then(|(t, _)| self.op_by_tag(t)), rpc_of(m))
+            {
+                self.ops[op].unseen.retain(|r| *r != rpc);
             }
         }
         if marker {
@@ -1501,6 +1564,7 @@ impl<C: Connector> Client<C> {
             s.task.abort();
         }
         self.streams.clear();
+        self.names.clear();
         self.standalone = None;
         self.holding = None;
         self.resend_after_resume.clear();
@@ -1600,7 +1664,16 @@ async fn reader<C: Connector>(
             _ => send(Input::Failed { slot }),
         };
     }
-    send(Input::Head { slot, status });
+    let stream_first = ex
+        .headers
+        .get(headers::MCP_STREAM_FIRST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    send(Input::Head {
+        slot,
+        status,
+        stream_first,
+    });
     loop {
         match tokio::time::timeout(read_timeout, ex.next_event()).await {
             Err(_) if expecting.get() => return send(Input::Broken { slot }),

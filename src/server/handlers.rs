@@ -1000,6 +1000,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     }
     let sess = st.sessions.get_mut(sid).expect("still there");
     let (backlog, _) = sess.replayable_after(s, from);
+    let first = sess.streams[s as usize].ids.first().copied();
     let replay_until = sess.streams[s as usize]
         .ids
         .last()
@@ -1036,6 +1037,10 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             headers::MCP_CURSOR_MAPPING,
             HeaderValue::from_static("legacy"),
         );
+        if let Some(first) = first {
+            resp.headers_mut()
+                .insert(headers::MCP_STREAM_FIRST_EVENT_ID, HeaderValue::from(first));
+        }
     }
     Reply::new(resp)
 }

@@ -753,3 +753,106 @@ duration_ms = 10000
         }
     }
 }
+
+#[test]
+fn transport_switchers_after_a_mapped_resume_lose_nothing() {
+    // Transport switchers whose host is partitioned early: calls fail
+    // before they reach the server, the legacy stream breaks (the network
+    // change), and the switch resumes it over streamable HTTP through the
+    // registered mapping. A later call is refused naming the legacy stream
+    // by its streamable first event id: the client must know it as its own
+    // legacy stream, not take it for the stream of one of its lost POSTs.
+    let s = inline(
+        r#"
+name = "mapped-switch"
+description = "transport switchers behind a partition, with a cross-transport mapping"
+duration_ms = 6000
+
+[server]
+first_event_id = 1000
+cross_transport_mapping = true
+resource_interval_ms = 1000
+replay_interval_ms = 5
+
+[[clients]]
+behaviour = "transport-switch"
+count = 8
+calls = 6
+chunks = 5
+chunk_interval_ms = 30
+think_ms = 1000
+start_jitter_ms = 2000
+read_timeout_ms = 1000
+backoff_ms = 250
+max_attempts = 12
+
+[[faults.explicit]]
+kind = "partition"
+host = 0
+at_ms = 75
+duration_ms = 2400
+
+[network]
+latency_ms = [1, 10]
+client_hosts = 1
+tcp_capacity = 1024
+
+[heal]
+duration_ms = 30000
+"#,
+    );
+    let mut legacy_named = 0;
+    for seed in 0..6 {
+        let g = simulate_scenario(&s, "mapped-switch", seed, Variant::Guarded, false);
+        let records = g.server_records();
+        let mapped = records
+            .iter()
+            .any(|r| matches!(r, Record::MappingApplied { .. }));
+        g.check(mapped, "the mapping translated a legacy cursor");
+        // The legacy streams' first event ids (their streamable names).
+        let legacy: BTreeSet<(String, u32)> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::StreamOpened {
+                    session,
+                    stream,
+                    kind: mcp_chaos::history::StreamKind::Legacy,
+                    ..
+                } => Some((session.to_string(), *stream)),
+                _ => None,
+            })
+            .collect();
+        let mut first_of: BTreeMap<(String, u32), u64> = BTreeMap::new();
+        for r in &records {
+            if let Record::Produced {
+                session,
+                stream,
+                event,
+                ..
+            } = r
+            {
+                let key = (session.to_string(), *stream);
+                if legacy.contains(&key) {
+                    first_of.entry(key).or_insert(*event);
+                }
+            }
+        }
+        let firsts: BTreeSet<u64> = first_of.into_values().collect();
+        legacy_named += g
+            .client_records()
+            .iter()
+            .filter(|r| {
+                matches!(r, ClientRecord::Status { status: 409, stream_first: Some(f), .. }
+                    if firsts.contains(f))
+            })
+            .count();
+        g.check(g.metric("operations") == 48, "every call began");
+        g.check(g.metric("lost_operations") == 0, "no operation lost");
+        g.check(g.metric("guard_bugs") == 0, "no guard bugs");
+        g.check(g.report.clients_finished, "every client finished");
+    }
+    assert!(
+        legacy_named > 0,
+        "some refusal named a legacy stream after the switch"
+    );
+}
