@@ -745,7 +745,7 @@ pub fn decision_table() -> String {
     let s = g.open_stream(1);
     g.produced(s, 2);
     g.close_seen(s);
-    g.resumed(s, 1, 1);
+    g.resumed(s, Some(1), 1);
     rows.push((
         "0",
         "replay backlog pending, queue has room",

@@ -95,6 +95,8 @@ struct Slot {
     task: AbortHandle,
     /// A resume slot whose `replay-end` has not arrived yet.
     marker_pending: bool,
+    /// Its response headers arrived.
+    answered: bool,
 }
 
 /// A stream as the client knows it, named by its first (priming) event id.
@@ -159,6 +161,8 @@ enum Input {
     Head {
         slot: SlotId,
         status: u16,
+        /// `Mcp-Stream-First-Event-Id` of a mapped resume.
+        stream_first: Option<u64>,
     },
     Event {
         slot: SlotId,
@@ -231,6 +235,21 @@ fn tag_of(msg: &Message) -> Option<(&str, bool)> {
     }
 }
 
+/// The request an event of a call answers: a result's id, or a progress
+/// notification's token (the request id).
+fn rpc_of(msg: &Message) -> Option<RequestId> {
+    match msg {
+        Message::Result { id, .. } | Message::Error { id: Some(id), .. } => Some(id.clone()),
+        Message::Notification {
+            params: Some(p), ..
+        } => p
+            .get("progressToken")
+            .and_then(Value::as_str)
+            .map(|t| RequestId::Str(t.to_string())),
+        _ => None,
+    }
+}
+
 /// Runs one virtual client to completion (every operation done or
 /// abandoned). Must run inside a `LocalSet`.
 pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History) {
@@ -278,6 +297,7 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
         switch_due: false,
         legacy_dropped: None,
         switched: None,
+        names: BTreeMap::new(),
     };
     if c.g().behaviour == Behaviour::TransportSwitch {
         c.transport = Transport::Legacy;
@@ -330,6 +350,10 @@ struct Client<C> {
     /// The client left the legacy transport: `Some(None)` at its planned
     /// point, `Some(Some(why))` before it.
     switched: Option<Option<String>>,
+    /// Streams the server names otherwise than the client does: its
+    /// legacy stream, after a mapped resume, by its first event id in the
+    /// streamable namespace (server's name → client's key).
+    names: BTreeMap<u64, u64>,
 }
 
 impl<C: Connector> Client<C> {
@@ -547,12 +571,18 @@ impl<C: Connector> Client<C> {
                 expecting,
                 task: task.abort_handle(),
                 marker_pending: false,
+                answered: false,
             },
         );
         slot
     }
 
     fn send_init(&mut self) {
+        // Every way to a new session (a failed initialize, a 404, a lost
+        // legacy stream) comes here: the bound holds on all of them.
+        if self.inits_exhausted() {
+            return self.give_up();
+        }
         self.init_attempts += 1;
         if self.transport == Transport::Legacy {
             // Legacy: the session is born with its stream; initialize goes
@@ -675,10 +705,15 @@ impl<C: Connector> Client<C> {
         }
         if self.spec.delivery == Delivery::SessionStream && !self.standalone_live() {
             self.open_before_next = true;
+            // Only an open in flight brings the standalone stream (and
+            // starts the call on its priming event). A resume in flight does
+            // not: one of the current standalone stream makes it live
+            // already, and one of an older standalone stream (a 409 named
+            // it) never becomes the session's standalone stream again.
             if !self
                 .slots
                 .values()
-                .any(|s| matches!(s.kind, SlotKind::Open | SlotKind::Resume { .. }))
+                .any(|s| matches!(s.kind, SlotKind::Open))
             {
                 self.send_open();
             }
@@ -710,9 +745,11 @@ impl<C: Connector> Client<C> {
         let Some(session) = self.session.clone() else {
             return;
         };
+        if !self.take_attempt(op) {
+            return;
+        }
         let o = &mut self.ops[op];
         o.posts += 1;
-        o.attempts += 1;
         o.stream = None;
         let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
         o.rpc = Some(rpc.clone());
@@ -796,12 +833,19 @@ impl<C: Connector> Client<C> {
             return; // never two resumes of one stream at once
         }
         let cursor = st.last_seen;
-        let waiting = self.ops_on(stream);
-        if let Some(&op) = waiting.first() {
-            if !self.count_attempt(op) {
+        // The resume is an attempt of every operation it resumes for; past
+        // the bound they are abandoned, and with none left it is not sent
+        // (unless a transport switch waits on it).
+        let waiting = self.resuming_for(stream);
+        if !waiting.is_empty() {
+            for &op in &waiting {
+                self.take_attempt(op);
+            }
+            if self.resuming_for(stream).is_empty() && !self.switch_pending {
                 return;
             }
         }
+        let waiting = self.ops_on(stream);
         let tag = waiting.first().map(|&o| self.ops[o].tag.clone());
         self.record(ClientRecord::Sent {
             client: self.spec.index,
@@ -838,13 +882,28 @@ impl<C: Connector> Client<C> {
     /// the resume has been silent for the read timeout (re-armed by each
     /// resume attempt, its headers, and each event it brings).
     fn arm_hold(&mut self, stream: u64) {
+        self.arm_hold_for(stream, Duration::ZERO);
+    }
+
+    /// [`Self::arm_hold`], with the silence counted from `after` from now.
+    fn arm_hold_for(&mut self, stream: u64, after: Duration) {
         self.hold_gen += 1;
         self.holding = Some((stream, self.hold_gen));
         let generation = self.hold_gen;
         self.schedule(
-            Duration::from_millis(self.g().read_timeout_ms),
+            after + Duration::from_millis(self.g().read_timeout_ms),
             Action::ReleaseHolds(generation),
         );
+    }
+
+    /// Resumes `stream` after `wait`. A hold on it lasts until that resume
+    /// has been silent for the read timeout (the backoff grows with the
+    /// attempts, beyond the read timeout).
+    fn schedule_resume(&mut self, wait: Duration, stream: u64) {
+        self.schedule(wait, Action::Resume(stream));
+        if self.holding.is_some_and(|(h, _)| h == stream) {
+            self.arm_hold_for(stream, wait);
+        }
     }
 
     fn send_open(&mut self) {
@@ -863,7 +922,30 @@ impl<C: Connector> Client<C> {
         self.spawn(SlotKind::Open, out, false);
     }
 
-    /// Counts an attempt for `op`; abandons it past the bound.
+    /// Takes one attempt of `op` for a request about to go out (a POST of
+    /// it, or a resume for it): false, and the operation abandoned, past
+    /// the bound.
+    fn take_attempt(&mut self, op: usize) -> bool {
+        if !self.count_attempt(op) {
+            return false;
+        }
+        self.ops[op].attempts += 1;
+        true
+    }
+
+    /// The active operations a resume of `stream` is for: those whose
+    /// result rides it, and those to re-send once it is accepted.
+    fn resuming_for(&self, stream: u64) -> Vec<usize> {
+        let mut ops = self.ops_on(stream);
+        for &op in self.resend_after_resume.get(&stream).into_iter().flatten() {
+            if self.ops[op].state == OpState::Active && !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+        ops
+    }
+
+    /// Whether `op` may make another attempt; abandons it past the bound.
     fn count_attempt(&mut self, op: usize) -> bool {
         let max = self.g().max_attempts;
         let o = &mut self.ops[op];
@@ -890,7 +972,11 @@ impl<C: Connector> Client<C> {
                 headers,
                 msg,
             } => self.on_json(slot, status, &headers, msg),
-            Input::Head { slot, status } => self.on_head(slot, status),
+            Input::Head {
+                slot,
+                status,
+                stream_first,
+            } => self.on_head(slot, status, stream_first),
             Input::Event {
                 slot,
                 id,
@@ -1071,7 +1157,8 @@ impl<C: Connector> Client<C> {
             }
             410 => {
                 self.status(Some(op), status, None, stream_first);
-                if let Some(st) = stream_first.and_then(|f| self.streams.get_mut(&f)) {
+                let key = stream_first.map(|f| self.key_of(f));
+                if let Some(st) = key.and_then(|k| self.streams.get_mut(&k)) {
                     st.finished = true;
                 }
                 self.reissue(op);
@@ -1090,7 +1177,7 @@ impl<C: Connector> Client<C> {
     /// A Rule M 409: resume the named stream from our own last seen id
     /// there (the hint only if we have none).
     fn on_conflict(&mut self, op: usize, hint: u64, stream_first: Option<u64>) {
-        let key = stream_first.unwrap_or(hint);
+        let key = self.key_of(stream_first.unwrap_or(hint));
         let known = self.streams.contains_key(&key);
         let st = self.streams.entry(key).or_insert(CStream {
             // A stream we never saw: nothing of it arrived, so resume from
@@ -1105,8 +1192,8 @@ impl<C: Connector> Client<C> {
         // The rejected POST retried the operation whose stream is named: the
         // stream it rode, or one of its earlier POSTs we never saw begin.
         let retried_here = self.ops[op].stream == Some(key)
-            || (!known && !self.ops[op].unseen.is_empty())
-            || (self.ops[op].interrupted && self.ops[op].stream.is_none());
+            || st.ops.contains(&op)
+            || (!known && !self.ops[op].unseen.is_empty());
         if retried_here {
             st.ops.insert(op);
         }
@@ -1117,22 +1204,47 @@ impl<C: Connector> Client<C> {
         } else {
             self.resend_after_resume.entry(key).or_default().push(op);
         }
-        let resuming = st.live.is_some_and(|l| {
+        // A resume on its way brings the stream (and, at its headers, the
+        // re-sends). One the server answered already has a connection the
+        // server no longer counts (it names the stream): take it over.
+        let live = st.live;
+        let resume = live.and_then(|l| {
             self.slots
                 .get(&l)
-                .is_some_and(|s| matches!(s.kind, SlotKind::Resume { .. }))
+                .filter(|s| matches!(s.kind, SlotKind::Resume { .. }))
+                .map(|s| s.answered)
         });
-        if !resuming {
-            self.send_resume(key);
+        match resume {
+            Some(false) => {}
+            Some(true) => {
+                if let Some(old) = live.and_then(|l| self.slots.remove(&l)) {
+                    old.task.abort();
+                }
+                if let Some(st) = self.streams.get_mut(&key) {
+                    st.live = None;
+                }
+                self.send_resume(key);
+            }
+            None => self.send_resume(key),
         }
     }
 
-    fn on_head(&mut self, slot: SlotId, status: u16) {
-        let Some(s) = self.slots.get(&slot) else {
+    /// The client's key for a stream the server names by `first`.
+    fn key_of(&self, first: u64) -> u64 {
+        self.names.get(&first).copied().unwrap_or(first)
+    }
+
+    fn on_head(&mut self, slot: SlotId, status: u16, stream_first: Option<u64>) {
+        let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
+        s.answered = true;
         if let (SlotKind::Resume { stream }, 200) = (&s.kind, status) {
             let stream = *stream;
+            // A mapped resume says how Rule M names this stream from now on.
+            if let Some(first) = stream_first.filter(|&f| f != stream) {
+                self.names.insert(first, stream);
+            }
             if self.holding.is_some_and(|(h, _)| h == stream) {
                 self.arm_hold(stream);
             }
@@ -1292,6 +1404,14 @@ impl<C: Connector> Client<C> {
                     transport,
                     stream: key,
                 });
+            }
+        }
+        // An event of a POST we never saw begin: its stream is seen now.
+        if let Some(m) = &msg {
+            if let (Some(op), Some(rpc)) =
+                (tag_of(m).and_then(|(t, _)| self.op_by_tag(t)), rpc_of(m))
+            {
+                self.ops[op].unseen.retain(|r| *r != rpc);
             }
         }
         if marker {
@@ -1474,15 +1594,15 @@ impl<C: Connector> Client<C> {
                     self.schedule(wait, Action::Post(op));
                 }
             }
-            Behaviour::Resume => self.schedule(wait, Action::Resume(stream)),
+            Behaviour::Resume => self.schedule_resume(wait, stream),
             // A broken legacy stream is the network change; afterwards it
             // resumes like `resume`.
             Behaviour::TransportSwitch if self.transport == Transport::Legacy => {
                 self.schedule(Duration::ZERO, Action::Switch)
             }
-            Behaviour::TransportSwitch => self.schedule(wait, Action::Resume(stream)),
+            Behaviour::TransportSwitch => self.schedule_resume(wait, stream),
             Behaviour::ResumeThenPost => {
-                self.schedule(wait, Action::Resume(stream));
+                self.schedule_resume(wait, stream);
                 // The next call goes out as soon as the resume is accepted
                 // (its headers arrive), without waiting for the owed result.
                 if op + 1 == self.next_op {
@@ -1537,11 +1657,14 @@ impl<C: Connector> Client<C> {
                         st.live = None;
                     }
                 }
-                let attempts = self
-                    .ops_on(stream)
-                    .first()
-                    .map_or(1, |&o| self.ops[o].attempts);
-                self.schedule(self.backoff(attempts), Action::Resume(stream));
+                // Again, for what it resumes for (each try an attempt), or
+                // for a transport switch waiting on it.
+                let waiting = self.resuming_for(stream);
+                if waiting.is_empty() && !self.switch_pending {
+                    return;
+                }
+                let attempts = waiting.first().map_or(1, |&o| self.ops[o].attempts);
+                self.schedule_resume(self.backoff(attempts), stream);
             }
             SlotKind::Open => {
                 let n = self.init_attempts.max(1);
@@ -1564,18 +1687,28 @@ impl<C: Connector> Client<C> {
     }
 
     fn retry_init(&mut self) {
-        if self.init_attempts >= self.g().max_attempts.saturating_mul(4) {
-            for op in 0..self.ops.len() {
-                if matches!(self.ops[op].state, OpState::Active | OpState::Pending) {
-                    self.ops[op].state = OpState::Active;
-                    self.finish(op, Outcome::Abandoned);
-                }
-            }
-            self.next_op = self.ops.len();
-            return;
+        if self.inits_exhausted() {
+            return self.give_up();
         }
         let wait = self.backoff(self.init_attempts);
         self.schedule(wait, Action::Init);
+    }
+
+    /// The bound on `initialize` attempts (over the run) is reached.
+    fn inits_exhausted(&self) -> bool {
+        self.init_attempts >= self.g().max_attempts.saturating_mul(4)
+    }
+
+    /// No session can be had: every unresolved operation is abandoned (on
+    /// the record), and the workload ends.
+    fn give_up(&mut self) {
+        for op in 0..self.ops.len() {
+            if matches!(self.ops[op].state, OpState::Active | OpState::Pending) {
+                self.ops[op].state = OpState::Active;
+                self.finish(op, Outcome::Abandoned);
+            }
+        }
+        self.next_op = self.ops.len();
     }
 
     /// Starts over on the current transport, whatever the session state.
@@ -1600,6 +1733,7 @@ impl<C: Connector> Client<C> {
             s.task.abort();
         }
         self.streams.clear();
+        self.names.clear();
         self.standalone = None;
         self.holding = None;
         self.resend_after_resume.clear();
@@ -1624,7 +1758,10 @@ impl<C: Connector> Client<C> {
                 self.send_open();
             }
         }
-        if self.spec.delivery == Delivery::SessionStream {
+        // (A legacy session's stream is the session stream already; a GET
+        // on /mcp would be refused under Rule T.)
+        if self.spec.delivery == Delivery::SessionStream && self.transport == Transport::Streamable
+        {
             self.send_open();
             self.open_before_next = true;
         }
@@ -1766,7 +1903,16 @@ async fn reader<C: Connector>(
             }),
         };
     }
-    send(Input::Head { slot, status });
+    let stream_first = ex
+        .headers
+        .get(headers::MCP_STREAM_FIRST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    send(Input::Head {
+        slot,
+        status,
+        stream_first,
+    });
     loop {
         match tokio::time::timeout(read_timeout, ex.next_event()).await {
             Err(_) if expecting.get() => return send(Input::Broken { slot }),

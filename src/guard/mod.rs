@@ -107,12 +107,14 @@ pub struct Limits {
 /// Per-stream state, as the server observes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct StreamState {
-    /// Highest event id produced for the stream (the priming event counts).
-    pub last_produced: EventId,
-    /// Highest event id written on the current connection.
-    pub last_written: EventId,
-    /// Delivered watermark (meaningful while dropped).
-    pub watermark: EventId,
+    /// Highest event id produced for the stream (the priming event counts);
+    /// `None` before a stream without priming (legacy) produced any.
+    pub last_produced: Option<EventId>,
+    /// Highest event id written on the current connection (`None`: none).
+    pub last_written: Option<EventId>,
+    /// Delivered watermark (meaningful while dropped; `None`: nothing
+    /// delivered). `None` orders below every id, event id 0 included.
+    pub watermark: Option<EventId>,
     /// A client presented a cursor for it since its current connection began.
     pub cursor_presented: bool,
     /// A connection is currently writing it.
@@ -132,7 +134,7 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    fn opened(priming: EventId) -> Self {
+    fn opened(priming: Option<EventId>) -> Self {
         StreamState {
             last_produced: priming,
             last_written: priming,
@@ -153,8 +155,8 @@ impl StreamState {
         self.dropped && !self.lost_reported
     }
 
-    /// The last event the server believes the client has.
-    pub fn delivered(&self) -> EventId {
+    /// The last event the server believes the client has (`None`: none).
+    pub fn delivered(&self) -> Option<EventId> {
         if self.connected && !self.dropped {
             self.last_written.max(self.watermark)
         } else {
@@ -192,9 +194,19 @@ impl SessionGuard {
 
     /// Opens a stream whose priming event `priming` was produced and written.
     pub fn open_stream(&mut self, priming: EventId) -> StreamIdx {
+        self.push_stream(StreamState::opened(Some(priming)))
+    }
+
+    /// Opens a stream without a priming event (legacy HTTP+SSE): nothing of
+    /// it is produced or delivered yet.
+    pub fn open_unprimed(&mut self) -> StreamIdx {
+        self.push_stream(StreamState::opened(None))
+    }
+
+    fn push_stream(&mut self, st: StreamState) -> StreamIdx {
         let idx =
             StreamIdx::try_from(self.streams.len()).expect("fewer than 2^32 streams a session");
-        self.streams.push(StreamState::opened(priming));
+        self.streams.push(st);
         idx
     }
 
@@ -251,14 +263,14 @@ impl SessionGuard {
     /// An event was produced (stored) for the stream.
     pub fn produced(&mut self, s: StreamIdx, id: EventId) {
         let st = self.st(s);
-        debug_assert!(id > st.last_produced, "event ids increase");
-        st.last_produced = id;
+        debug_assert!(Some(id) > st.last_produced, "event ids increase");
+        st.last_produced = Some(id);
     }
 
     /// An event was written on the stream's current connection.
     pub fn written(&mut self, s: StreamIdx, id: EventId) {
         let st = self.st(s);
-        st.last_written = st.last_written.max(id);
+        st.last_written = st.last_written.max(Some(id));
     }
 
     /// The stream's final event was written and its response ended.
@@ -303,15 +315,15 @@ impl SessionGuard {
             // The server wrote the end, but a client that reports the
             // stream lost short of it never got it (half-open): the
             // client's word wins. Anything else changes nothing.
-            if !(lost && id < st.last_produced) {
+            if !(lost && Some(id) < st.last_produced) {
                 return;
             }
             st.finished = false;
         }
         st.watermark = if st.cursor_presented {
-            st.watermark.max(id)
+            st.watermark.max(Some(id))
         } else {
-            id
+            Some(id)
         };
         st.cursor_presented = true;
         if lost {
@@ -326,8 +338,10 @@ impl SessionGuard {
     }
 
     /// A GET with `Last-Event-ID` = `cursor` resumed the stream on a new
-    /// connection; `backlog` events are to be replayed before live ones.
-    pub fn resumed(&mut self, s: StreamIdx, cursor: EventId, backlog: u32) {
+    /// connection (`None`: from before its first event, as a translated
+    /// legacy cursor 0 says); `backlog` events are to be replayed before
+    /// live ones.
+    pub fn resumed(&mut self, s: StreamIdx, cursor: Option<EventId>, backlog: u32) {
         self.abort_replay(s);
         let st = self.st(s);
         st.connected = true;
@@ -369,7 +383,7 @@ impl SessionGuard {
         let decide = |verdict, s: Option<StreamIdx>| Decision {
             verdict,
             stream: s,
-            hint: s.map(|s| self.streams[s as usize].watermark),
+            hint: s.and_then(|s| self.streams[s as usize].watermark),
         };
         // Row 0: a replay backlog is pending.
         if self.replay_backlog > 0 {

@@ -57,7 +57,7 @@ fn row2_owed_events_reject_not_drained_with_the_watermark() {
     assert!(g.stream(s).dropped);
     assert_eq!(
         g.stream(s).watermark,
-        2,
+        Some(2),
         "watermark = last written before the close"
     );
     check(
@@ -124,7 +124,7 @@ fn row4_non_idempotent_needs_an_honored_token() {
 fn row0_replay_backlog_queues_then_rejects_past_capacity() {
     let (mut g, s) = session(8, 1);
     g.close_seen(s);
-    g.resumed(s, 2, 7);
+    g.resumed(s, Some(2), 7);
     assert!(!g.stream(s).dropped, "a resume ends the drop");
     assert_eq!(g.replay_backlog(), 7);
     for _ in 0..LIMITS.queue_capacity {
@@ -157,7 +157,7 @@ fn row0_precedes_every_other_row() {
     let b = g.open_stream(3);
     g.produced(b, 4);
     g.close_seen(b);
-    g.resumed(b, 3, 1);
+    g.resumed(b, Some(3), 1);
     check(&g, IDEMPOTENT, Verdict::Queue, None);
     g.replay_written(b);
     check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(1));
@@ -167,7 +167,7 @@ fn row0_precedes_every_other_row() {
 fn a_drop_during_replay_ends_the_backlog() {
     let (mut g, s) = session(8, 1);
     g.close_seen(s);
-    g.resumed(s, 2, 7);
+    g.resumed(s, Some(2), 7);
     g.replay_written(s);
     g.written(s, 3);
     g.close_seen(s);
@@ -185,7 +185,7 @@ fn cursor_on_post_plain_raises_and_lost_marks_dropped() {
     assert!(g.stream(s).dropped, ";lost marks the stream dropped");
     assert_eq!(
         g.stream(s).watermark,
-        3,
+        Some(3),
         "the presented cursor is the watermark"
     );
     check(
@@ -196,7 +196,7 @@ fn cursor_on_post_plain_raises_and_lost_marks_dropped() {
     );
     // A plain entry never lowers the watermark...
     g.cursor(s, 2, false);
-    assert_eq!(g.stream(s).watermark, 3);
+    assert_eq!(g.stream(s).watermark, Some(3));
     // ...and one at the last event, with nothing in flight, finishes it.
     g.cursor(s, 9, false);
     assert!(g.stream(s).finished);
@@ -220,7 +220,7 @@ fn presented_cursor_beats_last_written_at_close() {
     g.close_seen(s);
     assert_eq!(
         g.stream(s).watermark,
-        4,
+        Some(4),
         "the client's cursor, not the server's last write"
     );
     check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(4));
@@ -265,7 +265,7 @@ fn lost_short_of_the_end_reopens_a_finished_stream() {
 fn takeover_close_is_not_a_drop() {
     let (mut g, s) = session(8, 1);
     g.close_seen(s);
-    g.resumed(s, 2, 0);
+    g.resumed(s, Some(2), 0);
     g.taken_over(s);
     assert!(!g.stream(s).dropped);
     check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
@@ -288,9 +288,9 @@ fn a_lost_stream_answers_410_once_then_is_ignored() {
 fn resume_resets_the_watermark_to_the_cursor() {
     let (mut g, s) = session(8, 5);
     g.cursor(s, 5, true);
-    g.resumed(s, 3, 5);
-    assert_eq!(g.stream(s).watermark, 3);
-    assert_eq!(g.stream(s).last_written, 3);
+    g.resumed(s, Some(3), 5);
+    assert_eq!(g.stream(s).watermark, Some(3));
+    assert_eq!(g.stream(s).last_written, Some(3));
     assert!(!g.stream(s).cursor_presented);
     // The resumed connection drops after two replayed events.
     g.replay_written(s);
@@ -298,7 +298,7 @@ fn resume_resets_the_watermark_to_the_cursor() {
     g.replay_written(s);
     g.written(s, 5);
     g.close_seen(s);
-    assert_eq!(g.stream(s).watermark, 5);
+    assert_eq!(g.stream(s).watermark, Some(5));
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn several_dropped_streams_rows_in_order() {
     g.close_seen(b);
     // Row 2 (stream b) outranks row 3 (stream a).
     check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), Some(2));
-    g.resumed(b, 2, 0);
+    g.resumed(b, Some(2), 0);
     check(&g, IDEMPOTENT, Verdict::Reject(Reason::InFlight), Some(1));
 }
 
@@ -323,6 +323,32 @@ fn view_lists_the_dropped_streams_it_decided_from() {
     let v = g.view();
     assert_eq!(v.dropped.len(), 1);
     assert_eq!(v.dropped[0].0, s);
-    assert_eq!(v.dropped[0].1.watermark, 2);
-    assert_eq!(v.dropped[0].1.last_produced, 9);
+    assert_eq!(v.dropped[0].1.watermark, Some(2));
+    assert_eq!(v.dropped[0].1.last_produced, Some(9));
+}
+
+#[test]
+fn an_unprimed_stream_owes_its_first_event_even_when_its_id_is_zero() {
+    // A legacy stream (no priming event) in a session whose ids start at 0.
+    let mut g = SessionGuard::new();
+    let s = g.open_unprimed();
+    assert_eq!(g.stream(s).delivered(), None, "nothing delivered yet");
+    g.request_started(s);
+    g.produced(s, 0);
+    g.close_seen(s);
+    assert_eq!(g.stream(s).watermark, None);
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::NotDrained), None);
+    // Once event 0 reached the client, it is drained.
+    let mut g = SessionGuard::new();
+    let s = g.open_unprimed();
+    g.produced(s, 0);
+    g.written(s, 0);
+    g.close_seen(s);
+    assert_eq!(g.stream(s).watermark, Some(0));
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NonIdempotent),
+        Some(0),
+    );
 }

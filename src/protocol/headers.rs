@@ -18,6 +18,10 @@ pub const MCP_LOST_REQUESTS: &str = "mcp-lost-requests";
 /// Set on a resume that a registered cross-transport mapping translated
 /// (the server says so): `legacy`.
 pub const MCP_CURSOR_MAPPING: &str = "mcp-cursor-mapping";
+/// Set beside [`MCP_CURSOR_MAPPING`]: the resumed stream's first event id
+/// in this transport's namespace, the name Rule M's refusals give it
+/// (`streamFirstEventId`), which the client knew only by its legacy id.
+pub const MCP_STREAM_FIRST_EVENT_ID: &str = "mcp-stream-first-event-id";
 /// Set on guarded POST responses while the session has a dropped stream.
 pub const MCP_STREAM_RESUMABLE: &str = "mcp-stream-resumable";
 

@@ -12,7 +12,8 @@ use super::tools::{self, Invocation};
 use super::writer::{self, Plan};
 use super::{Delivery, Shared};
 use crate::guard::{
-    check_transport, Decision, Limits, PostFacts, Reason, StreamIdx, TransportVerdict, Verdict,
+    check_transport, Decision, EventId, Limits, PostFacts, Reason, StreamIdx, TransportVerdict,
+    Verdict,
 };
 use crate::history::{
     ConnId, LoggedDecision, LoggedStream, LoggedView, Record, ServerClose, SessionId, StreamKind,
@@ -705,9 +706,9 @@ fn logged_view(v: &crate::guard::View) -> LoggedView {
             .iter()
             .map(|(s, st)| LoggedStream {
                 stream: *s,
-                last_produced: st.last_produced,
-                last_written: st.last_written,
-                watermark: st.watermark,
+                last_produced: logged_id(st.last_produced),
+                last_written: logged_id(st.last_written),
+                watermark: logged_id(st.watermark),
                 cursor_presented: st.cursor_presented,
                 lost: st.lost,
                 in_flight: st.in_flight,
@@ -845,10 +846,9 @@ fn start_call(
         }
     }
     let s = sess.open_stream(StreamKind::Post, Some(id), conn, &shared.history);
-    let priming = sess.guard.stream(s).last_produced;
     drop(st);
     tools::start(shared.clone(), sid.clone(), s, call, inv);
-    Reply::new(sse_response(shared, sid, s, conn, Plan::live(priming - 1)))
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live()))
 }
 
 pub(super) fn sse_response(
@@ -929,9 +929,8 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
     }
     let s = sess.open_stream(StreamKind::Standalone, None, conn, &shared.history);
     sess.standalone = Some(s);
-    let priming = sess.guard.stream(s).last_produced;
     drop(st);
-    Reply::new(sse_response(shared, sid, s, conn, Plan::live(priming - 1)))
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live()))
 }
 
 /// A GET with `Last-Event-ID`: replays that id's stream after it, taking
@@ -946,21 +945,20 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     let target = if translate {
         sess.legacy_stream.map(|l| {
             let ids = &sess.streams[l as usize].ids;
+            // Legacy ids number the stream's events from 1: 0 saw none
+            // (`None`: from before its first event).
             let to = match cursor {
-                0 => ids.first().map_or(0, |f| f - 1),
-                n => ids
-                    .get(n as usize - 1)
-                    .copied()
-                    .unwrap_or_else(|| ids.last().copied().unwrap_or(0)),
+                0 => None,
+                n => ids.get(n as usize - 1).or(ids.last()).copied(),
             };
             (l, to)
         })
     } else {
         match sess.stream_of(cursor) {
-            Some(s) => Some((s, cursor)),
+            Some(s) => Some((s, Some(cursor))),
             // Not an id of this session: the unguarded server replays
             // every event with a larger id (on the notification stream).
-            None if !shared.guarded() => sess.notification_stream().map(|s| (s, cursor)),
+            None if !shared.guarded() => sess.notification_stream().map(|s| (s, Some(cursor))),
             None => None,
         }
     };
@@ -977,7 +975,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
         shared.history.record(Record::MappingApplied {
             session: sid.clone(),
             from: cursor,
-            to: at,
+            to: logged_id(at),
         });
     }
     let (_, gap) = sess.replayable_after(s, at);
@@ -1005,7 +1003,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             ));
         }
         // As real SDKs do: replay from the oldest event still stored.
-        from = at.max(sess.oldest_stored().saturating_sub(1));
+        from = at.max(sess.oldest_stored().checked_sub(1));
     }
     if let Some(old) = sess.streams[s as usize].conn.take() {
         shared.history.record(Record::ServerClosed {
@@ -1021,11 +1019,12 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     }
     let sess = st.sessions.get_mut(sid).expect("still there");
     let (backlog, _) = sess.replayable_after(s, from);
+    let first = sess.streams[s as usize].ids.first().copied();
     let replay_until = sess.streams[s as usize]
         .ids
         .last()
         .copied()
-        .unwrap_or(at)
+        .or(at)
         .max(from);
     sess.guard.resumed(s, at, backlog);
     sess.streams[s as usize].conn = Some(conn);
@@ -1033,10 +1032,10 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     shared.history.record(Record::Resumed {
         session: sid.clone(),
         stream: s,
-        cursor: at,
+        cursor: logged_id(at),
         backlog,
         conn,
-        from,
+        from: logged_id(from),
     });
     drop(st);
     let mut resp = sse_response(
@@ -1057,8 +1056,18 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             headers::MCP_CURSOR_MAPPING,
             HeaderValue::from_static("legacy"),
         );
+        if let Some(first) = first {
+            resp.headers_mut()
+                .insert(headers::MCP_STREAM_FIRST_EVENT_ID, HeaderValue::from(first));
+        }
     }
     Reply::new(resp)
+}
+
+/// An event id for a history record, whose fields have no "none": a
+/// position before a stream's first event is logged as 0.
+pub(super) fn logged_id(id: Option<EventId>) -> EventId {
+    id.unwrap_or(0)
 }
 
 /// Rule T (guarded): a request on `arriving` for a session issued under

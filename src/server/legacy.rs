@@ -60,7 +60,6 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
     });
     let s = session.open_stream(StreamKind::Legacy, None, conn, &shared.history);
     session.legacy_stream = Some(s);
-    let after = session.guard.stream(s).last_produced;
     shared
         .state
         .borrow_mut()
@@ -73,8 +72,8 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         None,
     );
     let plan = Plan {
-        after,
-        replay_until: after,
+        after: None,
+        replay_until: None,
         replay: false,
         transport: Transport::Legacy,
         preamble: Some(endpoint),

@@ -117,12 +117,11 @@ impl Session {
         history: &History,
     ) -> StreamIdx {
         let priming = kind != StreamKind::Legacy;
-        let first = if priming {
-            self.next_event_id
+        let s = if priming {
+            self.guard.open_stream(self.next_event_id)
         } else {
-            self.next_event_id.saturating_sub(1)
+            self.guard.open_unprimed()
         };
-        let s = self.guard.open_stream(first);
         debug_assert_eq!(s as usize, self.streams.len());
         self.streams.push(StreamRt {
             kind,
@@ -197,7 +196,7 @@ impl Session {
         let e = self.store.pop_front().expect("store is not empty");
         let id = self.store_base;
         self.store_base += 1;
-        let owed = id > self.guard.stream(e.stream).delivered();
+        let owed = Some(id) > self.guard.stream(e.stream).delivered();
         if owed {
             self.guard.evicted_owed(e.stream);
         }
@@ -237,11 +236,11 @@ impl Session {
         self.event_stream.get(usize::try_from(idx).ok()?).copied()
     }
 
-    /// Events of stream `s` after `cursor` that are still stored, and
-    /// whether any event of it after `cursor` was evicted.
-    pub fn replayable_after(&self, s: StreamIdx, cursor: EventId) -> (u32, bool) {
+    /// Events of stream `s` after `cursor` (`None`: all of them) that are
+    /// still stored, and whether any event of it after `cursor` was evicted.
+    pub fn replayable_after(&self, s: StreamIdx, cursor: Option<EventId>) -> (u32, bool) {
         let ids = &self.streams[s as usize].ids;
-        let start = ids.partition_point(|&i| i <= cursor);
+        let start = ids.partition_point(|&i| Some(i) <= cursor);
         let after = &ids[start..];
         let evicted = after.partition_point(|&i| i < self.store_base);
         let stored = u32::try_from(after.len() - evicted).expect("backlog fits u32");
@@ -299,9 +298,9 @@ mod tests {
         assert!(!s.guard.stream(a).lost);
         s.produce(a, EventKind::Result, "{}", None, None, &h);
         assert!(s.guard.stream(a).lost, "event 101 was never written: owed");
-        assert_eq!(s.replayable_after(a, 100), (3, true));
-        assert_eq!(s.replayable_after(a, 101), (3, false));
-        assert_eq!(s.replayable_after(a, 104), (0, false));
+        assert_eq!(s.replayable_after(a, Some(100)), (3, true));
+        assert_eq!(s.replayable_after(a, Some(101)), (3, false));
+        assert_eq!(s.replayable_after(a, Some(104)), (0, false));
         assert_eq!(s.stream_of(99), None);
         assert_eq!(s.stream_of(105), None);
         let evicted: Vec<_> = h

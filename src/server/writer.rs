@@ -19,10 +19,10 @@ use tokio::sync::mpsc;
 
 /// Where a writer starts.
 pub(crate) struct Plan {
-    /// Write events after this id.
-    pub after: EventId,
+    /// Write events after this id (`None`: every event of the stream).
+    pub after: Option<EventId>,
     /// Events up to this id are replay backlog (= `after` when none).
-    pub replay_until: EventId,
+    pub replay_until: Option<EventId>,
     /// This connection resumes the stream.
     pub replay: bool,
     /// The connection's transport: legacy connections number events with
@@ -33,11 +33,12 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// A new streamable stream: every event after `after`, live.
-    pub fn live(after: EventId) -> Self {
+    /// A new streamable stream: every event of it (its priming event
+    /// first), live.
+    pub fn live() -> Self {
         Plan {
-            after,
-            replay_until: after,
+            after: None,
+            replay_until: None,
             replay: false,
             transport: Transport::Streamable,
             preamble: None,
@@ -222,8 +223,8 @@ fn next_action(
     plan: &Plan,
     interleave: bool,
     marker_due: bool,
-    last: EventId,
-    live_last: EventId,
+    last: Option<EventId>,
+    live_last: Option<EventId>,
     paced: Option<EventId>,
     pace: Duration,
 ) -> Next {
@@ -232,8 +233,8 @@ fn next_action(
         if rt.conn != Some(conn) {
             return Next::Exit; // taken over
         }
-        let first_after = |x: EventId| {
-            let i = rt.ids.partition_point(|&e| e <= x);
+        let first_after = |x: Option<EventId>| {
+            let i = rt.ids.partition_point(|&e| Some(e) <= x);
             rt.ids.get(i).copied()
         };
         let emit = |id: EventId, backlog: bool| match sess.data(id) {
@@ -249,12 +250,12 @@ fn next_action(
             if let Some(id) = first_after(live_last) {
                 return emit(id, false);
             }
-            if let Some(id) = first_after(last).filter(|&id| id <= plan.replay_until) {
+            if let Some(id) = first_after(last).filter(|&id| Some(id) <= plan.replay_until) {
                 return emit(id, true);
             }
         } else {
             match first_after(last) {
-                Some(id) if id <= plan.replay_until => return emit(id, true),
+                Some(id) if Some(id) <= plan.replay_until => return emit(id, true),
                 Some(_) | None if marker_due => return Next::Marker,
                 Some(id) => return emit(id, false),
                 None => {}
@@ -278,15 +279,15 @@ fn advance(
     id: EventId,
     backlog: bool,
     interleave: bool,
-    last: &mut EventId,
-    live_last: &mut EventId,
+    last: &mut Option<EventId>,
+    live_last: &mut Option<EventId>,
     written: bool,
     transport: Transport,
 ) {
     if interleave && !backlog {
-        *live_last = id;
+        *live_last = Some(id);
     } else {
-        *last = id;
+        *last = Some(id);
     }
     with_session(shared, sid, |sess| {
         if written {
@@ -386,7 +387,7 @@ fn on_close(
             session: sid.clone(),
             stream: s,
             conn,
-            last_written: sess.guard.stream(s).last_written,
+            last_written: super::handlers::logged_id(sess.guard.stream(s).last_written),
         });
         sess.guard.close_seen(s);
         sess.drained.notify_waiters();
