@@ -102,6 +102,33 @@ pub fn headline(s: &Summary) -> String {
     out
 }
 
+/// One row per key any of the two aggregates has in a keyed metric.
+fn keyed_rows(
+    out: &mut String,
+    g: Option<&Aggregate>,
+    u: Option<&Aggregate>,
+    metric: &str,
+    label: &str,
+    map: fn(&Metrics) -> &std::collections::BTreeMap<String, u64>,
+) {
+    let mut keys: Vec<&String> = [g, u]
+        .iter()
+        .flatten()
+        .flat_map(|a| map(&a.metrics).keys())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let name = format!("{metric}.{k}");
+        let _ = writeln!(
+            out,
+            "| {label}: {k} | {} | {} |",
+            cell(g, &name),
+            cell(u, &name)
+        );
+    }
+}
+
 /// `report.md`: per scenario, guarded beside unguarded.
 pub fn markdown(s: &Summary) -> String {
     let mut out = String::from("# mcp-chaos comparison\n\nTotals over all seeds (per-seed mean in parentheses). Each operation is ok, degraded (it missed only announced events) or failed; a failed operation is counted once, under its one primary cause.\n\n");
@@ -121,38 +148,22 @@ pub fn markdown(s: &Summary) -> String {
         for name in SHOWN {
             let _ = writeln!(out, "| {name} | {} | {} |", cell(g, name), cell(u, name));
         }
-        let mut causes: Vec<&String> = [g, u]
-            .iter()
-            .flatten()
-            .flat_map(|a| a.metrics.failures_by_cause.keys())
-            .collect();
-        causes.sort();
-        causes.dedup();
-        for c in causes {
-            let name = format!("failures_by_cause.{c}");
-            let _ = writeln!(
-                out,
-                "| failed by cause: {c} | {} | {} |",
-                cell(g, &name),
-                cell(u, &name)
-            );
-        }
-        let mut details: Vec<&String> = [g, u]
-            .iter()
-            .flatten()
-            .flat_map(|a| a.metrics.failures_by_detail.keys())
-            .collect();
-        details.sort();
-        details.dedup();
-        for d in details {
-            let name = format!("failures_by_detail.{d}");
-            let _ = writeln!(
-                out,
-                "| of which (server records): {d} | {} | {} |",
-                cell(g, &name),
-                cell(u, &name)
-            );
-        }
+        keyed_rows(
+            &mut out,
+            g,
+            u,
+            "failures_by_cause",
+            "failed by cause",
+            |m| &m.failures_by_cause,
+        );
+        keyed_rows(
+            &mut out,
+            g,
+            u,
+            "failures_by_detail",
+            "of which (server records)",
+            |m| &m.failures_by_detail,
+        );
         let hz =
             |a: Option<&Aggregate>| a.map_or("–".into(), |a| format!("{:?}", a.metrics.hazards));
         let _ = writeln!(
@@ -435,7 +446,7 @@ pub fn bars_svg(s: &Summary) -> String {
             xml(sc)
         );
     }
-    let _ = write!(out, "<text x=\"{PAD}\" y=\"16\">duplicates + silent losses + order + capability + foreign replays, totals over seeds (log scale); green guarded, red unguarded</text></svg>");
+    let _ = write!(out, "<text x=\"{PAD}\" y=\"16\">failed operations (each counted once), totals over seeds (log scale); green guarded, red unguarded</text></svg>");
     out
 }
 

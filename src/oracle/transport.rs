@@ -11,17 +11,43 @@ use crate::history::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The server's ids of legacy events: a legacy client numbers the events
-/// of its stream 1, 2, 3…, the server in the session's own namespace.
+/// Which events (by the server's id) clients received, and when first. A
+/// legacy client numbers the events of its stream 1, 2, 3…, the server in
+/// the session's own namespace; this maps one to the other.
 #[derive(Default)]
-pub(super) struct LegacyIds {
+pub(super) struct Receipts {
     streams: BTreeSet<(SessionId, u32)>,
     ids: BTreeMap<SessionId, Vec<u64>>,
+    /// (session, server event id) → trace position of its first receipt.
+    first: BTreeMap<(SessionId, u64), u64>,
 }
 
-impl LegacyIds {
-    /// Learns from one server record.
-    pub fn observe(&mut self, r: &Record) {
+impl Receipts {
+    /// Learns from one entry: a server record (legacy numbering) or a
+    /// client's receipt.
+    pub fn observe(&mut self, e: &Entry) {
+        match &e.record {
+            Rec::Server(r) => self.observe_server(r),
+            Rec::Client(ClientRecord::Received {
+                session,
+                event,
+                transport,
+                ..
+            }) => {
+                if let Some(id) = self.server_id(session, *event, *transport) {
+                    self.first.entry((session.clone(), id)).or_insert(e.seq);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a client received this event (server id).
+    pub fn received(&self, ev: &(SessionId, u64)) -> bool {
+        self.first.contains_key(ev)
+    }
+
+    fn observe_server(&mut self, r: &Record) {
         match r {
             Record::StreamOpened {
                 session,
@@ -44,7 +70,7 @@ impl LegacyIds {
     }
 
     /// The server's id of an event a client received.
-    pub fn server_id(&self, session: &SessionId, event: u64, transport: Transport) -> Option<u64> {
+    fn server_id(&self, session: &SessionId, event: u64, transport: Transport) -> Option<u64> {
         match transport {
             Transport::Streamable => Some(event),
             Transport::Legacy => self
@@ -59,38 +85,25 @@ impl LegacyIds {
 /// Per client: (capability violations, foreign-cursor replays).
 pub fn rule_t(entries: &[Entry]) -> BTreeMap<u32, (u64, u64)> {
     let mut client_of_session: BTreeMap<SessionId, u32> = BTreeMap::new();
-    let mut received: BTreeSet<(SessionId, u64)> = BTreeSet::new();
-    let mut legacy = LegacyIds::default();
+    let mut receipts = Receipts::default();
     let mut issued: BTreeMap<SessionId, Transport> = BTreeMap::new();
     let mut mapped: BTreeSet<SessionId> = BTreeSet::new();
     let mut notifications: BTreeSet<(SessionId, u64)> = BTreeSet::new();
     let mut served_across: Vec<SessionId> = Vec::new();
-    let mut first_receipt: BTreeMap<(SessionId, u64), u64> = BTreeMap::new();
     let mut switch_cursor: BTreeMap<u32, Option<u64>> = BTreeMap::new();
     // (session, stream, conn, resume seq, replayed-from)
     let mut foreign: Vec<(SessionId, u32, u64, u64, u64)> = Vec::new();
     let mut replayed: BTreeMap<(SessionId, u64), Vec<u64>> = BTreeMap::new();
     for e in entries {
+        receipts.observe(e);
         match &e.record {
             Rec::Client(ClientRecord::Session { client, session }) => {
                 client_of_session.insert(session.clone(), *client);
-            }
-            Rec::Client(ClientRecord::Received {
-                session,
-                event,
-                transport,
-                ..
-            }) => {
-                if let Some(id) = legacy.server_id(session, *event, *transport) {
-                    received.insert((session.clone(), id));
-                    first_receipt.entry((session.clone(), id)).or_insert(e.seq);
-                }
             }
             Rec::Client(ClientRecord::Switched { client, cursor, .. }) => {
                 switch_cursor.insert(*client, *cursor);
             }
             Rec::Server(r) => {
-                legacy.observe(r);
                 match r {
                     Record::SessionCreated { session, transport } => {
                         issued.insert(session.clone(), *transport);
@@ -171,7 +184,8 @@ pub fn rule_t(entries: &[Entry]) -> BTreeMap<u32, (u64, u64)> {
         let mut n = 0;
         // Replayed although the client already had it: not owed.
         for ev in replayed.get(&(session.clone(), conn)).into_iter().flatten() {
-            if first_receipt
+            if receipts
+                .first
                 .get(&(session.clone(), *ev))
                 .is_some_and(|&r| r < at)
             {
@@ -181,13 +195,13 @@ pub fn rule_t(entries: &[Entry]) -> BTreeMap<u32, (u64, u64)> {
         // Owed but skipped: after the client's true position, at or before
         // where the foreign cursor started the replay, never received.
         let truth = switch_cursor.get(&c).copied().flatten();
-        if let (Some(l), true) = (truth, legacy.streams.contains(&(session.clone(), stream))) {
-            let ids = legacy.ids.get(&session).cloned().unwrap_or_default();
+        if let (Some(l), true) = (truth, receipts.streams.contains(&(session.clone(), stream))) {
+            let ids = receipts.ids.get(&session).cloned().unwrap_or_default();
             let true_pos = ids.get((l as usize).wrapping_sub(1)).copied().unwrap_or(0);
             n += ids
                 .iter()
                 .filter(|&&id| {
-                    id > true_pos && id <= from && !received.contains(&(session.clone(), id))
+                    id > true_pos && id <= from && !receipts.received(&(session.clone(), id))
                 })
                 .count() as u64;
         }

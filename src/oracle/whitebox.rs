@@ -5,7 +5,7 @@
 //! run; the property tests check that they do. It is not used for
 //! verdicts.
 
-use super::transport::LegacyIds;
+use super::transport::Receipts;
 use crate::history::{ClientRecord, Entry, EventKind, Rec, Record, SessionId};
 use crate::protocol::mcp;
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,53 +24,40 @@ pub struct Recount {
 
 /// Recounts a built-in run from its server records.
 pub fn recount(entries: &[Entry]) -> Recount {
-    let mut legacy = LegacyIds::default();
+    let mut receipts = Receipts::default();
     let mut ops: BTreeSet<Rc<str>> = BTreeSet::new();
     let mut handled: BTreeSet<Rc<str>> = BTreeSet::new();
     let mut executions: BTreeMap<String, u64> = BTreeMap::new();
     let mut produced: BTreeMap<String, Vec<(SessionId, u64)>> = BTreeMap::new();
-    let mut received: BTreeSet<(SessionId, u64)> = BTreeSet::new();
     for e in entries {
+        receipts.observe(e);
         match &e.record {
-            Rec::Server(r) => {
-                legacy.observe(r);
-                match r {
-                    Record::ToolStarted {
-                        tool,
-                        tag: Some(tag),
-                        ..
-                    } if tool == mcp::LEDGER_APPEND => {
-                        *executions.entry(tag.clone()).or_insert(0) += 1;
-                    }
-                    Record::Produced {
-                        session,
-                        event,
-                        kind: EventKind::Progress | EventKind::Result,
-                        tag: Some(tag),
-                        rpc_id: Some(_),
-                        ..
-                    } => produced
-                        .entry(tag.clone())
-                        .or_default()
-                        .push((session.clone(), *event)),
-                    _ => {}
+            Rec::Server(r) => match r {
+                Record::ToolStarted {
+                    tool,
+                    tag: Some(tag),
+                    ..
+                } if tool == mcp::LEDGER_APPEND => {
+                    *executions.entry(tag.clone()).or_insert(0) += 1;
                 }
-            }
+                Record::Produced {
+                    session,
+                    event,
+                    kind: EventKind::Progress | EventKind::Result,
+                    tag: Some(tag),
+                    rpc_id: Some(_),
+                    ..
+                } => produced
+                    .entry(tag.clone())
+                    .or_default()
+                    .push((session.clone(), *event)),
+                _ => {}
+            },
             Rec::Client(ClientRecord::OpStarted { tag, .. }) => {
                 ops.insert(tag.clone());
             }
             Rec::Client(ClientRecord::Handled { tag, .. }) => {
                 handled.insert(tag.clone());
-            }
-            Rec::Client(ClientRecord::Received {
-                session,
-                event,
-                transport,
-                ..
-            }) => {
-                if let Some(id) = legacy.server_id(session, *event, *transport) {
-                    received.insert((session.clone(), id));
-                }
             }
             _ => {}
         }
@@ -85,7 +72,7 @@ pub fn recount(entries: &[Entry]) -> Recount {
                 .get(&**tag)
                 .into_iter()
                 .flatten()
-                .filter(|ev| !received.contains(*ev))
+                .filter(|ev| !receipts.received(ev))
                 .count() as u64;
         }
     }
@@ -97,46 +84,30 @@ pub fn recount(entries: &[Entry]) -> Recount {
 /// a connection the client had lost (a half-open write). The server's own
 /// records refine a failure's cause with this; they never replace it.
 pub fn half_open_writes(entries: &[Entry]) -> BTreeSet<Rc<str>> {
-    let mut legacy = LegacyIds::default();
+    let mut receipts = Receipts::default();
     let mut results: BTreeMap<(SessionId, u64), Rc<str>> = BTreeMap::new();
     let mut written: BTreeSet<(SessionId, u64)> = BTreeSet::new();
-    let mut received: BTreeSet<(SessionId, u64)> = BTreeSet::new();
     for e in entries {
+        receipts.observe(e);
         match &e.record {
-            Rec::Server(r) => {
-                legacy.observe(r);
-                match r {
-                    Record::Produced {
-                        session,
-                        event,
-                        kind: EventKind::Result,
-                        tag: Some(tag),
-                        ..
-                    } => {
-                        results.insert((session.clone(), *event), tag.as_str().into());
-                    }
-                    Record::Written { session, event, .. } => {
-                        written.insert((session.clone(), *event));
-                    }
-                    _ => {}
-                }
-            }
-            Rec::Client(ClientRecord::Received {
+            Rec::Server(Record::Produced {
                 session,
                 event,
-                transport,
+                kind: EventKind::Result,
+                tag: Some(tag),
                 ..
             }) => {
-                if let Some(id) = legacy.server_id(session, *event, *transport) {
-                    received.insert((session.clone(), id));
-                }
+                results.insert((session.clone(), *event), tag.as_str().into());
+            }
+            Rec::Server(Record::Written { session, event, .. }) => {
+                written.insert((session.clone(), *event));
             }
             _ => {}
         }
     }
     results
         .into_iter()
-        .filter(|(ev, _)| written.contains(ev) && !received.contains(ev))
+        .filter(|(ev, _)| written.contains(ev) && !receipts.received(ev))
         .map(|(_, tag)| tag)
         .collect()
 }

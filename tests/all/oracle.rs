@@ -4,7 +4,7 @@
 //! the black-box counts (from the ledger and the clients) match those
 //! recomputed from the built-in server's own records.
 
-use mcp_chaos::oracle::whitebox;
+use mcp_chaos::oracle::{whitebox, Metrics};
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
@@ -55,6 +55,22 @@ fn random_scenario(rng: &mut ChaCha8Rng, i: u32) -> String {
     s
 }
 
+/// Every operation has one outcome, every failed one one cause.
+pub fn every_operation_once(m: &Metrics, at: &str) {
+    assert_eq!(
+        m.ops_ok + m.ops_degraded + m.ops_failed,
+        m.operations,
+        "every operation has one outcome; {at}"
+    );
+    assert_eq!(
+        m.failures_by_cause.values().sum::<u64>(),
+        m.ops_failed,
+        "every failed operation has one cause; {at}"
+    );
+    assert_eq!(m.lost_operations, m.ops_lost, "{at}");
+    assert!(m.operations > 0, "{at}");
+}
+
 #[test]
 fn every_operation_one_outcome_every_failure_one_cause_black_box_matches_white_box() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x0c1e);
@@ -71,17 +87,7 @@ fn every_operation_one_outcome_every_failure_one_cause_black_box_matches_white_b
                 "random scenario {i}, seed {seed}, {} server:\n{text}\nmetrics: {m:#?}",
                 r.server
             );
-            assert_eq!(
-                m.ops_ok + m.ops_degraded + m.ops_failed,
-                m.operations,
-                "every operation has one outcome; {at}"
-            );
-            assert_eq!(
-                m.failures_by_cause.values().sum::<u64>(),
-                m.ops_failed,
-                "every failed operation has one cause; {at}"
-            );
-            assert_eq!(m.lost_operations, m.ops_lost, "{at}");
+            every_operation_once(m, &at);
             let w = whitebox::recount(&history.entries());
             assert_eq!(
                 (
