@@ -207,10 +207,7 @@ pub fn run(
         .collect();
     let records = entries.len() as u64;
     drop(entries);
-    let expect = match variant {
-        Variant::Guarded => &scenario.expect.guarded,
-        Variant::Unguarded => &scenario.expect.unguarded,
-    };
+    let expect = &scenario.expect.of(variant.as_str());
     let mut failed = Vec::new();
     for (name, min) in &expect.min {
         match j.metrics.get(name) {

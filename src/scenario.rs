@@ -213,14 +213,22 @@ pub struct Expect {
     pub max: BTreeMap<String, u64>,
 }
 
-/// Expectations per server.
+/// Expectations per arm (`[expect.<arm>]`: `guarded`, `unguarded`, `keys`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(default, deny_unknown_fields)]
-pub struct Expectations {
-    /// For the guarded server.
-    pub guarded: Expect,
-    /// For the unguarded server.
-    pub unguarded: Expect,
+#[serde(transparent)]
+pub struct Expectations(pub BTreeMap<String, Expect>);
+
+impl Expectations {
+    /// What the arm named `arm` must show (nothing, when the scenario
+    /// says nothing about it).
+    pub fn of(&self, arm: &str) -> Expect {
+        self.0.get(arm).cloned().unwrap_or_default()
+    }
+
+    /// Replaces what `arm` must show.
+    pub fn set(&mut self, arm: &str, e: Expect) {
+        self.0.insert(arm.to_string(), e);
+    }
 }
 
 /// A whole scenario.
@@ -718,10 +726,13 @@ impl Scenario {
                 ));
             }
         }
-        for (server, e) in [
-            ("guarded", &self.expect.guarded),
-            ("unguarded", &self.expect.unguarded),
-        ] {
+        for (server, e) in &self.expect.0 {
+            if server.parse::<crate::server::Variant>().is_err() {
+                return Err(format!(
+                    "expect.{server}: unknown server arm: use one of {}",
+                    crate::server::Variant::ALL.map(|v| v.as_str()).join(", ")
+                ));
+            }
             for (bound, table) in [("min", &e.min), ("max", &e.max)] {
                 for name in table.keys() {
                     if !crate::oracle::Metrics::is_known(name) {

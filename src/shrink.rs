@@ -186,10 +186,7 @@ pub fn shrink(scenario: &Scenario, seed: u64, v: Variant) -> Result<Shrunk, Stri
             pin.max.insert(metric, bound.saturating_sub(1));
         }
     }
-    match v {
-        Variant::Guarded => out.expect.guarded = pin,
-        Variant::Unguarded => out.expect.unguarded = pin,
-    }
+    out.expect.set(v.as_str(), pin);
     Ok(Shrunk {
         faults_before: plan.faults.len(),
         faults_after: current.len(),

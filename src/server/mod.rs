@@ -41,39 +41,59 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tokio::task::AbortHandle;
 
-/// Which server: the switch that the whole comparison is about.
+/// Which built-in server (an *arm* of the comparison): each differs from
+/// its baseline in one mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Variant {
-    /// Enforces Rule M (and, later, Rule T); honors dedup tokens.
+    /// Enforces Rule M and Rule T; honors `Idempotency-Key`.
     Guarded,
-    /// Spec-permissive, as today's SDKs behave.
+    /// Spec-permissive, as today's SDKs behave: no guard, keys ignored.
     Unguarded,
+    /// `unguarded` plus one mechanism: it honors `Idempotency-Key` per
+    /// principal. No Rule M, no Rule T.
+    Keys,
 }
 
 impl Variant {
-    /// Both variants, guarded first.
+    /// The two the seed cases compare, guarded first.
     pub const BOTH: [Variant; 2] = [Variant::Guarded, Variant::Unguarded];
 
-    /// `guarded` or `unguarded`.
+    /// Every built-in arm, in report order.
+    pub const ALL: [Variant; 3] = [Variant::Guarded, Variant::Unguarded, Variant::Keys];
+
+    /// The arm's name (`--server`, JSON, `[expect.<arm>]`).
     pub fn as_str(self) -> &'static str {
         match self {
             Variant::Guarded => "guarded",
             Variant::Unguarded => "unguarded",
+            Variant::Keys => "keys",
         }
+    }
+
+    /// Whether it enforces Rule M and Rule T.
+    pub fn guards(self) -> bool {
+        self == Variant::Guarded
+    }
+
+    /// Whether it honors `Idempotency-Key`.
+    pub fn honors_keys(self) -> bool {
+        matches!(self, Variant::Guarded | Variant::Keys)
     }
 }
 
 impl std::str::FromStr for Variant {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "guarded" => Ok(Variant::Guarded),
-            "unguarded" => Ok(Variant::Unguarded),
-            other => Err(format!(
-                "unknown server {other:?}: use guarded or unguarded"
-            )),
-        }
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown server {s:?}: use one of {}",
+                    Variant::ALL.map(Variant::as_str).join(", ")
+                )
+            })
     }
 }
 

@@ -35,10 +35,7 @@ fn every_cause_has_a_minimal_scenario_that_shows_it_alone() {
                 r.server,
                 r.failed_expectations
             );
-            let expects = match v {
-                Variant::Guarded => &s.expect.guarded,
-                Variant::Unguarded => &s.expect.unguarded,
-            };
+            let expects = s.expect.of(v.as_str());
             if expects.min.contains_key(&metric) {
                 let causes: Vec<&String> = r.metrics.failures_by_cause.keys().collect();
                 assert_eq!(

@@ -293,6 +293,7 @@ fn retried_post_runs_twice_unguarded_and_is_rejected_guarded() {
             h.close_seen(1).await;
             let retry = h.call(&sid, "op-r", 8, None).await;
             match variant {
+                Variant::Keys => unreachable!("both() runs guarded and unguarded"),
                 Variant::Unguarded => {
                     assert_eq!(retry.status, 200);
                     assert_eq!(h.ledger.executions("op-r"), 2, "the tool ran twice");
@@ -341,6 +342,7 @@ fn idempotency_key_retry_runs_once_guarded() {
             h.tool_ended(1).await;
             let mut retry = h.call(&sid, "op-k", 2, Some("key-1")).await;
             match variant {
+                Variant::Keys => unreachable!("both() runs guarded and unguarded"),
                 Variant::Guarded => {
                     assert_eq!(retry.status, 200);
                     assert!(!retry.is_sse(), "the stored result comes back as JSON");
@@ -407,6 +409,7 @@ fn session_stream_delivery_and_case_one() {
             h.close_seen(1).await;
             let retry = h.call(&sid, "op-s", 8, None).await;
             match variant {
+                Variant::Keys => unreachable!("both() runs guarded and unguarded"),
                 Variant::Unguarded => {
                     // Not attached any more: the retry streams on its POST.
                     assert_eq!(retry.status, 200);
@@ -754,6 +757,7 @@ fn legacy_transport_endpoint_posts_and_stream() {
                 };
                 let cross = h.send(Outgoing::post(Some(&sid), &ping)).await;
                 match variant {
+                    Variant::Keys => unreachable!("both() runs guarded and unguarded"),
                     Variant::Guarded => {
                         assert_eq!(cross.status, 404);
                         let body = cross.json().await.unwrap().unwrap();

@@ -460,11 +460,9 @@ fn shrink_keeps_the_violation_with_fewer_faults() {
     // A seeded failure of the unguarded server: it must not duplicate, but
     // half-open makes it.
     let mut s = scenario("half-open.toml");
-    s.expect.unguarded = Default::default();
-    s.expect
-        .unguarded
-        .max
-        .insert("duplicate_side_effects".into(), 0);
+    let mut e = mcp_chaos::scenario::Expect::default();
+    e.max.insert("duplicate_side_effects".into(), 0);
+    s.expect.set("unguarded", e);
     let shrunk = mcp_chaos::shrink::shrink(&s, 0, Variant::Unguarded).unwrap();
     assert!(
         shrunk.faults_after < shrunk.faults_before,
