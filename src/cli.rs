@@ -36,8 +36,76 @@ enum Format {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum CursorOverride {
-    /// Every client presents cursors on POST.
+    /// Every client presents cursors on POST (= `--clients cursors`).
     All,
+}
+
+/// What a run may change beyond the scenario file.
+#[derive(clap::Args, Debug, Clone)]
+struct RunArgs {
+    /// Client profile for every client: plain, keys, cursors or
+    /// keys+cursors (default: as the scenario says).
+    #[arg(long, value_parser = parse_profile)]
+    clients: Option<run::Profile>,
+    /// Override a server setting for the run (repeatable), e.g.
+    /// `--set server.store_capacity=64`.
+    #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set)]
+    sets: Vec<(String, String)>,
+    /// Old spelling of `--clients cursors`.
+    #[arg(long, value_enum, hide = true)]
+    cursor_on_post: Option<CursorOverride>,
+}
+
+impl RunArgs {
+    fn options(&self) -> anyhow::Result<Options> {
+        if self.clients.is_some() && self.cursor_on_post.is_some() {
+            bail!("--cursor-on-post all is --clients cursors: give one of them");
+        }
+        Ok(Options {
+            clients: self
+                .clients
+                .or(self.cursor_on_post.map(|_| run::Profile::Cursors)),
+            sets: self.sets.clone(),
+        })
+    }
+}
+
+fn parse_profile(s: &str) -> Result<run::Profile, String> {
+    s.parse()
+}
+
+/// A comma-separated list of server arms.
+fn parse_arms(s: &str) -> Result<Vec<Variant>, String> {
+    let mut out: Vec<Variant> = Vec::new();
+    for a in s.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let v: Variant = a.parse()?;
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    if out.is_empty() {
+        return Err("--servers needs at least one arm, e.g. guarded,unguarded".into());
+    }
+    Ok(out)
+}
+
+/// A comma-separated list of client profiles (`scenario` = as written).
+fn parse_profiles(s: &str) -> Result<Vec<Option<run::Profile>>, String> {
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let v = if p == run::AS_WRITTEN {
+            None
+        } else {
+            Some(p.parse()?)
+        };
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    if out.is_empty() {
+        return Err("--clients needs at least one profile, e.g. scenario,plain".into());
+    }
+    Ok(out)
 }
 
 #[derive(Subcommand, Debug)]
@@ -60,6 +128,16 @@ enum Cmd {
         /// Also write JUnit XML here.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Server arms to run, comma-separated (default: every built-in arm).
+        #[arg(long, value_parser = parse_arms)]
+        servers: Option<Vec<Variant>>,
+        /// Client profiles to run, comma-separated: scenario (as written),
+        /// plain, keys, cursors, keys+cursors (default: scenario).
+        #[arg(long, value_parser = parse_profiles)]
+        clients: Option<Vec<Option<run::Profile>>>,
+        /// Override a server setting in every run (repeatable).
+        #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set)]
+        sets: Vec<(String, String)>,
     },
     /// Run one scenario over a seed range (or one shard of it) under both
     /// servers; write the summary JSON.
@@ -82,6 +160,11 @@ enum Cmd {
         /// Also write JUnit XML here.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Server arms to run, comma-separated (default: every built-in arm).
+        #[arg(long, value_parser = parse_arms)]
+        servers: Option<Vec<Variant>>,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Merge summary files (shards) into one, recomputing aggregates.
     Merge {
@@ -101,12 +184,11 @@ enum Cmd {
         /// Root seed.
         #[arg(long)]
         seed: u64,
-        /// Which server: guarded or unguarded.
+        /// Which server arm: guarded, unguarded or keys.
         #[arg(long)]
         server: Variant,
-        /// Override every client's cursor_on_post.
-        #[arg(long, value_enum)]
-        cursor_on_post: Option<CursorOverride>,
+        #[command(flatten)]
+        run: RunArgs,
         /// Trace file (default: target/repro/SCENARIO-SEED-SERVER.jsonl).
         #[arg(long)]
         trace: Option<PathBuf>,
@@ -120,9 +202,11 @@ enum Cmd {
         /// Root seed of the failing run.
         #[arg(long)]
         seed: u64,
-        /// The server that fails.
+        /// The server arm that fails.
         #[arg(long)]
         server: Variant,
+        #[command(flatten)]
+        run: RunArgs,
         /// Where to write the shrunk scenario (default: sims/regressions/NAME.toml).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -137,7 +221,7 @@ enum Cmd {
         /// Root seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Which server: guarded or unguarded.
+        /// Which server arm: guarded, unguarded or keys.
         #[arg(long)]
         server: Variant,
         /// Write the trace as JSON lines here.
@@ -146,13 +230,12 @@ enum Cmd {
         /// Output format.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
-        /// Override every client's cursor_on_post.
-        #[arg(long, value_enum)]
-        cursor_on_post: Option<CursorOverride>,
+        #[command(flatten)]
+        run: RunArgs,
     },
     /// Run the MCP server on a real socket (simulated time becomes real time).
     Serve {
-        /// Which server: guarded or unguarded.
+        /// Which server arm: guarded, unguarded or keys.
         #[arg(long, default_value = "guarded")]
         server: Variant,
         /// Address to listen on.
@@ -202,7 +285,21 @@ pub fn main() -> ExitCode {
             jobs,
             out,
             junit,
-        } => compare(&sims, seeds, jobs, &out, junit.as_deref()),
+            servers,
+            clients,
+            sets,
+        } => compare(
+            &sims,
+            seeds,
+            jobs,
+            &out,
+            junit.as_deref(),
+            &Matrix {
+                arms: servers.unwrap_or_else(|| Variant::ALL.to_vec()),
+                profiles: clients.unwrap_or_else(|| vec![None]),
+                sets,
+            },
+        ),
         Cmd::Sweep {
             scenario,
             seeds,
@@ -210,28 +307,42 @@ pub fn main() -> ExitCode {
             out,
             jobs,
             junit,
-        } => sweep_cmd(
-            &scenario,
-            &seeds,
-            shard.as_deref(),
-            &out,
-            jobs,
-            junit.as_deref(),
-        ),
+            servers,
+            run,
+        } => run.options().and_then(|o| {
+            sweep_cmd(
+                &scenario,
+                &seeds,
+                shard.as_deref(),
+                &out,
+                jobs,
+                junit.as_deref(),
+                &Matrix {
+                    arms: servers.unwrap_or_else(|| Variant::ALL.to_vec()),
+                    profiles: vec![o.clients],
+                    sets: o.sets,
+                },
+            )
+        }),
         Cmd::Merge { files, out } => merge(&files, out.as_deref()),
         Cmd::Repro {
             scenario,
             seed,
             server,
-            cursor_on_post,
+            run,
             trace,
-        } => repro(&scenario, seed, server, cursor_on_post.is_some(), trace),
+        } => run
+            .options()
+            .and_then(|o| repro(&scenario, seed, server, &o, trace)),
         Cmd::Shrink {
             scenario,
             seed,
             server,
+            run,
             out,
-        } => shrink(&scenario, seed, server, out),
+        } => run
+            .options()
+            .and_then(|o| shrink(&scenario, seed, server, &o, out)),
         Cmd::Rules => {
             print!("{}", decision_table());
             Ok(0)
@@ -242,15 +353,10 @@ pub fn main() -> ExitCode {
             server,
             trace,
             format,
-            cursor_on_post,
-        } => run_one(
-            &scenario,
-            seed,
-            server,
-            trace.as_deref(),
-            format,
-            cursor_on_post.is_some(),
-        ),
+            run,
+        } => run
+            .options()
+            .and_then(|o| run_one(&scenario, seed, server, trace.as_deref(), format, &o)),
         Cmd::Serve {
             server,
             addr,
@@ -291,12 +397,9 @@ fn run_one(
     variant: Variant,
     trace: Option<&Path>,
     format: Format,
-    cursor_all: bool,
+    opts: &Options,
 ) -> anyhow::Result<u8> {
     let scenario = load(path)?;
-    let opts = Options {
-        cursor_on_post_all: cursor_all,
-    };
     let repro = run::repro_command(&path.display().to_string(), seed, variant, opts);
     let (report, history) = run::run(&scenario, seed, variant, opts)
         .map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {repro}"))?;
@@ -445,14 +548,77 @@ fn execute(jobs: &[Job], workers: usize) -> anyhow::Result<Summary> {
     Ok(Summary::from_runs(runs))
 }
 
-fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&str, u64, &str) -> String + '_ {
-    move |scenario: &str, seed: u64, server: &str| {
+/// The runs a comparison or sweep makes of each scenario and seed: every
+/// arm under every client profile, with the same overrides.
+struct Matrix {
+    arms: Vec<Variant>,
+    profiles: Vec<Option<run::Profile>>,
+    sets: Vec<(String, String)>,
+}
+
+impl Matrix {
+    /// The jobs of one scenario file over `seeds`.
+    fn jobs(&self, path: &str, scenario: &Scenario, seeds: &[u64]) -> Vec<Job> {
+        let mut out = Vec::new();
+        for &seed in seeds {
+            for &profile in &self.profiles {
+                for &variant in &self.arms {
+                    out.push(Job {
+                        path: path.to_string(),
+                        scenario: scenario.clone(),
+                        seed,
+                        variant,
+                        opts: Options {
+                            clients: profile,
+                            sets: self.sets.clone(),
+                        },
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// "3 arms x 2 profiles" for progress lines.
+    fn describe(&self) -> String {
+        format!(
+            "{} arm(s) ({}) x {} client profile(s) ({})",
+            self.arms.len(),
+            self.arms
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            self.profiles.len(),
+            self.profiles
+                .iter()
+                .map(|p| p.map_or(run::AS_WRITTEN, run::Profile::as_str))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    }
+}
+
+/// The options a report was run with (its profile and overrides).
+fn options_of(r: &RunReport) -> Options {
+    Options {
+        clients: r.clients.parse().ok(),
+        sets: r
+            .overrides
+            .iter()
+            .filter_map(|s| Options::parse_set(s).ok())
+            .collect(),
+    }
+}
+
+fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&RunReport) -> String + '_ {
+    move |r: &RunReport| {
         let path = files
             .iter()
-            .find(|(_, s)| s.name == scenario)
+            .find(|(_, s)| s.name == r.scenario)
             .map_or("sims/?.toml", |(p, _)| p.as_str());
-        let v = server.parse().unwrap_or(Variant::Guarded);
-        run::repro_command(path, seed, v, Options::default())
+        let v = r.server.parse().unwrap_or(Variant::Guarded);
+        run::repro_command(path, r.seed, v, &options_of(r))
     }
 }
 
@@ -473,7 +639,7 @@ fn finish(
             r.seed,
             r.verdict,
             r.failed_expectations.join("; "),
-            repro(&r.scenario, r.seed, &r.server)
+            repro(r)
         );
     }
     Ok(summary.exit_code())
@@ -485,6 +651,7 @@ fn compare(
     jobs: Option<usize>,
     out: &Path,
     junit: Option<&Path>,
+    matrix: &Matrix,
 ) -> anyhow::Result<u8> {
     if seeds == 0 {
         bail!("--seeds must be at least 1");
@@ -493,21 +660,18 @@ fn compare(
     for p in scenario_files(dir)? {
         files.push((p.display().to_string(), load(&p)?));
     }
+    let seed_list: Vec<u64> = (0..seeds).collect();
     let mut work = Vec::new();
     for (path, scenario) in &files {
-        for seed in 0..seeds {
-            for variant in Variant::BOTH {
-                work.push(Job {
-                    path: path.clone(),
-                    scenario: scenario.clone(),
-                    seed,
-                    variant,
-                });
-            }
-        }
+        work.extend(matrix.jobs(path, scenario, &seed_list));
     }
     let workers = jobs.unwrap_or_else(cores);
-    eprintln!("mcp-chaos compare: {} scenarios x {seeds} seeds x 2 servers = {} runs on {workers} workers", files.len(), work.len());
+    eprintln!(
+        "mcp-chaos compare: {} scenarios x {seeds} seeds x {} = {} runs on {workers} workers",
+        files.len(),
+        matrix.describe(),
+        work.len()
+    );
     let summary = execute(&work, workers)?;
     write(
         &out.join("summary.json"),
@@ -533,7 +697,7 @@ fn compare(
             .map(|(_, s)| (r, s))
     }) {
         Some((r, sc)) => {
-            let (_, history) = run::run(sc, r.seed, Variant::Unguarded, Options::default())
+            let (_, history) = run::run(sc, r.seed, Variant::Unguarded, &options_of(r))
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             Some(report::Timeline::of(
                 format!("{} seed {} unguarded", r.scenario, r.seed),
@@ -574,22 +738,12 @@ fn sweep_cmd(
     out: &Path,
     jobs: Option<usize>,
     junit: Option<&Path>,
+    matrix: &Matrix,
 ) -> anyhow::Result<u8> {
     let seeds = Seeds::parse(seeds, shard).map_err(anyhow::Error::msg)?;
     let scenario = load(path)?;
     let files = vec![(path.display().to_string(), scenario.clone())];
-    let work: Vec<Job> = seeds
-        .list()
-        .into_iter()
-        .flat_map(|seed| {
-            Variant::BOTH.map(|variant| Job {
-                path: path.display().to_string(),
-                scenario: scenario.clone(),
-                seed,
-                variant,
-            })
-        })
-        .collect();
+    let work = matrix.jobs(&path.display().to_string(), &scenario, &seeds.list());
     let summary = execute(&work, jobs.unwrap_or_else(cores))?;
     write(
         out,
@@ -629,19 +783,18 @@ fn repro(
     path: &Path,
     seed: u64,
     variant: Variant,
-    cursor_all: bool,
+    opts: &Options,
     trace: Option<PathBuf>,
 ) -> anyhow::Result<u8> {
     let scenario = load(path)?;
-    let opts = Options {
-        cursor_on_post_all: cursor_all,
-    };
-    let effective = run::effective(&scenario, opts);
+    let effective = run::effective(&scenario, opts).map_err(anyhow::Error::msg)?;
     let plan = FaultPlan::draw(&effective, seed);
     println!(
-        "# mcp-chaos repro: {} seed {seed} server {}",
+        "# mcp-chaos repro: {} seed {seed} server {} clients {}{}",
         scenario.name,
-        variant.as_str()
+        variant.as_str(),
+        opts.clients_label(),
+        opts.flags()
     );
     println!(
         "# child seeds: faults={} turmoil={} client-start={} server-sessions/0={}",
@@ -670,21 +823,30 @@ fn repro(
             variant.as_str()
         ))
     });
-    let code = run_one(path, seed, variant, Some(&trace), Format::Text, cursor_all)?;
+    let code = run_one(path, seed, variant, Some(&trace), Format::Text, opts)?;
     println!("trace: {}", trace.display());
     Ok(code)
 }
 
-fn shrink(path: &Path, seed: u64, variant: Variant, out: Option<PathBuf>) -> anyhow::Result<u8> {
-    let scenario = load(path)?;
+fn shrink(
+    path: &Path,
+    seed: u64,
+    variant: Variant,
+    opts: &Options,
+    out: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    // The profile and overrides are baked into the shrunk scenario, so it
+    // replays alone.
+    let scenario = run::effective(&load(path)?, opts).map_err(anyhow::Error::msg)?;
     let found = crate::shrink::shrink(&scenario, seed, variant).map_err(anyhow::Error::msg)?;
     let out = out
         .unwrap_or_else(|| PathBuf::from(format!("sims/regressions/{}.toml", found.scenario.name)));
     let text = format!(
-        "# {}\n# Written by `mcp-chaos shrink --scenario {} --seed {seed} --server {}`.\n{}",
+        "# {}\n# Written by `mcp-chaos shrink --scenario {} --seed {seed} --server {}{}`.\n{}",
         found.scenario.description,
         path.display(),
         variant.as_str(),
+        opts.flags(),
         toml::to_string(&found.scenario).context("printing the scenario")?
     );
     write(&out, &text)?;

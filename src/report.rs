@@ -44,9 +44,12 @@ pub fn causes_line(m: &Metrics) -> String {
 }
 
 fn find<'a>(s: &'a Summary, scenario: &str, server: &str) -> Option<&'a Aggregate> {
+    let of = |a: &&Aggregate| a.scenario == scenario && a.server == server;
     s.aggregates
         .iter()
-        .find(|a| a.scenario == scenario && a.server == server)
+        .filter(of)
+        .find(|a| a.clients == crate::run::AS_WRITTEN)
+        .or_else(|| s.aggregates.iter().find(of))
 }
 
 fn cell(a: Option<&Aggregate>, name: &str) -> String {
@@ -85,7 +88,7 @@ pub fn headline(s: &Summary) -> String {
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             a.scenario,
-            a.server,
+            heading(a),
             a.runs,
             m.operations,
             m.ops_ok,
@@ -102,34 +105,73 @@ pub fn headline(s: &Summary) -> String {
     out
 }
 
-/// One row per key any of the two aggregates has in a keyed metric.
+/// A column's heading: the arm, with its client profile when it is not
+/// the scenario's own.
+fn heading(a: &Aggregate) -> String {
+    if a.clients == crate::run::AS_WRITTEN {
+        a.server.clone()
+    } else {
+        format!("{} ({})", a.server, a.clients)
+    }
+}
+
+/// One row per key any column has in a keyed metric.
 fn keyed_rows(
     out: &mut String,
-    g: Option<&Aggregate>,
-    u: Option<&Aggregate>,
+    cols: &[&Aggregate],
     metric: &str,
     label: &str,
     map: fn(&Metrics) -> &std::collections::BTreeMap<String, u64>,
 ) {
-    let mut keys: Vec<&String> = [g, u]
-        .iter()
-        .flatten()
-        .flat_map(|a| map(&a.metrics).keys())
-        .collect();
+    let mut keys: Vec<&String> = cols.iter().flat_map(|a| map(&a.metrics).keys()).collect();
     keys.sort();
     keys.dedup();
     for k in keys {
         let name = format!("{metric}.{k}");
-        let _ = writeln!(
-            out,
-            "| {label}: {k} | {} | {} |",
-            cell(g, &name),
-            cell(u, &name)
-        );
+        row(out, &format!("{label}: {k}"), cols, |a| {
+            cell(Some(a), &name)
+        });
     }
 }
 
-/// `report.md`: per scenario, guarded beside unguarded.
+/// One table row: a label, then one cell per column.
+fn row(out: &mut String, label: &str, cols: &[&Aggregate], f: impl Fn(&Aggregate) -> String) {
+    let _ = write!(out, "| {label} |");
+    for a in cols {
+        let _ = write!(out, " {} |", f(a));
+    }
+    out.push('\n');
+}
+
+/// The columns of one scenario: its aggregates, arms in the order of
+/// `Variant::ALL`, then client profiles as written first.
+fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> {
+    let arm_rank = |a: &Aggregate| {
+        crate::server::Variant::ALL
+            .iter()
+            .position(|v| v.as_str() == a.server)
+            .unwrap_or(usize::MAX)
+    };
+    let profile_rank = |a: &Aggregate| {
+        if a.clients == crate::run::AS_WRITTEN {
+            0
+        } else {
+            1 + crate::run::Profile::ALL
+                .iter()
+                .position(|p| p.as_str() == a.clients)
+                .unwrap_or(usize::MAX - 1)
+        }
+    };
+    let mut cols: Vec<&Aggregate> = s
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario == scenario)
+        .collect();
+    cols.sort_by_key(|a| (profile_rank(a), arm_rank(a)));
+    cols
+}
+
+/// `report.md`: per scenario, the arms (and client profiles) side by side.
 pub fn markdown(s: &Summary) -> String {
     let mut out = String::from("# mcp-chaos comparison\n\nTotals over all seeds (per-seed mean in parentheses). Each operation is ok, degraded (it missed only announced events) or failed; a failed operation is counted once, under its one primary cause.\n\n");
     for (sc, hz) in &s.uncovered_hazards {
@@ -142,63 +184,52 @@ pub fn markdown(s: &Summary) -> String {
     let mut scenarios: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
     scenarios.dedup();
     for sc in scenarios {
-        let (g, u) = (find(s, sc, "guarded"), find(s, sc, "unguarded"));
-        let runs = g.or(u).map_or(0, |a| a.runs);
-        let _ = writeln!(out, "## {sc}\n\n{runs} seeds per server.\n\n| metric | guarded | unguarded |\n|---|---|---|");
+        let cols = columns(s, sc);
+        let runs = cols.first().map_or(0, |a| a.runs);
+        let _ = write!(out, "## {sc}\n\n{runs} seeds per column.\n\n| metric |");
+        for a in &cols {
+            let _ = write!(out, " {} |", heading(a));
+        }
+        let _ = writeln!(out, "\n|---|{}", "---|".repeat(cols.len()));
         for name in SHOWN {
-            let _ = writeln!(out, "| {name} | {} | {} |", cell(g, name), cell(u, name));
+            row(&mut out, name, &cols, |a| cell(Some(a), name));
         }
         keyed_rows(
             &mut out,
-            g,
-            u,
+            &cols,
             "failures_by_cause",
             "failed by cause",
             |m| &m.failures_by_cause,
         );
         keyed_rows(
             &mut out,
-            g,
-            u,
+            &cols,
             "failures_by_detail",
             "of which (server records)",
             |m| &m.failures_by_detail,
         );
-        let hz =
-            |a: Option<&Aggregate>| a.map_or("–".into(), |a| format!("{:?}", a.metrics.hazards));
-        let _ = writeln!(
-            out,
-            "| operations exposed, by hazard | {} | {} |",
-            hz(g),
-            hz(u)
+        row(&mut out, "operations exposed, by hazard", &cols, |a| {
+            format!("{:?}", a.metrics.hazards)
+        });
+        row(
+            &mut out,
+            "migration latency p50 / p90 / p99 / max",
+            &cols,
+            |a| latency(&a.metrics),
         );
-        let lat = |a: Option<&Aggregate>| a.map_or("–".into(), |a| latency(&a.metrics));
-        let _ = writeln!(
-            out,
-            "| migration latency p50 / p90 / p99 / max | {} | {} |",
-            lat(g),
-            lat(u)
-        );
-        let rej = |a: Option<&Aggregate>| {
-            a.map_or("–".into(), |a| format!("{:?}", a.metrics.rejections))
-        };
-        let _ = writeln!(out, "| rejections by reason | {} | {} |", rej(g), rej(u));
-        let faults = |a: Option<&Aggregate>| {
-            a.map_or("–".into(), |a| {
-                format!(
-                    "planned {:?}, applied {:?}",
-                    a.faults.planned, a.faults.applied
-                )
-            })
-        };
-        let _ = writeln!(out, "| faults | {} | {} |", faults(g), faults(u));
-        let failed = |a: Option<&Aggregate>| a.map_or(0, |a| a.failed_runs);
-        let _ = writeln!(
-            out,
-            "| runs failing expectations | {} | {} |\n",
-            failed(g),
-            failed(u)
-        );
+        row(&mut out, "rejections by reason", &cols, |a| {
+            format!("{:?}", a.metrics.rejections)
+        });
+        row(&mut out, "faults", &cols, |a| {
+            format!(
+                "planned {:?}, applied {:?}",
+                a.faults.planned, a.faults.applied
+            )
+        });
+        row(&mut out, "runs failing expectations", &cols, |a| {
+            a.failed_runs.to_string()
+        });
+        out.push('\n');
     }
     out
 }
@@ -212,7 +243,7 @@ fn xml(s: &str) -> String {
 
 /// JUnit XML: one test case per scenario × server; a failure lists each
 /// failing seed with its expectations and the command that reproduces it.
-pub fn junit(s: &Summary, repro: &dyn Fn(&str, u64, &str) -> String) -> String {
+pub fn junit(s: &Summary, repro: &dyn Fn(&crate::run::RunReport) -> String) -> String {
     let failures = s.aggregates.iter().filter(|a| a.failed_runs > 0).count();
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"mcp-chaos\" tests=\"{}\" failures=\"{failures}\">\n<testsuite name=\"mcp-chaos\" tests=\"{}\" failures=\"{failures}\">\n",
@@ -242,7 +273,7 @@ pub fn junit(s: &Summary, repro: &dyn Fn(&str, u64, &str) -> String) -> String {
                 r.seed,
                 r.verdict,
                 r.failed_expectations.join("; "),
-                repro(&r.scenario, r.seed, &r.server)
+                repro(r)
             );
         }
         let _ = write!(

@@ -65,8 +65,15 @@ pub struct RunReport {
     pub scenario: String,
     /// Root seed.
     pub seed: u64,
-    /// `guarded` or `unguarded`.
+    /// The server arm (`guarded`, `unguarded`, `keys`).
     pub server: String,
+    /// The client profile (`plain`, `keys`, `cursors`, `keys+cursors`), or
+    /// `scenario` for the clients as the scenario wrote them.
+    #[serde(default = "as_written")]
+    pub clients: String,
+    /// `--set` overrides of the run, as `KEY=VALUE`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<String>,
     /// Whole-run metrics.
     pub metrics: Metrics,
     /// Metrics per client class (behaviour, `+cursor` with cursor on POST).
@@ -100,31 +107,143 @@ pub struct RunReport {
     pub meta: Meta,
 }
 
-/// Options of one run beyond the scenario.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
-    /// `--cursor-on-post all`: every client presents cursors on POST.
-    pub cursor_on_post_all: bool,
+/// A client profile (`--clients`): the capabilities every client of a
+/// run gets, whatever its group says, so that one scenario measures what
+/// each client capability buys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Profile {
+    /// No `Idempotency-Key`, no cursor on POST.
+    Plain,
+    /// `Idempotency-Key` on every non-idempotent call.
+    Keys,
+    /// The cursor list (and lost requests) on every POST.
+    Cursors,
+    /// Both.
+    KeysCursors,
 }
 
-/// The class label of a client group.
-pub fn class_label(behaviour: &str, cursor_on_post: bool) -> String {
-    if cursor_on_post {
-        format!("{behaviour}+cursor")
-    } else {
-        behaviour.to_string()
-    }
-}
+impl Profile {
+    /// Every profile, in report order.
+    pub const ALL: [Profile; 4] = [
+        Profile::Plain,
+        Profile::Keys,
+        Profile::Cursors,
+        Profile::KeysCursors,
+    ];
 
-/// The scenario as this run sees it (options applied).
-pub fn effective(scenario: &Scenario, opts: Options) -> Scenario {
-    let mut s = scenario.clone();
-    if opts.cursor_on_post_all {
-        for g in &mut s.clients {
-            g.cursor_on_post = true;
+    /// `plain`, `keys`, `cursors` or `keys+cursors`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Plain => "plain",
+            Profile::Keys => "keys",
+            Profile::Cursors => "cursors",
+            Profile::KeysCursors => "keys+cursors",
         }
     }
-    s
+
+    /// Sends `Idempotency-Key`.
+    pub fn keys(self) -> bool {
+        matches!(self, Profile::Keys | Profile::KeysCursors)
+    }
+
+    /// Presents cursors on POST.
+    pub fn cursors(self) -> bool {
+        matches!(self, Profile::Cursors | Profile::KeysCursors)
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown client profile {s:?}: use plain, keys, cursors or keys+cursors")
+            })
+    }
+}
+
+/// What a run's report calls the clients as the scenario wrote them.
+pub const AS_WRITTEN: &str = "scenario";
+
+/// Options of one run beyond the scenario.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// `--clients`: every client's capabilities, overriding the scenario.
+    pub clients: Option<Profile>,
+    /// `--set server.KEY=VALUE` overrides, in order.
+    pub sets: Vec<(String, String)>,
+}
+
+impl Options {
+    /// Every client presents cursors on POST (`--clients cursors`).
+    pub fn cursors() -> Options {
+        Options {
+            clients: Some(Profile::Cursors),
+            ..Options::default()
+        }
+    }
+
+    /// The profile's name, or [`AS_WRITTEN`].
+    pub fn clients_label(&self) -> &'static str {
+        self.clients.map_or(AS_WRITTEN, Profile::as_str)
+    }
+
+    /// The command-line flags that reproduce these options.
+    pub fn flags(&self) -> String {
+        let mut out = String::new();
+        if let Some(p) = self.clients {
+            out.push_str(&format!(" --clients {}", p.as_str()));
+        }
+        for (k, v) in &self.sets {
+            out.push_str(&format!(" --set {k}={v}"));
+        }
+        out
+    }
+
+    /// Parses `KEY=VALUE` (`--set`).
+    pub fn parse_set(s: &str) -> Result<(String, String), String> {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| format!("--set {s:?}: use --set server.KEY=VALUE"))?;
+        Ok((k.trim().to_string(), v.trim().to_string()))
+    }
+}
+
+/// The class label of a client group: its behaviour, `+keys` when it
+/// sends keys though its behaviour does not (`-keys` for a dedup-retry
+/// client that does not), `+cursor` with cursors on POST.
+pub fn class_label(g: &crate::scenario::ClientGroup) -> String {
+    let b = g.behaviour.as_str();
+    let dedup = g.behaviour == crate::scenario::Behaviour::DedupRetry;
+    let mut label = b.to_string();
+    match (g.keyed(), dedup) {
+        (true, false) => label.push_str("+keys"),
+        (false, true) => label.push_str("-keys"),
+        _ => {}
+    }
+    if g.cursor_on_post {
+        label.push_str("+cursor");
+    }
+    label
+}
+
+/// The scenario as this run sees it (options applied), or why an override
+/// does not apply.
+pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String> {
+    let mut s = scenario.clone();
+    if let Some(p) = opts.clients {
+        for g in &mut s.clients {
+            g.cursor_on_post = p.cursors();
+            g.keys = Some(p.keys());
+        }
+    }
+    for (k, v) in &opts.sets {
+        s.set(k, v)?;
+    }
+    s.validate()?;
+    Ok(s)
 }
 
 /// Runs `scenario` under `seed` against `variant`; returns the report and
@@ -133,12 +252,11 @@ pub fn run(
     scenario: &Scenario,
     seed: u64,
     variant: Variant,
-    opts: Options,
+    opts: &Options,
 ) -> Result<(RunReport, History), WorldError> {
-    let scenario = effective(scenario, opts);
-    // A scenario built in code is held to the loader's bounds.
-    scenario
-        .validate()
+    // Options applied; a scenario built in code is held to the loader's
+    // bounds.
+    let scenario = effective(scenario, opts)
         .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
     let started = std::time::Instant::now();
     // A panic inside the simulation (a turmoil limit, a bug) becomes an
@@ -158,12 +276,7 @@ pub fn run(
     let classes: Vec<String> = scenario
         .clients
         .iter()
-        .flat_map(|g| {
-            std::iter::repeat_n(
-                class_label(g.behaviour.as_str(), g.cursor_on_post),
-                g.count as usize,
-            )
-        })
+        .flat_map(|g| std::iter::repeat_n(class_label(g), g.count as usize))
         .collect();
     let calls: Vec<u32> = scenario
         .clients
@@ -234,6 +347,8 @@ pub fn run(
         scenario: scenario.name.clone(),
         seed,
         server: variant.as_str().to_string(),
+        clients: opts.clients_label().to_string(),
+        overrides: opts.sets.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         metrics: j.metrics,
         metrics_by_class: j.by_class,
         faults,
@@ -414,14 +529,15 @@ impl RunReport {
     }
 }
 
+fn as_written() -> String {
+    AS_WRITTEN.to_string()
+}
+
 /// The command that reproduces a run.
-pub fn repro_command(scenario_path: &str, seed: u64, variant: Variant, opts: Options) -> String {
-    let mut cmd = format!(
-        "cargo run --release -- repro --scenario {scenario_path} --seed {seed} --server {}",
-        variant.as_str()
-    );
-    if opts.cursor_on_post_all {
-        cmd.push_str(" --cursor-on-post all");
-    }
-    cmd
+pub fn repro_command(scenario_path: &str, seed: u64, variant: Variant, opts: &Options) -> String {
+    format!(
+        "cargo run --release -- repro --scenario {scenario_path} --seed {seed} --server {}{}",
+        variant.as_str(),
+        opts.flags()
+    )
 }

@@ -67,6 +67,17 @@ pub struct ClientGroup {
     pub backoff_max_ms: u64,
     /// Attempts per operation before giving up.
     pub max_attempts: u32,
+    /// Send `Idempotency-Key` (= the tag) on every non-idempotent call
+    /// (default: only `dedup-retry` clients do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<bool>,
+}
+
+impl ClientGroup {
+    /// Whether these clients send `Idempotency-Key`.
+    pub fn keyed(&self) -> bool {
+        self.keys.unwrap_or(self.behaviour == Behaviour::DedupRetry)
+    }
 }
 
 impl Default for ClientGroup {
@@ -85,6 +96,7 @@ impl Default for ClientGroup {
             backoff_ms: 200,
             backoff_max_ms: 3_000,
             max_attempts: 8,
+            keys: None,
         }
     }
 }
@@ -311,6 +323,25 @@ impl Scenario {
         })?;
         s.validate()?;
         Ok(s)
+    }
+
+    /// Overrides one setting (`--set server.KEY=VALUE`): VALUE is read as
+    /// TOML (a number, a boolean, a quoted string), else as a bare string.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let field = key.strip_prefix("server.").ok_or_else(|| {
+            format!("--set {key}: only server settings can be set (--set server.KEY=VALUE, e.g. server.store_capacity=64)")
+        })?;
+        let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        let mut table =
+            toml::Table::try_from(&self.server).map_err(|e| format!("--set {key}: {e}"))?;
+        table.insert(field.to_string(), parsed);
+        self.server = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("--set {key}={value}: {}", e.message()))?;
+        Ok(())
     }
 
     /// Total clients (valid once the scenario is validated: the loader

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 /// A run's failed expectations as (metric, value, bound, "at most"|"at
 /// least"): the "violation" a shrink must preserve is the set of metrics.
 fn failures(s: &Scenario, seed: u64, v: Variant) -> Result<Vec<(String, bool, u64)>, String> {
-    let (r, _) = run::run(s, seed, v, Options::default()).map_err(|e| e.to_string())?;
+    let (r, _) = run::run(s, seed, v, &Options::default()).map_err(|e| e.to_string())?;
     Ok(r.failed_expectations
         .iter()
         .filter_map(|f| {

@@ -20,8 +20,11 @@ pub const SUMMARY_SCHEMA_VERSION: u32 = 2;
 pub struct Aggregate {
     /// Scenario name.
     pub scenario: String,
-    /// `guarded` or `unguarded`.
+    /// The server arm.
     pub server: String,
+    /// The client profile (`scenario`: as the scenario wrote them).
+    #[serde(default = "as_written")]
+    pub clients: String,
     /// Runs (seeds).
     pub runs: u64,
     /// Runs whose expectations failed.
@@ -30,6 +33,10 @@ pub struct Aggregate {
     pub metrics: Metrics,
     /// Faults planned and applied, summed.
     pub faults: run::Faults,
+}
+
+fn as_written() -> String {
+    run::AS_WRITTEN.to_string()
 }
 
 /// Every run of a sweep plus aggregates.
@@ -51,20 +58,27 @@ impl Summary {
     /// A summary of these runs (any order, duplicates by (scenario, server,
     /// seed) removed).
     pub fn from_runs(mut runs: Vec<RunReport>) -> Summary {
-        runs.sort_by(|a, b| {
-            (&a.scenario, &a.server, a.seed).cmp(&(&b.scenario, &b.server, b.seed))
-        });
-        runs.dedup_by(|a, b| (&a.scenario, &a.server, a.seed) == (&b.scenario, &b.server, b.seed));
-        let mut groups: BTreeMap<(String, String), Vec<&RunReport>> = BTreeMap::new();
+        let key = |r: &RunReport| {
+            (
+                r.scenario.clone(),
+                r.server.clone(),
+                r.clients.clone(),
+                r.overrides.clone(),
+                r.seed,
+            )
+        };
+        runs.sort_by_key(key);
+        runs.dedup_by(|a, b| key(a) == key(b));
+        let mut groups: BTreeMap<(String, String, String), Vec<&RunReport>> = BTreeMap::new();
         for r in &runs {
             groups
-                .entry((r.scenario.clone(), r.server.clone()))
+                .entry((r.scenario.clone(), r.server.clone(), r.clients.clone()))
                 .or_default()
                 .push(r);
         }
         let aggregates = groups
             .into_iter()
-            .map(|((scenario, server), rs)| {
+            .map(|((scenario, server, clients), rs)| {
                 let mut metrics = Metrics::default();
                 let mut hist = oracle::new_hist();
                 let mut faults = run::Faults::default();
@@ -85,6 +99,7 @@ impl Summary {
                 Aggregate {
                     scenario,
                     server,
+                    clients,
                     runs: rs.len() as u64,
                     failed_runs: rs.iter().filter(|r| r.verdict != "pass").count() as u64,
                     metrics,
@@ -194,6 +209,8 @@ pub struct Job {
     pub seed: u64,
     /// Server.
     pub variant: Variant,
+    /// Client profile and overrides.
+    pub opts: Options,
 }
 
 /// Called as each job finishes: (done, total, job, its outcome).
@@ -215,17 +232,12 @@ pub fn run_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let r = run::run(&job.scenario, job.seed, job.variant, Options::default())
+                let r = run::run(&job.scenario, job.seed, job.variant, &job.opts)
                     .map(|(report, _)| report)
                     .map_err(|e| {
                         format!(
                             "{e}\nreproduce with: {}",
-                            run::repro_command(
-                                &job.path,
-                                job.seed,
-                                job.variant,
-                                Options::default()
-                            )
+                            run::repro_command(&job.path, job.seed, job.variant, &job.opts)
                         )
                     });
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;

@@ -22,12 +22,12 @@ fn every_cause_has_a_minimal_scenario_that_shows_it_alone() {
         let metric = format!("failures_by_cause.{name}");
         let mut shown = 0;
         for v in Variant::BOTH {
-            let (r, _) = run::run(&s, 0, v, Options::default()).unwrap_or_else(|e| panic!("{e}"));
+            let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
             let repro = run::repro_command(
                 &format!("sims/causes/{name}.toml"),
                 0,
                 v,
-                Options::default(),
+                &Options::default(),
             );
             assert!(
                 r.failed_expectations.is_empty(),

@@ -278,7 +278,7 @@ fn committed_results_match_a_fresh_run() {
         let scenario = mcp_chaos::scenario::Scenario::load(&f).unwrap();
         for v in mcp_chaos::server::Variant::BOTH {
             let (mut fresh, _) =
-                mcp_chaos::run::run(&scenario, 0, v, mcp_chaos::run::Options::default()).unwrap();
+                mcp_chaos::run::run(&scenario, 0, v, &mcp_chaos::run::Options::default()).unwrap();
             let mut old = committed
                 .runs
                 .iter()

@@ -80,7 +80,7 @@ fn every_operation_one_outcome_every_failure_one_cause_black_box_matches_white_b
         let scenario = Scenario::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         for v in Variant::BOTH {
             let seed = u64::from(i);
-            let (r, history) = run::run(&scenario, seed, v, Options::default())
+            let (r, history) = run::run(&scenario, seed, v, &Options::default())
                 .unwrap_or_else(|e| panic!("random scenario {i} seed {seed} {v:?}: {e}\n{text}"));
             let m = &r.metrics;
             let at = format!(

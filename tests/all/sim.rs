@@ -30,12 +30,14 @@ fn simulate(name: &str, seed: u64, v: Variant, cursor_all: bool) -> Run {
 }
 
 fn simulate_scenario(s: &Scenario, name: &str, seed: u64, v: Variant, cursor_all: bool) -> Run {
-    let opts = Options {
-        cursor_on_post_all: cursor_all,
+    let opts = if cursor_all {
+        Options::cursors()
+    } else {
+        Options::default()
     };
-    let repro = run::repro_command(&format!("sims/{name}"), seed, v, opts);
+    let repro = run::repro_command(&format!("sims/{name}"), seed, v, &opts);
     let (report, history) =
-        run::run(s, seed, v, opts).unwrap_or_else(|e| panic!("{e}\nreproduce: {repro}"));
+        run::run(s, seed, v, &opts).unwrap_or_else(|e| panic!("{e}\nreproduce: {repro}"));
     Run {
         report,
         history,
