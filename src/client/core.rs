@@ -10,12 +10,13 @@
 //! ([`super::behaviour`]), and the end-of-run report on planned faults
 //! ([`super::unapplied`]).
 
+use super::behaviour::{self, Policy};
 use super::reader::{DropRules, Input, Spawner};
 use super::virtual_client::ClientSpec;
 use crate::history::{ClientRecord, History, Outcome, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
-use crate::scenario::{Behaviour, ClientGroup};
+use crate::scenario::ClientGroup;
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
@@ -131,6 +132,8 @@ impl Got {
 /// One virtual client: everything its decisions read and change.
 pub(super) struct Client {
     pub(super) spec: ClientSpec,
+    /// What its behaviour decides.
+    pub(super) policy: &'static dyn Policy,
     /// Starts a reader task on the client's connector.
     pub(super) spawner: Spawner,
     pub(super) history: History,
@@ -203,6 +206,7 @@ impl Client {
                     json_result: false,
                 })
                 .collect(),
+            policy: behaviour::of(spec.group.behaviour),
             spec,
             spawner,
             history,
@@ -233,7 +237,7 @@ impl Client {
             switched: None,
             names: BTreeMap::new(),
         };
-        if c.g().behaviour == Behaviour::TransportSwitch {
+        if c.policy.legacy_first() {
             c.transport = Transport::Legacy;
         }
         c
@@ -242,7 +246,7 @@ impl Client {
     /// Whether this client's calls carry `Idempotency-Key` (= the tag).
     /// The one place that decides it.
     pub(super) fn keyed(&self) -> bool {
-        self.g().behaviour == Behaviour::DedupRetry
+        self.policy.keyed()
     }
 
     /// Whether this client's POSTs present its cursors (`Last-Event-ID`
@@ -345,7 +349,10 @@ impl Client {
             }
             Action::Resume(stream) => self.send_resume(stream),
             Action::Open => self.send_open(),
-            Action::Switch => self.switch(),
+            Action::Switch => {
+                let policy = self.policy;
+                policy.switch(self)
+            }
             Action::Subscribe => self.subscribe(),
             Action::ReleaseHolds(generation) => {
                 if self.holding.is_some_and(|(_, g)| g == generation) {

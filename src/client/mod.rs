@@ -4,6 +4,7 @@
 //! [`virtual_client`] is the simulator's client; its actor is split over
 //! the private modules below.
 
+mod behaviour;
 mod core;
 pub mod http;
 mod reactions;

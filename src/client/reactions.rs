@@ -9,7 +9,6 @@ use super::core::{Action, CStream, Client, Got, OpState, SlotId, SlotKind};
 use crate::history::{ClientRecord, Outcome, SessionId, Transport};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::Message;
-use crate::scenario::Behaviour;
 use crate::server::Delivery;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -311,28 +310,16 @@ impl Client {
             });
         }
         let wait = self.backoff(self.ops[op].attempts);
-        match self.g().behaviour {
-            Behaviour::RetryByPost | Behaviour::DedupRetry => {
-                self.ops[op].stream = None;
-                if self.count_attempt(op) {
-                    self.schedule(wait, Action::Post(op));
-                }
-            }
-            Behaviour::Resume => self.schedule_resume(wait, stream),
-            // A broken legacy stream is the network change; afterwards it
-            // resumes like `resume`.
-            Behaviour::TransportSwitch if self.transport == Transport::Legacy => {
-                self.schedule(Duration::ZERO, Action::Switch)
-            }
-            Behaviour::TransportSwitch => self.schedule_resume(wait, stream),
-            Behaviour::ResumeThenPost => {
-                self.schedule_resume(wait, stream);
-                // The next call goes out as soon as the resume is accepted
-                // (its headers arrive), without waiting for the owed result.
-                if op + 1 == self.next_op {
-                    self.next_on_resume = true;
-                }
-            }
+        let policy = self.policy;
+        policy.on_interrupted(self, op, stream, wait);
+    }
+
+    /// Re-POSTs `op` after `wait` (a new request id, same tag), forgetting
+    /// the stream that broke: how the re-POSTing behaviours answer one.
+    pub(super) fn repost_after(&mut self, op: usize, wait: Duration) {
+        self.ops[op].stream = None;
+        if self.count_attempt(op) {
+            self.schedule(wait, Action::Post(op));
         }
     }
 
@@ -472,16 +459,8 @@ impl Client {
     }
 
     pub(super) fn after_init(&mut self) {
-        if self.g().behaviour == Behaviour::TransportSwitch {
-            // Re-negotiated (or first negotiated): (re-)subscribe, and on
-            // streamable HTTP open the stream notifications ride.
-            self.subscribe();
-            if self.transport == Transport::Streamable
-                && self.spec.delivery != Delivery::SessionStream
-            {
-                self.send_open();
-            }
-        }
+        let policy = self.policy;
+        policy.after_init(self);
         // (A legacy session's stream is the session stream already; a GET
         // on /mcp would be refused under Rule T.)
         if self.spec.delivery == Delivery::SessionStream && self.transport == Transport::Streamable

@@ -2,6 +2,7 @@
 //! opens, subscribes), each on a slot of its own with a reader task, and
 //! the messages they carry.
 
+use super::behaviour::Policy;
 use super::core::{Client, OpState, Slot, SlotId, SlotKind};
 use super::http::Outgoing;
 use super::reader::Job;
@@ -9,7 +10,7 @@ use crate::history::{ClientRecord, Sent, Transport};
 use crate::protocol::headers::{self, CursorEntry, CursorList};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
-use crate::scenario::{Behaviour, ClientGroup};
+use crate::scenario::ClientGroup;
 use crate::server::Delivery;
 use serde_json::json;
 use std::cell::Cell;
@@ -95,7 +96,7 @@ impl Client {
 
     pub(super) fn init_request(&self) -> Message {
         init_request(
-            self.g().behaviour,
+            self.policy,
             self.transport,
             self.spec.index,
             self.init_attempts,
@@ -108,49 +109,6 @@ impl Client {
         let mut out = Outgoing::post(None, msg);
         out.path = path;
         Some(self.spawn(SlotKind::LegacyPost, out, true))
-    }
-
-    /// The planned network change: leave the legacy stream and reconnect
-    /// over streamable HTTP with the same session id and the last legacy
-    /// event id as `Last-Event-ID`.
-    pub(super) fn switch(&mut self) {
-        let planned = std::mem::take(&mut self.switch_due);
-        if self.transport != Transport::Legacy {
-            return;
-        }
-        self.switched = Some((!planned).then(|| {
-            let during = self
-                .next_op
-                .checked_sub(1)
-                .map_or("before its first call".to_string(), |c| {
-                    format!("during call {c}")
-                });
-            match self.legacy_dropped {
-                Some(c) => format!("a planned drop closed its legacy stream during call {c}"),
-                None => format!("its legacy stream broke {during}"),
-            }
-        }));
-        let stream = self.standalone;
-        let cursor = stream
-            .and_then(|k| self.streams.get(&k))
-            .map(|st| st.last_seen);
-        self.record(ClientRecord::Switched {
-            client: self.spec.index,
-            from: Transport::Legacy,
-            cursor,
-        });
-        self.transport = Transport::Streamable;
-        if let Some(k) = stream {
-            if let Some(old) = self.streams.get_mut(&k).and_then(|st| st.live.take()) {
-                if let Some(o) = self.slots.remove(&old) {
-                    o.task.abort();
-                }
-            }
-            self.switch_pending = true;
-            self.send_resume(k);
-        } else {
-            self.reinit();
-        }
     }
 
     pub(super) fn with_session(&self, out: Outgoing) -> Outgoing {
@@ -379,24 +337,15 @@ impl Client {
     }
 }
 
-/// `initialize` as a client of `behaviour` sends it on `transport`: a
-/// transport-switch client asks for the legacy revision and one capability
-/// set there, and a newer revision and another set on streamable HTTP.
+/// `initialize` as a client of `policy` sends it on `transport` (its
+/// revision and capabilities are the behaviour's).
 pub(super) fn init_request(
-    behaviour: Behaviour,
+    policy: &dyn Policy,
     transport: Transport,
     index: u32,
     attempt: u32,
 ) -> Message {
-    let (version, caps) = match (behaviour, transport) {
-        (Behaviour::TransportSwitch, Transport::Legacy) => {
-            (mcp::LEGACY_VERSION, json!({"sampling": {}}))
-        }
-        (Behaviour::TransportSwitch, Transport::Streamable) => {
-            (mcp::LATEST_VERSION, json!({"roots": {"listChanged": true}}))
-        }
-        _ => (mcp::LATEST_VERSION, json!({})),
-    };
+    let (version, caps) = policy.init(transport);
     Message::Request {
         id: RequestId::Str(format!("c{index}-init#{attempt}")),
         method: mcp::INITIALIZE.into(),

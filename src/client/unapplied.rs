@@ -3,7 +3,6 @@
 
 use super::core::{Client, OpState};
 use crate::history::{ClientRecord, Outcome};
-use crate::scenario::Behaviour;
 
 impl Client {
     /// One `FaultNotApplied` record per planned drop or switch that did not
@@ -51,7 +50,7 @@ impl Client {
         if let Some(after) = self.spec.switch_after {
             let reason = match (&self.switched, self.ops.get(after as usize)) {
                 (Some(None), _) => None,
-                _ if self.g().behaviour != Behaviour::TransportSwitch => Some(format!(
+                _ if !self.policy.legacy_first() => Some(format!(
                     "client {index} is a {} client: only transport-switch clients switch",
                     self.g().behaviour.as_str()
                 )),

@@ -13,6 +13,7 @@
 //! This module is the client's public face; the actor lives in
 //! [`super::core`] and the modules next to it.
 
+use super::behaviour;
 use super::core::{Action, Client};
 use super::reader;
 use super::send::{call_request, init_request};
@@ -80,10 +81,15 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History)
 pub fn largest_request_body(g: &ClientGroup, index: u32) -> usize {
     let widest = u32::MAX;
     let mut sizes = vec![
-        init_request(g.behaviour, Transport::Streamable, index, widest)
-            .encode()
-            .len(),
-        init_request(g.behaviour, Transport::Legacy, index, widest)
+        init_request(
+            behaviour::of(g.behaviour),
+            Transport::Streamable,
+            index,
+            widest,
+        )
+        .encode()
+        .len(),
+        init_request(behaviour::of(g.behaviour), Transport::Legacy, index, widest)
             .encode()
             .len(),
     ];
