@@ -1,0 +1,237 @@
+//! The reader task: one HTTP exchange, what it sees forwarded to the
+//! client's decision loop as [`Input`]s. Planned drops fire here, in the
+//! reader, so a drop cuts the connection right after its counted event.
+
+use super::core::SlotId;
+use super::http::{self, Outgoing};
+use super::virtual_client::Connector;
+use crate::protocol::headers;
+use crate::protocol::jsonrpc::{Message, RequestId};
+use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+/// What a reader task saw, for the decision loop.
+pub(super) enum Input {
+    Json {
+        slot: SlotId,
+        status: u16,
+        headers: ::http::HeaderMap,
+        msg: Option<Message>,
+    },
+    Head {
+        slot: SlotId,
+        status: u16,
+        /// `Mcp-Stream-First-Event-Id` of a mapped resume.
+        stream_first: Option<u64>,
+    },
+    Event {
+        slot: SlotId,
+        /// The data of a legacy `endpoint` event.
+        endpoint: Option<String>,
+        id: Option<u64>,
+        marker: bool,
+        msg: Option<Message>,
+    },
+    End {
+        slot: SlotId,
+    },
+    Broken {
+        slot: SlotId,
+    },
+    Dropped {
+        slot: SlotId,
+        tag: Rc<str>,
+        after_event: u32,
+    },
+    Failed {
+        slot: SlotId,
+        /// The connection was established before the exchange failed.
+        connected: bool,
+    },
+}
+
+/// Drop rules the readers apply: tag → (events before the drop, seen so far).
+pub(super) type DropRules = Rc<RefCell<BTreeMap<Rc<str>, (u32, u32)>>>;
+
+/// The operation tag an event belongs to: request ids are `tag#attempt`,
+/// and progress tokens are the request id.
+pub(super) fn tag_of(msg: &Message) -> Option<(&str, bool)> {
+    fn id_tag(id: &RequestId) -> Option<&str> {
+        match id {
+            RequestId::Str(s) => s.split_once('#').map(|(t, _)| t),
+            RequestId::Num(_) => None,
+        }
+    }
+    match msg {
+        Message::Result { id, .. } => id_tag(id).map(|t| (t, true)),
+        Message::Error { id: Some(id), .. } => id_tag(id).map(|t| (t, true)),
+        Message::Notification {
+            params: Some(p), ..
+        } => p
+            .get("progressToken")
+            .and_then(Value::as_str)
+            .and_then(|s| s.split_once('#'))
+            .map(|(t, _)| (t, false)),
+        _ => None,
+    }
+}
+
+/// The request an event of a call answers: a result's id, or a progress
+/// notification's token (the request id).
+pub(super) fn rpc_of(msg: &Message) -> Option<RequestId> {
+    match msg {
+        Message::Result { id, .. } | Message::Error { id: Some(id), .. } => Some(id.clone()),
+        Message::Notification {
+            params: Some(p), ..
+        } => p
+            .get("progressToken")
+            .and_then(Value::as_str)
+            .map(|t| RequestId::Str(t.to_string())),
+        _ => None,
+    }
+}
+
+/// One exchange for a reader task: everything but the connector.
+pub(super) struct Job {
+    pub(super) slot: SlotId,
+    pub(super) out: Outgoing,
+    pub(super) tx: mpsc::UnboundedSender<Input>,
+    pub(super) connect_timeout: Duration,
+    pub(super) read_timeout: Duration,
+    /// Whether the exchange owes the client events (a read timeout then
+    /// counts as a broken stream); the decision loop updates it.
+    pub(super) expecting: Rc<Cell<bool>>,
+    pub(super) drops: DropRules,
+}
+
+/// Starts a reader task for a [`Job`]; its abort handle.
+pub(super) type Spawner = Box<dyn Fn(Job) -> AbortHandle>;
+
+/// A [`Spawner`] on `connector`: the one place that names the connector's
+/// type, so that the rest of the client is not generic over it.
+pub(super) fn spawner<C: Connector>(connector: C) -> Spawner {
+    Box::new(move |j: Job| {
+        tokio::task::spawn_local(reader(
+            j.slot,
+            connector.clone(),
+            j.out,
+            j.tx,
+            j.connect_timeout,
+            j.read_timeout,
+            j.expecting,
+            j.drops,
+        ))
+        .abort_handle()
+    })
+}
+
+/// One exchange on its own connection: connect, send, then forward the
+/// answer (JSON, or SSE headers and events as they come) until it ends,
+/// breaks, times out while events are expected, or a planned drop fires.
+#[allow(clippy::too_many_arguments)]
+async fn reader<C: Connector>(
+    slot: SlotId,
+    connector: C,
+    out: Outgoing,
+    tx: mpsc::UnboundedSender<Input>,
+    connect_timeout: Duration,
+    read_timeout: Duration,
+    expecting: Rc<Cell<bool>>,
+    drops: DropRules,
+) {
+    let send = |i: Input| {
+        let _ = tx.send(i);
+    };
+    let io = match tokio::time::timeout(connect_timeout, connector.connect()).await {
+        Ok(Ok(io)) => io,
+        _ => {
+            return send(Input::Failed {
+                slot,
+                connected: false,
+            })
+        }
+    };
+    let mut ex = match tokio::time::timeout(read_timeout, http::send(io, out)).await {
+        Ok(Ok(ex)) => ex,
+        _ => {
+            return send(Input::Failed {
+                slot,
+                connected: true,
+            })
+        }
+    };
+    let status = ex.status.as_u16();
+    if !ex.is_sse() {
+        let headers = ex.headers.clone();
+        return match tokio::time::timeout(read_timeout, ex.json()).await {
+            Ok(Ok(msg)) => send(Input::Json {
+                slot,
+                status,
+                headers,
+                msg,
+            }),
+            _ => send(Input::Failed {
+                slot,
+                connected: true,
+            }),
+        };
+    }
+    let stream_first = ex
+        .headers
+        .get(headers::MCP_STREAM_FIRST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    send(Input::Head {
+        slot,
+        status,
+        stream_first,
+    });
+    loop {
+        match tokio::time::timeout(read_timeout, ex.next_event()).await {
+            Err(_) if expecting.get() => return send(Input::Broken { slot }),
+            Err(_) => continue,
+            Ok(Err(_)) => return send(Input::Broken { slot }),
+            Ok(Ok(None)) => return send(Input::End { slot }),
+            Ok(Ok(Some(ev))) => {
+                let id = ev.id.as_deref().and_then(|i| i.parse::<u64>().ok());
+                let marker = ev.event == "replay-end";
+                let msg = (!ev.data.is_empty() && !marker)
+                    .then(|| Message::decode(ev.data.as_bytes()).ok())
+                    .flatten();
+                let fire = msg.as_ref().and_then(tag_of).and_then(|(tag, _)| {
+                    let mut rules = drops.borrow_mut();
+                    let (key, rule) = rules.get_key_value(tag).map(|(k, r)| (k.clone(), *r))?;
+                    let seen = rule.1 + 1;
+                    if seen >= rule.0 {
+                        rules.remove(&key);
+                        Some((key, rule.0))
+                    } else {
+                        rules.insert(key, (rule.0, seen));
+                        None
+                    }
+                });
+                send(Input::Event {
+                    endpoint: (ev.event == "endpoint").then(|| ev.data.clone()),
+                    slot,
+                    id,
+                    marker,
+                    msg,
+                });
+                if let Some((tag, after_event)) = fire {
+                    // The planned drop: close the connection right here.
+                    drop(ex);
+                    return send(Input::Dropped {
+                        slot,
+                        tag,
+                        after_event,
+                    });
+                }
+            }
+        }
+    }
+}

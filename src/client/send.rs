@@ -1,0 +1,371 @@
+//! Sending: every request the client makes (initialize, calls, resumes,
+//! opens, subscribes), each on a slot of its own with a reader task, and
+//! the messages they carry.
+
+use super::behaviour::Policy;
+use super::core::{Client, OpState, Slot, SlotId, SlotKind};
+use super::http::Outgoing;
+use super::reader::Job;
+use crate::history::{ClientRecord, Sent, Transport};
+use crate::protocol::headers::{self, CursorEntry, CursorList};
+use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::mcp;
+use crate::scenario::ClientGroup;
+use crate::server::Delivery;
+use serde_json::json;
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+impl Client {
+    /// Starts an exchange on a new slot; `expecting` says whether it owes
+    /// events from the start.
+    pub(super) fn spawn(&mut self, kind: SlotKind, out: Outgoing, expecting: bool) -> SlotId {
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        let expecting = Rc::new(Cell::new(expecting));
+        let task = (self.spawner)(Job {
+            slot,
+            out,
+            tx: self.tx.clone(),
+            connect_timeout: Duration::from_millis(self.g().connect_timeout_ms),
+            read_timeout: Duration::from_millis(self.g().read_timeout_ms),
+            expecting: expecting.clone(),
+            drops: self.drop_rules.clone(),
+        });
+        self.slots.insert(
+            slot,
+            Slot {
+                kind,
+                stream: None,
+                last_activity_us: self.history.now_us(),
+                expecting,
+                task,
+                marker_pending: false,
+                answered: false,
+            },
+        );
+        slot
+    }
+
+    pub(super) fn send_init(&mut self) {
+        // Every way to a new session (a failed initialize, a 404, a lost
+        // legacy stream) comes here: the bound holds on all of them.
+        if self.inits_exhausted() {
+            return self.give_up();
+        }
+        self.init_attempts += 1;
+        if self.transport == Transport::Legacy {
+            // Legacy: the session is born with its stream; initialize goes
+            // to /messages once the endpoint event names it.
+            let mut h = ::http::HeaderMap::new();
+            h.insert(
+                ::http::header::ACCEPT,
+                ::http::HeaderValue::from_static("text/event-stream"),
+            );
+            let out = Outgoing {
+                method: ::http::Method::GET,
+                path: "/sse".into(),
+                headers: h,
+                body: None,
+            };
+            self.spawn(SlotKind::LegacyOpen, out, true);
+            return;
+        }
+        let msg = self.init_message();
+        self.spawn(SlotKind::Init, Outgoing::post(None, &msg), true);
+    }
+
+    /// `initialize` as this client sends it on its current transport (and
+    /// the record that it went out): a
+    /// transport-switch client asks for the legacy revision and one
+    /// capability set there, and a newer revision and another set on
+    /// streamable HTTP.
+    pub(super) fn init_message(&self) -> Message {
+        let msg = self.init_request();
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Initialize,
+            tag: None,
+            rpc_id: msg.id().cloned(),
+            cursor: None,
+            keyed: false,
+        });
+        msg
+    }
+
+    pub(super) fn init_request(&self) -> Message {
+        init_request(
+            self.policy,
+            self.transport,
+            self.spec.index,
+            self.init_attempts,
+        )
+    }
+
+    /// A POST to the legacy `/messages` endpoint.
+    pub(super) fn legacy_post(&mut self, msg: &Message) -> Option<SlotId> {
+        let path = self.legacy_endpoint.clone()?;
+        let mut out = Outgoing::post(None, msg);
+        out.path = path;
+        Some(self.spawn(SlotKind::LegacyPost, out, true))
+    }
+
+    pub(super) fn with_session(&self, out: Outgoing) -> Outgoing {
+        out.header(headers::MCP_PROTOCOL_VERSION, mcp::LATEST_VERSION)
+    }
+
+    /// Starts the next call. Unless `concurrent` (resume-then-post moving
+    /// on during a resume), only when no call is active.
+    pub(super) fn start_next(&mut self, concurrent: bool) {
+        if self.next_op >= self.ops.len() || self.session.is_none() {
+            return;
+        }
+        if !concurrent && self.ops.iter().any(|o| o.state == OpState::Active) {
+            return;
+        }
+        if self.switch_pending || (self.transport == Transport::Legacy && self.standalone.is_none())
+        {
+            return; // a switch resolves first; legacy calls need the stream
+        }
+        if self.ops[self.next_op].state != OpState::Pending {
+            return;
+        }
+        if self.spec.delivery == Delivery::SessionStream && !self.standalone_live() {
+            self.open_before_next = true;
+            // Only an open in flight brings the standalone stream (and
+            // starts the call on its priming event). A resume in flight does
+            // not: one of the current standalone stream makes it live
+            // already, and one of an older standalone stream (a 409 named
+            // it) never becomes the session's standalone stream again.
+            if !self
+                .slots
+                .values()
+                .any(|s| matches!(s.kind, SlotKind::Open))
+            {
+                self.send_open();
+            }
+            return;
+        }
+        let op = self.next_op;
+        self.next_op += 1;
+        self.ops[op].state = OpState::Active;
+        self.ops[op].started = true;
+        self.record(ClientRecord::OpStarted {
+            client: self.spec.index,
+            tag: self.ops[op].tag.clone(),
+        });
+        if let Some(&after) = self.spec.drops.get(&(op as u32)) {
+            self.drop_rules
+                .borrow_mut()
+                .insert(self.ops[op].tag.clone(), (after, 0));
+        }
+        self.send_call(op);
+    }
+
+    pub(super) fn standalone_live(&self) -> bool {
+        self.standalone
+            .and_then(|s| self.streams.get(&s))
+            .is_some_and(|s| s.live.is_some())
+    }
+
+    pub(super) fn send_call(&mut self, op: usize) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        if !self.take_attempt(op) {
+            return;
+        }
+        let o = &mut self.ops[op];
+        o.posts += 1;
+        o.stream = None;
+        let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
+        o.rpc = Some(rpc.clone());
+        let tag = o.tag.clone();
+        let msg = call_request(&tag, &rpc, self.g());
+        let mut out = if self.transport == Transport::Legacy {
+            let mut o = Outgoing::post(None, &msg);
+            o.path = self
+                .legacy_endpoint
+                .clone()
+                .unwrap_or_else(|| format!("/messages?sessionId={session}"));
+            o
+        } else {
+            self.with_session(Outgoing::post(Some(&session), &msg))
+        };
+        let keyed = self.keyed();
+        if keyed {
+            out = out.header(headers::IDEMPOTENCY_KEY, &tag);
+        }
+        let cursor = self.cursor_on_post().then(|| self.cursor_list()).flatten();
+        if let Some(c) = &cursor {
+            out = out.header(headers::LAST_EVENT_ID, c);
+        }
+        if self.cursor_on_post() {
+            let unseen: Vec<&RequestId> = self
+                .ops
+                .iter()
+                .filter(|o| o.state == OpState::Active)
+                .flat_map(|o| o.unseen.iter())
+                .collect();
+            if !unseen.is_empty() {
+                let list = serde_json::to_string(&unseen).expect("ids serialize");
+                out = out.header(headers::MCP_LOST_REQUESTS, &list);
+            }
+        }
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Call,
+            tag: Some(tag),
+            rpc_id: Some(rpc),
+            cursor,
+            keyed,
+        });
+        self.spawn(SlotKind::Call { op }, out, true);
+    }
+
+    /// The cursor list for a POST: every unfinished stream's last seen id,
+    /// `;lost` where the client has no live connection to it.
+    pub(super) fn cursor_list(&self) -> Option<String> {
+        let list: Vec<CursorEntry> = self
+            .streams
+            .values()
+            .filter(|s| {
+                !s.finished
+                    && (s.standalone || s.ops.iter().any(|&o| self.ops[o].state == OpState::Active))
+            })
+            .map(|s| CursorEntry {
+                event_id: s.last_seen,
+                lost: s.live.is_none(),
+            })
+            .collect();
+        (!list.is_empty()).then(|| CursorList(list).to_string())
+    }
+
+    pub(super) fn send_resume(&mut self, stream: u64) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        let Some(st) = self.streams.get(&stream) else {
+            return;
+        };
+        if st.live.is_some_and(|l| {
+            self.slots
+                .get(&l)
+                .is_some_and(|s| matches!(s.kind, SlotKind::Resume { .. }))
+        }) {
+            return; // never two resumes of one stream at once
+        }
+        let cursor = st.last_seen;
+        // The resume is an attempt of every operation it resumes for; past
+        // the bound they are abandoned, and with none left it is not sent
+        // (unless a transport switch waits on it).
+        let waiting = self.resuming_for(stream);
+        if !waiting.is_empty() {
+            for &op in &waiting {
+                self.take_attempt(op);
+            }
+            if self.resuming_for(stream).is_empty() && !self.switch_pending {
+                return;
+            }
+        }
+        let waiting = self.ops_on(stream);
+        let tag = waiting.first().map(|&o| self.ops[o].tag.clone());
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Resume,
+            tag,
+            rpc_id: None,
+            cursor: Some(cursor.to_string()),
+            keyed: false,
+        });
+        let out = self.with_session(Outgoing::get(&session, Some(cursor)));
+        let slot = self.spawn(SlotKind::Resume { stream }, out, true);
+        let s = self.slots.get_mut(&slot).expect("just inserted");
+        s.stream = Some(stream);
+        s.marker_pending = true;
+        if let Some(old) = self
+            .streams
+            .get_mut(&stream)
+            .and_then(|st| st.live.replace(slot))
+        {
+            if let Some(o) = self.slots.remove(&old) {
+                o.task.abort();
+            }
+        }
+        // Hold results on other streams until this stream's replay-end. A
+        // resume that breaks before its marker keeps the hold: the next
+        // resume brings the marker.
+        // Only a stream that owes us a result has an order to protect.
+        if self.holding.is_none_or(|(h, _)| h == stream) && !self.ops_on(stream).is_empty() {
+            self.arm_hold(stream);
+        }
+    }
+
+    pub(super) fn send_open(&mut self) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Open,
+            tag: None,
+            rpc_id: None,
+            cursor: None,
+            keyed: false,
+        });
+        let out = self.with_session(Outgoing::get(&session, None));
+        self.spawn(SlotKind::Open, out, false);
+    }
+
+    /// `resources/subscribe` to the clock on the current transport.
+    pub(super) fn subscribe(&mut self) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        let msg = Message::Request {
+            id: RequestId::Str(format!("c{}-sub#{}", self.spec.index, self.init_attempts)),
+            method: mcp::RESOURCES_SUBSCRIBE.into(),
+            params: Some(json!({"uri": mcp::CLOCK_URI})),
+        };
+        if self.transport == Transport::Legacy {
+            self.legacy_post(&msg);
+        } else {
+            let out = self.with_session(Outgoing::post(Some(&session), &msg));
+            self.spawn(SlotKind::Subscribe, out, true);
+        }
+    }
+}
+
+/// `initialize` as a client of `policy` sends it on `transport` (its
+/// revision and capabilities are the behaviour's).
+pub(super) fn init_request(
+    policy: &dyn Policy,
+    transport: Transport,
+    index: u32,
+    attempt: u32,
+) -> Message {
+    let (version, caps) = policy.init(transport);
+    Message::Request {
+        id: RequestId::Str(format!("c{index}-init#{attempt}")),
+        method: mcp::INITIALIZE.into(),
+        params: Some(mcp::initialize_params(
+            version,
+            caps,
+            "mcp-chaos-virtual-client",
+        )),
+    }
+}
+
+/// The `tools/call` of one attempt (`rpc`) of operation `tag`.
+pub(super) fn call_request(tag: &str, rpc: &RequestId, g: &ClientGroup) -> Message {
+    Message::Request {
+        id: rpc.clone(),
+        method: mcp::TOOLS_CALL.into(),
+        params: Some(json!({
+            "name": mcp::LEDGER_APPEND,
+            "arguments": {"tag": tag, "chunks": g.chunks, "chunk_interval_ms": g.chunk_interval_ms},
+            "_meta": {"progressToken": rpc},
+        })),
+    }
+}
