@@ -246,7 +246,9 @@ impl Client {
     /// Whether this client's calls carry `Idempotency-Key` (= the tag).
     /// The one place that decides it.
     pub(super) fn keyed(&self) -> bool {
-        self.policy.keyed()
+        // A client profile (`--clients`, or `keys` in the group) overrides
+        // what the behaviour does by default.
+        self.g().keys.unwrap_or_else(|| self.policy.keyed())
     }
 
     /// Whether this client's POSTs present its cursors (`Last-Event-ID`

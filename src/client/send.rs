@@ -21,6 +21,13 @@ impl Client {
     /// Starts an exchange on a new slot; `expecting` says whether it owes
     /// events from the start.
     pub(super) fn spawn(&mut self, kind: SlotKind, out: Outgoing, expecting: bool) -> SlotId {
+        // Every request carries the client's own bearer token: its identity
+        // (not a secret), so the server scopes keys to it and a key survives
+        // re-initialization.
+        let out = out.header(
+            headers::AUTHORIZATION,
+            &format!("Bearer client-{}", self.spec.index),
+        );
         let slot = self.next_slot;
         self.next_slot += 1;
         let expecting = Rc::new(Cell::new(expecting));

@@ -11,6 +11,8 @@ pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 pub const LAST_EVENT_ID: &str = "last-event-id";
 /// Dedup token (after the IETF idempotency-key draft); guarded server only.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// `Authorization` (`Bearer <token>`): the principal keys are scoped to.
+pub const AUTHORIZATION: &str = "authorization";
 /// Guarded-server extension beside the cursor list: a JSON array of the
 /// JSON-RPC ids of earlier POSTs whose response stream the client never saw
 /// begin, so it holds no cursor to name them (`["op-7#1"]`).
