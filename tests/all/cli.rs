@@ -276,7 +276,7 @@ fn committed_results_match_a_fresh_run() {
     let mut checked = 0;
     for f in files {
         let scenario = mcp_chaos::scenario::Scenario::load(&f).unwrap();
-        for v in mcp_chaos::server::Variant::BOTH {
+        for v in mcp_chaos::server::Variant::ALL {
             let (mut fresh, _) =
                 mcp_chaos::run::run(&scenario, 0, v, &mcp_chaos::run::Options::default()).unwrap();
             let mut old = committed
@@ -321,8 +321,8 @@ fn committed_results_account_for_every_operation_once() {
         .len();
     assert_eq!(
         committed.runs.len(),
-        scenarios * 6 * 2,
-        "6 seeds x 2 servers each"
+        scenarios * 6 * mcp_chaos::server::Variant::ALL.len(),
+        "6 seeds x every arm each"
     );
     for r in &committed.runs {
         let at = format!("{} seed {} {}", r.scenario, r.seed, r.server);
