@@ -11,7 +11,11 @@
 //! *watermark* is the highest cursor the client presented for it, else the
 //! last event written on its connection before the close was seen; a
 //! *migration* is a POST on a session that has a dropped stream; a *lost*
-//! stream had owed events evicted.
+//! stream had owed events evicted. Only *response streams* take part: every
+//! POST stream, and a standalone GET stream that carries responses
+//! (`session-stream` delivery); a stream of notifications only
+//! ([`SessionGuard::notifications_only`]) is never a migration's cause,
+//! however it ends.
 
 mod rule_t;
 
@@ -131,6 +135,9 @@ pub struct StreamState {
     pub finished: bool,
     /// Events of a replay on it not yet written.
     pub replay_backlog: u32,
+    /// It carries responses, so it takes part in Rule M (false: a stream of
+    /// notifications only).
+    pub response: bool,
 }
 
 impl StreamState {
@@ -147,12 +154,14 @@ impl StreamState {
             in_flight: 0,
             finished: false,
             replay_backlog: 0,
+            response: true,
         }
     }
 
-    /// Whether Rule M must consider it: dropped and not a reported loss.
+    /// Whether Rule M must consider it: a response stream, dropped, and not
+    /// a reported loss.
     fn counts(&self) -> bool {
-        self.dropped && !self.lost_reported
+        self.response && self.dropped && !self.lost_reported
     }
 
     /// The last event the server believes the client has (`None`: none).
@@ -201,6 +210,15 @@ impl SessionGuard {
     /// it is produced or delivered yet.
     pub fn open_unprimed(&mut self) -> StreamIdx {
         self.push_stream(StreamState::opened(None))
+    }
+
+    /// The stream carries notifications only (a standalone GET stream in
+    /// `post-stream` delivery): Rule M never considers it, however its
+    /// connections end.
+    pub fn notifications_only(&mut self, s: StreamIdx) {
+        self.st(s).response = false;
+        let dropped = self.st(s).dropped;
+        self.set_dropped(s, dropped);
     }
 
     fn push_stream(&mut self, st: StreamState) -> StreamIdx {

@@ -352,3 +352,33 @@ fn an_unprimed_stream_owes_its_first_event_even_when_its_id_is_zero() {
         Some(0),
     );
 }
+
+#[test]
+fn a_notification_stream_never_makes_a_migration() {
+    // A standalone GET stream in post-stream delivery, closed abruptly.
+    let mut g = SessionGuard::new();
+    let s = g.open_stream(1);
+    g.notifications_only(s);
+    g.produced(s, 2);
+    g.close_seen(s);
+    assert!(g.stream(s).dropped, "its connection did end");
+    assert!(!g.has_dropped(), "but Rule M does not consider it");
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Nor when a client reports it lost, or after a resume and a new close.
+    g.cursor(s, 1, true);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    g.resumed(s, Some(1), 0);
+    g.close_seen(s);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Negative: the same stream carrying responses is a migration's cause.
+    let mut g = SessionGuard::new();
+    let s = g.open_stream(1);
+    g.produced(s, 2);
+    g.close_seen(s);
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NotDrained),
+        Some(1),
+    );
+}

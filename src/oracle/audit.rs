@@ -3,7 +3,7 @@
 //! statement of Rule M (README: the two rules). Written independently of `guard/`.
 
 use crate::history::{
-    Entry, EventKind, LoggedStream, LoggedView, Rec, Record, ServerClose, SessionId,
+    Entry, EventKind, LoggedStream, LoggedView, Rec, Record, ServerClose, SessionId, StreamKind,
 };
 use crate::protocol::RequestId;
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,6 +21,9 @@ struct Stream {
     in_flight: u32,
     finished: bool,
     replay_backlog: u32,
+    /// Carries responses: every stream but a standalone GET stream in
+    /// `post-stream` delivery (notifications only), which Rule M ignores.
+    response: bool,
 }
 
 impl Stream {
@@ -51,7 +54,7 @@ impl Session {
             dropped: self
                 .streams
                 .iter()
-                .filter(|(_, s)| s.dropped && !s.lost_reported)
+                .filter(|(_, s)| s.response && s.dropped && !s.lost_reported)
                 .map(|(&i, s)| LoggedStream {
                     stream: i,
                     last_produced: s.last_produced,
@@ -111,14 +114,20 @@ pub struct DecisionErrors {
 pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
     let mut sessions: BTreeMap<SessionId, Session> = BTreeMap::new();
     let mut out = DecisionErrors::default();
+    // Whether the standalone GET stream carries responses.
+    let mut standalone_responses = false;
     for e in entries {
         let Rec::Server(r) = &e.record else { continue };
         match r {
-            Record::ServerStarted { .. } => sessions.clear(),
+            Record::ServerStarted { delivery, .. } => {
+                sessions.clear();
+                standalone_responses = *delivery == "session-stream";
+            }
             Record::StreamOpened {
                 session,
                 stream,
                 conn,
+                kind,
                 ..
             } => {
                 let s = sessions.entry(session.clone()).or_default();
@@ -126,6 +135,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                     *stream,
                     Stream {
                         conn: Some(*conn),
+                        response: *kind != StreamKind::Standalone || standalone_responses,
                         ..Stream::default()
                     },
                 );

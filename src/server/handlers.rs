@@ -959,6 +959,11 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
         ));
     }
     let s = sess.open_stream(StreamKind::Standalone, None, conn, &shared.history);
+    if shared.cfg.delivery == Delivery::PostStream {
+        // Responses ride their POSTs: this stream carries notifications
+        // only, and its end is never a migration's cause.
+        sess.guard.notifications_only(s);
+    }
     sess.standalone = Some(s);
     drop(st);
     Reply::new(sse_response(shared, sid, s, conn, Plan::live()))

@@ -273,6 +273,7 @@ impl Server {
     ) -> Self {
         history.record(Record::ServerStarted {
             variant: variant.as_str(),
+            delivery: cfg.delivery.as_str(),
         });
         let rng = ChaCha20Rng::seed_from_u64(cfg.session_seed);
         let dedup = DedupTable::new(cfg.dedup_capacity);

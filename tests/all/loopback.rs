@@ -987,3 +987,43 @@ fn keys_are_scoped_to_the_principal() {
         });
     }
 }
+
+/// Only response streams take part in Rule M: in post-stream delivery the
+/// standalone GET stream carries notifications only, so closing it never
+/// makes a later POST a migration. In session-stream delivery it carries
+/// responses, and closing it does.
+#[test]
+fn closing_a_notification_stream_is_no_migration() {
+    for delivery in [Delivery::PostStream, Delivery::SessionStream] {
+        let cfg = ServerConfig {
+            delivery,
+            ..ServerConfig::default()
+        };
+        with_server(Variant::Guarded, cfg, |h| async move {
+            let sid = h.initialize().await;
+            let mut get = h.send(Outgoing::get(&sid, None)).await;
+            assert_eq!(get.status, 200);
+            next(&mut get).await; // priming
+            drop(get);
+            h.close_seen(1).await;
+            let post = h.call(&sid, "op-g", 1, None).await;
+            match delivery {
+                Delivery::PostStream => {
+                    assert_eq!(post.status, 200, "not a migration");
+                    assert_eq!(post.header(headers::MCP_STREAM_RESUMABLE), None);
+                    h.release(1);
+                    h.tool_ended(1).await;
+                    assert_eq!(h.ledger.executions("op-g"), 1);
+                }
+                Delivery::SessionStream => {
+                    assert_eq!(post.status, 409, "a response stream was dropped");
+                    let body = post.json().await.unwrap().unwrap();
+                    assert_eq!(
+                        rpc_error(&body).data.as_ref().unwrap()["reason"],
+                        "non_idempotent"
+                    );
+                }
+            }
+        });
+    }
+}
