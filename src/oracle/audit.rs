@@ -14,6 +14,8 @@ struct Stream {
     last_written: u64,
     watermark: u64,
     cursor_presented: bool,
+    /// The client's own cursor: the last resume's, raised by cursors on POST.
+    client_cursor: Option<u64>,
     conn: Option<u64>,
     dropped: bool,
     lost: bool,
@@ -27,6 +29,19 @@ struct Stream {
 }
 
 impl Stream {
+    /// A dropped stream retires once nothing is in flight and the client
+    /// itself (never the server's estimate) says it has the last event.
+    fn retire_if_caught_up(&mut self) {
+        if self.dropped
+            && !self.finished
+            && self.in_flight == 0
+            && self.client_cursor.is_some_and(|c| c >= self.last_produced)
+        {
+            self.finished = true;
+            self.dropped = false;
+        }
+    }
+
     fn delivered(&self) -> u64 {
         if self.conn.is_some() && !self.dropped {
             self.last_written.max(self.watermark)
@@ -183,6 +198,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                         }
                         st.replay_backlog = 0;
                         st.dropped = true;
+                        st.retire_if_caught_up();
                     }
                 }
             }
@@ -225,13 +241,11 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                         *event
                     };
                     st.cursor_presented = true;
+                    st.client_cursor = st.client_cursor.max(Some(*event));
                     if *lost {
                         st.dropped = true;
                     }
-                    if st.dropped && st.in_flight == 0 && st.watermark >= st.last_produced {
-                        st.finished = true;
-                        st.dropped = false;
-                    }
+                    st.retire_if_caught_up();
                 }
             }
             Record::Resumed {
@@ -247,6 +261,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                     st.watermark = *cursor;
                     st.last_written = *cursor;
                     st.cursor_presented = false;
+                    st.client_cursor = Some(*cursor);
                     st.replay_backlog = *backlog;
                     st.dropped = false;
                 }
@@ -280,6 +295,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
             } => {
                 if let Some(st) = stream_mut(&mut sessions, session, *stream) {
                     st.in_flight = st.in_flight.saturating_sub(1);
+                    st.retire_if_caught_up();
                 }
             }
             Record::Decision {
