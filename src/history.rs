@@ -129,8 +129,11 @@ pub enum ServerClose {
 pub enum Record {
     /// A server incarnation started (fresh in-memory state).
     ServerStarted {
-        /// `guarded` or `unguarded`.
+        /// The arm: `guarded`, `unguarded` or `keys`.
         variant: &'static str,
+        /// `post-stream` or `session-stream`: whether the standalone GET
+        /// stream carries responses (and so takes part in Rule M).
+        delivery: &'static str,
     },
     /// `initialize` created a session.
     SessionCreated {

@@ -24,6 +24,8 @@ pub type Principal = Rc<str>;
 #[derive(Clone)]
 pub struct Ledger {
     counts: Rc<RefCell<BTreeMap<String, u32>>>,
+    /// Executions per principal, then per tag.
+    by_principal: Rc<RefCell<BTreeMap<Principal, BTreeMap<String, u32>>>>,
     history: History,
 }
 
@@ -32,6 +34,7 @@ impl Ledger {
     pub fn new(history: History) -> Self {
         Ledger {
             counts: Rc::default(),
+            by_principal: Rc::default(),
             history,
         }
     }
@@ -49,6 +52,13 @@ impl Ledger {
         *n += 1;
         let n = *n;
         drop(counts);
+        *self
+            .by_principal
+            .borrow_mut()
+            .entry(principal.clone())
+            .or_default()
+            .entry(tag.to_string())
+            .or_insert(0) += 1;
         self.history.record(LedgerRecord::Execution {
             tag: tag.into(),
             n,
@@ -78,5 +88,48 @@ impl Ledger {
     /// Executions of every tag, in tag order.
     pub fn snapshot(&self) -> BTreeMap<String, u32> {
         self.counts.borrow().clone()
+    }
+
+    /// Executions of one tag that ran for `principal`.
+    pub fn executions_for(&self, principal: &str, tag: &str) -> u32 {
+        self.by_principal
+            .borrow()
+            .get(principal)
+            .and_then(|t| t.get(tag))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Executions that ran for `principal`, per tag, in tag order.
+    pub fn snapshot_for(&self, principal: &str) -> BTreeMap<String, u32> {
+        self.by_principal
+            .borrow()
+            .get(principal)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_filter_by_principal() {
+        let l = Ledger::new(History::new(Rc::new(|| std::time::Duration::ZERO)));
+        let (a, b): (Principal, Principal) = ("a".into(), "b".into());
+        let id = RequestId::Num(1);
+        assert_eq!(l.execute("t", &a, None, &id), 1);
+        assert_eq!(l.execute("t", &b, Some("k"), &id), 2, "numbered per tag");
+        l.execute("u", &a, None, &id);
+        assert_eq!(l.executions("t"), 2);
+        assert_eq!(l.executions_for("a", "t"), 1);
+        assert_eq!(l.executions_for("c", "t"), 0);
+        assert_eq!(
+            l.snapshot_for("a"),
+            BTreeMap::from([("t".to_string(), 1), ("u".to_string(), 1)])
+        );
+        assert_eq!(l.snapshot_for("b"), BTreeMap::from([("t".to_string(), 1)]));
+        assert!(l.snapshot_for("c").is_empty());
     }
 }

@@ -9,9 +9,17 @@
 //! Words (DESIGN §2): a *dropped* stream is one whose current connection
 //! ended before the stream finished, or that a client reported `;lost`; its
 //! *watermark* is the highest cursor the client presented for it, else the
-//! last event written on its connection before the close was seen; a
+//! last event written on its connection before the close was seen (an
+//! estimate); a dropped stream with nothing in flight *retires* (counts as
+//! finished) once the client's own cursor for it (a resume's
+//! `Last-Event-ID`, or a cursor on POST) is at or past its last produced
+//! event, never on the estimate; a
 //! *migration* is a POST on a session that has a dropped stream; a *lost*
-//! stream had owed events evicted.
+//! stream had owed events evicted. Only *response streams* take part: every
+//! POST stream, and a standalone GET stream that carries responses
+//! (`session-stream` delivery); a stream of notifications only
+//! ([`SessionGuard::notifications_only`]) is never a migration's cause,
+//! however it ends.
 
 mod rule_t;
 
@@ -117,6 +125,10 @@ pub struct StreamState {
     pub watermark: Option<EventId>,
     /// A client presented a cursor for it since its current connection began.
     pub cursor_presented: bool,
+    /// The client's own word on what it has of the stream: the last
+    /// resume's `Last-Event-ID`, raised by cursors on POST (`None`: it never
+    /// said). Only this retires a dropped stream.
+    pub client_cursor: Option<EventId>,
     /// A connection is currently writing it.
     pub connected: bool,
     /// Dropped (see the module docs).
@@ -131,6 +143,9 @@ pub struct StreamState {
     pub finished: bool,
     /// Events of a replay on it not yet written.
     pub replay_backlog: u32,
+    /// It carries responses, so it takes part in Rule M (false: a stream of
+    /// notifications only).
+    pub response: bool,
 }
 
 impl StreamState {
@@ -140,6 +155,7 @@ impl StreamState {
             last_written: priming,
             watermark: priming,
             cursor_presented: false,
+            client_cursor: None,
             connected: true,
             dropped: false,
             lost: false,
@@ -147,12 +163,14 @@ impl StreamState {
             in_flight: 0,
             finished: false,
             replay_backlog: 0,
+            response: true,
         }
     }
 
-    /// Whether Rule M must consider it: dropped and not a reported loss.
+    /// Whether Rule M must consider it: a response stream, dropped, and not
+    /// a reported loss.
     fn counts(&self) -> bool {
-        self.dropped && !self.lost_reported
+        self.response && self.dropped && !self.lost_reported
     }
 
     /// The last event the server believes the client has (`None`: none).
@@ -201,6 +219,15 @@ impl SessionGuard {
     /// it is produced or delivered yet.
     pub fn open_unprimed(&mut self) -> StreamIdx {
         self.push_stream(StreamState::opened(None))
+    }
+
+    /// The stream carries notifications only (a standalone GET stream in
+    /// `post-stream` delivery): Rule M never considers it, however its
+    /// connections end.
+    pub fn notifications_only(&mut self, s: StreamIdx) {
+        self.st(s).response = false;
+        let dropped = self.st(s).dropped;
+        self.set_dropped(s, dropped);
     }
 
     fn push_stream(&mut self, st: StreamState) -> StreamIdx {
@@ -258,6 +285,23 @@ impl SessionGuard {
         let st = self.st(s);
         assert!(st.in_flight > 0, "request_ended without request_started");
         st.in_flight -= 1;
+        self.retire_if_caught_up(s);
+    }
+
+    /// Retires a dropped stream with nothing in flight whose client cursor
+    /// is at or past its last produced event: nothing is owed, nothing will
+    /// be, and the client said so itself.
+    fn retire_if_caught_up(&mut self, s: StreamIdx) {
+        let st = self.st(s);
+        if st.dropped
+            && !st.finished
+            && st.in_flight == 0
+            && st.client_cursor.is_some()
+            && st.client_cursor >= st.last_produced
+        {
+            st.finished = true;
+            self.set_dropped(s, false);
+        }
     }
 
     /// An event was produced (stored) for the stream.
@@ -294,6 +338,7 @@ impl SessionGuard {
         }
         self.abort_replay(s);
         self.set_dropped(s, true);
+        self.retire_if_caught_up(s);
     }
 
     /// The server itself closed the older connection of a stream that a
@@ -326,15 +371,12 @@ impl SessionGuard {
             Some(id)
         };
         st.cursor_presented = true;
+        st.client_cursor = st.client_cursor.max(Some(id));
         if lost {
             self.set_dropped(s, true);
         }
-        let st = self.st(s);
-        if st.dropped && st.in_flight == 0 && st.watermark >= st.last_produced {
-            // Drained and nothing more will come: the stream is finished.
-            st.finished = true;
-            self.set_dropped(s, false);
-        }
+        // Drained and nothing more will come: the stream is finished.
+        self.retire_if_caught_up(s);
     }
 
     /// A GET with `Last-Event-ID` = `cursor` resumed the stream on a new
@@ -348,6 +390,7 @@ impl SessionGuard {
         st.watermark = cursor;
         st.last_written = cursor;
         st.cursor_presented = false;
+        st.client_cursor = cursor;
         st.replay_backlog = backlog;
         self.replay_backlog += u64::from(backlog);
         self.set_dropped(s, false);

@@ -352,3 +352,120 @@ fn an_unprimed_stream_owes_its_first_event_even_when_its_id_is_zero() {
         Some(0),
     );
 }
+
+#[test]
+fn a_notification_stream_never_makes_a_migration() {
+    // A standalone GET stream in post-stream delivery, closed abruptly.
+    let mut g = SessionGuard::new();
+    let s = g.open_stream(1);
+    g.notifications_only(s);
+    g.produced(s, 2);
+    g.close_seen(s);
+    assert!(g.stream(s).dropped, "its connection did end");
+    assert!(!g.has_dropped(), "but Rule M does not consider it");
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Nor when a client reports it lost, or after a resume and a new close.
+    g.cursor(s, 1, true);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    g.resumed(s, Some(1), 0);
+    g.close_seen(s);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Negative: the same stream carrying responses is a migration's cause.
+    let mut g = SessionGuard::new();
+    let s = g.open_stream(1);
+    g.produced(s, 2);
+    g.close_seen(s);
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NotDrained),
+        Some(1),
+    );
+}
+
+#[test]
+fn a_resume_cursor_at_the_end_retires_the_stream_when_dropped_again() {
+    // Every event written, the request done, then the connection ends: the
+    // watermark is only the server's estimate, which never retires it.
+    let (mut g, s) = session(2, 2);
+    g.request_ended(s);
+    g.close_seen(s);
+    assert_eq!(g.stream(s).watermark, g.stream(s).last_produced);
+    assert!(!g.stream(s).finished, "an estimate never retires a stream");
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NonIdempotent),
+        Some(3),
+    );
+    // The client resumes from its own cursor, the last event, and that
+    // connection ends before the server finishes the stream.
+    g.resumed(s, Some(3), 0);
+    assert_eq!(g.stream(s).client_cursor, Some(3));
+    g.close_seen(s);
+    assert!(g.stream(s).finished, "the client's cursor retires it");
+    assert!(!g.has_dropped());
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+}
+
+#[test]
+fn a_resume_cursor_short_of_the_end_never_retires_even_when_all_is_written() {
+    let (mut g, s) = session(4, 1);
+    g.request_ended(s);
+    g.close_seen(s);
+    g.resumed(s, Some(2), 3);
+    for id in 3..=5 {
+        g.replay_written(s);
+        g.written(s, id);
+    }
+    // Half-open: the server wrote the whole tail, the client may have none.
+    g.close_seen(s);
+    assert_eq!(g.stream(s).watermark, Some(5), "the estimate");
+    assert_eq!(g.stream(s).client_cursor, Some(2));
+    assert!(!g.stream(s).finished);
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NonIdempotent),
+        Some(5),
+    );
+    // The client's own cursor on POST at the last event retires it.
+    g.cursor(s, 5, false);
+    assert!(g.stream(s).finished);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+}
+
+#[test]
+fn a_post_cursor_retires_at_the_close_or_when_the_request_ends() {
+    // Presented while the server still thought the connection alive: the
+    // close that follows finds the stream caught up and retires it.
+    let (mut g, s) = session(2, 2);
+    g.request_ended(s);
+    g.cursor(s, 3, false);
+    assert!(!g.stream(s).dropped);
+    g.close_seen(s);
+    assert!(g.stream(s).finished);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Presented while the request still ran: it retires once the request
+    // ends without producing more (cancelled).
+    let (mut g, s) = session(2, 2);
+    g.close_seen(s);
+    g.cursor(s, 3, false);
+    check(&g, IDEMPOTENT, Verdict::Reject(Reason::InFlight), Some(3));
+    g.request_ended(s);
+    assert!(g.stream(s).finished);
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Negative: the request produced more after the cursor.
+    let (mut g, s) = session(2, 2);
+    g.close_seen(s);
+    g.cursor(s, 3, false);
+    g.produced(s, 4);
+    g.request_ended(s);
+    assert!(!g.stream(s).finished);
+    check(
+        &g,
+        NON_IDEMPOTENT,
+        Verdict::Reject(Reason::NotDrained),
+        Some(3),
+    );
+}

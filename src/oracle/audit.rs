@@ -3,7 +3,7 @@
 //! statement of Rule M (README: the two rules). Written independently of `guard/`.
 
 use crate::history::{
-    Entry, EventKind, LoggedStream, LoggedView, Rec, Record, ServerClose, SessionId,
+    Entry, EventKind, LoggedStream, LoggedView, Rec, Record, ServerClose, SessionId, StreamKind,
 };
 use crate::protocol::RequestId;
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,6 +14,8 @@ struct Stream {
     last_written: u64,
     watermark: u64,
     cursor_presented: bool,
+    /// The client's own cursor: the last resume's, raised by cursors on POST.
+    client_cursor: Option<u64>,
     conn: Option<u64>,
     dropped: bool,
     lost: bool,
@@ -21,9 +23,25 @@ struct Stream {
     in_flight: u32,
     finished: bool,
     replay_backlog: u32,
+    /// Carries responses: every stream but a standalone GET stream in
+    /// `post-stream` delivery (notifications only), which Rule M ignores.
+    response: bool,
 }
 
 impl Stream {
+    /// A dropped stream retires once nothing is in flight and the client
+    /// itself (never the server's estimate) says it has the last event.
+    fn retire_if_caught_up(&mut self) {
+        if self.dropped
+            && !self.finished
+            && self.in_flight == 0
+            && self.client_cursor.is_some_and(|c| c >= self.last_produced)
+        {
+            self.finished = true;
+            self.dropped = false;
+        }
+    }
+
     fn delivered(&self) -> u64 {
         if self.conn.is_some() && !self.dropped {
             self.last_written.max(self.watermark)
@@ -51,7 +69,7 @@ impl Session {
             dropped: self
                 .streams
                 .iter()
-                .filter(|(_, s)| s.dropped && !s.lost_reported)
+                .filter(|(_, s)| s.response && s.dropped && !s.lost_reported)
                 .map(|(&i, s)| LoggedStream {
                     stream: i,
                     last_produced: s.last_produced,
@@ -111,14 +129,20 @@ pub struct DecisionErrors {
 pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
     let mut sessions: BTreeMap<SessionId, Session> = BTreeMap::new();
     let mut out = DecisionErrors::default();
+    // Whether the standalone GET stream carries responses.
+    let mut standalone_responses = false;
     for e in entries {
         let Rec::Server(r) = &e.record else { continue };
         match r {
-            Record::ServerStarted { .. } => sessions.clear(),
+            Record::ServerStarted { delivery, .. } => {
+                sessions.clear();
+                standalone_responses = *delivery == "session-stream";
+            }
             Record::StreamOpened {
                 session,
                 stream,
                 conn,
+                kind,
                 ..
             } => {
                 let s = sessions.entry(session.clone()).or_default();
@@ -126,6 +150,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                     *stream,
                     Stream {
                         conn: Some(*conn),
+                        response: *kind != StreamKind::Standalone || standalone_responses,
                         ..Stream::default()
                     },
                 );
@@ -173,6 +198,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                         }
                         st.replay_backlog = 0;
                         st.dropped = true;
+                        st.retire_if_caught_up();
                     }
                 }
             }
@@ -215,13 +241,11 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                         *event
                     };
                     st.cursor_presented = true;
+                    st.client_cursor = st.client_cursor.max(Some(*event));
                     if *lost {
                         st.dropped = true;
                     }
-                    if st.dropped && st.in_flight == 0 && st.watermark >= st.last_produced {
-                        st.finished = true;
-                        st.dropped = false;
-                    }
+                    st.retire_if_caught_up();
                 }
             }
             Record::Resumed {
@@ -237,6 +261,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                     st.watermark = *cursor;
                     st.last_written = *cursor;
                     st.cursor_presented = false;
+                    st.client_cursor = Some(*cursor);
                     st.replay_backlog = *backlog;
                     st.dropped = false;
                 }
@@ -270,6 +295,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
             } => {
                 if let Some(st) = stream_mut(&mut sessions, session, *stream) {
                     st.in_flight = st.in_flight.saturating_sub(1);
+                    st.retire_if_caught_up();
                 }
             }
             Record::Decision {

@@ -1,8 +1,14 @@
-//! The dedup table (guarded only): `Idempotency-Key` → the execution it
-//! named. Server-wide, bounded (oldest key evicted first), lost on restart.
+//! The dedup table (every arm that honors keys): `Idempotency-Key` → the
+//! execution it named, scoped to the principal that presented it (its bearer
+//! token, else its session): another principal's same key is another key.
+//! Server-wide, bounded (oldest key evicted first), lost on restart.
 
+use crate::ledger::Principal;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
+
+/// A key as the table knows it: its principal and the header's value.
+type Scoped = (Principal, String);
 
 /// Where a key's execution stands.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,8 +37,8 @@ struct Entry {
 }
 
 pub(crate) struct DedupTable {
-    entries: BTreeMap<String, Entry>,
-    order: VecDeque<String>,
+    entries: BTreeMap<Scoped, Entry>,
+    order: VecDeque<Scoped>,
     capacity: usize,
 }
 
@@ -45,17 +51,22 @@ impl DedupTable {
         }
     }
 
-    pub fn lookup(&self, key: &str, call: &Value) -> Lookup {
-        match self.entries.get(key) {
+    fn scoped(who: &Principal, key: &str) -> Scoped {
+        (who.clone(), key.to_string())
+    }
+
+    pub fn lookup(&self, who: &Principal, key: &str, call: &Value) -> Lookup {
+        match self.entries.get(&Self::scoped(who, key)) {
             None => Lookup::Unknown,
             Some(e) if &e.call != call => Lookup::OtherArguments,
             Some(e) => Lookup::Known(e.state.clone()),
         }
     }
 
-    /// Starts an execution under `key`.
-    pub fn begin(&mut self, key: &str, call: Value) {
-        if self.entries.contains_key(key) {
+    /// Starts an execution under `who`'s `key`.
+    pub fn begin(&mut self, who: &Principal, key: &str, call: Value) {
+        let key = Self::scoped(who, key);
+        if self.entries.contains_key(&key) {
             return;
         }
         while self.entries.len() >= self.capacity {
@@ -64,9 +75,9 @@ impl DedupTable {
             };
             self.entries.remove(&old);
         }
-        self.order.push_back(key.to_string());
+        self.order.push_back(key.clone());
         self.entries.insert(
-            key.to_string(),
+            key,
             Entry {
                 call,
                 state: KeyState::InFlight,
@@ -74,18 +85,20 @@ impl DedupTable {
         );
     }
 
-    /// Completes the execution under `key` (no-op if forgotten meanwhile).
-    pub fn complete(&mut self, key: &str, result: Value) {
-        if let Some(e) = self.entries.get_mut(key) {
+    /// Completes the execution under `who`'s `key` (no-op if forgotten
+    /// meanwhile).
+    pub fn complete(&mut self, who: &Principal, key: &str, result: Value) {
+        if let Some(e) = self.entries.get_mut(&Self::scoped(who, key)) {
             e.state = KeyState::Done(result);
         }
     }
 
     /// Forgets a key whose execution ended without a result (cancelled),
     /// so a retry runs it.
-    pub fn abandon(&mut self, key: &str) {
-        if self.entries.remove(key).is_some() {
-            self.order.retain(|k| k != key);
+    pub fn abandon(&mut self, who: &Principal, key: &str) {
+        let key = Self::scoped(who, key);
+        if self.entries.remove(&key).is_some() {
+            self.order.retain(|k| k != &key);
         }
     }
 }
@@ -98,25 +111,59 @@ mod tests {
     #[test]
     fn keys_move_through_their_states_and_evict_oldest_first() {
         let mut t = DedupTable::new(2);
+        let p: Principal = "p".into();
         let call = json!({"tag": "a"});
-        assert_eq!(t.lookup("k1", &call), Lookup::Unknown);
-        t.begin("k1", call.clone());
-        assert_eq!(t.lookup("k1", &call), Lookup::Known(KeyState::InFlight));
-        assert_eq!(t.lookup("k1", &json!({"tag": "b"})), Lookup::OtherArguments);
-        t.complete("k1", json!(1));
+        assert_eq!(t.lookup(&p, "k1", &call), Lookup::Unknown);
+        t.begin(&p, "k1", call.clone());
+        assert_eq!(t.lookup(&p, "k1", &call), Lookup::Known(KeyState::InFlight));
         assert_eq!(
-            t.lookup("k1", &call),
+            t.lookup(&p, "k1", &json!({"tag": "b"})),
+            Lookup::OtherArguments
+        );
+        t.complete(&p, "k1", json!(1));
+        assert_eq!(
+            t.lookup(&p, "k1", &call),
             Lookup::Known(KeyState::Done(json!(1)))
         );
-        t.begin("k2", call.clone());
-        t.begin("k3", call.clone());
+        t.begin(&p, "k2", call.clone());
+        t.begin(&p, "k3", call.clone());
         assert_eq!(
-            t.lookup("k1", &call),
+            t.lookup(&p, "k1", &call),
             Lookup::Unknown,
             "oldest evicted at capacity"
         );
-        assert_eq!(t.lookup("k3", &call), Lookup::Known(KeyState::InFlight));
-        t.abandon("k3");
-        assert_eq!(t.lookup("k3", &call), Lookup::Unknown);
+        assert_eq!(t.lookup(&p, "k3", &call), Lookup::Known(KeyState::InFlight));
+        t.abandon(&p, "k3");
+        assert_eq!(t.lookup(&p, "k3", &call), Lookup::Unknown);
+    }
+
+    #[test]
+    fn a_key_is_scoped_to_its_principal() {
+        let mut t = DedupTable::new(8);
+        let (alice, bob): (Principal, Principal) = ("alice".into(), "bob".into());
+        let call = json!({"tag": "a"});
+        t.begin(&alice, "k", call.clone());
+        t.complete(&alice, "k", json!(1));
+        assert_eq!(
+            t.lookup(&alice, "k", &call),
+            Lookup::Known(KeyState::Done(json!(1)))
+        );
+        assert_eq!(
+            t.lookup(&bob, "k", &call),
+            Lookup::Unknown,
+            "another principal's same key is another key"
+        );
+        assert_eq!(
+            t.lookup(&bob, "k", &json!({"tag": "b"})),
+            Lookup::Unknown,
+            "nor does it conflict on arguments"
+        );
+        t.begin(&bob, "k", json!({"tag": "b"}));
+        t.abandon(&bob, "k");
+        assert_eq!(
+            t.lookup(&alice, "k", &call),
+            Lookup::Known(KeyState::Done(json!(1))),
+            "forgetting bob's key leaves alice's"
+        );
     }
 }

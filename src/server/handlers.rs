@@ -456,11 +456,17 @@ async fn request(
             ))
         }
     }
-    let key = match header_str(h, headers::IDEMPOTENCY_KEY) {
-        Ok(k) if shared.guarded() => k.map(str::to_string),
-        Ok(_) => None, // the unguarded server ignores the header
-        Err(r) => return Reply::new(r),
+    // An arm that ignores keys ignores the header entirely (a non-ASCII
+    // one included).
+    let key = if shared.variant.honors_keys() {
+        match header_str(h, headers::IDEMPOTENCY_KEY) {
+            Ok(k) => k.map(str::to_string),
+            Err(r) => return Reply::new(r),
+        }
+    } else {
+        None
     };
+    let who = principal(h, sid);
     shared.history.record(Record::RequestReceived {
         session: Some(sid.clone()),
         conn,
@@ -490,25 +496,20 @@ async fn request(
     let call_value = call
         .as_ref()
         .map(|(p, _)| json!({"name": p.name, "arguments": p.arguments}));
-    let mut dedup_honored = false;
+    let keyed = key.as_deref().zip(call_value.as_ref());
     if shared.guarded() {
         if let Err(r) = present_cursors(shared, h, sid) {
             return Reply::new(r);
         }
-        if let (Some(k), Some(cv)) = (&key, &call_value) {
-            match shared.state.borrow().dedup.lookup(k, cv) {
-                Lookup::OtherArguments => {
-                    return Reply::new(error(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        Some(id),
-                        jsonrpc::KEY_REUSED,
-                        "Idempotency-Key reused with other arguments: use a new key for a new operation",
-                    ))
-                }
-                Lookup::Known(_) => dedup_honored = true,
-                Lookup::Unknown => {}
-            }
-        }
+    }
+    // The key table, first look: 422 before anything else; a known key
+    // is an honored token for Rule M.
+    let dedup_honored = match keyed.map(|(k, cv)| key_lookup(shared, &who, k, cv)) {
+        Some(Lookup::OtherArguments) => return Reply::new(key_reused(id)),
+        Some(Lookup::Known(_)) => true,
+        Some(Lookup::Unknown) | None => false,
+    };
+    if shared.guarded() {
         let facts = PostFacts {
             idempotent,
             dedup_honored,
@@ -516,36 +517,21 @@ async fn request(
         if let Err(r) = rule_m(shared, sid, &id, facts).await {
             return Reply::new(r);
         }
-        if let (Some(k), Some(cv)) = (&key, &call_value) {
-            let lookup = shared.state.borrow().dedup.lookup(k, cv);
-            match lookup {
-                Lookup::Known(KeyState::InFlight) => {
-                    return Reply::new(error(
-                        StatusCode::CONFLICT,
-                        Some(id),
-                        jsonrpc::CONFLICT,
-                        "an execution under this Idempotency-Key is in flight: wait for its result",
-                    ))
-                }
-                Lookup::Known(KeyState::Done(mut result)) => {
-                    // Marked as a replay: the client knows it missed this
-                    // execution's progress (an announced loss, not a silent one).
-                    if let Some(obj) = result.as_object_mut() {
-                        obj.insert("_meta".into(), json!({ mcp::REPLAYED: true }));
-                    }
-                    shared.history.record(Record::DedupReplayed {
-                        session: sid.clone(),
-                        rpc_id: id.clone(),
-                        key: k.clone(),
-                    });
-                    return Reply::new(json_response(
-                        StatusCode::OK,
-                        &Message::Result { id, result }.to_value(),
-                    ));
-                }
-                Lookup::OtherArguments => unreachable!("checked before Rule M"),
-                Lookup::Unknown => shared.state.borrow_mut().dedup.begin(k, cv.clone()),
+    }
+    // The key table, second look (Rule M may have waited): in flight, done,
+    // or a new execution under the key.
+    if let Some((k, cv)) = keyed {
+        match key_lookup(shared, &who, k, cv) {
+            Lookup::Known(KeyState::InFlight) => return Reply::new(key_in_flight(id)),
+            Lookup::Known(KeyState::Done(result)) => {
+                let result = replayed_result(shared, sid, &id, k, result);
+                return Reply::new(json_response(
+                    StatusCode::OK,
+                    &Message::Result { id, result }.to_value(),
+                ));
             }
+            Lookup::OtherArguments => return Reply::new(key_reused(id)),
+            Lookup::Unknown => shared.state.borrow_mut().dedup.begin(&who, k, cv.clone()),
         }
     }
     if !shared.state.borrow().sessions.contains_key(sid) {
@@ -561,7 +547,6 @@ async fn request(
         mcp::TOOLS_LIST => mcp::tools_list_result(),
         _ => {
             let (p, inv) = call.expect("tools/call validated above");
-            let who = principal(h, sid);
             return start_call(shared, sid, id, p, inv, key, who, conn);
         }
     };
@@ -569,6 +554,52 @@ async fn request(
         StatusCode::OK,
         &Message::Result { id, result }.to_value(),
     ))
+}
+
+/// What the key table says about `who`'s `key` presented with `call`.
+pub(super) fn key_lookup(shared: &Shared, who: &Rc<str>, key: &str, call: &Value) -> Lookup {
+    shared.state.borrow().dedup.lookup(who, key, call)
+}
+
+/// 422: the key was used with other arguments.
+pub(super) fn key_reused(id: RequestId) -> Response<ServerBody> {
+    error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Some(id),
+        jsonrpc::KEY_REUSED,
+        "Idempotency-Key reused with other arguments: use a new key for a new operation",
+    )
+}
+
+/// 409 without a resume hint: the key's execution is still running.
+pub(super) fn key_in_flight(id: RequestId) -> Response<ServerBody> {
+    error(
+        StatusCode::CONFLICT,
+        Some(id),
+        jsonrpc::CONFLICT,
+        "an execution under this Idempotency-Key is in flight: wait for its result",
+    )
+}
+
+/// A completed key's stored result for the retry `id`, marked as a replay:
+/// the client knows it missed this execution's progress (an announced
+/// loss, not a silent one).
+pub(super) fn replayed_result(
+    shared: &Shared,
+    sid: &SessionId,
+    id: &RequestId,
+    key: &str,
+    mut result: Value,
+) -> Value {
+    if let Some(obj) = result.as_object_mut() {
+        obj.insert("_meta".into(), json!({ mcp::REPLAYED: true }));
+    }
+    shared.history.record(Record::DedupReplayed {
+        session: sid.clone(),
+        rpc_id: id.clone(),
+        key: key.to_string(),
+    });
+    result
 }
 
 /// Applies a guarded POST's cursor list (`Last-Event-ID: 142;lost, 163`)
@@ -928,6 +959,11 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
         ));
     }
     let s = sess.open_stream(StreamKind::Standalone, None, conn, &shared.history);
+    if shared.cfg.delivery == Delivery::PostStream {
+        // Responses ride their POSTs: this stream carries notifications
+        // only, and its end is never a migration's cause.
+        sess.guard.notifications_only(s);
+    }
     sess.standalone = Some(s);
     drop(st);
     Reply::new(sse_response(shared, sid, s, conn, Plan::live()))

@@ -7,6 +7,7 @@
 //! for `legacy_session_ttl_ms`. Also here: the clock resource that changes
 //! over simulated time and notifies its subscribers.
 
+use super::dedup::{KeyState, Lookup};
 use super::handlers::{self, Reply};
 use super::session::{Session, ToolCall};
 use super::tools;
@@ -16,7 +17,7 @@ use crate::guard::StreamIdx;
 use crate::history::{ConnId, EventKind, Record, SessionId, StreamKind, Transport};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
-use crate::protocol::sse;
+use crate::protocol::{headers, sse};
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::{json, Value};
@@ -127,7 +128,18 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     match msg {
         Message::Request { id, method, params } => {
             let who = handlers::principal(&parts.headers, &sid);
-            request(shared, &sid, id, &method, params, who, conn)
+            // Keys as on /mcp: only an arm that honors them reads the header.
+            let key = if shared.variant.honors_keys() {
+                match handlers::header_str(&parts.headers, headers::IDEMPOTENCY_KEY) {
+                    Ok(k) => k.map(str::to_string),
+                    Err(r) => return reply(r).about(Some(&sid), Some(&id)),
+                }
+            } else {
+                None
+            };
+            if let Err(r) = request(shared, &sid, id.clone(), &method, params, who, key, conn) {
+                return reply(r).about(Some(&sid), Some(&id));
+            }
         }
         Message::Notification { method, params } if method == mcp::CANCELLED => {
             handlers::cancel(shared, &sid, params.as_ref());
@@ -137,7 +149,10 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     reply(handlers::accepted()).about(Some(&sid), id.as_ref())
 }
 
-/// Answers one legacy request on the legacy stream.
+/// Answers one legacy request on the legacy stream; `Err` is a refusal of
+/// the POST itself (the key table's 409 and 422), a cold path as in
+/// `handlers`.
+#[allow(clippy::too_many_arguments, clippy::result_large_err)]
 fn request(
     shared: &Rc<Shared>,
     sid: &SessionId,
@@ -145,8 +160,9 @@ fn request(
     method: &str,
     params: Option<Value>,
     principal: Rc<str>,
+    key: Option<String>,
     conn: ConnId,
-) {
+) -> Result<(), http::Response<super::ServerBody>> {
     let Some(s) = shared
         .state
         .borrow()
@@ -154,7 +170,7 @@ fn request(
         .get(sid)
         .and_then(|x| x.legacy_stream)
     else {
-        return; // a streamable session served here (unguarded): nowhere to answer
+        return Ok(()); // a streamable session served here (unguarded): nowhere to answer
     };
     let answer = |result: Result<Value, ErrorObject>| {
         let msg = match result {
@@ -219,11 +235,17 @@ fn request(
         mcp::TOOLS_CALL => {
             let p = match params.map(serde_json::from_value::<CallToolParams>) {
                 Some(Ok(p)) => p,
-                _ => return answer(bad("tools/call needs name and arguments")),
+                _ => {
+                    answer(bad("tools/call needs name and arguments"));
+                    return Ok(());
+                }
             };
             let inv = match tools::validate(shared, &p.name, &p.arguments) {
                 Ok(inv) => inv,
-                Err(e) => return answer(Err(e)),
+                Err(e) => {
+                    answer(Err(e));
+                    return Ok(());
+                }
             };
             shared.history.record(Record::RequestReceived {
                 session: Some(sid.clone()),
@@ -232,13 +254,41 @@ fn request(
                 method: method.to_string(),
                 tag: inv.tag().map(str::to_string),
                 tool: Some(p.name.clone()),
-                key: None,
+                key: key.clone(),
             });
+            if let Some(k) = &key {
+                let cv = json!({"name": p.name, "arguments": p.arguments});
+                match handlers::key_lookup(shared, &principal, k, &cv) {
+                    Lookup::OtherArguments => return Err(handlers::key_reused(id)),
+                    Lookup::Known(KeyState::InFlight) => return Err(handlers::key_in_flight(id)),
+                    Lookup::Known(KeyState::Done(result)) => {
+                        // The stored result, under the retry's id, rides the
+                        // stream as every legacy answer does.
+                        let result = handlers::replayed_result(shared, sid, &id, k, result);
+                        let msg = Message::Result {
+                            id: id.clone(),
+                            result,
+                        };
+                        if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                            sess.produce(
+                                s,
+                                EventKind::Result,
+                                &msg.encode(),
+                                Some(id.clone()),
+                                inv.tag().map(str::to_string),
+                                &shared.history,
+                            );
+                        }
+                        return Ok(());
+                    }
+                    Lookup::Unknown => shared.state.borrow_mut().dedup.begin(&principal, k, cv),
+                }
+            }
             let call = ToolCall {
                 rpc_id: id.clone(),
                 tool: p.name.clone(),
                 progress_token: p.progress_token().cloned(),
-                dedup_key: None,
+                dedup_key: key,
                 principal,
             };
             tools::start(shared.clone(), sid.clone(), s, call, inv);
@@ -249,6 +299,7 @@ fn request(
             None,
         ))),
     }
+    Ok(())
 }
 
 /// A legacy stream's connection ended: the session lives on for

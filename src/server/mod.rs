@@ -1,12 +1,14 @@
 //! The MCP streamable-HTTP server (DESIGN §3), on hyper 1.x over any
 //! listener: turmoil's in the simulator, tokio's on a real socket.
 //!
-//! Two variants behind one switch ([`Variant`]): *unguarded* behaves as
+//! Three arms behind one switch ([`Variant`]): *unguarded* behaves as
 //! today's SDKs (a retried POST runs the tool again; a POST during a replay
 //! is served at once and its events interleave with the replay); *guarded*
 //! sends every POST through Rule M ([`crate::guard`]), honors dedup tokens
 //! and cursors on POST, ends every replay with `replay-end`, and answers a
-//! resume from an evicted position with 410.
+//! resume from an evicted position with 410; *keys* is unguarded plus the
+//! key table alone. Whichever arm honors `Idempotency-Key` does so on both
+//! transports, per principal (bearer token, else session).
 //!
 //! Everything runs on one thread (a `LocalSet`): state is `Rc<RefCell<_>>`,
 //! and no borrow is ever held across an `.await`.
@@ -150,7 +152,8 @@ pub struct ServerConfig {
     pub write_deadline_ms: u64,
     /// Largest POST body accepted, bytes.
     pub max_body_bytes: usize,
-    /// Dedup tokens remembered server-wide (guarded).
+    /// Dedup tokens remembered server-wide (arms that honor keys), each
+    /// scoped to its principal.
     pub dedup_capacity: usize,
     /// `retry:` advice on priming events, ms.
     pub retry_ms: Option<u64>,
@@ -270,6 +273,7 @@ impl Server {
     ) -> Self {
         history.record(Record::ServerStarted {
             variant: variant.as_str(),
+            delivery: cfg.delivery.as_str(),
         });
         let rng = ChaCha20Rng::seed_from_u64(cfg.session_seed);
         let dedup = DedupTable::new(cfg.dedup_capacity);

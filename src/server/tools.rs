@@ -8,6 +8,7 @@ use super::session::{InFlight, ToolCall};
 use super::{Pacing, Shared};
 use crate::guard::StreamIdx;
 use crate::history::{EventKind, Record, SessionId};
+use crate::ledger::Principal;
 use crate::protocol::jsonrpc::{ErrorObject, Message, INVALID_PARAMS};
 use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
 use serde_json::{json, Value};
@@ -158,14 +159,14 @@ async fn run(
                     })
                     .to_string(),
                 ),
-                Invocation::Read(r) => read_result(&shared, r),
+                Invocation::Read(r) => read_result(&shared, &call.principal, r),
             };
             if let Some(key) = &call.dedup_key {
                 shared
                     .state
                     .borrow_mut()
                     .dedup
-                    .complete(key, result.clone());
+                    .complete(&call.principal, key, result.clone());
             }
             (
                 EventKind::Result,
@@ -206,7 +207,7 @@ async fn run(
     let mut st = shared.state.borrow_mut();
     if !finished {
         if let Some(key) = &call.dedup_key {
-            st.dedup.abandon(key);
+            st.dedup.abandon(&call.principal, key);
         }
     }
     if let Some(sess) = st.sessions.get_mut(&sid) {
@@ -242,8 +243,10 @@ async fn pace(pacing: &Pacing, interval: Duration) {
     }
 }
 
-fn read_result(shared: &Shared, r: &LedgerReadArgs) -> Value {
-    let all = shared.ledger.snapshot();
+/// `ledger_read` answers for the caller's principal alone: executions that
+/// ran for another principal are not its business.
+fn read_result(shared: &Shared, who: &Principal, r: &LedgerReadArgs) -> Value {
+    let all = shared.ledger.snapshot_for(who);
     let executions: serde_json::Map<String, Value> = match &r.tag {
         Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
             .into_iter()

@@ -774,3 +774,256 @@ fn legacy_transport_endpoint_posts_and_stream() {
         },
     );
 }
+
+/// The `keys` arm honors `Idempotency-Key` with no Rule M: a completed
+/// key answers with the stored result (marked replayed, under the retry's
+/// id), a key in flight is 409 without a hint, other arguments 422; a
+/// retry without a key after a drop just runs again.
+#[test]
+fn keys_arm_honors_keys_without_rule_m() {
+    with_server(Variant::Keys, ServerConfig::default(), |h| async move {
+        let sid = h.initialize().await;
+        let mut first = h.call(&sid, "op-k", 2, Some("key-1")).await;
+        next(&mut first).await;
+        let again = h.call(&sid, "op-k", 2, Some("key-1")).await;
+        assert_eq!(again.status, 409, "in flight");
+        assert_eq!(again.header(headers::LAST_EVENT_ID), None, "no hint");
+        let other = h.call(&sid, "op-other", 2, Some("key-1")).await;
+        assert_eq!(other.status, 422);
+        assert_eq!(
+            rpc_error(&other.json().await.unwrap().unwrap()).code,
+            jsonrpc::KEY_REUSED
+        );
+        h.release(2);
+        drain(&mut first).await;
+        h.tool_ended(1).await;
+        let retry_id = h.id();
+        let retry = h
+            .send(
+                Outgoing::post(Some(&sid), &h.call_msg(retry_id.clone(), "op-k", 2))
+                    .header(headers::IDEMPOTENCY_KEY, "key-1"),
+            )
+            .await;
+        assert_eq!(retry.status, 200);
+        assert!(!retry.is_sse(), "the stored result comes back as JSON");
+        let msg = retry.json().await.unwrap().unwrap();
+        assert_eq!(msg.id(), Some(&retry_id), "under the retry's id");
+        assert!(mcp::is_replayed(&msg), "{msg:?}");
+        assert_eq!(h.ledger.executions("op-k"), 1);
+        // No Rule M: an unkeyed retry after a drop runs again.
+        let mut ex = h.call(&sid, "op-n", 4, None).await;
+        next(&mut ex).await;
+        drop(ex);
+        h.close_seen(1).await;
+        let retry = h.call(&sid, "op-n", 4, None).await;
+        assert_eq!(retry.status, 200, "no 409 on the keys arm");
+        assert_eq!(h.ledger.executions("op-n"), 2);
+        assert!(
+            !h.history
+                .entries()
+                .iter()
+                .any(|e| matches!(e.record, Rec::Server(Record::Decision { .. }))),
+            "the keys arm makes no Rule M decision"
+        );
+    });
+}
+
+/// The arms that ignore keys ignore the header entirely: a non-ASCII key
+/// is no 400, and a retry runs again. An arm that honors keys refuses it.
+#[test]
+fn unguarded_ignores_even_a_non_ascii_key() {
+    for variant in Variant::ALL {
+        with_server(variant, ServerConfig::default(), |h| async move {
+            let sid = h.initialize().await;
+            let mut out = Outgoing::post(Some(&sid), &h.call_msg(h.id(), "op-u", 1));
+            out.headers.insert(
+                headers::IDEMPOTENCY_KEY,
+                ::http::HeaderValue::from_bytes(b"cl\xe9").unwrap(),
+            );
+            let ex = h.send(out).await;
+            if variant.honors_keys() {
+                assert_eq!(ex.status, 400, "{variant:?}");
+            } else {
+                assert_eq!(ex.status, 200, "{variant:?}: the header is ignored");
+                h.release(1);
+                h.tool_ended(1).await;
+                assert_eq!(h.ledger.executions("op-u"), 1);
+            }
+        });
+    }
+}
+
+/// The keys arm on the legacy transport: a keyed retry of a completed call
+/// gets 202 and the stored result on the stream, marked replayed; a key in
+/// flight is 409 on the POST. The unguarded server runs the retry again.
+#[test]
+fn keys_on_the_legacy_transport() {
+    for variant in [Variant::Keys, Variant::Guarded, Variant::Unguarded] {
+        with_server(variant, ServerConfig::default(), |h| async move {
+            let mut stream = h.send(legacy_get()).await;
+            let endpoint = next(&mut stream).await.data;
+            let init = Message::Request {
+                id: h.id(),
+                method: mcp::INITIALIZE.into(),
+                params: Some(mcp::initialize_params(
+                    mcp::LEGACY_VERSION,
+                    json!({}),
+                    "legacy",
+                )),
+            };
+            assert_eq!(legacy_post(&h, &endpoint, &init).await.status, 202);
+            next(&mut stream).await; // the initialize result
+            let keyed = |msg: &Message| {
+                let mut out = Outgoing::post(None, msg).header(headers::IDEMPOTENCY_KEY, "lk");
+                out.path = endpoint.clone();
+                out
+            };
+            let call = h.call_msg(h.id(), "legacy-k", 2);
+            assert_eq!(h.send(keyed(&call)).await.status, 202);
+            let again = h.send(keyed(&h.call_msg(h.id(), "legacy-k", 2))).await;
+            let honors = variant.honors_keys();
+            assert_eq!(again.status, if honors { 409 } else { 202 }, "{variant:?}");
+            h.release(if honors { 2 } else { 4 });
+            h.tool_ended(if honors { 1 } else { 2 }).await;
+            let retry_id = h.id();
+            let retry = h
+                .send(keyed(&h.call_msg(retry_id.clone(), "legacy-k", 2)))
+                .await;
+            assert_eq!(retry.status, 202, "{variant:?}");
+            if honors {
+                // progress, result, then the replayed result.
+                let events: Vec<_> = [
+                    next(&mut stream).await,
+                    next(&mut stream).await,
+                    next(&mut stream).await,
+                ]
+                .into_iter()
+                .map(|e| Message::decode(e.data.as_bytes()).unwrap())
+                .collect();
+                assert_eq!(events[2].id(), Some(&retry_id));
+                assert!(mcp::is_replayed(&events[2]), "{:?}", events[2]);
+                assert!(!mcp::is_replayed(&events[1]));
+                assert_eq!(h.ledger.executions("legacy-k"), 1, "{variant:?}");
+            } else {
+                h.release(2);
+                h.tool_ended(3).await;
+                assert_eq!(h.ledger.executions("legacy-k"), 3, "{variant:?}");
+            }
+        });
+    }
+}
+
+/// Keys per principal: the bearer token scopes a key, so it survives
+/// re-initialization; without one the session does, so a new session's
+/// same key is another key, as is another token's. `ledger_read` answers
+/// for the caller's principal alone.
+#[test]
+fn keys_are_scoped_to_the_principal() {
+    for variant in [Variant::Guarded, Variant::Keys] {
+        with_server(variant, ServerConfig::default(), |h| async move {
+            let bearer =
+                |out: Outgoing, tok: &str| out.header("authorization", &format!("Bearer {tok}"));
+            let keyed_call = |sid: &str, tok: Option<&str>| {
+                let out = Outgoing::post(Some(sid), &h.call_msg(h.id(), "op-p", 1))
+                    .header(headers::IDEMPOTENCY_KEY, "pk");
+                match tok {
+                    Some(t) => bearer(out, t),
+                    None => out,
+                }
+            };
+            let a = h.initialize().await;
+            let mut first = h.send(keyed_call(&a, Some("alice"))).await;
+            h.release(1);
+            drain(&mut first).await;
+            h.tool_ended(1).await;
+            // Re-initialized, same token: the same key.
+            let b = h.initialize().await;
+            let retry = h.send(keyed_call(&b, Some("alice"))).await;
+            assert_eq!(retry.status, 200, "{variant:?}");
+            assert!(!retry.is_sse());
+            assert!(mcp::is_replayed(&retry.json().await.unwrap().unwrap()));
+            assert_eq!(h.ledger.executions("op-p"), 1, "{variant:?}");
+            // Another token, or no token (the session is the principal).
+            for tok in [Some("bob"), None] {
+                let mut other = h.send(keyed_call(&b, tok)).await;
+                assert_eq!(other.status, 200, "{variant:?} {tok:?}");
+                assert!(other.is_sse(), "{variant:?} {tok:?}: another key, it runs");
+                h.release(1);
+                drain(&mut other).await;
+            }
+            assert_eq!(h.ledger.executions("op-p"), 3, "{variant:?}");
+            // ledger_read: the caller's own executions only.
+            let read = |sid: &str, tok: &str| {
+                bearer(
+                    Outgoing::post(
+                        Some(sid),
+                        &Message::Request {
+                            id: h.id(),
+                            method: mcp::TOOLS_CALL.into(),
+                            params: Some(json!({
+                                "name": mcp::LEDGER_READ,
+                                "arguments": {"tag": "op-p"},
+                            })),
+                        },
+                    ),
+                    tok,
+                )
+            };
+            for (tok, want) in [("alice", 1), ("bob", 1), ("carol", 0)] {
+                let mut ex = h.send(read(&b, tok)).await;
+                let events = drain(&mut ex).await;
+                let result = events
+                    .iter()
+                    .filter_map(|e| Message::decode(e.data.as_bytes()).ok())
+                    .find_map(|m| match m {
+                        Message::Result { result, .. } => Some(result),
+                        _ => None,
+                    })
+                    .expect("a result");
+                let text = result["content"][0]["text"].as_str().unwrap();
+                let v: Value = serde_json::from_str(text).unwrap();
+                assert_eq!(v["executions"]["op-p"], json!(want), "{variant:?} {tok}");
+            }
+        });
+    }
+}
+
+/// Only response streams take part in Rule M: in post-stream delivery the
+/// standalone GET stream carries notifications only, so closing it never
+/// makes a later POST a migration. In session-stream delivery it carries
+/// responses, and closing it does.
+#[test]
+fn closing_a_notification_stream_is_no_migration() {
+    for delivery in [Delivery::PostStream, Delivery::SessionStream] {
+        let cfg = ServerConfig {
+            delivery,
+            ..ServerConfig::default()
+        };
+        with_server(Variant::Guarded, cfg, |h| async move {
+            let sid = h.initialize().await;
+            let mut get = h.send(Outgoing::get(&sid, None)).await;
+            assert_eq!(get.status, 200);
+            next(&mut get).await; // priming
+            drop(get);
+            h.close_seen(1).await;
+            let post = h.call(&sid, "op-g", 1, None).await;
+            match delivery {
+                Delivery::PostStream => {
+                    assert_eq!(post.status, 200, "not a migration");
+                    assert_eq!(post.header(headers::MCP_STREAM_RESUMABLE), None);
+                    h.release(1);
+                    h.tool_ended(1).await;
+                    assert_eq!(h.ledger.executions("op-g"), 1);
+                }
+                Delivery::SessionStream => {
+                    assert_eq!(post.status, 409, "a response stream was dropped");
+                    let body = post.json().await.unwrap().unwrap();
+                    assert_eq!(
+                        rpc_error(&body).data.as_ref().unwrap()["reason"],
+                        "non_idempotent"
+                    );
+                }
+            }
+        });
+    }
+}
