@@ -331,6 +331,14 @@ pub enum Record {
         /// The POST's facts: honored dedup token.
         dedup_honored: bool,
     },
+    /// A POST queued behind a replay (Rule M row 0) left the queue without
+    /// a further decision: its connection closed while it waited.
+    QueueLeft {
+        /// Session id.
+        session: SessionId,
+        /// The POST's JSON-RPC id.
+        rpc_id: RequestId,
+    },
     /// An HTTP response was sent for a request.
     Responded {
         /// Session id.

@@ -298,6 +298,11 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                     st.retire_if_caught_up();
                 }
             }
+            Record::QueueLeft { session, rpc_id } => {
+                if let Some(s) = sessions.get_mut(session) {
+                    s.queued.remove(rpc_id);
+                }
+            }
             Record::Decision {
                 session,
                 rpc_id,

@@ -671,6 +671,14 @@ async fn rule_m(
             }
             Verdict::Queue => {}
         }
+        // Held while queued: a POST whose connection closes meanwhile (its
+        // future dropped) gives the slot back.
+        let slot = QueueSlot {
+            shared: shared.clone(),
+            sid: sid.clone(),
+            id: id.clone(),
+            left: false,
+        };
         let drained = match shared.state.borrow().sessions.get(sid) {
             Some(s) => s.drained.clone(),
             None => {
@@ -698,9 +706,7 @@ async fn rule_m(
                 break true;
             }
         };
-        if let Some(s) = shared.state.borrow_mut().sessions.get_mut(sid) {
-            s.guard.dequeued();
-        }
+        slot.leave();
         if timed_out {
             let reject = |_: &crate::guard::SessionGuard| Decision {
                 verdict: Verdict::Reject(Reason::ReplayInProgress),
@@ -710,6 +716,48 @@ async fn rule_m(
             let d = decide(shared, sid, id, facts, reject)?;
             return Err(rejection(id, Reason::ReplayInProgress, &d, None));
         }
+    }
+}
+
+/// A POST's place in a session's Rule M queue, while it waits. Dropped
+/// without being left normally (the connection closed and hyper dropped the
+/// request's future), it gives the place back and says so in the trace.
+struct QueueSlot {
+    shared: Rc<Shared>,
+    sid: SessionId,
+    id: RequestId,
+    left: bool,
+}
+
+impl QueueSlot {
+    /// The POST leaves the queue to be decided afresh (or rejected).
+    fn leave(mut self) {
+        self.left = true;
+        if let Some(s) = self.shared.state.borrow_mut().sessions.get_mut(&self.sid) {
+            s.guard.dequeued();
+        }
+    }
+}
+
+impl Drop for QueueSlot {
+    fn drop(&mut self) {
+        if self.left {
+            return;
+        }
+        // Never inside one of our borrows (none is held across an await);
+        // `try_` only so that a teardown cannot turn into a double panic.
+        let Ok(mut st) = self.shared.state.try_borrow_mut() else {
+            return;
+        };
+        let Some(sess) = st.sessions.get_mut(&self.sid) else {
+            return;
+        };
+        sess.guard.dequeued();
+        drop(st);
+        self.shared.history.record(Record::QueueLeft {
+            session: self.sid.clone(),
+            rpc_id: self.id.clone(),
+        });
     }
 }
 

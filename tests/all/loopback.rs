@@ -1027,3 +1027,92 @@ fn closing_a_notification_stream_is_no_migration() {
         });
     }
 }
+
+/// Opens a connection and sends one POST on it without waiting for any
+/// response; dropping the stream abandons the request.
+async fn post_and_hold(h: &Harness, sid: &str, msg: &Message) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let body = msg.encode();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\n{}: {sid}\r\n\
+         content-length: {}\r\n\r\n",
+        headers::MCP_SESSION_ID,
+        body.len()
+    );
+    let mut io = tokio::net::TcpStream::connect(h.addr).await.unwrap();
+    io.write_all(head.as_bytes()).await.unwrap();
+    io.write_all(body.as_bytes()).await.unwrap();
+    io
+}
+
+/// Rule M row 0: a POST queued behind a replay whose connection closes
+/// while it waits gives its queue slot back, so 16 abandoned POSTs do not
+/// turn the next one into an immediate 409 `replay_in_progress`.
+#[test]
+fn an_abandoned_queued_post_gives_its_slot_back() {
+    let cfg = ServerConfig {
+        replay_interval_ms: 600_000, // the replay stays pending
+        queue_wait_ms: 600_000,
+        ..ServerConfig::default()
+    };
+    let capacity = cfg.queue_capacity as usize;
+    with_server(Variant::Guarded, cfg, |h| async move {
+        let sid = h.initialize().await;
+        let mut ex = h.call(&sid, "op-q", 4, None).await;
+        next(&mut ex).await;
+        h.release(1);
+        let cursor = event_id(&next(&mut ex).await).unwrap();
+        drop(ex);
+        h.close_seen(1).await;
+        h.release(3);
+        h.tool_ended(1).await;
+        let resumed = h.send(Outgoing::get(&sid, Some(cursor))).await;
+        assert_eq!(resumed.status, 200, "a paced replay of 3 events");
+        let queued = |n: usize| {
+            h.wait_for("queue decisions", n, |r| {
+                matches!(r, Rec::Server(Record::Decision { decision, .. }) if decision.verdict == "queue")
+            })
+        };
+        let left = |n: usize| {
+            h.wait_for("queue left", n, |r| {
+                matches!(r, Rec::Server(Record::QueueLeft { .. }))
+            })
+        };
+        let ping = |h: &Harness| Message::Request {
+            id: h.id(),
+            method: mcp::PING.into(),
+            params: None,
+        };
+        let mut held = Vec::new();
+        for _ in 0..capacity {
+            held.push(post_and_hold(&h, &sid, &ping(&h)).await);
+        }
+        queued(capacity).await;
+        drop(held);
+        left(capacity).await;
+        // The queue is empty again: the next POST queues (it is not refused).
+        let next_post = post_and_hold(&h, &sid, &ping(&h)).await;
+        // The first call's Fresh, the abandoned ones', then this one's.
+        h.wait_for("its decision", capacity + 2, |r| {
+            matches!(r, Rec::Server(Record::Decision { .. }))
+        })
+        .await;
+        let last = h
+            .history
+            .entries()
+            .iter()
+            .rev()
+            .find_map(|e| match &e.record {
+                Rec::Server(Record::Decision { decision, view, .. }) => {
+                    Some((decision.verdict, decision.reason, view.queued))
+                }
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(last, ("queue", None, 0), "queued behind an empty queue");
+        drop(next_post);
+        left(capacity + 1).await;
+        drop(resumed);
+    });
+}
