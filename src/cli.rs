@@ -74,8 +74,24 @@ fn parse_profile(s: &str) -> Result<run::Profile, String> {
     s.parse()
 }
 
+/// Server arms from `--servers` (one argument, comma-separated).
+#[derive(Clone, Debug)]
+struct Arms(Vec<Variant>);
+
+/// Client profiles from `--clients` (one argument, comma-separated).
+#[derive(Clone, Debug)]
+struct Profiles(Vec<Option<run::Profile>>);
+
+fn parse_arms(s: &str) -> Result<Arms, String> {
+    parse_arm_list(s).map(Arms)
+}
+
+fn parse_profiles(s: &str) -> Result<Profiles, String> {
+    parse_profile_list(s).map(Profiles)
+}
+
 /// A comma-separated list of server arms.
-fn parse_arms(s: &str) -> Result<Vec<Variant>, String> {
+fn parse_arm_list(s: &str) -> Result<Vec<Variant>, String> {
     let mut out: Vec<Variant> = Vec::new();
     for a in s.split(',').map(str::trim).filter(|a| !a.is_empty()) {
         let v: Variant = a.parse()?;
@@ -90,7 +106,7 @@ fn parse_arms(s: &str) -> Result<Vec<Variant>, String> {
 }
 
 /// A comma-separated list of client profiles (`scenario` = as written).
-fn parse_profiles(s: &str) -> Result<Vec<Option<run::Profile>>, String> {
+fn parse_profile_list(s: &str) -> Result<Vec<Option<run::Profile>>, String> {
     let mut out = Vec::new();
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let v = if p == run::AS_WRITTEN {
@@ -130,11 +146,11 @@ enum Cmd {
         junit: Option<PathBuf>,
         /// Server arms to run, comma-separated (default: every built-in arm).
         #[arg(long, value_parser = parse_arms)]
-        servers: Option<Vec<Variant>>,
+        servers: Option<Arms>,
         /// Client profiles to run, comma-separated: scenario (as written),
         /// plain, keys, cursors, keys+cursors (default: scenario).
         #[arg(long, value_parser = parse_profiles)]
-        clients: Option<Vec<Option<run::Profile>>>,
+        clients: Option<Profiles>,
         /// Override a server setting in every run (repeatable).
         #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set)]
         sets: Vec<(String, String)>,
@@ -162,7 +178,7 @@ enum Cmd {
         junit: Option<PathBuf>,
         /// Server arms to run, comma-separated (default: every built-in arm).
         #[arg(long, value_parser = parse_arms)]
-        servers: Option<Vec<Variant>>,
+        servers: Option<Arms>,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -295,8 +311,8 @@ pub fn main() -> ExitCode {
             &out,
             junit.as_deref(),
             &Matrix {
-                arms: servers.unwrap_or_else(|| Variant::ALL.to_vec()),
-                profiles: clients.unwrap_or_else(|| vec![None]),
+                arms: servers.map_or_else(|| Variant::ALL.to_vec(), |a| a.0),
+                profiles: clients.map_or_else(|| vec![None], |p| p.0),
                 sets,
             },
         ),
@@ -318,7 +334,7 @@ pub fn main() -> ExitCode {
                 jobs,
                 junit.as_deref(),
                 &Matrix {
-                    arms: servers.unwrap_or_else(|| Variant::ALL.to_vec()),
+                    arms: servers.map_or_else(|| Variant::ALL.to_vec(), |a| a.0),
                     profiles: vec![o.clients],
                     sets: o.sets,
                 },

@@ -160,7 +160,11 @@ fn exit_codes_pass_safety_liveness_and_junit() {
     ]);
     assert_eq!(code(&o), 1);
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert_eq!(xml.matches("<testcase").count(), 2, "{xml}");
+    assert_eq!(
+        xml.matches("<testcase").count(),
+        3,
+        "one per arm (guarded, unguarded, keys): {xml}"
+    );
     assert_eq!(xml.matches("<failure").count(), 1, "{xml}");
     assert!(
         xml.contains("seed 0") && xml.contains("repro --scenario"),
@@ -216,7 +220,7 @@ fn sharded_sweep_merges_to_the_unsharded_summary() {
         serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
     };
     let (a, b) = (load(&whole).without_meta(), load(&merged).without_meta());
-    assert_eq!(a.runs.len(), 10);
+    assert_eq!(a.runs.len(), 15, "5 seeds x 3 arms");
     assert_eq!(a, b, "merging shards gives the unsharded summary");
 }
 
@@ -239,6 +243,8 @@ fn compare_writes_summary_and_report() {
         "2",
         "--out",
         out.to_str().unwrap(),
+        "--servers",
+        "guarded,unguarded",
     ]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let summary: Summary =
