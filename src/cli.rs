@@ -649,9 +649,10 @@ fn finish(
     let repro = repro_for(files);
     for r in summary.runs.iter().filter(|r| r.verdict != "pass") {
         eprintln!(
-            "mcp-chaos: {} {} seed {} ({}): {}\n  reproduce with: {}",
+            "mcp-chaos: {} {} (clients: {}) seed {} ({}): {}\n  reproduce with: {}",
             r.scenario,
             r.server,
+            r.clients,
             r.seed,
             r.verdict,
             r.failed_expectations.join("; "),
