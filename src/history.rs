@@ -7,7 +7,7 @@
 //! global order) and a timestamp from an injected clock: simulated time in
 //! the simulator, real elapsed time on a real socket.
 
-use crate::ledger::ChunkRef;
+use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
 use serde::Serialize;
 use std::cell::{Ref, RefCell};

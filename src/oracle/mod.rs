@@ -275,20 +275,33 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     } else {
         Default::default()
     };
-    for op in &judged.ops {
+    // Causes come after every operation is judged (the order check needs
+    // all of a client's operations): one per failed operation.
+    let cause_of: Vec<Option<causes::Cause>> = judged
+        .ops
+        .iter()
+        .map(|op| {
+            if op.failures.is_empty() {
+                None
+            } else {
+                causes::primary(op, &judged.run)
+            }
+        })
+        .collect();
+    for (op, &cause) in judged.ops.iter().zip(&cause_of) {
         let (m, h) = by_class
             .entry(class_of(op.client))
             .or_insert_with(|| (Metrics::default(), new_hist()));
-        count_op(m, h, op);
+        count_op(m, h, op, cause);
         if !op.failures.is_empty() || op.degraded() {
-            let mut v = verdict(op);
+            let mut v = verdict(op, cause);
             if let (Some(c), true) = (&v.cause, half_open.contains(&op.tag)) {
                 v.detail = Some("half_open_write".into());
                 *m.failures_by_detail
                     .entry(format!("{c}/half_open_write"))
                     .or_insert(0) += 1;
             }
-            if !op.failures.is_empty() && op.cause.is_none() {
+            if !op.failures.is_empty() && cause.is_none() {
                 defects.push(format!(
                     "operation {} (client {}) failed ({}) and no cause explains it",
                     v.tag,
@@ -383,7 +396,7 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
 }
 
 /// Adds one operation's outcome to a class's metrics.
-fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts) {
+fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts, cause: Option<causes::Cause>) {
     let f = op.failures;
     m.operations += 1;
     if !f.is_empty() {
@@ -400,7 +413,7 @@ fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts) {
     m.ops_wrong_result += u64::from(f.contains(Failure::WrongResult));
     m.ops_lost += u64::from(f.contains(Failure::Lost));
     m.lost_operations += u64::from(f.contains(Failure::Lost));
-    if let Some(c) = op.cause {
+    if let Some(c) = cause {
         *m.failures_by_cause.entry(c.as_str().into()).or_insert(0) += 1;
     }
     for (i, name) in ops::HAZARDS.iter().enumerate() {
@@ -419,7 +432,7 @@ fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts) {
     }
 }
 
-fn verdict(op: &OpFacts) -> OpVerdict {
+fn verdict(op: &OpFacts, cause: Option<causes::Cause>) -> OpVerdict {
     let names = [
         (Failure::Duplicated, "duplicated"),
         (Failure::SilentLoss, "silent_loss"),
@@ -435,7 +448,7 @@ fn verdict(op: &OpFacts) -> OpVerdict {
             .filter(|(f, _)| op.failures.contains(*f))
             .map(|(_, n)| (*n).to_string())
             .collect(),
-        cause: op.cause.map(|c| c.as_str().to_string()),
+        cause: cause.map(|c| c.as_str().to_string()),
         detail: None,
     }
 }

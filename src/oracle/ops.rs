@@ -8,7 +8,6 @@
 //! failures, and one per client counts order violations with a Fenwick
 //! tree. The whole is linear in the history (up to a log factor).
 
-use super::causes::{self, Cause};
 use crate::history::{ClientRecord, Entry, LedgerRecord, Outcome, Rec, Sent, WorldRecord};
 use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
@@ -148,8 +147,6 @@ pub struct OpFacts {
     pub gave_up: bool,
     /// Its failures (empty: ok or degraded).
     pub failures: Failures,
-    /// Its primary cause, when failed.
-    pub cause: Option<Cause>,
     /// Hazards it met (bit i for `HAZARDS[i]`).
     pub hazards: u8,
     /// Counted events of the handled execution missing, unannounced.
@@ -188,7 +185,6 @@ impl OpFacts {
             reinit_after_switch: false,
             gave_up: false,
             failures: Failures::default(),
-            cause: None,
             hazards: 0,
             silent: 0,
             announced: 0,
@@ -534,11 +530,6 @@ impl Builder {
             outcome(&mut self.ops[i], &client, host, &self.run);
         }
         order_violations(&mut self.ops, self.clients.len());
-        for op in &mut self.ops {
-            if !op.failures.is_empty() {
-                op.cause = causes::primary(op, &self.run);
-            }
-        }
     }
 }
 
