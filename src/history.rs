@@ -1,5 +1,5 @@
 //! History: the plain records that the server, the clients and the world
-//! write, and the oracle reads (DESIGN §6). Records are primitive facts
+//! write, and the oracle reads (docs/causes.md). Records are primitive facts
 //! (produced, written, close seen, cursor presented, decision with its
 //! view): the oracle rebuilds everything else from them.
 //!

@@ -1,4 +1,4 @@
-//! Scenarios (`sims/*.toml`, DESIGN §7): data that composes a workload of
+//! Scenarios (`sims/*.toml`, schema in sims/README.md): data that composes a workload of
 //! virtual clients with fault generators, network settings, a heal phase
 //! and the expectations each server must meet.
 
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// How a client reacts to a dropped stream (DESIGN §4).
+/// How a client reacts to a dropped stream (sims/README.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Behaviour {

@@ -1,5 +1,5 @@
 //! A virtual MCP client: a workload of tool calls with think time, and a
-//! behaviour for dropped streams (DESIGN §4). It is an actor: every HTTP
+//! behaviour for dropped streams. It is an actor: every HTTP
 //! exchange runs as a reader task that forwards what it sees over a
 //! channel, and one loop decides what to do next, so there is exactly one
 //! place where the client's state changes.

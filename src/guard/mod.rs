@@ -6,7 +6,7 @@
 //! imports neither tokio nor hyper, and `check` neither allocates nor
 //! mutates: [`SessionGuard::apply`] commits a decision's side effects.
 //!
-//! Words (DESIGN §2): a *dropped* stream is one whose current connection
+//! Words: a *dropped* stream is one whose current connection
 //! ended before the stream finished, or that a client reported `;lost`; its
 //! *watermark* is the highest cursor the client presented for it, else the
 //! last event written on its connection before the close was seen (an
@@ -420,7 +420,7 @@ impl SessionGuard {
         self.queued
     }
 
-    /// Rule M, rows 0–5 in order (DESIGN §2). Pure: no allocation, no
+    /// Rule M, rows 0–5 in order (README: the two rules). Pure: no allocation, no
     /// mutation; commit the result with [`SessionGuard::apply`].
     pub fn check(&self, post: PostFacts, limits: Limits) -> Decision {
         let decide = |verdict, s: Option<StreamIdx>| Decision {

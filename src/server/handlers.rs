@@ -1,4 +1,4 @@
-//! HTTP handlers: POST, GET and DELETE on `/mcp` (DESIGN §3), with every
+//! HTTP handlers: POST, GET and DELETE on `/mcp`, with every
 //! refusal as an HTTP status and a JSON-RPC error body.
 
 // Refusals travel as ready-made responses (`Result<_, Response<_>>`): they
@@ -887,7 +887,7 @@ fn rejection(
     r
 }
 
-/// Who a request acts for (DESIGN §2, keys per principal): its
+/// Who a request acts for (keys per principal): its
 /// `Authorization: Bearer` token when it has one, else its session.
 pub(super) fn principal(h: &HeaderMap, sid: &SessionId) -> Rc<str> {
     h.get(::http::header::AUTHORIZATION)

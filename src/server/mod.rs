@@ -1,4 +1,4 @@
-//! The MCP streamable-HTTP server (DESIGN §3), on hyper 1.x over any
+//! The MCP streamable-HTTP server, on hyper 1.x over any
 //! listener: turmoil's in the simulator, tokio's on a real socket.
 //!
 //! Three arms behind one switch ([`Variant`]): *unguarded* behaves as
@@ -131,7 +131,7 @@ pub enum Pacing {
     Gate(Arc<Semaphore>),
 }
 
-/// Server settings (DESIGN §7 `[server]`).
+/// Server settings (a scenario's `[server]` table, sims/README.md).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {

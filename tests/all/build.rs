@@ -4,7 +4,7 @@
 #[allow(clippy::assertions_on_constants)]
 #[test]
 fn built_with_tokio_unstable() {
-    // DESIGN §8: turmoil seeds each host runtime's RNG only under
+    // Determinism: turmoil seeds each host runtime's RNG only under
     // tokio_unstable; a user's RUSTFLAGS silently replaces
     // .cargo/config.toml, and determinism would quietly break.
     assert!(

@@ -486,7 +486,7 @@ async fn raw_post(h: &Harness, sid: Option<&str>, body: &str, ct: &str, accept: 
     h.send(out).await
 }
 
-/// Every status code of DESIGN §3, each with a JSON-RPC error body.
+/// Every status code the server documents, each with a JSON-RPC error body.
 #[test]
 fn status_codes() {
     let cfg = ServerConfig {
