@@ -74,7 +74,9 @@ pub struct ClientGroup {
 }
 
 impl ClientGroup {
-    /// Whether these clients send `Idempotency-Key`.
+    /// Whether these clients send `Idempotency-Key`: the group's `keys`
+    /// (set by a client profile), else only `dedup-retry` clients do. The
+    /// one rule the client and the class labels both follow.
     pub fn keyed(&self) -> bool {
         self.keys.unwrap_or(self.behaviour == Behaviour::DedupRetry)
     }

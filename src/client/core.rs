@@ -243,12 +243,10 @@ impl Client {
         c
     }
 
-    /// Whether this client's calls carry `Idempotency-Key` (= the tag).
-    /// The one place that decides it.
+    /// Whether this client's calls carry `Idempotency-Key` (= the tag), by
+    /// its group's rule (`ClientGroup::keyed`).
     pub(super) fn keyed(&self) -> bool {
-        // A client profile (`--clients`, or `keys` in the group) overrides
-        // what the behaviour does by default.
-        self.g().keys.unwrap_or_else(|| self.policy.keyed())
+        self.g().keyed()
     }
 
     /// Whether this client's POSTs present its cursors (`Last-Event-ID`

@@ -9,11 +9,9 @@ use std::time::Duration;
 /// See the module docs.
 pub(in crate::client) struct DedupRetry;
 
+/// Its keys are the group's default capability (`ClientGroup::keyed`), the
+/// one rule that decides them; here it reacts like `retry-by-post`.
 impl Policy for DedupRetry {
-    fn keyed(&self) -> bool {
-        true
-    }
-
     fn on_interrupted(&self, c: &mut Client, op: usize, _stream: u64, wait: Duration) {
         c.repost_after(op, wait);
     }

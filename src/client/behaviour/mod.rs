@@ -24,12 +24,6 @@ use std::time::Duration;
 /// they act through its shared steps (schedule a resume, a re-POST, a
 /// switch), in the order the behaviour needs.
 pub(super) trait Policy {
-    /// Whether calls carry `Idempotency-Key` (= the tag). The client asks
-    /// through [`Client::keyed`], not here.
-    fn keyed(&self) -> bool {
-        false
-    }
-
     /// Whether the client starts on the legacy HTTP+SSE transport and
     /// leaves it for streamable HTTP at a network change.
     fn legacy_first(&self) -> bool {
