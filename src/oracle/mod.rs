@@ -16,7 +16,7 @@ pub mod ops;
 mod transport;
 pub mod whitebox;
 
-use crate::history::{Entry, Rec, Record, SessionId};
+use crate::history::Entry;
 use hdrhistogram::Histogram;
 use ops::{Failure, OpFacts};
 use serde::{Deserialize, Serialize};
@@ -259,7 +259,6 @@ pub struct Judgement {
 /// Judges a history.
 pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     let judged = ops::judge(entries, world.calls, world.hosts, world.clients_finished);
-    let n_clients = world.classes.len().max(judged.clients.len());
     let class_of = |c: u32| world.classes.get(c as usize).cloned().unwrap_or_default();
     let mut labels: Vec<String> = world.classes.to_vec();
     labels.sort();
@@ -270,11 +269,6 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
         .collect();
     let mut verdicts = Vec::new();
     let mut defects = Vec::new();
-    let half_open = if world.built_in {
-        whitebox::half_open_writes(entries)
-    } else {
-        Default::default()
-    };
     // Causes come after every operation is judged (the order check needs
     // all of a client's operations): one per failed operation.
     let cause_of: Vec<Option<causes::Cause>> = judged
@@ -288,6 +282,13 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
             }
         })
         .collect();
+    // The refinement reads the server's records once more: only for a
+    // built-in server, and only when something failed.
+    let half_open = if world.built_in && cause_of.iter().any(Option::is_some) {
+        whitebox::half_open_writes(entries)
+    } else {
+        Default::default()
+    };
     for (op, &cause) in judged.ops.iter().zip(&cause_of) {
         let (m, h) = by_class
             .entry(class_of(op.client))
@@ -312,60 +313,41 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
             verdicts.push(v);
         }
     }
-    let rule_t = transport::rule_t(entries);
-    for c in 0..n_clients {
+    let mut server_side = transport::server_side(entries);
+    // `ops::judge` keeps one entry per client of the workload (and any
+    // client a record names beyond it).
+    for (c, cf) in judged.clients.iter().enumerate() {
         let (m, h) = by_class
             .entry(class_of(c as u32))
             .or_insert_with(|| (Metrics::default(), new_hist()));
-        let cf = &judged.clients[c.min(judged.clients.len().saturating_sub(1))];
-        if c < judged.clients.len() {
-            // Operations never begun, with no record at all: lost. If the
-            // run still had time, nothing explains them.
-            m.operations += cf.never_begun;
-            m.ops_failed += cf.never_begun;
-            m.ops_lost += cf.never_begun;
-            m.lost_operations += cf.never_begun;
-            if cf.never_begun > 0 {
-                if world.clients_finished {
-                    defects.push(format!(
-                        "client {c} finished without beginning {} of its operations",
-                        cf.never_begun
-                    ));
-                } else {
-                    *m.failures_by_cause
-                        .entry(causes::Cause::RunEnded.as_str().into())
-                        .or_insert(0) += cf.never_begun;
-                }
-            }
-            m.reinitializations += cf.inits.saturating_sub(1);
-            for &v in &cf.switch_latency_us {
-                let _ = h.record(v.max(1));
+        // Operations never begun, with no record at all: lost. If the run
+        // still had time, nothing explains them.
+        m.operations += cf.never_begun;
+        m.ops_failed += cf.never_begun;
+        m.ops_lost += cf.never_begun;
+        m.lost_operations += cf.never_begun;
+        if cf.never_begun > 0 {
+            if world.clients_finished {
+                defects.push(format!(
+                    "client {c} finished without beginning {} of its operations",
+                    cf.never_begun
+                ));
+            } else {
+                *m.failures_by_cause
+                    .entry(causes::Cause::RunEnded.as_str().into())
+                    .or_insert(0) += cf.never_begun;
             }
         }
-        if let Some((cap, foreign)) = rule_t.get(&(c as u32)) {
-            m.capability_violations += cap;
-            m.foreign_cursor_replays += foreign;
+        m.reinitializations += cf.inits.saturating_sub(1);
+        for &v in &cf.switch_latency_us {
+            let _ = h.record(v.max(1));
         }
-    }
-    // Rejections, per client (by the session that received them).
-    let mut client_of_session: BTreeMap<SessionId, u32> = BTreeMap::new();
-    for e in entries {
-        match &e.record {
-            Rec::Client(crate::history::ClientRecord::Session { client, session }) => {
-                client_of_session.insert(session.clone(), *client);
+        if let Some(s) = server_side.remove(&(c as u32)) {
+            m.capability_violations += s.capability_violations;
+            m.foreign_cursor_replays += s.foreign_cursor_replays;
+            for (reason, n) in s.rejections {
+                *m.rejections.entry(reason).or_insert(0) += n;
             }
-            Rec::Server(Record::Decision {
-                session, decision, ..
-            }) => {
-                if let (Some(reason), Some(&c)) = (decision.reason, client_of_session.get(session))
-                {
-                    let (m, _) = by_class
-                        .entry(class_of(c))
-                        .or_insert_with(|| (Metrics::default(), new_hist()));
-                    *m.rejections.entry(reason.to_string()).or_insert(0) += 1;
-                }
-            }
-            _ => {}
         }
     }
     let audit = world.audited.then(|| audit::decision_errors(entries));

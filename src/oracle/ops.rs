@@ -105,7 +105,7 @@ pub struct Handled {
 }
 
 /// Everything the oracle knows about one operation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct OpFacts {
     /// The client it belongs to.
     pub client: u32,
@@ -168,29 +168,7 @@ impl OpFacts {
             client,
             tag,
             start_us,
-            end_us: None,
-            first_sent_seq: None,
-            outcome: None,
-            handled: None,
-            interrupted_us: None,
-            execs: Vec::new(),
-            calls_sent: 0,
-            keyless_retry: false,
-            unseen_rpcs: Vec::new(),
-            unseen_attempt_ran: false,
-            refused_410: false,
-            resumed: false,
-            dropped_us: None,
-            result_before_drop: false,
-            reinit_after_switch: false,
-            gave_up: false,
-            failures: Failures::default(),
-            hazards: 0,
-            silent: 0,
-            announced: 0,
-            orphaned: 0,
-            truncated: false,
-            order_pairs: 0,
+            ..OpFacts::default()
         }
     }
 
@@ -355,11 +333,14 @@ impl Builder {
                 self.op_or_new(*client, tag, t).start_us = t;
             }
             ClientRecord::Sent {
-                client, what, tag, ..
+                client,
+                what,
+                tag,
+                keyed,
+                ..
             } => match (what, tag) {
                 (Sent::Initialize, _) => self.client(*client).inits += 1,
                 (Sent::Call, Some(tag)) => {
-                    let keyed = matches!(r, ClientRecord::Sent { keyed: true, .. });
                     if let Some(op) = self.op(tag) {
                         op.calls_sent += 1;
                         op.first_sent_seq.get_or_insert(seq);
@@ -524,10 +505,9 @@ impl Builder {
                 }
             }
         }
-        for i in 0..self.ops.len() {
-            let host = hosts.get(self.ops[i].client as usize).copied();
-            let client = self.clients[self.ops[i].client as usize].clone();
-            outcome(&mut self.ops[i], &client, host, &self.run);
+        for op in &mut self.ops {
+            let c = op.client as usize;
+            outcome(op, &self.clients[c], hosts.get(c).copied(), &self.run);
         }
         order_violations(&mut self.ops, self.clients.len());
     }

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::history::{
-    ClientRecord, EventKind, History, LedgerRecord, LoggedDecision, LoggedView, Outcome, Sent,
-    Transport, WorldRecord,
+    ClientRecord, EventKind, History, LedgerRecord, LoggedDecision, LoggedView, Outcome, Rec,
+    Record, Sent, SessionId, Transport, WorldRecord,
 };
 use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;

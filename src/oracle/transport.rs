@@ -1,10 +1,10 @@
-//! Rule T metrics for the built-in server (Rule T): requests or
-//! notifications served under a negotiation made on another transport
-//! (`capability_violations`), and events replayed from a cursor of another
-//! namespace that were not owed, plus owed events such a replay skipped
-//! (`foreign_cursor_replays`). These read the server's records (which
-//! transport issued a session, which replays it wrote), so they exist for
-//! built-in arms only; the failures they lead to are judged black-box.
+//! The per-client metrics that only the built-in server's records can give,
+//! in one pass: Rule T's requests or notifications served under a
+//! negotiation made on another transport (`capability_violations`), events
+//! replayed from a cursor of another namespace that were not owed, plus
+//! owed events such a replay skipped (`foreign_cursor_replays`), and the
+//! guard's rejections by reason. The failures these lead to are judged
+//! black-box.
 
 use crate::history::{
     ClientRecord, Entry, EventKind, Rec, Record, SessionId, StreamKind, Transport,
@@ -82,8 +82,18 @@ impl Receipts {
     }
 }
 
-/// Per client: (capability violations, foreign-cursor replays).
-pub fn rule_t(entries: &[Entry]) -> BTreeMap<u32, (u64, u64)> {
+/// What the server's records say about one client.
+#[derive(Default)]
+pub(super) struct ServerSide {
+    pub capability_violations: u64,
+    pub foreign_cursor_replays: u64,
+    /// Guard rejections by reason.
+    pub rejections: BTreeMap<String, u64>,
+}
+
+/// Per client, what the server's records say.
+pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
+    let mut rejections: Vec<(SessionId, &'static str)> = Vec::new();
     let mut client_of_session: BTreeMap<SessionId, u32> = BTreeMap::new();
     let mut receipts = Receipts::default();
     let mut issued: BTreeMap<SessionId, Transport> = BTreeMap::new();
@@ -105,6 +115,13 @@ pub fn rule_t(entries: &[Entry]) -> BTreeMap<u32, (u64, u64)> {
             }
             Rec::Server(r) => {
                 match r {
+                    Record::Decision {
+                        session, decision, ..
+                    } => {
+                        if let Some(reason) = decision.reason {
+                            rejections.push((session.clone(), reason));
+                        }
+                    }
                     Record::SessionCreated { session, transport } => {
                         issued.insert(session.clone(), *transport);
                     }
@@ -171,10 +188,19 @@ pub fn rule_t(entries: &[Entry]) -> BTreeMap<u32, (u64, u64)> {
             _ => {}
         }
     }
-    let mut out: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    let mut out: BTreeMap<u32, ServerSide> = BTreeMap::new();
+    for (session, reason) in rejections {
+        if let Some(&c) = client_of_session.get(&session) {
+            *out.entry(c)
+                .or_default()
+                .rejections
+                .entry(reason.to_string())
+                .or_insert(0) += 1;
+        }
+    }
     for session in served_across {
         if let Some(&c) = client_of_session.get(&session) {
-            out.entry(c).or_default().0 += 1;
+            out.entry(c).or_default().capability_violations += 1;
         }
     }
     for (session, stream, conn, at, from) in foreign {
@@ -205,7 +231,7 @@ pub fn rule_t(entries: &[Entry]) -> BTreeMap<u32, (u64, u64)> {
                 })
                 .count() as u64;
         }
-        out.entry(c).or_default().1 += n;
+        out.entry(c).or_default().foreign_cursor_replays += n;
     }
     out
 }
