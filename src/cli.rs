@@ -83,43 +83,47 @@ struct Arms(Vec<Variant>);
 struct Profiles(Vec<Option<run::Profile>>);
 
 fn parse_arms(s: &str) -> Result<Arms, String> {
-    parse_arm_list(s).map(Arms)
+    parse_list(
+        s,
+        str::parse,
+        "--servers needs at least one arm, e.g. guarded,unguarded",
+    )
+    .map(Arms)
 }
 
 fn parse_profiles(s: &str) -> Result<Profiles, String> {
-    parse_profile_list(s).map(Profiles)
-}
-
-/// A comma-separated list of server arms.
-fn parse_arm_list(s: &str) -> Result<Vec<Variant>, String> {
-    let mut out: Vec<Variant> = Vec::new();
-    for a in s.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        let v: Variant = a.parse()?;
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    if out.is_empty() {
-        return Err("--servers needs at least one arm, e.g. guarded,unguarded".into());
-    }
-    Ok(out)
-}
-
-/// A comma-separated list of client profiles (`scenario` = as written).
-fn parse_profile_list(s: &str) -> Result<Vec<Option<run::Profile>>, String> {
-    let mut out = Vec::new();
-    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let v = if p == run::AS_WRITTEN {
-            None
+    // `scenario` names the clients as the scenario writes them.
+    let item = |p: &str| {
+        if p == run::AS_WRITTEN {
+            Ok(None)
         } else {
-            Some(p.parse()?)
-        };
+            p.parse().map(Some)
+        }
+    };
+    parse_list(
+        s,
+        item,
+        "--clients needs at least one profile, e.g. scenario,plain",
+    )
+    .map(Profiles)
+}
+
+/// A comma-separated list, each item parsed by `item`, repeats dropped,
+/// never empty.
+fn parse_list<T: PartialEq>(
+    s: &str,
+    item: impl Fn(&str) -> Result<T, String>,
+    empty: &str,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let v = item(part)?;
         if !out.contains(&v) {
             out.push(v);
         }
     }
     if out.is_empty() {
-        return Err("--clients needs at least one profile, e.g. scenario,plain".into());
+        return Err(empty.into());
     }
     Ok(out)
 }
