@@ -85,21 +85,6 @@ impl Ledger {
         self.counts.borrow().get(tag).copied().unwrap_or(0)
     }
 
-    /// Executions of every tag, in tag order.
-    pub fn snapshot(&self) -> BTreeMap<String, u32> {
-        self.counts.borrow().clone()
-    }
-
-    /// Executions of one tag that ran for `principal`.
-    pub fn executions_for(&self, principal: &str, tag: &str) -> u32 {
-        self.by_principal
-            .borrow()
-            .get(principal)
-            .and_then(|t| t.get(tag))
-            .copied()
-            .unwrap_or(0)
-    }
-
     /// Executions that ran for `principal`, per tag, in tag order.
     pub fn snapshot_for(&self, principal: &str) -> BTreeMap<String, u32> {
         self.by_principal
@@ -123,8 +108,8 @@ mod tests {
         assert_eq!(l.execute("t", &b, Some("k"), &id), 2, "numbered per tag");
         l.execute("u", &a, None, &id);
         assert_eq!(l.executions("t"), 2);
-        assert_eq!(l.executions_for("a", "t"), 1);
-        assert_eq!(l.executions_for("c", "t"), 0);
+        assert_eq!(l.snapshot_for("a").get("t"), Some(&1));
+        assert_eq!(l.snapshot_for("c").get("t"), None);
         assert_eq!(
             l.snapshot_for("a"),
             BTreeMap::from([("t".to_string(), 1), ("u".to_string(), 1)])
