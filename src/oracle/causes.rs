@@ -96,11 +96,8 @@ impl Cause {
                     .iter()
                     .any(|&r| x.start_us <= r && x.result_us.is_none_or(|f| f > r))
             }),
-            Cause::RestartLostSession => run
-                .restarts_us
-                .iter()
-                .any(|&r| op.start_us <= r && op.end_us.is_none_or(|e| r <= e)),
-            Cause::Eviction => op.refused_410 || op.execs.iter().any(|x| x.hole),
+            Cause::RestartLostSession => op.restarted_during(&run.restarts_us),
+            Cause::Eviction => op.evicted(),
             Cause::TransportReissue => op.reinit_after_switch,
             Cause::LostResponseHead => op.unseen_attempt_ran,
             Cause::RetryWithoutKey => dup && op.keyless_retry,

@@ -172,6 +172,20 @@ impl OpFacts {
         }
     }
 
+    /// Black-box evidence that its owed events left the server's store: a
+    /// 410 for it, or a hole in an execution's received chunks.
+    pub fn evicted(&self) -> bool {
+        self.refused_410 || self.execs.iter().any(|x| x.hole)
+    }
+
+    /// Whether a server restart fell within its lifetime (begun to
+    /// outcome, or to the end of the run).
+    pub fn restarted_during(&self, restarts_us: &[u64]) -> bool {
+        restarts_us
+            .iter()
+            .any(|&r| self.start_us <= r && self.end_us.is_none_or(|e| r <= e))
+    }
+
     /// Degraded: not failed, but it missed announced events.
     pub fn degraded(&self) -> bool {
         self.failures.is_empty() && self.announced > 0
@@ -579,19 +593,19 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         w.iter()
             .any(|&(h, from, to)| Some(h) == host && from <= end && to >= op.start_us)
     };
-    let mut hz = [false; 6];
-    hz[0] = op.dropped_us.is_some();
-    hz[1] = overlaps(&run.partitions);
-    hz[2] = overlaps(&run.spikes);
-    hz[3] = run
-        .restarts_us
-        .iter()
-        .any(|&r| r >= op.start_us && r <= end);
-    hz[4] = op.refused_410 || op.execs.iter().any(|x| x.hole);
     // A switch in flight, or the first operation begun after it.
-    hz[5] = client.switched_us.is_some_and(|s| {
+    let switched = client.switched_us.is_some_and(|s| {
         (s >= op.start_us && s <= end) || client.first_after_switch == Some(op.start_us)
     });
+    // In `HAZARDS` order.
+    let hz = [
+        op.dropped_us.is_some(),
+        overlaps(&run.partitions),
+        overlaps(&run.spikes),
+        op.restarted_during(&run.restarts_us),
+        op.evicted(),
+        switched,
+    ];
     op.hazards = hz
         .iter()
         .enumerate()
