@@ -44,11 +44,16 @@ pub fn causes_line(m: &Metrics) -> String {
 }
 
 fn find<'a>(s: &'a Summary, scenario: &str, server: &str) -> Option<&'a Aggregate> {
+    // The clients as written, else the baseline profile, else any.
     let of = |a: &&Aggregate| a.scenario == scenario && a.server == server;
-    s.aggregates
-        .iter()
-        .filter(of)
-        .find(|a| a.clients == crate::run::AS_WRITTEN)
+    let with = |clients: &str| {
+        s.aggregates
+            .iter()
+            .filter(of)
+            .find(|a| a.clients == clients)
+    };
+    with(crate::run::AS_WRITTEN)
+        .or_else(|| with(crate::run::Profile::Plain.as_str()))
         .or_else(|| s.aggregates.iter().find(of))
 }
 
@@ -532,12 +537,20 @@ pub fn timeline_svg(t: &Timeline) -> String {
 /// `report.html`: one self-contained page (no scripts, no external files)
 /// with the Markdown report's tables and the three plots.
 pub fn html(s: &Summary, timeline: Option<&Timeline>) -> String {
-    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}</style></head><body><h1>mcp-chaos comparison</h1>");
+    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}th:first-child,td:first-child{text-align:left}</style></head><body><h1>mcp-chaos comparison</h1>");
     let _ = write!(
         out,
-        "<h2>Migration latency</h2>{}<h2>Failed operations per scenario</h2>{}",
+        "<h2>Migration latency</h2>{}<h2>Failed operations per scenario</h2>{}{}",
         cdf_svg(s),
-        bars_svg(s)
+        bars_svg(s),
+        if s.aggregates
+            .iter()
+            .any(|a| a.clients == crate::run::AS_WRITTEN)
+        {
+            ""
+        } else {
+            "<p>The bars show each arm under the plain client profile (when it ran); the latency curves pool every profile; the tables below show each profile apart.</p>"
+        }
     );
     if let Some(t) = timeline {
         let _ = write!(out, "<h2>Timeline of one run</h2>{}", timeline_svg(t));
