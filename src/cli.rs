@@ -130,8 +130,9 @@ fn parse_list<T: PartialEq>(
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// Run every scenario in sims/ x seeds x both servers in parallel; write
-    /// summary.json and report.md; print guarded vs unguarded.
+    /// Run every scenario in sims/ x seeds x server arms x client profiles in
+    /// parallel; write summary.json, report.md (with the mechanism matrix)
+    /// and report.html; print the headline.
     Compare {
         /// Directory of scenarios.
         #[arg(long, default_value = "sims")]
@@ -998,7 +999,7 @@ pub fn decision_table() -> String {
         out.push_str(&format!("{row:<4} {what:<50} {verdict}\n"));
     }
     out.push_str(
-        "\nThe simulator that compares both servers under faults arrives with the next issue.\n",
+        "\n`mcp-chaos compare` runs these rules under faults against the other arms.\n",
     );
     out
 }

@@ -120,6 +120,14 @@ pub struct Metrics {
     pub foreign_cursor_replays: u64,
     /// Initializations beyond each client's first.
     pub reinitializations: u64,
+    /// Cost: executions beyond each operation's first, whatever they
+    /// committed (work the server did again).
+    #[serde(default)]
+    pub extra_executions: u64,
+    /// Cost: events the server wrote again from its store on resumes
+    /// (built-in arms; what a replay costs on the wire).
+    #[serde(default)]
+    pub replayed_events: u64,
 }
 
 impl Metrics {
@@ -161,6 +169,8 @@ impl Metrics {
             "capability_violations" => self.capability_violations,
             "foreign_cursor_replays" => self.foreign_cursor_replays,
             "reinitializations" => self.reinitializations,
+            "extra_executions" => self.extra_executions,
+            "replayed_events" => self.replayed_events,
             _ => return None,
         })
     }
@@ -202,6 +212,8 @@ impl Metrics {
         "capability_violations",
         "foreign_cursor_replays",
         "reinitializations",
+        "extra_executions",
+        "replayed_events",
     ];
 }
 
@@ -345,6 +357,7 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
         if let Some(s) = server_side.remove(&(c as u32)) {
             m.capability_violations += s.capability_violations;
             m.foreign_cursor_replays += s.foreign_cursor_replays;
+            m.replayed_events += s.replayed_events;
             for (reason, n) in s.rejections {
                 *m.rejections.entry(reason).or_insert(0) += n;
             }
@@ -404,6 +417,7 @@ fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts, cause: Option
         }
     }
     m.duplicate_side_effects += (op.execs.len() as u64).saturating_sub(1);
+    m.extra_executions += (op.execs.len() as u64).saturating_sub(1);
     m.orphaned_events += op.orphaned;
     m.silent_losses += op.silent;
     m.announced_losses += op.announced;
@@ -469,6 +483,8 @@ pub fn add(t: &mut Metrics, m: &Metrics) {
         (&mut t.capability_violations, m.capability_violations),
         (&mut t.foreign_cursor_replays, m.foreign_cursor_replays),
         (&mut t.reinitializations, m.reinitializations),
+        (&mut t.extra_executions, m.extra_executions),
+        (&mut t.replayed_events, m.replayed_events),
     ] {
         *name += v;
     }

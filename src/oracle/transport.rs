@@ -87,6 +87,8 @@ impl Receipts {
 pub(super) struct ServerSide {
     pub capability_violations: u64,
     pub foreign_cursor_replays: u64,
+    /// Events written again from the store on resumes.
+    pub replayed_events: u64,
     /// Guard rejections by reason.
     pub rejections: BTreeMap<String, u64>,
 }
@@ -196,6 +198,11 @@ pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
                 .rejections
                 .entry(reason.to_string())
                 .or_insert(0) += 1;
+        }
+    }
+    for ((session, _), evs) in &replayed {
+        if let Some(&c) = client_of_session.get(session) {
+            out.entry(c).or_default().replayed_events += evs.len() as u64;
         }
     }
     for session in served_across {

@@ -1,0 +1,251 @@
+//! The mechanism matrix: scenario × client profile down, arm across. Each
+//! cell says how many operations failed and why (by cause), how many were
+//! degraded, what migration cost in latency (p50 / p99), and what the arm
+//! paid for it (extra executions, replayed events, rejections,
+//! re-initializations). Reading a column against its baseline's says what
+//! one mechanism buys; reading a row down the profiles says what one client
+//! capability buys.
+
+use super::{causes_line, ms, xml};
+use crate::oracle::Metrics;
+use crate::run::{Profile, AS_WRITTEN};
+use crate::server::Variant;
+use crate::sweep::{Aggregate, Summary};
+use std::fmt::Write;
+
+/// What each arm adds to its baseline, for the legend.
+const ARMS: &[(&str, &str)] = &[
+    ("unguarded", "the baseline: today's SDK behaviour (no guard, keys ignored, silent gaps)"),
+    ("keys", "unguarded + `Idempotency-Key` honoured per principal"),
+    ("guarded", "keys + Rule M, Rule T, announced gaps and retirement"),
+    ("cancel", "unguarded + a close the server sees cancels the request; resume GETs get 405"),
+];
+
+/// The arms of a summary in report order: built-in arms as in
+/// [`Variant::ALL`], then any other, by name.
+pub(super) fn arms(s: &Summary) -> Vec<&str> {
+    let mut v: Vec<&str> = s.aggregates.iter().map(|a| a.server.as_str()).collect();
+    v.sort_by_key(|a| (arm_rank(a), *a));
+    v.dedup();
+    v
+}
+
+/// Where an arm sorts: built-in arms in [`Variant::ALL`] order, then any.
+pub(super) fn arm_rank(a: &str) -> usize {
+    Variant::ALL
+        .iter()
+        .position(|v| v.as_str() == a)
+        .unwrap_or(usize::MAX)
+}
+
+/// The client profiles of a summary: as written first, then
+/// [`Profile::ALL`] order.
+pub(super) fn profiles(s: &Summary) -> Vec<&str> {
+    let mut v: Vec<&str> = s.aggregates.iter().map(|a| a.clients.as_str()).collect();
+    v.sort_by_key(|p| (profile_rank(p), *p));
+    v.dedup();
+    v
+}
+
+/// Where a client profile sorts: as written first, then
+/// [`Profile::ALL`] order, then any.
+pub(super) fn profile_rank(p: &str) -> usize {
+    if p == AS_WRITTEN {
+        0
+    } else {
+        1 + Profile::ALL
+            .iter()
+            .position(|x| x.as_str() == p)
+            .unwrap_or(usize::MAX - 1)
+    }
+}
+
+fn scenarios(s: &Summary) -> Vec<&str> {
+    let mut v: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
+    v.dedup();
+    v
+}
+
+fn get<'a>(s: &'a Summary, scenario: &str, profile: &str, arm: &str) -> Option<&'a Aggregate> {
+    s.aggregates
+        .iter()
+        .find(|a| a.scenario == scenario && a.clients == profile && a.server == arm)
+}
+
+/// The lines of one cell (Markdown joins them with `<br>`).
+fn cell_lines(m: &Metrics) -> [String; 3] {
+    let head = if m.ops_failed == 0 {
+        "0 failed".to_string()
+    } else {
+        format!("{} failed: {}", m.ops_failed, causes_line(m))
+    };
+    let l = &m.migration_latency_us;
+    let latency = if l.count == 0 {
+        format!("{} degraded · no migrations", m.ops_degraded)
+    } else {
+        format!(
+            "{} degraded · p50 {} p99 {}",
+            m.ops_degraded,
+            ms(l.p50),
+            ms(l.p99)
+        )
+    };
+    let cost = format!(
+        "+{} exec · {} replayed · {} rejected · {} re-init",
+        m.extra_executions,
+        m.replayed_events,
+        m.rejections.values().sum::<u64>(),
+        m.reinitializations
+    );
+    [head, latency, cost]
+}
+
+fn legend(s: &Summary) -> String {
+    let arms = arms(s);
+    let mut out = String::new();
+    for (a, what) in ARMS {
+        if arms.contains(a) {
+            let _ = writeln!(out, "- `{a}`: {what}");
+        }
+    }
+    out
+}
+
+const INTRO: &str = "Each cell: failed operations and their causes (each failure counted once, under its one primary cause); degraded operations (they missed only announced events); migration latency p50 and p99; and the cost: executions beyond each operation's first, events replayed from the store, rejections, re-initializations. Totals over every seed of the cell.";
+
+/// The matrix as a Markdown section.
+pub fn markdown(s: &Summary) -> String {
+    let arms = arms(s);
+    let mut out = format!("## Mechanism matrix\n\n{INTRO}\n\n{}\n", legend(s));
+    let _ = write!(out, "| scenario | clients |");
+    for a in &arms {
+        let _ = write!(out, " {a} |");
+    }
+    let _ = writeln!(out, "\n|---|---|{}", "---|".repeat(arms.len()));
+    for sc in scenarios(s) {
+        for p in profiles(s) {
+            if arms.iter().all(|a| get(s, sc, p, a).is_none()) {
+                continue;
+            }
+            let _ = write!(out, "| {sc} | {p} |");
+            for a in &arms {
+                let text = get(s, sc, p, a)
+                    .map_or("–".to_string(), |g| cell_lines(&g.metrics).join("<br>"));
+                let _ = write!(out, " {text} |");
+            }
+            out.push('\n');
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// The matrix as an HTML table: cells green when nothing failed, amber
+/// when operations were only degraded, red when any failed.
+pub fn html(s: &Summary) -> String {
+    let arms = arms(s);
+    let mut out = format!("<h2>Mechanism matrix</h2><p>{}</p><ul>", xml(INTRO));
+    for line in legend(s).lines() {
+        let item = line.trim_start_matches("- ").replace('`', "");
+        let _ = write!(out, "<li>{}</li>", xml(&item));
+    }
+    out.push_str("</ul><table class=\"matrix\"><tr><th>scenario</th><th>clients</th>");
+    for a in &arms {
+        let _ = write!(out, "<th>{}</th>", xml(a));
+    }
+    out.push_str("</tr>");
+    for sc in scenarios(s) {
+        for p in profiles(s) {
+            if arms.iter().all(|a| get(s, sc, p, a).is_none()) {
+                continue;
+            }
+            let _ = write!(out, "<tr><td>{}</td><td>{}</td>", xml(sc), xml(p));
+            for a in &arms {
+                match get(s, sc, p, a) {
+                    None => out.push_str("<td>–</td>"),
+                    Some(g) => {
+                        let m = &g.metrics;
+                        let class = if m.ops_failed > 0 {
+                            "bad"
+                        } else if m.ops_degraded > 0 {
+                            "degraded"
+                        } else {
+                            "ok"
+                        };
+                        let [head, latency, cost] = cell_lines(m);
+                        let _ = write!(
+                            out,
+                            "<td class=\"{class}\"><b>{}</b><br>{}<br><small>{}</small></td>",
+                            xml(&head),
+                            xml(&latency),
+                            xml(&cost)
+                        );
+                    }
+                }
+            }
+            out.push_str("</tr>");
+        }
+    }
+    out.push_str("</table>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::Faults;
+
+    fn agg(scenario: &str, server: &str, clients: &str, failed: u64) -> Aggregate {
+        let mut metrics = Metrics {
+            operations: 10,
+            ops_failed: failed,
+            ops_ok: 10 - failed,
+            extra_executions: failed,
+            ..Metrics::default()
+        };
+        if failed > 0 {
+            metrics
+                .failures_by_cause
+                .insert("retry_without_key".into(), failed);
+        }
+        Aggregate {
+            scenario: scenario.into(),
+            server: server.into(),
+            clients: clients.into(),
+            runs: 2,
+            failed_runs: 0,
+            metrics,
+            faults: Faults::default(),
+        }
+    }
+
+    #[test]
+    fn one_row_per_scenario_and_profile_one_column_per_arm_in_report_order() {
+        let s = Summary {
+            schema_version: 2,
+            runs: vec![],
+            aggregates: vec![
+                agg("a", "unguarded", "plain", 3),
+                agg("a", "guarded", "plain", 0),
+                agg("a", "guarded", "keys+cursors", 0),
+                agg("a", "unguarded", "keys+cursors", 2),
+            ],
+            uncovered_hazards: Default::default(),
+        };
+        let md = markdown(&s);
+        assert!(md.contains("| scenario | clients | guarded | unguarded |"), "{md}");
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| a |")).collect();
+        assert_eq!(rows.len(), 2, "{md}");
+        assert!(rows[0].starts_with("| a | plain | 0 failed<br>"), "{}", rows[0]);
+        assert!(
+            rows[0].contains("| 3 failed: retry_without_key 3<br>"),
+            "{}",
+            rows[0]
+        );
+        assert!(rows[0].contains("+3 exec"), "{}", rows[0]);
+        assert!(rows[1].starts_with("| a | keys+cursors |"), "{}", rows[1]);
+        let page = html(&s);
+        assert_eq!(page.matches("class=\"bad\"").count(), 2, "{page}");
+        assert_eq!(page.matches("class=\"ok\"").count(), 2, "{page}");
+    }
+}

@@ -1,0 +1,247 @@
+//! Reports of a sweep: the mechanism matrix and per-scenario tables in
+//! Markdown for reviews, one self-contained HTML page with plots, and JUnit
+//! XML for CI systems.
+
+mod html;
+mod junit;
+mod matrix;
+mod plots;
+
+pub use html::html;
+pub use junit::junit;
+pub use plots::Timeline;
+
+use crate::oracle::Metrics;
+use crate::sweep::{Aggregate, Summary};
+use std::fmt::Write;
+
+/// The metrics reports show, in order: operations by outcome, then
+/// event counts and costs. (Failed operations by cause follow them.)
+pub const SHOWN: &[&str] = &[
+    "operations",
+    "ops_ok",
+    "ops_degraded",
+    "ops_failed",
+    "ops_duplicated",
+    "ops_silent_loss",
+    "ops_announced_loss",
+    "ops_out_of_order",
+    "ops_wrong_result",
+    "ops_lost",
+    "duplicate_side_effects",
+    "orphaned_events",
+    "silent_losses",
+    "announced_losses",
+    "truncated_responses",
+    "order_violations",
+    "capability_violations",
+    "foreign_cursor_replays",
+    "reinitializations",
+    "extra_executions",
+    "replayed_events",
+    "rejections",
+    "guard_bugs",
+];
+
+/// `failures_by_cause` as one line: `cause n, cause n` (most first).
+pub fn causes_line(m: &Metrics) -> String {
+    let mut v: Vec<(&String, &u64)> = m.failures_by_cause.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    if v.is_empty() {
+        return "–".into();
+    }
+    v.iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn cell(a: Option<&Aggregate>, name: &str) -> String {
+    match a.and_then(|a| a.metrics.get(name).map(|v| (v, a.runs))) {
+        Some((v, runs)) => format!("{v} ({:.2}/seed)", v as f64 / runs.max(1) as f64),
+        None => "–".into(),
+    }
+}
+
+fn latency(m: &Metrics) -> String {
+    let l = &m.migration_latency_us;
+    format!(
+        "{} / {} / {} / {}",
+        ms(l.p50),
+        ms(l.p90),
+        ms(l.p99),
+        ms(l.max)
+    )
+}
+
+fn ms(us: u64) -> String {
+    if us >= 1000 {
+        format!("{:.0} ms", us as f64 / 1000.0)
+    } else {
+        format!("{:.2} ms", us as f64 / 1000.0)
+    }
+}
+
+/// The headline: per scenario, each violation metric's total for both
+/// servers (what the README shows).
+pub fn headline(s: &Summary) -> String {
+    let mut out = String::from("| scenario | server | runs | operations | ok | degraded | failed | duplicated | silent loss | out of order | lost | failed by cause | guard bugs |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for a in &s.aggregates {
+        let m = &a.metrics;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            a.scenario,
+            heading(a),
+            a.runs,
+            m.operations,
+            m.ops_ok,
+            m.ops_degraded,
+            m.ops_failed,
+            m.ops_duplicated,
+            m.ops_silent_loss,
+            m.ops_out_of_order,
+            m.ops_lost,
+            causes_line(m),
+            m.guard_bugs.map_or("–".to_string(), |b| b.to_string()),
+        );
+    }
+    out
+}
+
+/// A column's heading: the arm, with its client profile when it is not
+/// the scenario's own.
+fn heading(a: &Aggregate) -> String {
+    if a.clients == crate::run::AS_WRITTEN {
+        a.server.clone()
+    } else {
+        format!("{} ({})", a.server, a.clients)
+    }
+}
+
+/// One row per key any column has in a keyed metric.
+fn keyed_rows(
+    out: &mut String,
+    cols: &[&Aggregate],
+    metric: &str,
+    label: &str,
+    map: fn(&Metrics) -> &std::collections::BTreeMap<String, u64>,
+) {
+    let mut keys: Vec<&String> = cols.iter().flat_map(|a| map(&a.metrics).keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let name = format!("{metric}.{k}");
+        row(out, &format!("{label}: {k}"), cols, |a| {
+            cell(Some(a), &name)
+        });
+    }
+}
+
+/// One table row: a label, then one cell per column.
+fn row(out: &mut String, label: &str, cols: &[&Aggregate], f: impl Fn(&Aggregate) -> String) {
+    let _ = write!(out, "| {label} |");
+    for a in cols {
+        let _ = write!(out, " {} |", f(a));
+    }
+    out.push('\n');
+}
+
+/// The columns of one scenario: its aggregates, arms in the order of
+/// `Variant::ALL`, then client profiles as written first.
+fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> {
+    let mut cols: Vec<&Aggregate> = s
+        .aggregates
+        .iter()
+        .filter(|a| a.scenario == scenario)
+        .collect();
+    cols.sort_by_key(|a| (matrix::profile_rank(&a.clients), matrix::arm_rank(&a.server)));
+    cols
+}
+
+/// `report.md`: warnings, the mechanism matrix, then per scenario every
+/// metric with the arms (and client profiles) side by side.
+pub fn markdown(s: &Summary) -> String {
+    let mut out = String::from("# mcp-chaos comparison\n\n");
+    out.push_str(&warnings(s));
+    out.push_str(&matrix::markdown(s));
+    out.push_str(&details(s));
+    out
+}
+
+/// Scenarios whose fault plans exercised none of the hazards they declare.
+fn warnings(s: &Summary) -> String {
+    let mut out = String::new();
+    for (sc, hz) in &s.uncovered_hazards {
+        let _ = writeln!(
+            out,
+            "**Warning:** scenario `{sc}` declares hazards that none of its runs exercised: {}. Its fault plan tests nothing there.\n",
+            hz.join(", ")
+        );
+    }
+    out
+}
+
+/// Per scenario, every metric, one column per arm and profile.
+fn details(s: &Summary) -> String {
+    let mut out = String::from("## Every metric, per scenario\n\nTotals over all seeds (per-seed mean in parentheses). Each operation is ok, degraded (it missed only announced events) or failed; a failed operation is counted once, under its one primary cause.\n\n");
+    let mut scenarios: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
+    scenarios.dedup();
+    for sc in scenarios {
+        let cols = columns(s, sc);
+        let runs = cols.first().map_or(0, |a| a.runs);
+        let _ = write!(out, "### {sc}\n\n{runs} seeds per column.\n\n| metric |");
+        for a in &cols {
+            let _ = write!(out, " {} |", heading(a));
+        }
+        let _ = writeln!(out, "\n|---|{}", "---|".repeat(cols.len()));
+        for name in SHOWN {
+            row(&mut out, name, &cols, |a| cell(Some(a), name));
+        }
+        keyed_rows(
+            &mut out,
+            &cols,
+            "failures_by_cause",
+            "failed by cause",
+            |m| &m.failures_by_cause,
+        );
+        keyed_rows(
+            &mut out,
+            &cols,
+            "failures_by_detail",
+            "of which (server records)",
+            |m| &m.failures_by_detail,
+        );
+        row(&mut out, "operations exposed, by hazard", &cols, |a| {
+            format!("{:?}", a.metrics.hazards)
+        });
+        row(
+            &mut out,
+            "migration latency p50 / p90 / p99 / max",
+            &cols,
+            |a| latency(&a.metrics),
+        );
+        row(&mut out, "rejections by reason", &cols, |a| {
+            format!("{:?}", a.metrics.rejections)
+        });
+        row(&mut out, "faults", &cols, |a| {
+            format!(
+                "planned {:?}, applied {:?}",
+                a.faults.planned, a.faults.applied
+            )
+        });
+        row(&mut out, "runs failing expectations", &cols, |a| {
+            a.failed_runs.to_string()
+        });
+        out.push('\n');
+    }
+    out
+}
+
+pub(crate) fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
