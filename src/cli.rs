@@ -998,9 +998,7 @@ pub fn decision_table() -> String {
         };
         out.push_str(&format!("{row:<4} {what:<50} {verdict}\n"));
     }
-    out.push_str(
-        "\n`mcp-chaos compare` runs these rules under faults against the other arms.\n",
-    );
+    out.push_str("\n`mcp-chaos compare` runs these rules under faults against the other arms.\n");
     out
 }
 

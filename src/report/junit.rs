@@ -50,4 +50,3 @@ pub fn junit(s: &Summary, repro: &dyn Fn(&crate::run::RunReport) -> String) -> S
     out.push_str("</testsuite>\n</testsuites>\n");
     out
 }
-

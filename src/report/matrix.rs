@@ -9,20 +9,31 @@
 use super::{causes_line, ms, xml};
 use crate::oracle::Metrics;
 use crate::run::{Profile, AS_WRITTEN};
-use crate::server::Variant;
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
 
 /// What each arm adds to its baseline, for the legend.
 const ARMS: &[(&str, &str)] = &[
-    ("unguarded", "the baseline: today's SDK behaviour (no guard, keys ignored, silent gaps)"),
-    ("keys", "unguarded + `Idempotency-Key` honoured per principal"),
-    ("guarded", "keys + Rule M, Rule T, announced gaps and retirement"),
-    ("cancel", "unguarded + a close the server sees cancels the request; resume GETs get 405"),
+    (
+        "unguarded",
+        "the baseline: today's SDK behaviour (no guard, keys ignored, silent gaps)",
+    ),
+    (
+        "keys",
+        "unguarded + `Idempotency-Key` honoured per principal",
+    ),
+    (
+        "guarded",
+        "keys + Rule M, Rule T, announced gaps and retirement",
+    ),
+    (
+        "cancel",
+        "unguarded + a close the server sees cancels the request; resume GETs get 405",
+    ),
 ];
 
-/// The arms of a summary in report order: built-in arms as in
-/// [`Variant::ALL`], then any other, by name.
+/// The arms of a summary in report order ([`arm_rank`]), then any other,
+/// by name.
 pub(super) fn arms(s: &Summary) -> Vec<&str> {
     let mut v: Vec<&str> = s.aggregates.iter().map(|a| a.server.as_str()).collect();
     v.sort_by_key(|a| (arm_rank(a), *a));
@@ -30,12 +41,10 @@ pub(super) fn arms(s: &Summary) -> Vec<&str> {
     v
 }
 
-/// Where an arm sorts: built-in arms in [`Variant::ALL`] order, then any.
+/// Where an arm sorts: each built-in arm right after its baseline (the
+/// legend's order), then any other.
 pub(super) fn arm_rank(a: &str) -> usize {
-    Variant::ALL
-        .iter()
-        .position(|v| v.as_str() == a)
-        .unwrap_or(usize::MAX)
+    ARMS.iter().position(|(x, _)| *x == a).unwrap_or(usize::MAX)
 }
 
 /// The client profiles of a summary: as written first, then
@@ -233,15 +242,18 @@ mod tests {
             uncovered_hazards: Default::default(),
         };
         let md = markdown(&s);
-        assert!(md.contains("| scenario | clients | guarded | unguarded |"), "{md}");
+        assert!(
+            md.contains("| scenario | clients | unguarded | guarded |"),
+            "{md}"
+        );
         let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| a |")).collect();
         assert_eq!(rows.len(), 2, "{md}");
-        assert!(rows[0].starts_with("| a | plain | 0 failed<br>"), "{}", rows[0]);
         assert!(
-            rows[0].contains("| 3 failed: retry_without_key 3<br>"),
+            rows[0].starts_with("| a | plain | 3 failed: retry_without_key 3<br>"),
             "{}",
             rows[0]
         );
+        assert!(rows[0].contains("| 0 failed<br>"), "{}", rows[0]);
         assert!(rows[0].contains("+3 exec"), "{}", rows[0]);
         assert!(rows[1].starts_with("| a | keys+cursors |"), "{}", rows[1]);
         let page = html(&s);

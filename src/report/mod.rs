@@ -155,7 +155,12 @@ fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> {
         .iter()
         .filter(|a| a.scenario == scenario)
         .collect();
-    cols.sort_by_key(|a| (matrix::profile_rank(&a.clients), matrix::arm_rank(&a.server)));
+    cols.sort_by_key(|a| {
+        (
+            matrix::profile_rank(&a.clients),
+            matrix::arm_rank(&a.server),
+        )
+    });
     cols
 }
 
@@ -244,4 +249,3 @@ pub(crate) fn xml(s: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
-

@@ -58,7 +58,6 @@ impl Timeline {
     }
 }
 
-
 const W: f64 = 720.0;
 const H: f64 = 260.0;
 const PAD: f64 = 50.0;
@@ -155,9 +154,10 @@ pub fn cdf_svg(s: &Summary, profile: &str) -> String {
     }
     let _ = write!(
         out,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">migration latency (log scale)</text></svg>",
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">migration latency (log scale)</text><text x=\"{PAD}\" y=\"16\">share of migrations completed within a latency; clients {}</text></svg>",
         W / 2.0,
-        H - 12.0
+        H - 12.0,
+        xml(profile)
     );
     out
 }
@@ -165,7 +165,9 @@ pub fn cdf_svg(s: &Summary, profile: &str) -> String {
 /// Failed operations per scenario as grouped bars, one bar per arm, for
 /// the runs with client profile `profile`.
 pub fn bars_svg(s: &Summary, profile: &str) -> String {
-    let mut out = svg_open(&format!("failed operations per scenario, clients {profile}"));
+    let mut out = svg_open(&format!(
+        "failed operations per scenario, clients {profile}"
+    ));
     let arms = arms(s);
     let failed = |sc: &str, arm: &str| {
         s.aggregates
@@ -274,4 +276,3 @@ pub fn timeline_svg(t: &Timeline) -> String {
     );
     out
 }
-
