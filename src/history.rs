@@ -609,7 +609,10 @@ pub enum WorldRecord {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum LedgerRecord {
-    /// A tool execution began and took its effect (`effects = immediate`).
+    /// A tool execution began. With `effects = immediate` it took its
+    /// effect now; with `effects = transactional` (`deferred`) it takes it
+    /// only with a later [`LedgerRecord::Commit`], or never (killed,
+    /// cancelled, or its key had committed already).
     Execution {
         /// Operation tag.
         tag: Rc<str>,
@@ -621,6 +624,17 @@ pub enum LedgerRecord {
         key: Option<Rc<str>>,
         /// The request that ran it.
         rpc_id: RequestId,
+        /// Its effect waits for a commit (`effects = transactional`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        deferred: bool,
+    },
+    /// A deferred execution finished and committed its effect, together
+    /// with its key (a key commits at most once per principal).
+    Commit {
+        /// Operation tag.
+        tag: Rc<str>,
+        /// Execution number.
+        n: u32,
     },
     /// An execution emitted a chunk (its payload names `(tag, n, index)`).
     Chunk {

@@ -416,7 +416,7 @@ fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts, cause: Option
             *m.hazards.entry((*name).into()).or_insert(0) += 1;
         }
     }
-    m.duplicate_side_effects += (op.execs.len() as u64).saturating_sub(1);
+    m.duplicate_side_effects += op.effects().saturating_sub(1);
     m.extra_executions += (op.execs.len() as u64).saturating_sub(1);
     m.orphaned_events += op.orphaned;
     m.silent_losses += op.silent;

@@ -17,7 +17,7 @@ use std::rc::Rc;
 /// What can go wrong with one operation (it may have several).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
-    /// More than one execution took its effect.
+    /// More than one execution committed its effect.
     Duplicated,
     /// A counted event of the handled execution never reached the client,
     /// and nothing announced it.
@@ -68,8 +68,12 @@ pub const HAZARDS: &[&str] = &[
 pub struct Exec {
     /// The request that ran it.
     pub rpc_id: RequestId,
-    /// When it started (its effect), µs.
+    /// When it started, µs.
     pub start_us: u64,
+    /// It took its effect: at its start (`effects = immediate`), or by a
+    /// commit at its end. One that committed nothing (killed, cancelled,
+    /// refused) is owed to nobody.
+    pub committed: bool,
     /// Chunks it emitted.
     pub emitted: u32,
     /// Index of its result chunk, once emitted.
@@ -186,6 +190,11 @@ impl OpFacts {
             .any(|&r| self.start_us <= r && self.end_us.is_none_or(|e| r <= e))
     }
 
+    /// Executions that committed an effect.
+    pub fn effects(&self) -> u64 {
+        self.execs.iter().filter(|x| x.committed).count() as u64
+    }
+
     /// Degraded: not failed, but it missed announced events.
     pub fn degraded(&self) -> bool {
         self.failures.is_empty() && self.announced > 0
@@ -197,7 +206,7 @@ impl OpFacts {
         let c = self.handled.as_ref()?.chunk.as_ref()?;
         let i = (c.execution as usize).checked_sub(1)?;
         let x = self.execs.get(i)?;
-        (c.tag == self.tag && x.result_index == Some(c.index)).then_some(i)
+        (c.tag == self.tag && x.committed && x.result_index == Some(c.index)).then_some(i)
     }
 }
 
@@ -461,12 +470,19 @@ impl Builder {
 
     fn ledger_record(&mut self, r: &LedgerRecord, t: u64, seq: u64) {
         match r {
-            LedgerRecord::Execution { tag, n, rpc_id, .. } => {
+            LedgerRecord::Execution {
+                tag,
+                n,
+                rpc_id,
+                deferred,
+                ..
+            } => {
                 if let Some(op) = self.op(tag) {
                     debug_assert_eq!(*n as usize, op.execs.len() + 1);
                     op.execs.push(Exec {
                         rpc_id: rpc_id.clone(),
                         start_us: t,
+                        committed: !deferred,
                         emitted: 0,
                         result_index: None,
                         result_us: None,
@@ -474,6 +490,14 @@ impl Builder {
                         received: Vec::new(),
                         hole: false,
                     });
+                }
+            }
+            LedgerRecord::Commit { tag, n } => {
+                if let Some(x) = self
+                    .op(tag)
+                    .and_then(|op| op.execs.get_mut((*n as usize).wrapping_sub(1)))
+                {
+                    x.committed = true;
                 }
             }
             LedgerRecord::Chunk {
@@ -540,7 +564,7 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
             }
         }
     }
-    if op.execs.len() > 1 {
+    if op.effects() > 1 {
         op.failures.insert(Failure::Duplicated);
     }
     op.unseen_attempt_ran = op
@@ -576,15 +600,15 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
                     }
                 }
             }
-            op.orphaned = op
-                .execs
-                .iter()
+            // Executions that committed nothing owe nothing.
+            let committed = op.execs.iter().filter(|x| x.committed);
+            op.truncated = committed
+                .clone()
+                .next()
+                .is_some_and(|x| x.received_count() < x.emitted);
+            op.orphaned = committed
                 .map(|x| u64::from(x.emitted.saturating_sub(x.received_count())))
                 .sum();
-            op.truncated = op
-                .execs
-                .first()
-                .is_some_and(|x| x.received_count() < x.emitted);
         }
         (None, _) => op.failures.insert(Failure::Lost),
     }

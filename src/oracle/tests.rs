@@ -144,6 +144,7 @@ impl Hist {
             principal: "p".into(),
             key: None,
             rpc_id: rid(&format!("{tag}#{n}")),
+            deferred: false,
         });
         for index in 1..=chunks {
             self.rec(LedgerRecord::Chunk {
@@ -195,6 +196,50 @@ impl Hist {
             },
         )
     }
+}
+
+/// Transactional effects: the first execution, killed after one chunk,
+/// committed nothing; the second committed. One effect: not duplicated,
+/// and the dead execution's unreceived chunks are owed to nobody.
+#[test]
+fn an_execution_that_committed_nothing_is_not_a_duplicate() {
+    let t: Rc<str> = "c0-op0".into();
+    let h = Hist::new();
+    h.start(&t).send(&t, 1, true);
+    for n in 1..=2 {
+        h.rec(LedgerRecord::Execution {
+            tag: t.clone(),
+            n,
+            principal: "p".into(),
+            key: Some("k".into()),
+            rpc_id: rid(&format!("{t}#{n}")),
+            deferred: true,
+        });
+        let chunks = if n == 1 { 2 } else { 4 };
+        if n == 2 {
+            h.rec(LedgerRecord::Commit { tag: t.clone(), n });
+        }
+        for index in 1..=chunks {
+            h.rec(LedgerRecord::Chunk {
+                tag: t.clone(),
+                n,
+                index,
+                last: n == 2 && index == chunks,
+            });
+        }
+        if n == 1 {
+            h.receive(&t, 1, 1, false);
+            h.send(&t, 2, true);
+        }
+    }
+    for i in 1..=4 {
+        h.receive(&t, 2, i, i == 4);
+    }
+    h.handle(&t, 2, 4, false);
+    let m = h.judge(1, true).metrics;
+    assert_eq!((m.ops_failed, m.ops_duplicated), (0, 0));
+    assert_eq!(m.duplicate_side_effects, 0);
+    assert_eq!((m.orphaned_events, m.truncated_responses), (0, 0));
 }
 
 /// The seed's case 1, unguarded: the op ran twice, 7 events of the first
@@ -332,6 +377,7 @@ fn a_restart_inside_an_execution_outranks_every_other_cause() {
         principal: "p".into(),
         key: None,
         rpc_id: rid("c0-op0#1"),
+        deferred: false,
     });
     h.at(20).rec(WorldRecord::FaultStarted {
         index: 0,

@@ -4,10 +4,17 @@
 //! event id. The black-box oracle must agree with it on every built-in
 //! run; the property tests check that they do. It is not used for
 //! verdicts.
+//!
+//! An execution counts once it took its effect. With immediate effects
+//! that is when the tool starts; with transactional ones (the ledger marks
+//! its executions deferred: the one thing read from it here) when it ends
+//! with its own result, not cancelled, killed, or answered with another
+//! execution's stored result (`DedupReplayed` while it ran).
 
 use super::transport::Receipts;
-use crate::history::{ClientRecord, Entry, EventKind, Rec, Record, SessionId};
+use crate::history::{ClientRecord, Entry, EventKind, LedgerRecord, Rec, Record, SessionId};
 use crate::protocol::mcp;
+use crate::protocol::RequestId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -28,29 +35,70 @@ pub fn recount(entries: &[Entry]) -> Recount {
     let mut ops: BTreeSet<Rc<str>> = BTreeSet::new();
     let mut handled: BTreeSet<Rc<str>> = BTreeSet::new();
     let mut executions: BTreeMap<String, u64> = BTreeMap::new();
-    let mut produced: BTreeMap<String, Vec<(SessionId, u64)>> = BTreeMap::new();
+    let deferred = entries.iter().any(|e| {
+        matches!(
+            e.record,
+            Rec::Ledger(LedgerRecord::Execution { deferred: true, .. })
+        )
+    });
+    // Deferred executions running: (session, request) → (tag, refused).
+    let mut running: BTreeMap<(SessionId, RequestId), (String, bool)> = BTreeMap::new();
+    let mut produced: BTreeMap<String, Vec<(SessionId, u64, RequestId)>> = BTreeMap::new();
+    // Deferred executions that committed nothing: their events are owed
+    // to nobody.
+    let mut void: BTreeSet<(SessionId, RequestId)> = BTreeSet::new();
     for e in entries {
         receipts.observe(e);
         match &e.record {
             Rec::Server(r) => match r {
                 Record::ToolStarted {
+                    session,
+                    rpc_id,
                     tool,
                     tag: Some(tag),
                     ..
                 } if tool == mcp::LEDGER_APPEND => {
-                    *executions.entry(tag.clone()).or_insert(0) += 1;
+                    if deferred {
+                        running.insert((session.clone(), rpc_id.clone()), (tag.clone(), false));
+                    } else {
+                        *executions.entry(tag.clone()).or_insert(0) += 1;
+                    }
+                }
+                Record::DedupReplayed {
+                    session, rpc_id, ..
+                } => {
+                    if let Some((_, refused)) = running.get_mut(&(session.clone(), rpc_id.clone()))
+                    {
+                        *refused = true;
+                    }
+                }
+                Record::ToolEnded {
+                    session,
+                    rpc_id,
+                    cancelled,
+                    ..
+                } => {
+                    let run = (session.clone(), rpc_id.clone());
+                    if let Some((tag, refused)) = running.remove(&run) {
+                        if !cancelled && !refused {
+                            *executions.entry(tag).or_insert(0) += 1;
+                        } else {
+                            void.insert(run);
+                        }
+                    }
                 }
                 Record::Produced {
                     session,
                     event,
                     kind: EventKind::Progress | EventKind::Result,
                     tag: Some(tag),
-                    rpc_id: Some(_),
+                    rpc_id: Some(rpc_id),
                     ..
-                } => produced
-                    .entry(tag.clone())
-                    .or_default()
-                    .push((session.clone(), *event)),
+                } => produced.entry(tag.clone()).or_default().push((
+                    session.clone(),
+                    *event,
+                    rpc_id.clone(),
+                )),
                 _ => {}
             },
             Rec::Client(ClientRecord::OpStarted { tag, .. }) => {
@@ -62,6 +110,8 @@ pub fn recount(entries: &[Entry]) -> Recount {
             _ => {}
         }
     }
+    // Still running at the end: killed by a restart, or never finished.
+    void.extend(running.into_keys());
     let mut out = Recount::default();
     for tag in &ops {
         let n = executions.get(&**tag).copied().unwrap_or(0);
@@ -72,7 +122,10 @@ pub fn recount(entries: &[Entry]) -> Recount {
                 .get(&**tag)
                 .into_iter()
                 .flatten()
-                .filter(|ev| !receipts.received(ev))
+                .filter(|(s, ev, id)| {
+                    !void.contains(&(s.clone(), id.clone()))
+                        && !receipts.received(&(s.clone(), *ev))
+                })
                 .count() as u64;
         }
     }

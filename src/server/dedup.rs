@@ -1,9 +1,11 @@
 //! The dedup table (every arm that honors keys): `Idempotency-Key` → the
 //! execution it named, scoped to the principal that presented it (its bearer
 //! token, else its session): another principal's same key is another key.
-//! Server-wide, bounded (oldest key evicted first), lost on restart.
+//! Server-wide, bounded (oldest key evicted first), lost on restart unless
+//! `durable_dedup` keeps completed keys beside the ledger (in-flight keys
+//! never outlive their incarnation: its executions died with it).
 
-use crate::ledger::Principal;
+use crate::ledger::{Ledger, Principal};
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -40,6 +42,8 @@ pub(crate) struct DedupTable {
     entries: BTreeMap<Scoped, Entry>,
     order: VecDeque<Scoped>,
     capacity: usize,
+    /// Where completed keys are also kept (`durable_dedup`).
+    durable: Option<Ledger>,
 }
 
 impl DedupTable {
@@ -48,6 +52,16 @@ impl DedupTable {
             entries: BTreeMap::new(),
             order: VecDeque::new(),
             capacity: capacity.max(1),
+            durable: None,
+        }
+    }
+
+    /// A table whose completed keys are kept in `ledger` too, and looked
+    /// up there when this incarnation does not know them.
+    pub fn durable(capacity: usize, ledger: Ledger) -> Self {
+        DedupTable {
+            durable: Some(ledger),
+            ..DedupTable::new(capacity)
         }
     }
 
@@ -57,7 +71,11 @@ impl DedupTable {
 
     pub fn lookup(&self, who: &Principal, key: &str, call: &Value) -> Lookup {
         match self.entries.get(&Self::scoped(who, key)) {
-            None => Lookup::Unknown,
+            None => match self.durable.as_ref().and_then(|l| l.durable_key(who, key)) {
+                None => Lookup::Unknown,
+                Some((c, _)) if &c != call => Lookup::OtherArguments,
+                Some((_, result)) => Lookup::Known(KeyState::Done(result)),
+            },
             Some(e) if &e.call != call => Lookup::OtherArguments,
             Some(e) => Lookup::Known(e.state.clone()),
         }
@@ -89,6 +107,9 @@ impl DedupTable {
     /// meanwhile).
     pub fn complete(&mut self, who: &Principal, key: &str, result: Value) {
         if let Some(e) = self.entries.get_mut(&Self::scoped(who, key)) {
+            if let Some(l) = &self.durable {
+                l.keep_key(who, key, e.call.clone(), result.clone(), self.capacity);
+            }
             e.state = KeyState::Done(result);
         }
     }

@@ -171,6 +171,35 @@ pub struct ServerConfig {
     pub cross_transport_mapping: bool,
     /// The clock resource changes this often, ms (0: never).
     pub resource_interval_ms: u64,
+    /// Completed keys survive a restart: the key table's completed entries
+    /// are kept beside the ledger (in-flight ones are not). Off: the table
+    /// is lost on restart.
+    pub durable_dedup: bool,
+    /// When a tool's effect lands in the ledger.
+    pub effects: Effects,
+}
+
+/// When a tool execution's effect lands in the side-effect ledger.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effects {
+    /// When the tool starts (today's SDK tools): a restart mid-execution
+    /// followed by a re-issue is a duplicate nothing can prevent.
+    #[default]
+    Immediate,
+    /// When the tool finishes, together with its key: a key commits at most
+    /// once, a killed execution commits nothing.
+    Transactional,
+}
+
+impl Effects {
+    /// `immediate` or `transactional`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effects::Immediate => "immediate",
+            Effects::Transactional => "transactional",
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -192,6 +221,8 @@ impl Default for ServerConfig {
             legacy_session_ttl_ms: 30_000,
             cross_transport_mapping: false,
             resource_interval_ms: 0,
+            durable_dedup: false,
+            effects: Effects::Immediate,
         }
     }
 }
@@ -276,7 +307,13 @@ impl Server {
             delivery: cfg.delivery.as_str(),
         });
         let rng = ChaCha20Rng::seed_from_u64(cfg.session_seed);
-        let dedup = DedupTable::new(cfg.dedup_capacity);
+        // Durable keys live beside the ledger, which outlives incarnations;
+        // this incarnation's in-flight keys start empty either way.
+        let dedup = if cfg.durable_dedup {
+            DedupTable::durable(cfg.dedup_capacity, ledger.clone())
+        } else {
+            DedupTable::new(cfg.dedup_capacity)
+        };
         Server {
             shared: Rc::new(Shared {
                 variant,

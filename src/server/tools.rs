@@ -4,11 +4,12 @@
 //! tool (MCP: disconnection is not cancellation); `notifications/cancelled`
 //! does.
 
+use super::handlers;
 use super::session::{InFlight, ToolCall};
-use super::{Pacing, Shared};
+use super::{Effects, Pacing, Shared};
 use crate::guard::StreamIdx;
 use crate::history::{EventKind, Record, SessionId};
-use crate::ledger::Principal;
+use crate::ledger::{Commit, Principal};
 use crate::protocol::jsonrpc::{ErrorObject, Message, INVALID_PARAMS};
 use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
 use serde_json::{json, Value};
@@ -105,6 +106,7 @@ pub(crate) fn start(
             &call.principal,
             call.dedup_key.as_deref(),
             &call.rpc_id,
+            shared.cfg.effects == Effects::Transactional,
         ),
         Invocation::Read(_) => 0,
     };
@@ -146,27 +148,56 @@ async fn run(
             execution,
             index: k,
         };
+        // Transactional: the effect commits with the result, or not at all
+        // (nor when its session is gone: nobody is owed the result).
+        let commit = match &inv {
+            Invocation::Append(a) if last && shared.cfg.effects == Effects::Transactional => {
+                if !shared.state.borrow().sessions.contains_key(&sid) {
+                    break;
+                }
+                Some(shared.ledger.commit(
+                    &a.tag,
+                    execution,
+                    &call.principal,
+                    call.dedup_key.as_deref(),
+                    |n| append_result(&a.tag, n, &chunk),
+                ))
+            }
+            _ => None,
+        };
         if let Invocation::Append(a) = &inv {
-            shared.ledger.chunk(&a.tag, execution, k, chunks);
+            if !matches!(commit, Some(Commit::Refused(_))) {
+                shared.ledger.chunk(&a.tag, execution, k, chunks);
+            }
         }
         let (kind, msg) = if last {
-            let result = match &inv {
-                Invocation::Append(a) => mcp::text_result(
-                    json!({
-                        "tag": a.tag,
-                        "executions": shared.ledger.executions(&a.tag),
-                        "chunk": chunk.encode(),
-                    })
-                    .to_string(),
-                ),
-                Invocation::Read(r) => read_result(&shared, &call.principal, r),
+            let (stored, sent) = match (commit, &inv) {
+                // Its key committed first (another execution won): this
+                // one committed nothing and answers with the stored result,
+                // marked as a replay.
+                (Some(Commit::Refused(stored)), _) => {
+                    let key = call.dedup_key.as_deref().unwrap_or_default();
+                    let sent =
+                        handlers::replayed_result(&shared, &sid, &call.rpc_id, key, stored.clone());
+                    (stored, sent)
+                }
+                (Some(Commit::Committed(r)), _) => (r.clone(), r),
+                (None, Invocation::Append(a)) => {
+                    let r = append_result(&a.tag, shared.ledger.executions(&a.tag), &chunk);
+                    (r.clone(), r)
+                }
+                (None, Invocation::Read(r)) => {
+                    let r = read_result(&shared, &call.principal, r);
+                    (r.clone(), r)
+                }
             };
+            let result = sent;
             if let Some(key) = &call.dedup_key {
                 shared
                     .state
                     .borrow_mut()
                     .dedup
-                    .complete(&call.principal, key, result.clone());
+                    .complete(&call.principal, key, stored);
             }
             (
                 EventKind::Result,
@@ -241,6 +272,19 @@ async fn pace(pacing: &Pacing, interval: Duration) {
             .expect("the gate is never closed")
             .forget(),
     }
+}
+
+/// `ledger_append`'s result: the tag, its effects so far and the result
+/// chunk (which names this execution).
+fn append_result(tag: &str, executions: u32, chunk: &mcp::ChunkRef) -> Value {
+    mcp::text_result(
+        json!({
+            "tag": tag,
+            "executions": executions,
+            "chunk": chunk.encode(),
+        })
+        .to_string(),
+    )
 }
 
 /// `ledger_read` answers for the caller's principal alone: executions that

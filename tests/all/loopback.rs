@@ -1116,3 +1116,126 @@ fn an_abandoned_queued_post_gives_its_slot_back() {
         drop(resumed);
     });
 }
+
+/// Several server incarnations over one ledger (a restart, as the world
+/// does it): each starts with its own key table, gate and sessions.
+async fn incarnation(history: &History, ledger: &Ledger, cfg: ServerConfig) -> Harness {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let gate = Arc::new(Semaphore::new(0));
+    let server = Server::new(
+        Variant::Guarded,
+        cfg,
+        history.clone(),
+        ledger.clone(),
+        Pacing::Gate(gate.clone()),
+    );
+    tokio::task::spawn_local(server.serve(listener));
+    Harness {
+        addr,
+        history: history.clone(),
+        ledger: ledger.clone(),
+        gate,
+        next_id: 1.into(),
+    }
+}
+
+/// The result an SSE response ended with.
+fn last_result(events: &[SseEvent]) -> Message {
+    let msg = Message::decode(events.last().expect("events").data.as_bytes()).unwrap();
+    assert!(matches!(msg, Message::Result { .. }), "{msg:?}");
+    msg
+}
+
+/// Transactional effects: an execution that never finishes (its server
+/// gone) commits nothing; the next incarnation's commits; a third, its key
+/// table lost, runs again but its commit under the same key is refused and
+/// it answers with the stored result, marked as a replay. Durable keys: a
+/// completed key outlives the incarnation and is answered without a run.
+#[test]
+fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async {
+        let history = History::tokio_clock();
+        let ledger = Ledger::new(history.clone());
+        let tx = ServerConfig {
+            effects: mcp_chaos::server::Effects::Transactional,
+            ..ServerConfig::default()
+        };
+        let keyed = |h: &Harness, sid: &str, tag: &str| {
+            Outgoing::post(Some(sid), &h.call_msg(h.id(), tag, 2))
+                .header(headers::IDEMPOTENCY_KEY, "k")
+                .header("authorization", "Bearer alice")
+        };
+        // Killed: one chunk out, then its incarnation is never heard of again.
+        let a = incarnation(&history, &ledger, tx.clone()).await;
+        let sid = a.initialize().await;
+        let mut killed = a.send(keyed(&a, &sid, "op-t")).await;
+        a.release(1);
+        next(&mut killed).await; // priming
+        next(&mut killed).await; // chunk 1
+        assert_eq!(ledger.executions("op-t"), 0, "started, not committed");
+        // The next incarnation runs it and commits.
+        let b = incarnation(&history, &ledger, tx.clone()).await;
+        let sid = b.initialize().await;
+        let mut won = b.send(keyed(&b, &sid, "op-t")).await;
+        b.release(2);
+        let won = last_result(&drain(&mut won).await);
+        assert!(!mcp::is_replayed(&won));
+        assert_eq!(mcp::chunk_of(&won).unwrap().execution, 2);
+        assert_eq!(ledger.executions("op-t"), 1);
+        // A third, without the key: it runs, its commit is refused.
+        let c = incarnation(&history, &ledger, tx.clone()).await;
+        let sid = c.initialize().await;
+        let mut refused = c.send(keyed(&c, &sid, "op-t")).await;
+        assert!(refused.is_sse(), "the key table is lost: it runs");
+        c.release(2);
+        let replay = last_result(&drain(&mut refused).await);
+        assert!(mcp::is_replayed(&replay), "{replay:?}");
+        assert_eq!(
+            mcp::chunk_of(&replay),
+            mcp::chunk_of(&won),
+            "the stored result names the execution that committed"
+        );
+        assert_eq!(ledger.executions("op-t"), 1, "a key commits once");
+        let commits: Vec<u32> = history
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Rec::Ledger(mcp_chaos::history::LedgerRecord::Commit { n, .. }) => Some(*n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(commits, [2], "the killed and the refused commit nothing");
+        // Durable keys (immediate effects): the completed key survives.
+        let durable = ServerConfig {
+            durable_dedup: true,
+            ..ServerConfig::default()
+        };
+        let d = incarnation(&history, &ledger, durable.clone()).await;
+        let sid = d.initialize().await;
+        let mut first = d.send(keyed(&d, &sid, "op-d")).await;
+        d.release(2);
+        drain(&mut first).await;
+        d.tool_ended(3).await; // b, c and d (a never ends)
+        let e = incarnation(&history, &ledger, durable).await;
+        let sid = e.initialize().await;
+        let retry = e.send(keyed(&e, &sid, "op-d")).await;
+        assert_eq!(retry.status, 200);
+        assert!(!retry.is_sse(), "answered from the durable key table");
+        assert!(mcp::is_replayed(&retry.json().await.unwrap().unwrap()));
+        assert_eq!(ledger.executions("op-d"), 1);
+        // Without durable keys the next incarnation forgets it and runs it.
+        let f = incarnation(&history, &ledger, ServerConfig::default()).await;
+        let sid = f.initialize().await;
+        let mut again = f.send(keyed(&f, &sid, "op-d")).await;
+        assert!(again.is_sse());
+        f.release(2);
+        drain(&mut again).await;
+        assert_eq!(ledger.executions("op-d"), 2);
+    });
+}

@@ -1092,3 +1092,101 @@ duration_ms = 30000
         "some refusal named a legacy stream after the switch"
     );
 }
+
+/// server-restarts, guarded, every client with keys and cursors: with the
+/// default immediate effects a restart mid-execution followed by the
+/// re-issue is a duplicate (cause `restart_mid_execution`); with durable
+/// keys and transactional effects a restart costs latency, never a
+/// duplicate or a lost operation. The white box agrees on commits.
+#[test]
+fn durable_keys_and_transactional_effects_leave_restarts_only_latency() {
+    use mcp_chaos::oracle::whitebox;
+    use mcp_chaos::run::Profile;
+    let s = scenario("server-restarts.toml");
+    let opts = |sets: &[(&str, &str)]| Options {
+        clients: Some(Profile::KeysCursors),
+        sets: sets
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    let both = opts(&[
+        ("server.durable_dedup", "true"),
+        ("server.effects", "transactional"),
+    ]);
+    let agree = |r: &RunReport, h: &History, at: &str| {
+        let w = whitebox::recount(&h.entries());
+        let m = &r.metrics;
+        assert_eq!(
+            (
+                w.duplicate_side_effects,
+                w.ops_duplicated,
+                w.orphaned_events
+            ),
+            (
+                m.duplicate_side_effects,
+                m.ops_duplicated,
+                m.orphaned_events
+            ),
+            "black box vs white box: {at}"
+        );
+    };
+    let mut deferred_killed = 0;
+    for seed in 0..3 {
+        let repro = run::repro_command("sims/server-restarts.toml", seed, Variant::Guarded, &both);
+        let (r, h) = run::run(&s, seed, Variant::Guarded, &both).unwrap();
+        let m = &r.metrics;
+        assert_eq!((m.ops_failed, m.ops_lost), (0, 0), "{repro}\n{m:#?}");
+        assert_eq!(m.duplicate_side_effects, 0, "{repro}");
+        assert!(r.clients_finished, "{repro}");
+        agree(&r, &h, &repro);
+        // Executions started and never committed (the restart killed them).
+        let (mut started, mut committed) = (0, 0);
+        for e in h.entries().iter() {
+            match &e.record {
+                Rec::Ledger(LedgerRecord::Execution { deferred, .. }) => {
+                    assert!(*deferred, "{repro}");
+                    started += 1;
+                }
+                Rec::Ledger(LedgerRecord::Commit { .. }) => committed += 1,
+                _ => {}
+            }
+        }
+        deferred_killed += started - committed;
+    }
+    assert!(deferred_killed > 0, "some restart killed an execution");
+    // The default: the same runs show the duplicates nothing prevents.
+    let mut dup = 0;
+    for seed in 0..3 {
+        let (r, h) = run::run(&s, seed, Variant::Guarded, &opts(&[])).unwrap();
+        let m = &r.metrics;
+        assert_eq!(
+            m.failures_by_cause.get("restart_mid_execution").copied(),
+            (m.ops_failed > 0).then_some(m.ops_failed),
+            "seed {seed}: {m:#?}"
+        );
+        dup += m.ops_duplicated;
+        agree(&r, &h, &format!("default, seed {seed}"));
+    }
+    assert!(dup > 0, "the default shows duplicates");
+    // The white box agrees on transactional runs with other faults, under
+    // every arm.
+    let tx = opts(&[("server.effects", "transactional")]);
+    for name in ["partition-storm.toml", "flaky-mobile.toml", "eviction.toml"] {
+        let s = scenario(name);
+        for v in Variant::ALL {
+            for o in [&tx, &Options::default()] {
+                let o = Options {
+                    clients: None,
+                    sets: o.sets.clone(),
+                };
+                let (r, h) = run::run(&s, 0, v, &o).unwrap();
+                agree(
+                    &r,
+                    &h,
+                    &run::repro_command(&format!("sims/{name}"), 0, v, &o),
+                );
+            }
+        }
+    }
+}
