@@ -205,7 +205,7 @@ enum Cmd {
         /// Root seed.
         #[arg(long)]
         seed: u64,
-        /// Which server arm: guarded, unguarded or keys.
+        /// Which server arm: guarded, unguarded, keys or cancel.
         #[arg(long)]
         server: Variant,
         #[command(flatten)]
@@ -242,7 +242,7 @@ enum Cmd {
         /// Root seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Which server arm: guarded, unguarded or keys.
+        /// Which server arm: guarded, unguarded, keys or cancel.
         #[arg(long)]
         server: Variant,
         /// Write the trace as JSON lines here.
@@ -256,7 +256,7 @@ enum Cmd {
     },
     /// Run the MCP server on a real socket (simulated time becomes real time).
     Serve {
-        /// Which server arm: guarded, unguarded or keys.
+        /// Which server arm: guarded, unguarded, keys or cancel.
         #[arg(long, default_value = "guarded")]
         server: Variant,
         /// Address to listen on.
@@ -905,7 +905,7 @@ fn serve(variant: Variant, addr: SocketAddr, delivery: Delivery, seed: u64) -> a
         eprintln!(
             "mcp-chaos: {} server on http://{addr}/mcp ({}, session seed {seed})",
             variant.as_str(),
-            delivery.as_str()
+            variant.delivery(delivery).as_str()
         );
         Server::new(variant, cfg, history, ledger, Pacing::Timer)
             .serve(listener)

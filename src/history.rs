@@ -129,10 +129,11 @@ pub enum ServerClose {
 pub enum Record {
     /// A server incarnation started (fresh in-memory state).
     ServerStarted {
-        /// The arm: `guarded`, `unguarded` or `keys`.
+        /// The arm: `guarded`, `unguarded`, `keys` or `cancel`.
         variant: &'static str,
         /// `post-stream` or `session-stream`: whether the standalone GET
-        /// stream carries responses (and so takes part in Rule M).
+        /// stream carries responses (and so takes part in Rule M). The
+        /// effective delivery: `cancel` is post-stream whatever was asked.
         delivery: &'static str,
     },
     /// `initialize` created a session.
@@ -385,6 +386,18 @@ pub enum Record {
         rpc_id: RequestId,
         /// Cancelled before its result.
         cancelled: bool,
+    },
+    /// A close the server saw cancelled a request still executing
+    /// (`cancel`): the tool stops at its next chunk; what it took stays.
+    CancelledOnClose {
+        /// Session id.
+        session: SessionId,
+        /// The stream whose connection closed.
+        stream: StreamIdx,
+        /// The connection.
+        conn: ConnId,
+        /// JSON-RPC id of the cancelled request.
+        rpc_id: RequestId,
     },
     /// A dedup token answered from the table (a completed key).
     DedupReplayed {

@@ -227,7 +227,7 @@ pub struct Expect {
     pub max: BTreeMap<String, u64>,
 }
 
-/// Expectations per arm (`[expect.<arm>]`: `guarded`, `unguarded`, `keys`).
+/// Expectations per arm (`[expect.<arm>]`: `guarded`, `unguarded`, `keys`, `cancel`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 #[serde(transparent)]
 pub struct Expectations(pub BTreeMap<String, Expect>);

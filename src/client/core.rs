@@ -56,6 +56,9 @@ pub(super) struct Slot {
     pub(super) marker_pending: bool,
     /// Its response headers arrived.
     pub(super) answered: bool,
+    /// Messages it brought (events with data: not priming events, not
+    /// `replay-end`). A resume that ends cleanly with none failed.
+    pub(super) messages: u32,
 }
 
 /// A stream as the client knows it, named by its first (priming) event id.

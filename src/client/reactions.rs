@@ -81,20 +81,9 @@ impl Client {
                 self.end_hold(stream);
                 match status {
                     404 => self.reinit(),
-                    _ => {
-                        // 410 (evicted), or any refusal: re-issue by POST.
-                        let waiting: Vec<usize> = self
-                            .ops_on(stream)
-                            .into_iter()
-                            .chain(self.resend_after_resume.remove(&stream).unwrap_or_default())
-                            .collect();
-                        if let Some(st) = self.streams.get_mut(&stream) {
-                            st.finished = true;
-                        }
-                        for op in waiting {
-                            self.reissue(op);
-                        }
-                    }
+                    // 410 (evicted), 405 (a server that does not resume),
+                    // or any refusal: re-issue by POST.
+                    _ => self.resume_refused(stream),
                 }
             }
             SlotKind::Open => match status {
@@ -258,10 +247,59 @@ impl Client {
         self.names.get(&first).copied().unwrap_or(first)
     }
 
+    /// A resume of `stream` failed for good (refused, or answered with a
+    /// stream that ended and brought nothing): nothing more comes on it.
+    /// Re-issue every operation waiting on it (same tag and key, a new
+    /// request id; each re-issue an attempt). A transport switch waiting on
+    /// it goes on over the new transport without the stream.
+    pub(super) fn resume_refused(&mut self, stream: u64) {
+        let waiting: Vec<usize> = self
+            .ops_on(stream)
+            .into_iter()
+            .chain(self.resend_after_resume.remove(&stream).unwrap_or_default())
+            .collect();
+        if let Some(st) = self.streams.get_mut(&stream) {
+            st.finished = true;
+        }
+        // Whatever it held back goes on now (nothing resumes).
+        self.next_on_resume = false;
+        if std::mem::take(&mut self.switch_pending) {
+            // The session stays (only the resume was refused): keep it on
+            // the new transport, with a stream for its notifications.
+            if self.spec.delivery != Delivery::SessionStream {
+                self.send_open();
+            }
+            self.schedule(Duration::ZERO, Action::StartNext);
+        }
+        for op in waiting {
+            self.reissue(op);
+        }
+    }
+
+    /// Whether `s`, ending cleanly, was a resume that brought nothing
+    /// while operations wait on its stream: a failed resume (as real SDKs
+    /// answer a resume of a stream they do not have: 200 and a stream that
+    /// ends with no events, or only a priming event).
+    fn empty_resume(&self, s: &super::core::Slot) -> Option<u64> {
+        let SlotKind::Resume { stream } = s.kind else {
+            return None;
+        };
+        (s.messages == 0 && !self.resuming_for(stream).is_empty()).then_some(stream)
+    }
+
     pub(super) fn on_end(&mut self, slot: SlotId, clean: bool) {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
+        if let Some(stream) = clean.then(|| self.empty_resume(&s)).flatten() {
+            if let Some(st) = self.streams.get_mut(&stream) {
+                if st.live == Some(slot) {
+                    st.live = None;
+                }
+            }
+            self.end_hold(stream);
+            return self.resume_refused(stream);
+        }
         if matches!(s.kind, SlotKind::LegacyOpen)
             && self.transport == Transport::Legacy
             && self.session.is_some()

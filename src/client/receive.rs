@@ -142,6 +142,7 @@ impl Client {
             return;
         };
         s.last_activity_us = now;
+        s.messages += u32::from(msg.is_some());
         let kind = s.kind.clone();
         // Events of a call keep the hold alive; notifications do not (a
         // steady notification stream without a marker would hold forever).

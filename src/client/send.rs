@@ -50,6 +50,7 @@ impl Client {
                 task,
                 marker_pending: false,
                 answered: false,
+                messages: 0,
             },
         );
         slot

@@ -966,6 +966,9 @@ fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
         Ok(s) => s,
         Err(r) => return Reply::new(r),
     };
+    if shared.variant.cancels_on_close() && h.contains_key(headers::LAST_EVENT_ID) {
+        return super::cancel::refuse_resume().about(Some(&sid), None);
+    }
     let mapped = match transport_gate(shared, &sid, Transport::Streamable, None) {
         Ok(m) => m,
         Err(r) => return Reply::new(r).about(Some(&sid), None),

@@ -1,19 +1,24 @@
 //! The MCP streamable-HTTP server, on hyper 1.x over any
 //! listener: turmoil's in the simulator, tokio's on a real socket.
 //!
-//! Three arms behind one switch ([`Variant`]): *unguarded* behaves as
+//! Four arms behind one switch ([`Variant`]): *unguarded* behaves as
 //! today's SDKs (a retried POST runs the tool again; a POST during a replay
 //! is served at once and its events interleave with the replay); *guarded*
 //! sends every POST through Rule M ([`crate::guard`]), honors dedup tokens
 //! and cursors on POST, ends every replay with `replay-end`, and answers a
 //! resume from an evicted position with 410; *keys* is unguarded plus the
-//! key table alone. Whichever arm honors `Idempotency-Key` does so on both
-//! transports, per principal (bearer token, else session).
+//! key table alone; *cancel* is unguarded with the 2026-07-28 remedy on
+//! today's wire: responses ride their POSTs whatever the scenario says, a
+//! resume (GET with `Last-Event-ID`) gets 405, and a close the server sees
+//! cancels the request whose stream it was ([`cancel`]). Whichever arm
+//! honors `Idempotency-Key` does so on both transports, per principal
+//! (bearer token, else session).
 //!
 //! Everything runs on one thread (a `LocalSet`): state is `Rc<RefCell<_>>`,
 //! and no borrow is ever held across an `.await`.
 
 mod body;
+mod cancel;
 mod dedup;
 mod handlers;
 mod legacy;
@@ -55,6 +60,11 @@ pub enum Variant {
     /// `unguarded` plus one mechanism: it honors `Idempotency-Key` per
     /// principal. No Rule M, no Rule T.
     Keys,
+    /// `unguarded` with the 2026-07-28 remedy on today's wire: sessions
+    /// stay, a resume gets 405, a close the server sees cancels its request
+    /// (an effect already taken stays), delivery is post-stream. Keys
+    /// ignored; no Rule M, no Rule T, no `replay-end`.
+    Cancel,
 }
 
 impl Variant {
@@ -62,7 +72,12 @@ impl Variant {
     pub const BOTH: [Variant; 2] = [Variant::Guarded, Variant::Unguarded];
 
     /// Every built-in arm, in report order.
-    pub const ALL: [Variant; 3] = [Variant::Guarded, Variant::Unguarded, Variant::Keys];
+    pub const ALL: [Variant; 4] = [
+        Variant::Guarded,
+        Variant::Unguarded,
+        Variant::Keys,
+        Variant::Cancel,
+    ];
 
     /// The arm's name (`--server`, JSON, `[expect.<arm>]`).
     pub fn as_str(self) -> &'static str {
@@ -70,6 +85,7 @@ impl Variant {
             Variant::Guarded => "guarded",
             Variant::Unguarded => "unguarded",
             Variant::Keys => "keys",
+            Variant::Cancel => "cancel",
         }
     }
 
@@ -81,6 +97,22 @@ impl Variant {
     /// Whether it honors `Idempotency-Key`.
     pub fn honors_keys(self) -> bool {
         matches!(self, Variant::Guarded | Variant::Keys)
+    }
+
+    /// Whether a close the server sees cancels the request whose response
+    /// stream it was, and a resume is refused with 405 (`cancel`).
+    pub fn cancels_on_close(self) -> bool {
+        self == Variant::Cancel
+    }
+
+    /// The delivery this arm uses when the scenario asks for `asked`:
+    /// `cancel` always answers on the POST's own stream.
+    pub fn delivery(self, asked: Delivery) -> Delivery {
+        if self.cancels_on_close() {
+            Delivery::PostStream
+        } else {
+            asked
+        }
     }
 }
 
@@ -302,6 +334,8 @@ impl Server {
         ledger: Ledger,
         pacing: Pacing,
     ) -> Self {
+        let mut cfg = cfg;
+        cfg.delivery = variant.delivery(cfg.delivery);
         history.record(Record::ServerStarted {
             variant: variant.as_str(),
             delivery: cfg.delivery.as_str(),

@@ -390,6 +390,7 @@ fn on_close(
             last_written: super::handlers::logged_id(sess.guard.stream(s).last_written),
         });
         sess.guard.close_seen(s);
+        super::cancel::on_close_seen(shared, sid, sess, s, conn);
         sess.drained.notify_waiters();
         if rt_kind == crate::history::StreamKind::Legacy {
             super::legacy::schedule_expiry(shared.clone(), sid.clone(), s);

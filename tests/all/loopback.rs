@@ -293,7 +293,9 @@ fn retried_post_runs_twice_unguarded_and_is_rejected_guarded() {
             h.close_seen(1).await;
             let retry = h.call(&sid, "op-r", 8, None).await;
             match variant {
-                Variant::Keys => unreachable!("both() runs guarded and unguarded"),
+                Variant::Keys | Variant::Cancel => {
+                    unreachable!("both() runs guarded and unguarded")
+                }
                 Variant::Unguarded => {
                     assert_eq!(retry.status, 200);
                     assert_eq!(h.ledger.executions("op-r"), 2, "the tool ran twice");
@@ -342,7 +344,9 @@ fn idempotency_key_retry_runs_once_guarded() {
             h.tool_ended(1).await;
             let mut retry = h.call(&sid, "op-k", 2, Some("key-1")).await;
             match variant {
-                Variant::Keys => unreachable!("both() runs guarded and unguarded"),
+                Variant::Keys | Variant::Cancel => {
+                    unreachable!("both() runs guarded and unguarded")
+                }
                 Variant::Guarded => {
                     assert_eq!(retry.status, 200);
                     assert!(!retry.is_sse(), "the stored result comes back as JSON");
@@ -409,7 +413,9 @@ fn session_stream_delivery_and_case_one() {
             h.close_seen(1).await;
             let retry = h.call(&sid, "op-s", 8, None).await;
             match variant {
-                Variant::Keys => unreachable!("both() runs guarded and unguarded"),
+                Variant::Keys | Variant::Cancel => {
+                    unreachable!("both() runs guarded and unguarded")
+                }
                 Variant::Unguarded => {
                     // Not attached any more: the retry streams on its POST.
                     assert_eq!(retry.status, 200);
@@ -757,7 +763,9 @@ fn legacy_transport_endpoint_posts_and_stream() {
                 };
                 let cross = h.send(Outgoing::post(Some(&sid), &ping)).await;
                 match variant {
-                    Variant::Keys => unreachable!("both() runs guarded and unguarded"),
+                    Variant::Keys | Variant::Cancel => {
+                        unreachable!("both() runs guarded and unguarded")
+                    }
                     Variant::Guarded => {
                         assert_eq!(cross.status, 404);
                         let body = cross.json().await.unwrap().unwrap();
@@ -1237,5 +1245,128 @@ fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
         f.release(2);
         drain(&mut again).await;
         assert_eq!(ledger.executions("op-d"), 2);
+
+/// Ledger chunks recorded for `tag`.
+fn ledger_chunks(h: &Harness, tag: &str) -> usize {
+    h.history
+        .entries()
+        .iter()
+        .filter(|e| {
+            matches!(&e.record, Rec::Ledger(mcp_chaos::history::LedgerRecord::Chunk { tag: t, .. })
+                if t.as_ref() == tag)
+        })
+        .count()
+}
+
+/// The `cancel` arm refuses a resume with 405 and a JSON-RPC error body;
+/// a plain GET (the notification stream) stays allowed; its delivery is
+/// post-stream whatever the configuration asks.
+#[test]
+fn cancel_refuses_a_resume_with_405() {
+    let cfg = ServerConfig {
+        delivery: Delivery::SessionStream,
+        ..ServerConfig::default()
+    };
+    with_server(Variant::Cancel, cfg, |h| async move {
+        assert!(h.history.entries().iter().any(|e| matches!(
+            e.record,
+            Rec::Server(Record::ServerStarted {
+                variant: "cancel",
+                delivery: "post-stream"
+            })
+        )));
+        let sid = h.initialize().await;
+        let mut standalone = h.send(Outgoing::get(&sid, None)).await;
+        assert_eq!(standalone.status, 200, "a plain GET stays allowed");
+        assert!(standalone.is_sse());
+        next(&mut standalone).await;
+        let mut ex = h.call(&sid, "op-c", 4, None).await;
+        assert_eq!(ex.status, 200, "the response rides the POST");
+        assert!(ex.is_sse());
+        let priming = next(&mut ex).await;
+        let cursor = event_id(&priming).expect("priming id");
+        let resume = h.send(Outgoing::get(&sid, Some(cursor))).await;
+        assert_eq!(resume.status, 405);
+        let body = resume.json().await.unwrap().unwrap();
+        assert_eq!(rpc_error(&body).code, jsonrpc::TRANSPORT_ERROR);
+        // The resume took nothing over: the POST's stream goes on.
+        h.release(4);
+        let events = drain(&mut ex).await;
+        assert_eq!(events.len(), 4);
+        assert_eq!(h.ledger.executions("op-c"), 1);
+    });
+}
+
+/// Under `cancel` a close the server sees cancels the request: the tool
+/// stops emitting chunks, and the execution it took stays in the ledger
+/// (one). Under `unguarded` the same close stops nothing.
+#[test]
+fn cancel_a_seen_close_cancels_the_tool() {
+    for variant in [Variant::Cancel, Variant::Unguarded] {
+        with_server(variant, ServerConfig::default(), |h| async move {
+            let sid = h.initialize().await;
+            let mut ex = h.call(&sid, "op-x", 8, None).await;
+            next(&mut ex).await; // priming
+            h.release(1);
+            next(&mut ex).await; // chunk 1
+            drop(ex);
+            h.close_seen(1).await;
+            h.release(7);
+            h.tool_ended(1).await;
+            let cancelled = h.history.entries().iter().any(|e| {
+                matches!(
+                    e.record,
+                    Rec::Server(Record::ToolEnded {
+                        cancelled: true,
+                        ..
+                    })
+                )
+            });
+            let recorded = h
+                .history
+                .entries()
+                .iter()
+                .any(|e| matches!(e.record, Rec::Server(Record::CancelledOnClose { .. })));
+            assert_eq!(h.ledger.executions("op-x"), 1, "{variant:?}");
+            if variant == Variant::Cancel {
+                assert!(cancelled && recorded, "the seen close cancelled it");
+                assert_eq!(ledger_chunks(&h, "op-x"), 1, "no chunk after the close");
+                assert_eq!(h.produced_ids(EventKind::Result), Vec::<u64>::new());
+            } else {
+                assert!(!cancelled && !recorded, "disconnection is not cancellation");
+                assert_eq!(ledger_chunks(&h, "op-x"), 8);
+            }
+        });
+    }
+}
+
+/// Under `cancel`, a seen close of the legacy stream cancels the session's
+/// legacy requests still executing (their answers had no other way).
+#[test]
+fn cancel_a_seen_legacy_close_cancels_legacy_requests() {
+    with_server(Variant::Cancel, ServerConfig::default(), |h| async move {
+        let mut stream = h.send(legacy_get()).await;
+        let endpoint = next(&mut stream).await;
+        let init = Message::Request {
+            id: h.id(),
+            method: mcp::INITIALIZE.into(),
+            params: Some(mcp::initialize_params(
+                mcp::LEGACY_VERSION,
+                json!({}),
+                "legacy",
+            )),
+        };
+        assert_eq!(legacy_post(&h, &endpoint.data, &init).await.status, 202);
+        next(&mut stream).await; // the initialize result
+        let call = h.call_msg(h.id(), "legacy-x", 4);
+        assert_eq!(legacy_post(&h, &endpoint.data, &call).await.status, 202);
+        h.release(1);
+        next(&mut stream).await; // chunk 1
+        drop(stream);
+        h.close_seen(1).await;
+        h.release(3);
+        h.tool_ended(1).await;
+        assert_eq!(h.ledger.executions("legacy-x"), 1);
+        assert_eq!(ledger_chunks(&h, "legacy-x"), 1);
     });
 }

@@ -1186,6 +1186,45 @@ fn durable_keys_and_transactional_effects_leave_restarts_only_latency() {
                     &h,
                     &run::repro_command(&format!("sims/{name}"), 0, v, &o),
                 );
+
+/// The `cancel` arm: every scenario in `sims/` and `sims/causes/` runs
+/// under it without an oracle defect (every failed operation has a
+/// cause), plain and keys+cursors, a couple of seeds; its trace says the
+/// effective delivery is post-stream and no resume is ever served.
+#[test]
+fn every_scenario_runs_under_cancel_without_an_oracle_defect() {
+    use mcp_chaos::run::Profile;
+    let mut files = mcp_chaos::cli::scenario_files(&path("")).unwrap();
+    files.extend(mcp_chaos::cli::scenario_files(&path("causes")).unwrap());
+    assert!(files.len() >= 15, "both libraries are there");
+    for f in files {
+        let s = Scenario::load(&f).unwrap_or_else(|e| panic!("{e}"));
+        for seed in [0, 1] {
+            for profile in [Profile::Plain, Profile::KeysCursors] {
+                let opts = Options {
+                    clients: Some(profile),
+                    ..Options::default()
+                };
+                let repro =
+                    run::repro_command(&f.display().to_string(), seed, Variant::Cancel, &opts);
+                let (report, history) = run::run(&s, seed, Variant::Cancel, &opts)
+                    .unwrap_or_else(|e| panic!("{e}\nreproduce: {repro}"));
+                let caused: u64 = report.metrics.failures_by_cause.values().sum();
+                assert_eq!(
+                    caused, report.metrics.ops_failed,
+                    "one cause per failed operation\nreproduce: {repro}"
+                );
+                for e in history.entries().iter() {
+                    match &e.record {
+                        Rec::Server(Record::ServerStarted { delivery, .. }) => {
+                            assert!(*delivery == "post-stream", "reproduce: {repro}")
+                        }
+                        Rec::Server(Record::Resumed { .. }) => {
+                            panic!("cancel served a resume\nreproduce: {repro}")
+                        }
+                        _ => {}
+                    }
+                }
             }
         }
     }

@@ -1,0 +1,81 @@
+//! The `cancel` arm's two mechanisms (the 2026-07-28 remedy on today's
+//! wire): a resume is refused with 405, so a client re-issues with a new
+//! id; and a close the server sees (EOF, a write error, the write
+//! deadline) cancels the request whose response stream it was. The tool
+//! stops at its next chunk; the effect it took already (the ledger's
+//! execution, chunks emitted) stays. A close the server never sees (a
+//! partition leaves the connection half-open) cancels nothing: there the
+//! arm behaves like `unguarded`.
+//!
+//! Legacy transport: every response of a legacy session rides its one
+//! `GET /sse` stream, so a seen close of that stream cancels every legacy
+//! request of the session still executing (they have no other stream to
+//! answer on, and no resume brings them back).
+
+use super::handlers::{self, Reply};
+use super::session::Session;
+use super::Shared;
+use crate::guard::StreamIdx;
+use crate::history::{ConnId, Record, SessionId, StreamKind};
+use crate::protocol::jsonrpc::{self, RequestId};
+use http::{header, HeaderValue, StatusCode};
+
+/// A resume (GET with `Last-Event-ID`): 405 with a JSON-RPC error body.
+/// A plain GET (the standalone notification stream) stays allowed.
+pub(super) fn refuse_resume() -> Reply {
+    let mut r = handlers::error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        jsonrpc::TRANSPORT_ERROR,
+        "this server does not resume streams: re-issue the request with a new id",
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    Reply::new(r)
+}
+
+/// Stream `s`'s connection `conn` closed and the server saw it: cancel the
+/// requests still executing whose responses it carried. A no-op for arms
+/// that do not cancel on close.
+pub(super) fn on_close_seen(
+    shared: &Shared,
+    sid: &SessionId,
+    sess: &Session,
+    s: StreamIdx,
+    conn: ConnId,
+) {
+    if !shared.variant.cancels_on_close() {
+        return;
+    }
+    let rids: Vec<&RequestId> = match sess.streams[s as usize].kind {
+        StreamKind::Post => sess
+            .post_streams
+            .iter()
+            .filter(|&(_, &ps)| ps == s)
+            .map(|(r, _)| r)
+            .collect(),
+        // Under post-stream delivery (forced for this arm) the requests
+        // without a POST stream of their own are the legacy ones.
+        StreamKind::Legacy => sess
+            .in_flight
+            .keys()
+            .filter(|r| !sess.post_streams.contains_key(*r))
+            .collect(),
+        // Carries notifications only.
+        StreamKind::Standalone => Vec::new(),
+    };
+    for rid in rids {
+        let Some(f) = sess.in_flight.get(rid) else {
+            continue; // finished already: nothing to cancel
+        };
+        if f.cancelled.replace(true) {
+            continue;
+        }
+        shared.history.record(Record::CancelledOnClose {
+            session: sid.clone(),
+            stream: s,
+            conn,
+            rpc_id: rid.clone(),
+        });
+    }
+}
