@@ -1245,6 +1245,8 @@ fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
         f.release(2);
         drain(&mut again).await;
         assert_eq!(ledger.executions("op-d"), 2);
+    });
+}
 
 /// Ledger chunks recorded for `tag`.
 fn ledger_chunks(h: &Harness, tag: &str) -> usize {

@@ -1186,6 +1186,10 @@ fn durable_keys_and_transactional_effects_leave_restarts_only_latency() {
                     &h,
                     &run::repro_command(&format!("sims/{name}"), 0, v, &o),
                 );
+            }
+        }
+    }
+}
 
 /// The `cancel` arm: every scenario in `sims/` and `sims/causes/` runs
 /// under it without an oracle defect (every failed operation has a
