@@ -223,7 +223,10 @@ async fn run(
         };
         let mut st = shared.state.borrow_mut();
         let Some(sess) = st.sessions.get_mut(&sid) else {
-            return; // session deleted: nothing to deliver to
+            // Session deleted: nothing to deliver to. The tool still ends
+            // (a key it had not completed is given back).
+            finished = last;
+            break;
         };
         sess.produce(
             s,
