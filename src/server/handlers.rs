@@ -1064,8 +1064,12 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     }
     let (_, gap) = sess.replayable_after(s, at);
     let mut from = at;
-    if gap || sess.guard.stream(s).lost {
-        if shared.guarded() {
+    let mut preamble = None;
+    if shared.guarded() {
+        // The guarded server announces what it lost (a `gap` event) and
+        // replays what survived; only a lost result leaves nothing to
+        // resume: 410, and the client re-issues.
+        if sess.result_evicted_after(s, at) {
             sess.guard.report_lost(s);
             shared.history.record(Record::LostReported {
                 session: sid.clone(),
@@ -1076,7 +1080,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
                 None,
                 ErrorObject::new(
                     jsonrpc::GONE,
-                    "events after Last-Event-ID were evicted: re-issue the operation",
+                    "the result after Last-Event-ID was evicted: re-issue the operation",
                     Some(json!({
                         "stream": s,
                         "streamFirstEventId": sess.streams[s as usize].ids.first(),
@@ -1086,7 +1090,20 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
                 ),
             ));
         }
-        // As real SDKs do: replay from the oldest event still stored.
+        if gap {
+            let missing = sess.missing_after(s, at);
+            preamble = Some(super::replay::gap_frame(&missing));
+            shared.history.record(Record::GapReplayed {
+                session: sid.clone(),
+                stream: s,
+                conn,
+                missing,
+            });
+            from = at.max(sess.oldest_stored().checked_sub(1));
+        }
+    } else if gap || sess.guard.stream(s).lost {
+        // As real SDKs do: replay from the oldest event still stored,
+        // silently.
         from = at.max(sess.oldest_stored().checked_sub(1));
     }
     if let Some(old) = sess.streams[s as usize].conn.take() {
@@ -1132,7 +1149,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             replay_until,
             replay: true,
             transport: Transport::Streamable,
-            preamble: None,
+            preamble,
         },
     );
     if translate {

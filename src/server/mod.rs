@@ -17,6 +17,7 @@ mod body;
 mod dedup;
 mod handlers;
 mod legacy;
+mod replay;
 mod session;
 mod tools;
 mod writer;
