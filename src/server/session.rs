@@ -356,4 +356,36 @@ mod tests {
             .collect();
         assert_eq!(evicted, vec![(100, false), (101, true)]);
     }
+    #[test]
+    fn missing_ranges_name_exactly_the_streams_evicted_ids() {
+        let h = history();
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 4);
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1
+        let b = s.open_stream(StreamKind::Post, None, 2, &h); // 2
+        for _ in 0..3 {
+            s.produce(a, EventKind::Progress, "{}", None, None, &h); // 3, 5, 7
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 4, 6, 8
+        }
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 9
+        s.produce(a, EventKind::Result, "{}", None, None, &h); // 10
+                                                               // Stored: 7..=10. Stream a: 1, 3, 5, 7, 9, 10.
+        assert_eq!(s.oldest_stored(), 7);
+        assert_eq!(s.missing_after(a, Some(1)), vec![(3, 3), (5, 5)]);
+        assert_eq!(s.missing_after(a, Some(3)), vec![(5, 5)]);
+        assert_eq!(s.missing_after(a, Some(7)), vec![]);
+        assert_eq!(s.missing_after(b, Some(2)), vec![(4, 4), (6, 6)]);
+        assert!(!s.result_evicted_after(a, Some(1)), "10 is stored");
+        assert!(!s.guard.stream(a).lost, "only progress was evicted");
+        for _ in 0..4 {
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 11..=14
+        }
+        assert!(s.result_evicted_after(a, Some(9)));
+        assert!(!s.result_evicted_after(a, Some(10)), "the client has it");
+        assert!(s.guard.stream(a).lost, "an owed result was evicted");
+        assert_eq!(
+            s.missing_after(a, Some(1)),
+            vec![(3, 3), (5, 5), (7, 7), (9, 10)]
+        );
+        assert_eq!(s.missing_after(b, Some(8)), vec![]);
+    }
 }
