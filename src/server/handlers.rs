@@ -1021,7 +1021,9 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
 /// the stream over, then continues live. A legacy cursor on a session with a
 /// registered mapping is translated (and the response says so); the
 /// unguarded server reads any cursor as a streamable id, as the observed
-/// dual-transport server did.
+/// dual-transport server did. Past evicted events, the guarded server first
+/// sends a `gap` event naming them (410 only when the result itself is
+/// gone); the other arms replay from the oldest event left, silently.
 fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mapped: bool) -> Reply {
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("session_of found it");
