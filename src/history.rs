@@ -316,6 +316,20 @@ pub enum Record {
         event: EventId,
         /// The client was still owed it (server's view).
         owed: bool,
+        /// It was a result (only an owed result makes the stream lost).
+        result: bool,
+    },
+    /// A guarded resume began with an `event: gap` naming the stream's
+    /// owed events that were evicted (its result survived).
+    GapReplayed {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// The resume's connection.
+        conn: ConnId,
+        /// Inclusive ranges of the missing event ids.
+        missing: Vec<(EventId, EventId)>,
     },
     /// A Rule M decision, with the view it was made from.
     Decision {
@@ -503,6 +517,20 @@ pub enum ClientRecord {
         transport: Transport,
         /// The stream it arrived on (the stream's first event id).
         stream: u64,
+    },
+    /// An `event: gap` arrived: the server announced owed events of the
+    /// stream that it lost (evicted) before it replays what survived.
+    Gap {
+        /// Client index.
+        client: u32,
+        /// Session.
+        session: SessionId,
+        /// The stream it arrived on (the stream's first event id).
+        stream: u64,
+        /// Inclusive ranges of the missing event ids, as announced.
+        missing: Vec<(EventId, EventId)>,
+        /// How many event ids the ranges name.
+        named: u64,
     },
     /// The client handled an operation's result (first time only).
     Handled {

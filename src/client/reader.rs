@@ -5,8 +5,8 @@
 use super::core::SlotId;
 use super::http::{self, Outgoing};
 use super::virtual_client::Connector;
-use crate::protocol::headers;
 use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::{headers, sse};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -36,6 +36,12 @@ pub(super) enum Input {
         id: Option<u64>,
         marker: bool,
         msg: Option<Message>,
+    },
+    /// An `event: gap`: owed events the server lost and says so (`None`:
+    /// its data was unreadable, so it announces nothing).
+    Gap {
+        slot: SlotId,
+        missing: Option<Vec<(u64, u64)>>,
     },
     End {
         slot: SlotId,
@@ -197,6 +203,10 @@ async fn reader<C: Connector>(
             Err(_) => continue,
             Ok(Err(_)) => return send(Input::Broken { slot }),
             Ok(Ok(None)) => return send(Input::End { slot }),
+            Ok(Ok(Some(ev))) if ev.event == sse::GAP_EVENT => send(Input::Gap {
+                slot,
+                missing: sse::parse_gap(&ev.data).ok(),
+            }),
             Ok(Ok(Some(ev))) => {
                 let id = ev.id.as_deref().and_then(|i| i.parse::<u64>().ok());
                 let marker = ev.event == "replay-end";

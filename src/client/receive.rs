@@ -6,7 +6,7 @@ use super::core::{Action, CStream, Client, Got, OpState, SlotId, SlotKind};
 use super::reader::{rpc_of, tag_of, Input};
 use crate::history::{ClientRecord, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
-use crate::protocol::mcp;
+use crate::protocol::{mcp, sse};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -39,6 +39,7 @@ impl Client {
                     self.on_event(slot, id, marker, msg);
                 }
             }
+            Input::Gap { slot, missing } => self.on_gap(slot, missing),
             Input::End { slot } => self.on_end(slot, true),
             Input::Broken { slot } => self.on_end(slot, false),
             Input::Dropped {
@@ -128,6 +129,29 @@ impl Client {
         };
         self.legacy_post(&initialized);
         self.after_init();
+    }
+
+    /// An `event: gap`: the server announces owed events of this stream it
+    /// no longer has. Record the announced loss and keep reading: the
+    /// surviving events (the result, if it survived) follow.
+    pub(super) fn on_gap(&mut self, slot: SlotId, missing: Option<Vec<(u64, u64)>>) {
+        let now = self.history.now_us();
+        let Some(s) = self.slots.get_mut(&slot) else {
+            return;
+        };
+        s.last_activity_us = now;
+        let (Some(stream), Some(session), Some(missing)) =
+            (s.stream, self.session.clone(), missing)
+        else {
+            return;
+        };
+        self.record(ClientRecord::Gap {
+            client: self.spec.index,
+            session,
+            stream,
+            named: sse::gap_count(&missing),
+            missing,
+        });
     }
 
     pub(super) fn on_event(

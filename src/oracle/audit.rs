@@ -270,8 +270,12 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 session,
                 stream,
                 event,
+                result: true,
                 ..
             } => {
+                // Only an owed result makes a stream lost; other owed
+                // events are announced by a gap (`GapReplayed`), which
+                // changes nothing in Rule M's view.
                 if let Some(st) = stream_mut(&mut sessions, session, *stream) {
                     if *event > st.delivered() {
                         st.lost = true;

@@ -8,10 +8,11 @@
 //! failures, and one per client counts order violations with a Fenwick
 //! tree. The whole is linear in the history (up to a log factor).
 
+use crate::history::SessionId;
 use crate::history::{ClientRecord, Entry, LedgerRecord, Outcome, Rec, Sent, WorldRecord};
 use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 /// What can go wrong with one operation (it may have several).
@@ -106,6 +107,9 @@ pub struct Handled {
     pub chunk: Option<ChunkRef>,
     /// Served from the key table, marked as such.
     pub replayed: bool,
+    /// Event ids named by the gaps its client received on the stream the
+    /// result arrived on, before the result (the rule: `Builder::gap_budget`).
+    pub gap_named: u64,
 }
 
 /// Everything the oracle knows about one operation.
@@ -263,6 +267,8 @@ pub fn judge(entries: &[Entry], calls: &[u32], hosts: &[u32], clients_finished: 
         },
         open_faults: HashMap::new(),
         pending_switch: vec![None; calls.len()],
+        gaps_named: BTreeMap::new(),
+        result_gaps: BTreeMap::new(),
     };
     for e in entries {
         b.entry(e);
@@ -288,6 +294,12 @@ struct Builder {
     open_faults: HashMap<u32, (&'static str, Option<u32>, u64)>,
     /// client → switch time not yet matched with a handled result.
     pending_switch: Vec<Option<u64>>,
+    /// (client, session, stream) → event ids named by the gaps received on
+    /// that stream so far (over all its connections and resumes).
+    gaps_named: BTreeMap<(u32, SessionId, u64), u64>,
+    /// (client, result chunk) → `gaps_named` of the stream it arrived on,
+    /// when it arrived (the latest arrival).
+    result_gaps: BTreeMap<(u32, ChunkRef), u64>,
 }
 
 impl Builder {
@@ -394,7 +406,35 @@ impl Builder {
                     }
                 }
             }
-            ClientRecord::Received { chunk: Some(c), .. } => {
+            ClientRecord::Gap {
+                client,
+                session,
+                stream,
+                named,
+                ..
+            } => {
+                let n = self
+                    .gaps_named
+                    .entry((*client, session.clone(), *stream))
+                    .or_default();
+                *n = n.saturating_add(*named);
+            }
+            ClientRecord::Received {
+                client,
+                session,
+                stream,
+                chunk: Some(c),
+                result,
+                ..
+            } => {
+                if *result {
+                    let named = self
+                        .gaps_named
+                        .get(&(*client, session.clone(), *stream))
+                        .copied()
+                        .unwrap_or(0);
+                    self.result_gaps.insert((*client, c.clone()), named);
+                }
                 if let Some(x) = self
                     .op(&c.tag)
                     .and_then(|op| op.execs.get_mut((c.execution as usize).wrapping_sub(1)))
@@ -420,12 +460,14 @@ impl Builder {
                     let sample = t.saturating_sub(s);
                     self.client(*client).switch_latency_us.push(sample);
                 }
+                let gap_named = self.gap_budget(*client, chunk.as_ref());
                 if let Some(op) = self.op(tag) {
                     op.handled.get_or_insert(Handled {
                         seq,
                         t_us: t,
                         chunk: chunk.clone(),
                         replayed: *replayed,
+                        gap_named,
                     });
                 }
             }
@@ -466,6 +508,23 @@ impl Builder {
             }
             _ => {}
         }
+    }
+
+    /// How many missing events of a handled result's execution count as
+    /// announced by gaps, black box (client records only; event ids stay
+    /// opaque, only counted): the event ids named by every `gap` the client
+    /// received on the stream (same session, any of its connections or
+    /// resumes) on which that result arrived, before it arrived. A missing
+    /// counted event of the handled execution is announced up to that
+    /// number; any excess stays silent. The budget is per operation, not
+    /// shared: on a stream that carries several operations (a standalone
+    /// stream in `session-stream` delivery) one gap may announce a loss for
+    /// each; on a POST stream (one operation) it is exact up to the count.
+    fn gap_budget(&self, client: u32, chunk: Option<&ChunkRef>) -> u64 {
+        chunk
+            .and_then(|c| self.result_gaps.get(&(client, c.clone())))
+            .copied()
+            .unwrap_or(0)
     }
 
     fn ledger_record(&mut self, r: &LedgerRecord, t: u64, seq: u64) {
@@ -590,13 +649,16 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
                 Some(i) => {
                     let x = &op.execs[i];
                     let missing = u64::from(x.emitted - x.received_count().min(x.emitted));
-                    if replayed {
-                        op.announced = missing;
+                    // A key-table replay announces all it missed; gaps
+                    // announce up to the ids they named.
+                    op.announced = if replayed {
+                        missing
                     } else {
-                        op.silent = missing;
-                        if missing > 0 {
-                            op.failures.insert(Failure::SilentLoss);
-                        }
+                        missing.min(h.gap_named)
+                    };
+                    op.silent = missing - op.announced;
+                    if op.silent > 0 {
+                        op.failures.insert(Failure::SilentLoss);
                     }
                 }
             }

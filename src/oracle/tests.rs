@@ -315,6 +315,68 @@ fn a_replayed_result_is_an_announced_loss_and_an_unmarked_one_is_silent() {
     }
 }
 
+impl Hist {
+    /// The client received a gap on `stream` naming `missing`.
+    fn gap(&self, stream: u64, missing: &[(u64, u64)]) -> &Self {
+        self.rec(ClientRecord::Gap {
+            client: 0,
+            session: sid(),
+            stream,
+            missing: missing.to_vec(),
+            named: crate::protocol::sse::gap_count(missing),
+        })
+    }
+}
+
+/// A gap that names the missing events, on the stream the result then
+/// arrived on, turns them into announced losses: degraded, not failed.
+/// Without it (or with it on another stream, or after the result) the
+/// same hole is a silent loss; a gap naming fewer ids than are missing
+/// announces that many, and the excess stays silent.
+#[test]
+fn a_gap_before_the_result_announces_the_missing_events() {
+    let t: Rc<str> = "c0-op0".into();
+    // Chunks 3..=5 of 6 never arrive; `gap` runs between chunk 2 and 6.
+    let run = |gap: &dyn Fn(&Hist), after_result: &dyn Fn(&Hist)| {
+        let h = Hist::new();
+        h.start(&t).send(&t, 1, true).execute(&t, 1, 6);
+        h.receive(&t, 1, 1, false).receive(&t, 1, 2, false);
+        gap(&h);
+        h.receive(&t, 1, 6, true);
+        after_result(&h);
+        h.handle(&t, 1, 6, false);
+        h.judge(1, true)
+    };
+    let none = |_: &Hist| {};
+    let on = |stream: u64, missing: &'static [(u64, u64)]| {
+        move |h: &Hist| {
+            h.gap(stream, missing);
+        }
+    };
+    let j = run(&on(1, &[(13, 14), (16, 16)]), &none);
+    let m = &j.metrics;
+    assert_eq!((m.ops_degraded, m.ops_failed, m.ops_ok), (1, 0, 0));
+    assert_eq!((m.ops_announced_loss, m.ops_silent_loss), (1, 0));
+    assert_eq!((m.announced_losses, m.silent_losses), (3, 0));
+    assert_eq!(m.hazards.get("eviction"), Some(&1), "still a hole");
+    assert!(j.defects.is_empty(), "{:?}", j.defects);
+    for (what, j) in [
+        ("no gap", run(&none, &none)),
+        ("another stream", run(&on(2, &[(13, 15)]), &none)),
+        ("after the result", run(&none, &on(1, &[(13, 15)]))),
+    ] {
+        let m = &j.metrics;
+        assert_eq!((m.ops_degraded, m.ops_failed), (0, 1), "{what}");
+        assert_eq!((m.ops_announced_loss, m.ops_silent_loss), (0, 1), "{what}");
+        assert_eq!((m.announced_losses, m.silent_losses), (0, 3), "{what}");
+        assert_eq!(m.failures_by_cause.get("eviction"), Some(&1), "{what}");
+    }
+    let j = run(&on(1, &[(13, 14)]), &none);
+    let m = &j.metrics;
+    assert_eq!((m.ops_failed, m.ops_silent_loss), (1, 1), "one unannounced");
+    assert_eq!((m.announced_losses, m.silent_losses), (2, 1));
+}
+
 #[test]
 fn a_hole_in_the_received_chunks_is_eviction() {
     let t: Rc<str> = "c0-op0".into();

@@ -237,6 +237,37 @@ pub fn encode_comment(text: &str) -> Bytes {
     Bytes::from(format!(": {}\n\n", text.replace(['\n', '\r'], " ")))
 }
 
+/// The event type of an announced gap: owed events of the stream were
+/// evicted before they could be replayed. It carries no `id:`.
+pub const GAP_EVENT: &str = "gap";
+
+/// The data of a gap event: `{"missing":[[first,last],...]}`, inclusive
+/// ranges of consecutive event ids of the stream.
+pub fn gap_data(missing: &[(u64, u64)]) -> String {
+    serde_json::json!({ "missing": missing }).to_string()
+}
+
+/// Parses a gap event's data. Every range must have `first <= last`.
+pub fn parse_gap(data: &str) -> Result<Vec<(u64, u64)>, String> {
+    #[derive(serde::Deserialize)]
+    struct Gap {
+        missing: Vec<(u64, u64)>,
+    }
+    let g: Gap = serde_json::from_str(data).map_err(|e| format!("bad gap event data: {e}"))?;
+    match g.missing.iter().find(|(a, b)| a > b) {
+        Some((a, b)) => Err(format!("bad gap event data: range [{a},{b}] is reversed")),
+        None => Ok(g.missing),
+    }
+}
+
+/// How many event ids the ranges of a gap name.
+pub fn gap_count(missing: &[(u64, u64)]) -> u64 {
+    missing
+        .iter()
+        .map(|&(a, b)| b.saturating_sub(a).saturating_add(1))
+        .fold(0, u64::saturating_add)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,5 +366,19 @@ mod tests {
         let mut out = Vec::new();
         assert!(d.feed(b"data: 12", &mut out).is_ok());
         assert_eq!(d.feed(b"3", &mut out), Err(SseError::LineTooLong(8)));
+    }
+
+    #[test]
+    fn gap_events_round_trip_without_an_id() {
+        let wire = encode(None, Some(GAP_EVENT), &gap_data(&[(3, 5), (9, 9)]), None);
+        let got = decode_all(&[&wire]);
+        assert_eq!(got, vec![ev(None, "gap", "{\"missing\":[[3,5],[9,9]]}")]);
+        let ranges = parse_gap(&got[0].data).unwrap();
+        assert_eq!(ranges, vec![(3, 5), (9, 9)]);
+        assert_eq!(gap_count(&ranges), 4);
+        assert!(parse_gap("{\"missing\":[[5,3]]}").is_err());
+        assert!(parse_gap("{\"missing\":7}").is_err());
+        assert!(parse_gap("not json").is_err());
+        assert_eq!(gap_count(&[(0, u64::MAX)]), u64::MAX);
     }
 }

@@ -1024,7 +1024,9 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
 /// the stream over, then continues live. A legacy cursor on a session with a
 /// registered mapping is translated (and the response says so); the
 /// unguarded server reads any cursor as a streamable id, as the observed
-/// dual-transport server did.
+/// dual-transport server did. Past evicted events, the guarded server first
+/// sends a `gap` event naming them (410 only when the result itself is
+/// gone); the other arms replay from the oldest event left, silently.
 fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mapped: bool) -> Reply {
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("session_of found it");
@@ -1067,8 +1069,12 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     }
     let (_, gap) = sess.replayable_after(s, at);
     let mut from = at;
-    if gap || sess.guard.stream(s).lost {
-        if shared.guarded() {
+    let mut preamble = None;
+    if shared.guarded() {
+        // The guarded server announces what it lost (a `gap` event) and
+        // replays what survived; only a lost result leaves nothing to
+        // resume: 410, and the client re-issues.
+        if sess.result_evicted_after(s, at) {
             sess.guard.report_lost(s);
             shared.history.record(Record::LostReported {
                 session: sid.clone(),
@@ -1079,7 +1085,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
                 None,
                 ErrorObject::new(
                     jsonrpc::GONE,
-                    "events after Last-Event-ID were evicted: re-issue the operation",
+                    "the result after Last-Event-ID was evicted: re-issue the operation",
                     Some(json!({
                         "stream": s,
                         "streamFirstEventId": sess.streams[s as usize].ids.first(),
@@ -1089,7 +1095,20 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
                 ),
             ));
         }
-        // As real SDKs do: replay from the oldest event still stored.
+        if gap {
+            let missing = sess.missing_after(s, at);
+            preamble = Some(super::replay::gap_frame(&missing));
+            shared.history.record(Record::GapReplayed {
+                session: sid.clone(),
+                stream: s,
+                conn,
+                missing,
+            });
+            from = at.max(sess.oldest_stored().checked_sub(1));
+        }
+    } else if gap || sess.guard.stream(s).lost {
+        // As real SDKs do: replay from the oldest event still stored,
+        // silently.
         from = at.max(sess.oldest_stored().checked_sub(1));
     }
     if let Some(old) = sess.streams[s as usize].conn.take() {
@@ -1135,7 +1154,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             replay_until,
             replay: true,
             transport: Transport::Streamable,
-            preamble: None,
+            preamble,
         },
     );
     if translate {

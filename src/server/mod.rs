@@ -22,6 +22,7 @@ mod cancel;
 mod dedup;
 mod handlers;
 mod legacy;
+mod replay;
 mod session;
 mod tools;
 mod writer;

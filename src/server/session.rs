@@ -18,6 +18,8 @@ use tokio::sync::Notify;
 pub(crate) struct Stored {
     pub stream: StreamIdx,
     pub data: Bytes,
+    /// It is a result (a response to a request).
+    pub result: bool,
 }
 
 /// Runtime state of one stream, beside its [`crate::guard::StreamState`].
@@ -31,6 +33,8 @@ pub(crate) struct StreamRt {
     pub wake: Rc<Notify>,
     /// No more events will be produced (POST streams, after the result).
     pub done_producing: bool,
+    /// Ids of the stream's result events, increasing.
+    pub results: Vec<EventId>,
 }
 
 /// A request still executing.
@@ -129,6 +133,7 @@ impl Session {
             conn: Some(conn),
             wake: Rc::new(Notify::new()),
             done_producing: false,
+            results: Vec::new(),
         });
         history.record(Record::StreamOpened {
             session: self.id.clone(),
@@ -177,7 +182,15 @@ impl Session {
         self.next_event_id += 1;
         self.event_stream.push(s);
         self.streams[s as usize].ids.push(id);
-        self.store.push_back(Stored { stream: s, data });
+        let result = kind == EventKind::Result;
+        if result {
+            self.streams[s as usize].results.push(id);
+        }
+        self.store.push_back(Stored {
+            stream: s,
+            data,
+            result,
+        });
         history.record(Record::Produced {
             session: self.id.clone(),
             stream: s,
@@ -197,7 +210,9 @@ impl Session {
         let id = self.store_base;
         self.store_base += 1;
         let owed = Some(id) > self.guard.stream(e.stream).delivered();
-        if owed {
+        // Only an owed result makes the stream lost (Rule M's 410): any
+        // other owed event is announced by a gap on the resume.
+        if owed && e.result {
             self.guard.evicted_owed(e.stream);
         }
         history.record(Record::Evicted {
@@ -205,6 +220,7 @@ impl Session {
             stream: e.stream,
             event: id,
             owed,
+            result: e.result,
         });
     }
 
@@ -245,6 +261,31 @@ impl Session {
         let evicted = after.partition_point(|&i| i < self.store_base);
         let stored = u32::try_from(after.len() - evicted).expect("backlog fits u32");
         (stored, evicted > 0)
+    }
+
+    /// The evicted events of stream `s` after `cursor` (`None`: all of
+    /// them), as inclusive ranges of consecutive event ids: what a gap
+    /// event announces. Every id in a range is one of the stream's.
+    pub fn missing_after(&self, s: StreamIdx, cursor: Option<EventId>) -> Vec<(EventId, EventId)> {
+        let ids = &self.streams[s as usize].ids;
+        let start = ids.partition_point(|&i| Some(i) <= cursor);
+        let mut out: Vec<(EventId, EventId)> = Vec::new();
+        for &i in ids[start..].iter().take_while(|&&i| i < self.store_base) {
+            match out.last_mut() {
+                Some((_, last)) if *last + 1 == i => *last = i,
+                _ => out.push((i, i)),
+            }
+        }
+        out
+    }
+
+    /// Whether a result event of stream `s` after `cursor` was evicted:
+    /// then a resume has nothing to complete the operation with.
+    pub fn result_evicted_after(&self, s: StreamIdx, cursor: Option<EventId>) -> bool {
+        self.streams[s as usize]
+            .results
+            .iter()
+            .any(|&r| Some(r) > cursor && r < self.store_base)
     }
 
     /// Whether the standalone stream is attached and not seen closed.
@@ -297,7 +338,10 @@ mod tests {
         assert!(s.data(101).is_some());
         assert!(!s.guard.stream(a).lost);
         s.produce(a, EventKind::Result, "{}", None, None, &h);
-        assert!(s.guard.stream(a).lost, "event 101 was never written: owed");
+        assert!(
+            !s.guard.stream(a).lost,
+            "event 101 was owed, but a gap announces a progress event: not lost"
+        );
         assert_eq!(s.replayable_after(a, Some(100)), (3, true));
         assert_eq!(s.replayable_after(a, Some(101)), (3, false));
         assert_eq!(s.replayable_after(a, Some(104)), (0, false));
@@ -314,5 +358,37 @@ mod tests {
             })
             .collect();
         assert_eq!(evicted, vec![(100, false), (101, true)]);
+    }
+    #[test]
+    fn missing_ranges_name_exactly_the_streams_evicted_ids() {
+        let h = history();
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 4);
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1
+        let b = s.open_stream(StreamKind::Post, None, 2, &h); // 2
+        for _ in 0..3 {
+            s.produce(a, EventKind::Progress, "{}", None, None, &h); // 3, 5, 7
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 4, 6, 8
+        }
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 9
+        s.produce(a, EventKind::Result, "{}", None, None, &h); // 10
+                                                               // Stored: 7..=10. Stream a: 1, 3, 5, 7, 9, 10.
+        assert_eq!(s.oldest_stored(), 7);
+        assert_eq!(s.missing_after(a, Some(1)), vec![(3, 3), (5, 5)]);
+        assert_eq!(s.missing_after(a, Some(3)), vec![(5, 5)]);
+        assert_eq!(s.missing_after(a, Some(7)), vec![]);
+        assert_eq!(s.missing_after(b, Some(2)), vec![(4, 4), (6, 6)]);
+        assert!(!s.result_evicted_after(a, Some(1)), "10 is stored");
+        assert!(!s.guard.stream(a).lost, "only progress was evicted");
+        for _ in 0..4 {
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 11..=14
+        }
+        assert!(s.result_evicted_after(a, Some(9)));
+        assert!(!s.result_evicted_after(a, Some(10)), "the client has it");
+        assert!(s.guard.stream(a).lost, "an owed result was evicted");
+        assert_eq!(
+            s.missing_after(a, Some(1)),
+            vec![(3, 3), (5, 5), (7, 7), (9, 10)]
+        );
+        assert_eq!(s.missing_after(b, Some(8)), vec![]);
     }
 }

@@ -595,13 +595,10 @@ fn status_codes() {
             jsonrpc::KEY_REUSED,
         )
         .await;
-        // 410: resume from an evicted position (store holds 4 events).
-        let mut ex = h.call(&sid, "big", 8, None).await;
-        let priming = event_id(&next(&mut ex).await).unwrap();
-        drop(ex);
-        h.close_seen(1).await;
-        h.release(8);
-        h.tool_ended(2).await;
+        // 410: resume from an evicted position whose result was evicted
+        // too (store holds 4 events; a gap with the result surviving is a
+        // 200, see `guarded_resume_past_eviction_announces_a_gap`).
+        let priming = evict_a_result(&h, &sid, 1).await;
         check(
             h.send(Outgoing::get(&sid, Some(priming))).await,
             410,
@@ -636,15 +633,58 @@ fn status_codes() {
     });
 }
 
-/// The unguarded server resumes from an evicted position silently, from the
-/// oldest event it still has (as real SDKs do).
+/// The unguarded and keys servers resume from an evicted position silently,
+/// from the oldest event they still have (as real SDKs do): no gap event.
 #[test]
 fn unguarded_resume_past_eviction_is_a_silent_gap() {
     let cfg = ServerConfig {
         store_capacity: 4,
         ..ServerConfig::default()
     };
-    with_server(Variant::Unguarded, cfg, |h| async move {
+    for variant in [Variant::Unguarded, Variant::Keys] {
+        with_server(variant, cfg.clone(), |h| async move {
+            let sid = h.initialize().await;
+            let mut ex = h.call(&sid, "big", 8, None).await;
+            let priming = event_id(&next(&mut ex).await).unwrap();
+            drop(ex);
+            h.close_seen(1).await;
+            h.release(8);
+            h.tool_ended(1).await;
+            let mut resumed = h.send(Outgoing::get(&sid, Some(priming))).await;
+            assert_eq!(resumed.status, 200);
+            let events = drain(&mut resumed).await;
+            assert!(
+                events.iter().all(|e| e.event != "gap"),
+                "{variant:?}: no gap event: {events:?}"
+            );
+            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            assert_eq!(ids.len(), 4, "{variant:?}: only what the store kept");
+            assert_eq!(
+                ids[0],
+                priming + 5,
+                "{variant:?}: events {}..{} are silently missing",
+                priming + 1,
+                priming + 4
+            );
+            assert!(!h
+                .history
+                .entries()
+                .iter()
+                .any(|e| matches!(e.record, Rec::Server(Record::GapReplayed { .. }))));
+        });
+    }
+}
+
+/// The guarded server never hides a gap: a resume past evicted events whose
+/// result survived gets an id-less `gap` event naming exactly the missing
+/// ids, then every survivor (the result last), then `replay-end`.
+#[test]
+fn guarded_resume_past_eviction_announces_a_gap() {
+    let cfg = ServerConfig {
+        store_capacity: 4,
+        ..ServerConfig::default()
+    };
+    with_server(Variant::Guarded, cfg, |h| async move {
         let sid = h.initialize().await;
         let mut ex = h.call(&sid, "big", 8, None).await;
         let priming = event_id(&next(&mut ex).await).unwrap();
@@ -654,20 +694,122 @@ fn unguarded_resume_past_eviction_is_a_silent_gap() {
         h.tool_ended(1).await;
         let mut resumed = h.send(Outgoing::get(&sid, Some(priming))).await;
         assert_eq!(resumed.status, 200);
-        let ids: Vec<u64> = drain(&mut resumed)
-            .await
-            .iter()
-            .filter_map(event_id)
-            .collect();
-        assert_eq!(ids.len(), 4, "only what the store kept");
+        let events = drain(&mut resumed).await;
+        let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
         assert_eq!(
-            ids[0],
-            priming + 5,
-            "events {}..{} are silently missing",
-            priming + 1,
-            priming + 4
+            kinds,
+            [
+                "gap",
+                "message",
+                "message",
+                "message",
+                "message",
+                "replay-end"
+            ],
+            "{events:?}"
         );
-        let _: Value = json!(null);
+        let gap = &events[0];
+        assert_eq!(gap.id, None, "a gap event has no id");
+        let data: Value = serde_json::from_str(&gap.data).unwrap();
+        assert_eq!(
+            data,
+            json!({"missing": [[priming + 1, priming + 4]]}),
+            "exactly the evicted ids owed after the cursor"
+        );
+        let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+        assert_eq!(ids, (priming + 5..=priming + 8).collect::<Vec<_>>());
+        let last = Message::decode(events[4].data.as_bytes()).unwrap();
+        assert!(
+            matches!(last, Message::Result { .. }),
+            "the result survived"
+        );
+        let replayed: Vec<Vec<(u64, u64)>> = h
+            .history
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Rec::Server(Record::GapReplayed { missing, .. }) => Some(missing.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(replayed, vec![vec![(priming + 1, priming + 4)]]);
+        assert_eq!(h.ledger.executions("big"), 1);
+    });
+}
+
+/// Runs `big` (2 chunks) on a stream dropped after its priming event while
+/// `filler` (12 chunks, read as they come, so delivered) keeps producing
+/// until `big`'s result is evicted (store: 4). Permits go out one at a
+/// time and each chunk is awaited, so no burst evicts `filler`'s own
+/// unwritten events. `ended` counts tool ends before this. Returns `big`'s
+/// priming id.
+async fn evict_a_result(h: &Harness, sid: &str, ended: usize) -> u64 {
+    let mut ex = h.call(sid, "big", 2, None).await;
+    let priming = event_id(&next(&mut ex).await).unwrap();
+    let mut filler = h.call(sid, "filler", 12, None).await;
+    next(&mut filler).await;
+    drop(ex);
+    h.close_seen(1).await;
+    let produced = |r: &Rec| matches!(r, Rec::Server(Record::Produced { .. }));
+    let mut filler_left = 12;
+    while filler_left > 0 {
+        let before = h
+            .history
+            .entries()
+            .iter()
+            .filter(|e| produced(&e.record))
+            .count();
+        h.release(1);
+        h.wait_for("a chunk", before + 1, produced).await;
+        let last_tag = h
+            .history
+            .entries()
+            .iter()
+            .rev()
+            .find_map(|e| match &e.record {
+                Rec::Server(Record::Produced { tag, .. }) => Some(tag.clone()),
+                _ => None,
+            });
+        if last_tag.flatten().as_deref() == Some("filler") {
+            next(&mut filler).await;
+            filler_left -= 1;
+        }
+    }
+    h.tool_ended(ended + 2).await;
+    let evicted = h.history.entries().iter().any(|e| {
+        matches!(
+            e.record,
+            Rec::Server(Record::Evicted {
+                result: true,
+                owed: true,
+                ..
+            })
+        )
+    });
+    assert!(evicted, "big's result was evicted while owed");
+    drain(&mut filler).await;
+    priming
+}
+
+/// The guarded server answers 410 only when the result itself is gone.
+#[test]
+fn guarded_resume_with_the_result_evicted_is_gone() {
+    let cfg = ServerConfig {
+        store_capacity: 4,
+        ..ServerConfig::default()
+    };
+    with_server(Variant::Guarded, cfg, |h| async move {
+        let sid = h.initialize().await;
+        let priming = evict_a_result(&h, &sid, 0).await;
+        let ex = h.send(Outgoing::get(&sid, Some(priming))).await;
+        assert_eq!(ex.status, 410);
+        let body = ex.json().await.unwrap().expect("an error body");
+        assert_eq!(rpc_error(&body).code, jsonrpc::GONE);
+        assert!(!h
+            .history
+            .entries()
+            .iter()
+            .any(|e| matches!(e.record, Rec::Server(Record::GapReplayed { .. }))));
     });
 }
 
