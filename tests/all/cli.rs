@@ -220,7 +220,11 @@ fn sharded_sweep_merges_to_the_unsharded_summary() {
         serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
     };
     let (a, b) = (load(&whole).without_meta(), load(&merged).without_meta());
-    assert_eq!(a.runs.len(), 15, "5 seeds x 3 arms");
+    assert_eq!(
+        a.runs.len(),
+        5 * mcp_chaos::server::Variant::ALL.len(),
+        "5 seeds x every arm"
+    );
     assert_eq!(a, b, "merging shards gives the unsharded summary");
 }
 
