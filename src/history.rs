@@ -68,6 +68,13 @@ pub struct LoggedView {
 /// A session id as issued (`Mcp-Session-Id`).
 pub type SessionId = Rc<str>;
 
+/// The tag of client `client`'s operation `n` (0-based): clients begin
+/// their operations in this order, so the oracle can name one that never
+/// began.
+pub fn op_tag(client: u32, n: u32) -> String {
+    format!("c{client}-op{n}")
+}
+
 /// A server-side connection number, unique within one server incarnation.
 pub type ConnId = u64;
 

@@ -197,7 +197,7 @@ impl Client {
         let mut c = Client {
             ops: (0..spec.group.calls)
                 .map(|n| Op {
-                    tag: format!("c{}-op{n}", spec.index).into(),
+                    tag: crate::history::op_tag(spec.index, n).into(),
                     posts: 0,
                     attempts: 0,
                     state: OpState::Pending,

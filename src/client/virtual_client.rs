@@ -93,7 +93,7 @@ pub fn largest_request_body(g: &ClientGroup, index: u32) -> usize {
             .encode()
             .len(),
     ];
-    let tag = format!("c{index}-op{}", g.calls.saturating_sub(1));
+    let tag = crate::history::op_tag(index, g.calls.saturating_sub(1));
     let rpc = RequestId::Str(format!("{tag}#{widest}"));
     sizes.push(call_request(&tag, &rpc, g).encode().len());
     sizes.into_iter().max().unwrap_or(0)

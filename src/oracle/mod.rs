@@ -339,15 +339,29 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
         m.ops_lost += cf.never_begun;
         m.lost_operations += cf.never_begun;
         if cf.never_begun > 0 {
-            if world.clients_finished {
+            let cause = if world.clients_finished {
                 defects.push(format!(
                     "client {c} finished without beginning {} of its operations",
                     cf.never_begun
                 ));
+                None
             } else {
                 *m.failures_by_cause
                     .entry(causes::Cause::RunEnded.as_str().into())
                     .or_insert(0) += cf.never_begun;
+                Some(causes::Cause::RunEnded.as_str().to_string())
+            };
+            // Clients begin their operations in order: the last ones.
+            let calls = world.calls.get(c).copied().unwrap_or(0);
+            let first = calls.saturating_sub(cf.never_begun as u32);
+            for n in first..calls {
+                verdicts.push(OpVerdict {
+                    tag: crate::history::op_tag(c as u32, n),
+                    client: c as u32,
+                    failures: vec!["lost".into()],
+                    cause: cause.clone(),
+                    detail: None,
+                });
             }
         }
         m.reinitializations += cf.inits.saturating_sub(1);
