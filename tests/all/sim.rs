@@ -1233,3 +1233,69 @@ fn every_scenario_runs_under_cancel_without_an_oracle_defect() {
         }
     }
 }
+
+/// The zero, a few seeds of it (results/zero/ holds 100): on every
+/// scenario in `sims/`, the guarded arm with clients that send keys and
+/// cursors, durable keys and transactional effects fails no operation.
+#[test]
+fn the_zero_holds_on_every_scenario() {
+    use mcp_chaos::run::Profile;
+    let zero = Options {
+        clients: Some(Profile::KeysCursors),
+        sets: vec![
+            ("server.durable_dedup".into(), "true".into()),
+            ("server.effects".into(), "transactional".into()),
+        ],
+    };
+    let files = mcp_chaos::cli::scenario_files(&path("")).unwrap();
+    assert!(files.len() >= 10, "every scenario is there");
+    for f in files {
+        let name = f.file_name().unwrap().to_str().unwrap().to_string();
+        let s = scenario(&name);
+        for seed in 0..2 {
+            let repro = run::repro_command(&format!("sims/{name}"), seed, Variant::Guarded, &zero);
+            let (r, _) = run::run(&s, seed, Variant::Guarded, &zero).unwrap();
+            let m = &r.metrics;
+            assert_eq!(
+                m.ops_failed, 0,
+                "{name} seed {seed}: {:?}\nreproduce with: {repro}",
+                m.failures_by_cause
+            );
+            assert_eq!(m.ops_ok + m.ops_degraded, m.operations, "{repro}");
+            assert_eq!(m.guard_bugs, Some(0), "{repro}");
+        }
+    }
+}
+
+/// What each mechanism buys, on two scenarios: in half-open the guard with
+/// clients that send keys and cursors leaves every operation ok; in
+/// eviction the guarded arm announces what it lost (a gap) instead of
+/// duplicating or losing it silently, where the unguarded arm loses it
+/// silently.
+#[test]
+fn half_open_all_ok_and_eviction_announced() {
+    use mcp_chaos::run::Profile;
+    let with = |p| Options {
+        clients: Some(p),
+        sets: vec![],
+    };
+    let kc = with(Profile::KeysCursors);
+    let (r, _) = run::run(&scenario("half-open.toml"), 0, Variant::Guarded, &kc).unwrap();
+    let m = &r.metrics;
+    assert!(m.operations > 0);
+    assert_eq!(
+        m.ops_ok,
+        m.operations,
+        "{}",
+        run::repro_command("sims/half-open.toml", 0, Variant::Guarded, &kc)
+    );
+    let keys = with(Profile::Keys);
+    let ev = scenario("eviction.toml");
+    let (g, _) = run::run(&ev, 0, Variant::Guarded, &keys).unwrap();
+    let (u, _) = run::run(&ev, 0, Variant::Unguarded, &keys).unwrap();
+    let repro = run::repro_command("sims/eviction.toml", 0, Variant::Guarded, &keys);
+    let m = &g.metrics;
+    assert_eq!((m.ops_duplicated, m.ops_silent_loss), (0, 0), "{repro}");
+    assert!(m.ops_announced_loss > 0, "{repro}");
+    assert!(u.metrics.ops_silent_loss > 0, "the unguarded arm loses silently");
+}
