@@ -15,5 +15,6 @@ pub mod scenario;
 pub mod seed;
 pub mod server;
 pub mod shrink;
+pub mod sut;
 pub mod sweep;
 pub mod world;

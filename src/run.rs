@@ -5,6 +5,7 @@ use crate::history::{ClientRecord, Entry, History, Rec};
 use crate::oracle::{self, Metrics};
 use crate::scenario::{Fault, Scenario};
 use crate::server::Variant;
+use crate::sut::{BuiltIn, SystemUnderTest};
 use crate::world::{self, WorldError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -258,11 +259,15 @@ pub fn run(
     // bounds.
     let scenario = effective(scenario, opts)
         .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
+    let sut = BuiltIn {
+        variant,
+        cfg: scenario.server.clone(),
+    };
     let started = std::time::Instant::now();
     // A panic inside the simulation (a turmoil limit, a bug) becomes an
     // error the caller reports with its seed, not an abort.
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        world::run(&scenario, seed, variant)
+        world::run(&scenario, seed, &sut)
     }))
     .map_err(|p| {
         let what = p
@@ -294,8 +299,8 @@ pub fn run(
             calls: &calls,
             hosts: &hosts,
             clients_finished: out.clients_finished,
-            audited: variant == Variant::Guarded,
-            built_in: true,
+            audited: sut.audited(),
+            built_in: sut.built_in(),
         },
     );
     if !j.defects.is_empty() {
@@ -320,7 +325,7 @@ pub fn run(
         .collect();
     let records = entries.len() as u64;
     drop(entries);
-    let expect = &scenario.expect.of(variant.as_str());
+    let expect = &scenario.expect.of(sut.name());
     let mut failed = Vec::new();
     for (name, min) in &expect.min {
         match j.metrics.get(name) {
@@ -346,7 +351,7 @@ pub fn run(
         schema_version: SCHEMA_VERSION,
         scenario: scenario.name.clone(),
         seed,
-        server: variant.as_str().to_string(),
+        server: sut.name().to_string(),
         clients: opts.clients_label().to_string(),
         overrides: opts.sets.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         metrics: j.metrics,

@@ -10,7 +10,8 @@ use crate::history::{History, WorldRecord};
 use crate::ledger::Ledger;
 use crate::scenario::{Fault, Scenario};
 use crate::seed;
-use crate::server::{Listener, Pacing, Server, Variant};
+use crate::server::Listener;
+use crate::sut::{Host, SystemUnderTest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::Cell;
@@ -22,12 +23,22 @@ use std::time::{Duration, UNIX_EPOCH};
 const SERVER: &str = "server";
 const PORT: u16 = 80;
 
-struct TurmoilListener(turmoil::net::TcpListener);
+/// The server host's listener, bound at its first accept: binding never
+/// waits, so the system under test is handed its listener when the
+/// incarnation starts and can set itself up (a built-in server records its
+/// start) before anything is polled.
+struct TurmoilListener(Option<turmoil::net::TcpListener>);
 
 impl Listener for TurmoilListener {
     type Io = turmoil::net::TcpStream;
     async fn accept(&mut self) -> io::Result<Self::Io> {
-        self.0.accept().await.map(|(s, _)| s)
+        let listener = match &mut self.0 {
+            Some(l) => l,
+            None => self
+                .0
+                .insert(turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?),
+        };
+        listener.accept().await.map(|(s, _)| s)
     }
 }
 
@@ -101,8 +112,12 @@ pub fn client_specs(
     out
 }
 
-/// Runs `scenario` under `root_seed` against the `variant` server.
-pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunOutput, WorldError> {
+/// Runs `scenario` under `root_seed` against `sut`.
+pub fn run<S: SystemUnderTest>(
+    scenario: &Scenario,
+    root_seed: u64,
+    sut: &S,
+) -> Result<RunOutput, WorldError> {
     let plan = FaultPlan::draw(scenario, root_seed);
     let net = &scenario.network;
     let fault_ms = scenario.duration_ms;
@@ -126,16 +141,19 @@ pub fn run(scenario: &Scenario, root_seed: u64, variant: Variant) -> Result<RunO
 
     let incarnation = Rc::new(Cell::new(0u32));
     {
-        let (history, ledger, cfg) = (history.clone(), ledger.clone(), scenario.server.clone());
+        let (history, ledger) = (history.clone(), ledger.clone());
         sim.host(SERVER, move || {
             let n = incarnation.get();
             incarnation.set(n + 1);
-            let mut cfg = cfg.clone();
-            cfg.session_seed = seed::child(root_seed, &format!("server-sessions/{n}"));
-            let server = Server::new(variant, cfg, history.clone(), ledger.clone(), Pacing::Timer);
+            let serving = sut.serve(Host {
+                listener: TurmoilListener(None),
+                seed: seed::child(root_seed, &format!("server-sessions/{n}")),
+                incarnation: n,
+                ledger: ledger.clone(),
+                history: history.clone(),
+            });
             async move {
-                let listener = turmoil::net::TcpListener::bind(("0.0.0.0", PORT)).await?;
-                server.serve(TurmoilListener(listener)).await?;
+                serving.await?;
                 Ok(())
             }
         });

@@ -12,18 +12,19 @@
 //! request of the session still executing (they have no other stream to
 //! answer on, and no resume brings them back).
 
-use super::handlers::{self, Reply};
+use super::reply::{self, Reply};
 use super::session::Session;
 use super::Shared;
 use crate::guard::StreamIdx;
 use crate::history::{ConnId, Record, SessionId, StreamKind};
 use crate::protocol::jsonrpc::{self, RequestId};
 use http::{header, HeaderValue, StatusCode};
+use serde_json::Value;
 
 /// A resume (GET with `Last-Event-ID`): 405 with a JSON-RPC error body.
 /// A plain GET (the standalone notification stream) stays allowed.
 pub(super) fn refuse_resume() -> Reply {
-    let mut r = handlers::error(
+    let mut r = reply::error(
         StatusCode::METHOD_NOT_ALLOWED,
         None,
         jsonrpc::TRANSPORT_ERROR,
@@ -77,5 +78,20 @@ pub(super) fn on_close_seen(
             conn,
             rpc_id: rid.clone(),
         });
+    }
+}
+
+/// `notifications/cancelled` (every arm): marks the named request of the
+/// session cancelled; its tool stops at its next chunk.
+pub(super) fn on_cancelled(shared: &Shared, sid: &SessionId, params: Option<&Value>) {
+    let Some(rid) = params.and_then(|p| p.get("requestId")).cloned() else {
+        return;
+    };
+    let Ok(rid) = serde_json::from_value::<RequestId>(rid) else {
+        return;
+    };
+    let st = shared.state.borrow();
+    if let Some(f) = st.sessions.get(sid).and_then(|s| s.in_flight.get(&rid)) {
+        f.cancelled.set(true);
     }
 }

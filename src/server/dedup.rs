@@ -3,11 +3,21 @@
 //! token, else its session): another principal's same key is another key.
 //! Server-wide, bounded (oldest key evicted first), lost on restart unless
 //! `durable_dedup` keeps completed keys beside the ledger (in-flight keys
-//! never outlive their incarnation: its executions died with it).
+//! never outlive their incarnation: its executions died with it). Beside it,
+//! what both transports share about keys: the principal a request acts
+//! for, the two looks, the 422 and 409 refusals, a replayed result.
 
+use super::body::ServerBody;
+use super::reply::error;
+use super::Shared;
+use crate::history::{Record, SessionId};
 use crate::ledger::{Ledger, Principal};
-use serde_json::Value;
+use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::mcp;
+use http::{HeaderMap, Response, StatusCode};
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
 
 /// A key as the table knows it: its principal and the header's value.
 type Scoped = (Principal, String);
@@ -122,6 +132,62 @@ impl DedupTable {
             self.order.retain(|k| k != &key);
         }
     }
+}
+
+/// Who a request acts for (keys per principal): its
+/// `Authorization: Bearer` token when it has one, else its session.
+pub(super) fn principal(h: &HeaderMap, sid: &SessionId) -> Rc<str> {
+    h.get(::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| Rc::from(t.trim()))
+        .unwrap_or_else(|| sid.clone())
+}
+
+/// What the key table says about `who`'s `key` presented with `call`.
+pub(super) fn key_lookup(shared: &Shared, who: &Rc<str>, key: &str, call: &Value) -> Lookup {
+    shared.state.borrow().dedup.lookup(who, key, call)
+}
+
+/// 422: the key was used with other arguments.
+pub(super) fn key_reused(id: RequestId) -> Response<ServerBody> {
+    error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        Some(id),
+        jsonrpc::KEY_REUSED,
+        "Idempotency-Key reused with other arguments: use a new key for a new operation",
+    )
+}
+
+/// 409 without a resume hint: the key's execution is still running.
+pub(super) fn key_in_flight(id: RequestId) -> Response<ServerBody> {
+    error(
+        StatusCode::CONFLICT,
+        Some(id),
+        jsonrpc::CONFLICT,
+        "an execution under this Idempotency-Key is in flight: wait for its result",
+    )
+}
+
+/// A completed key's stored result for the retry `id`, marked as a replay:
+/// the client knows it missed this execution's progress (an announced
+/// loss, not a silent one).
+pub(super) fn replayed_result(
+    shared: &Shared,
+    sid: &SessionId,
+    id: &RequestId,
+    key: &str,
+    mut result: Value,
+) -> Value {
+    if let Some(obj) = result.as_object_mut() {
+        obj.insert("_meta".into(), json!({ mcp::REPLAYED: true }));
+    }
+    shared.history.record(Record::DedupReplayed {
+        session: sid.clone(),
+        rpc_id: id.clone(),
+        key: key.to_string(),
+    });
+    result
 }
 
 #[cfg(test)]

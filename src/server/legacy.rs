@@ -7,13 +7,14 @@
 //! for `legacy_session_ttl_ms`. Also here: the clock resource that changes
 //! over simulated time and notifies its subscribers.
 
-use super::dedup::{KeyState, Lookup};
-use super::handlers::{self, Reply};
+use super::cancel;
+use super::dedup::{self, KeyState, Lookup};
+use super::reply::{self, Reply};
 use super::session::{Session, ToolCall};
 use super::tools;
-use super::writer::Plan;
+use super::transport;
+use super::writer::{self, Plan};
 use super::Shared;
-use crate::guard::StreamIdx;
 use crate::history::{ConnId, EventKind, Record, SessionId, StreamKind, Transport};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
@@ -32,8 +33,8 @@ fn reply(r: http::Response<super::ServerBody>) -> Reply {
 
 /// `GET /sse`: a new legacy session and its stream.
 pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
-    if !handlers::accepts(req.headers(), "text/event-stream") {
-        return reply(handlers::error(
+    if !reply::accepts(req.headers(), "text/event-stream") {
+        return reply(reply::error(
             StatusCode::NOT_ACCEPTABLE,
             None,
             jsonrpc::TRANSPORT_ERROR,
@@ -41,7 +42,7 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         ));
     }
     if shared.state.borrow().sessions.len() >= shared.cfg.max_sessions {
-        return reply(handlers::error(
+        return reply(reply::error(
             StatusCode::SERVICE_UNAVAILABLE,
             None,
             jsonrpc::TRANSPORT_ERROR,
@@ -79,7 +80,7 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         transport: Transport::Legacy,
         preamble: Some(endpoint),
     };
-    reply(handlers::sse_response(shared, &sid, s, conn, plan)).about(Some(&sid), None)
+    reply(writer::sse_response(shared, &sid, s, conn, plan)).about(Some(&sid), None)
 }
 
 /// `POST /messages?sessionId=…`: every client message; 202, the answer
@@ -92,14 +93,14 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")))
         .map(str::to_string)
     else {
-        return reply(handlers::error(
+        return reply(reply::error(
             StatusCode::BAD_REQUEST,
             None,
             jsonrpc::TRANSPORT_ERROR,
             "missing sessionId query parameter: POST to the URI of the endpoint event",
         ));
     };
-    let msg = match handlers::read_message(shared, &parts.headers, body, false).await {
+    let msg = match reply::read_message(shared, &parts.headers, body, false).await {
         Ok(m) => m,
         Err(mut r) => {
             r.transport = Transport::Legacy;
@@ -113,7 +114,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         .get_key_value(sid.as_str())
         .map(|(k, _)| k.clone());
     let Some(sid) = known else {
-        return reply(handlers::error(
+        return reply(reply::error(
             StatusCode::NOT_FOUND,
             msg.id().cloned(),
             jsonrpc::SESSION_ERROR,
@@ -121,16 +122,16 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         ))
         .about(None, msg.id());
     };
-    if let Err(r) = handlers::transport_gate(shared, &sid, Transport::Legacy, msg.id()) {
+    if let Err(r) = transport::transport_gate(shared, &sid, Transport::Legacy, msg.id()) {
         return reply(r).about(Some(&sid), msg.id());
     }
     let id = msg.id().cloned();
     match msg {
         Message::Request { id, method, params } => {
-            let who = handlers::principal(&parts.headers, &sid);
+            let who = dedup::principal(&parts.headers, &sid);
             // Keys as on /mcp: only an arm that honors them reads the header.
             let key = if shared.variant.honors_keys() {
-                match handlers::header_str(&parts.headers, headers::IDEMPOTENCY_KEY) {
+                match reply::header_str(&parts.headers, headers::IDEMPOTENCY_KEY) {
                     Ok(k) => k.map(str::to_string),
                     Err(r) => return reply(r).about(Some(&sid), Some(&id)),
                 }
@@ -142,16 +143,16 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
             }
         }
         Message::Notification { method, params } if method == mcp::CANCELLED => {
-            handlers::cancel(shared, &sid, params.as_ref());
+            cancel::on_cancelled(shared, &sid, params.as_ref());
         }
         _ => {}
     }
-    reply(handlers::accepted()).about(Some(&sid), id.as_ref())
+    reply(reply::accepted()).about(Some(&sid), id.as_ref())
 }
 
 /// Answers one legacy request on the legacy stream; `Err` is a refusal of
 /// the POST itself (the key table's 409 and 422), a cold path as in
-/// `handlers`.
+/// `reply`.
 #[allow(clippy::too_many_arguments, clippy::result_large_err)]
 fn request(
     shared: &Rc<Shared>,
@@ -258,13 +259,13 @@ fn request(
             });
             if let Some(k) = &key {
                 let cv = json!({"name": p.name, "arguments": p.arguments});
-                match handlers::key_lookup(shared, &principal, k, &cv) {
-                    Lookup::OtherArguments => return Err(handlers::key_reused(id)),
-                    Lookup::Known(KeyState::InFlight) => return Err(handlers::key_in_flight(id)),
+                match dedup::key_lookup(shared, &principal, k, &cv) {
+                    Lookup::OtherArguments => return Err(dedup::key_reused(id)),
+                    Lookup::Known(KeyState::InFlight) => return Err(dedup::key_in_flight(id)),
                     Lookup::Known(KeyState::Done(result)) => {
                         // The stored result, under the retry's id, rides the
                         // stream as every legacy answer does.
-                        let result = handlers::replayed_result(shared, sid, &id, k, result);
+                        let result = dedup::replayed_result(shared, sid, &id, k, result);
                         let msg = Message::Result {
                             id: id.clone(),
                             result,
@@ -300,26 +301,6 @@ fn request(
         ))),
     }
     Ok(())
-}
-
-/// A legacy stream's connection ended: the session lives on for
-/// `legacy_session_ttl_ms`, then expires unless a stream took it up again.
-pub(super) fn schedule_expiry(shared: Rc<Shared>, sid: SessionId, s: StreamIdx) {
-    let ttl = Duration::from_millis(shared.cfg.legacy_session_ttl_ms);
-    tokio::task::spawn_local(async move {
-        tokio::time::sleep(ttl).await;
-        let mut st = shared.state.borrow_mut();
-        let idle = st.sessions.get(&sid).is_some_and(|x| {
-            x.streams[s as usize].conn.is_none() && !x.cursor_translated && x.conns().is_empty()
-        });
-        if idle {
-            st.sessions.remove(&sid);
-            drop(st);
-            shared
-                .history
-                .record(Record::SessionDeleted { session: sid });
-        }
-    });
 }
 
 /// The clock resource changes every `resource_interval_ms`; each session

@@ -20,11 +20,16 @@
 mod body;
 mod cancel;
 mod dedup;
-mod handlers;
+mod get;
 mod legacy;
+mod post;
 mod replay;
+mod reply;
+mod routes;
+mod rule_m;
 mod session;
 mod tools;
+mod transport;
 mod writer;
 
 pub use body::ServerBody;
@@ -400,7 +405,7 @@ impl Server {
             let svc_shared = task_shared.clone();
             let service = hyper::service::service_fn(move |req| {
                 let s = svc_shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(handlers::handle(s, req, conn).await) }
+                async move { Ok::<_, std::convert::Infallible>(routes::handle(s, req, conn).await) }
             });
             // Errors here are the peer going away; the writers observe
             // that through their channels and record it.

@@ -2,6 +2,7 @@
 //! the Rule M bookkeeping ([`SessionGuard`]) that both variants keep (only
 //! the guarded server asks it for verdicts).
 
+use super::Shared;
 use crate::guard::{EventId, SessionGuard, StreamIdx};
 use crate::history::{ConnId, EventKind, History, Record, SessionId, StreamKind, Transport};
 use crate::protocol::RequestId;
@@ -10,6 +11,7 @@ use serde_json::Value;
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
+use std::time::Duration;
 use tokio::sync::Notify;
 
 /// One stored event: its stream and its data (one JSON-RPC message; empty
@@ -313,6 +315,32 @@ pub(crate) struct ToolCall {
     pub dedup_key: Option<String>,
     /// Who the call runs for: the bearer token, else the session.
     pub principal: Rc<str>,
+}
+
+/// An event id for a history record, whose fields have no "none": a
+/// position before a stream's first event is logged as 0.
+pub(super) fn logged_id(id: Option<EventId>) -> EventId {
+    id.unwrap_or(0)
+}
+
+/// A legacy stream's connection ended: the session lives on for
+/// `legacy_session_ttl_ms`, then expires unless a stream took it up again.
+pub(super) fn schedule_expiry(shared: Rc<Shared>, sid: SessionId, s: StreamIdx) {
+    let ttl = Duration::from_millis(shared.cfg.legacy_session_ttl_ms);
+    tokio::task::spawn_local(async move {
+        tokio::time::sleep(ttl).await;
+        let mut st = shared.state.borrow_mut();
+        let idle = st.sessions.get(&sid).is_some_and(|x| {
+            x.streams[s as usize].conn.is_none() && !x.cursor_translated && x.conns().is_empty()
+        });
+        if idle {
+            st.sessions.remove(&sid);
+            drop(st);
+            shared
+                .history
+                .record(Record::SessionDeleted { session: sid });
+        }
+    });
 }
 
 #[cfg(test)]

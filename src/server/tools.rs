@@ -4,7 +4,7 @@
 //! tool (MCP: disconnection is not cancellation); `notifications/cancelled`
 //! does.
 
-use super::handlers;
+use super::dedup;
 use super::session::{InFlight, ToolCall};
 use super::{Effects, Pacing, Shared};
 use crate::guard::StreamIdx;
@@ -178,7 +178,7 @@ async fn run(
                 (Some(Commit::Refused(stored)), _) => {
                     let key = call.dedup_key.as_deref().unwrap_or_default();
                     let sent =
-                        handlers::replayed_result(&shared, &sid, &call.rpc_id, key, stored.clone());
+                        dedup::replayed_result(&shared, &sid, &call.rpc_id, key, stored.clone());
                     (stored, sent)
                 }
                 (Some(Commit::Committed(r)), _) => (r.clone(), r),

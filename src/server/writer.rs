@@ -7,11 +7,13 @@
 //! the unguarded writer sends live events as they are produced, between
 //! backlog events.
 
+use super::body::ServerBody;
 use super::Shared;
 use crate::guard::{EventId, StreamIdx};
 use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
 use crate::protocol::sse;
 use bytes::Bytes;
+use http::{header, HeaderValue, Response};
 use std::pin::pin;
 use std::rc::Rc;
 use std::time::Duration;
@@ -387,13 +389,13 @@ fn on_close(
             session: sid.clone(),
             stream: s,
             conn,
-            last_written: super::handlers::logged_id(sess.guard.stream(s).last_written),
+            last_written: super::session::logged_id(sess.guard.stream(s).last_written),
         });
         sess.guard.close_seen(s);
         super::cancel::on_close_seen(shared, sid, sess, s, conn);
         sess.drained.notify_waiters();
         if rt_kind == crate::history::StreamKind::Legacy {
-            super::legacy::schedule_expiry(shared.clone(), sid.clone(), s);
+            super::session::schedule_expiry(shared.clone(), sid.clone(), s);
         }
     });
 }
@@ -406,4 +408,23 @@ fn with_session<T>(
 ) -> Option<T> {
     let mut st = shared.state.borrow_mut();
     st.sessions.get_mut(sid).map(f)
+}
+
+pub(super) fn sse_response(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    plan: Plan,
+) -> Response<ServerBody> {
+    let (tx, body) = ServerBody::sse();
+    spawn(shared.clone(), sid.clone(), s, conn, tx, plan);
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
 }

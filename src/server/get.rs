@@ -1,0 +1,237 @@
+//! GET on `/mcp`: the standalone stream, or a resume from `Last-Event-ID`
+//! (replay, cursor translation for mapped legacy sessions, `gap` events and
+//! 410 on the guarded arm).
+
+use super::reply::{accepts, check_version, error, error_with, header_str, session_of, Reply};
+use super::session::logged_id;
+use super::transport::transport_gate;
+use super::writer::{sse_response, Plan};
+use super::{Delivery, Shared};
+use crate::history::{ConnId, Record, ServerClose, SessionId, StreamKind, Transport};
+use crate::protocol::headers::{self, CursorList};
+use crate::protocol::jsonrpc::{self, ErrorObject};
+use http::{HeaderValue, Request, StatusCode};
+use hyper::body::Incoming;
+use serde_json::json;
+use std::rc::Rc;
+
+pub(super) fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let h = req.headers();
+    if !accepts(h, "text/event-stream") {
+        return Reply::new(error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "Accept must list text/event-stream",
+        ));
+    }
+    if let Err(r) = check_version(h) {
+        return Reply::new(r);
+    }
+    let sid = match session_of(shared, h, None) {
+        Ok(s) => s,
+        Err(r) => return Reply::new(r),
+    };
+    if shared.variant.cancels_on_close() && h.contains_key(headers::LAST_EVENT_ID) {
+        return super::cancel::refuse_resume().about(Some(&sid), None);
+    }
+    let mapped = match transport_gate(shared, &sid, Transport::Streamable, None) {
+        Ok(m) => m,
+        Err(r) => return Reply::new(r).about(Some(&sid), None),
+    };
+    let cursor = match header_str(h, headers::LAST_EVENT_ID) {
+        Ok(None) => None,
+        Ok(Some(v)) => match CursorList::parse_single(v) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                return Reply::new(error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    jsonrpc::TRANSPORT_ERROR,
+                    &e.to_string(),
+                ))
+                .about(Some(&sid), None)
+            }
+        },
+        Err(r) => return Reply::new(r),
+    };
+    let reply = match cursor {
+        None => open_standalone(shared, &sid, conn),
+        Some(c) => resume(shared, &sid, c, conn, mapped),
+    };
+    reply.about(Some(&sid), None)
+}
+
+/// A plain GET: opens the session's standalone stream (409 when one is
+/// attached already).
+fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply {
+    let mut st = shared.state.borrow_mut();
+    let sess = st.sessions.get_mut(sid).expect("session_of found it");
+    if sess.standalone_attached().is_some() {
+        return Reply::new(error(
+            StatusCode::CONFLICT,
+            None,
+            jsonrpc::CONFLICT,
+            "a standalone stream is already open for this session: resume with Last-Event-ID instead",
+        ));
+    }
+    let s = sess.open_stream(StreamKind::Standalone, None, conn, &shared.history);
+    if shared.cfg.delivery == Delivery::PostStream {
+        // Responses ride their POSTs: this stream carries notifications
+        // only, and its end is never a migration's cause.
+        sess.guard.notifications_only(s);
+    }
+    sess.standalone = Some(s);
+    drop(st);
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live()))
+}
+
+/// A GET with `Last-Event-ID`: replays that id's stream after it, taking
+/// the stream over, then continues live. A legacy cursor on a session with a
+/// registered mapping is translated (and the response says so); the
+/// unguarded server reads any cursor as a streamable id, as the observed
+/// dual-transport server did. Past evicted events, the guarded server first
+/// sends a `gap` event naming them (410 only when the result itself is
+/// gone); the other arms replay from the oldest event left, silently.
+fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mapped: bool) -> Reply {
+    let mut st = shared.state.borrow_mut();
+    let sess = st.sessions.get_mut(sid).expect("session_of found it");
+    let translate = mapped && sess.issued == Transport::Legacy && !sess.cursor_translated;
+    let target = if translate {
+        sess.legacy_stream.map(|l| {
+            let ids = &sess.streams[l as usize].ids;
+            // Legacy ids number the stream's events from 1: 0 saw none
+            // (`None`: from before its first event).
+            let to = match cursor {
+                0 => None,
+                n => ids.get(n as usize - 1).or(ids.last()).copied(),
+            };
+            (l, to)
+        })
+    } else {
+        match sess.stream_of(cursor) {
+            Some(s) => Some((s, Some(cursor))),
+            // Not an id of this session: the unguarded server replays
+            // every event with a larger id (on the notification stream).
+            None if !shared.guarded() => sess.notification_stream().map(|s| (s, Some(cursor))),
+            None => None,
+        }
+    };
+    let Some((s, at)) = target else {
+        return Reply::new(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            &format!("Last-Event-ID {cursor} was never issued in this session"),
+        ));
+    };
+    if translate {
+        sess.cursor_translated = true;
+        shared.history.record(Record::MappingApplied {
+            session: sid.clone(),
+            from: cursor,
+            to: logged_id(at),
+        });
+    }
+    let (_, gap) = sess.replayable_after(s, at);
+    let mut from = at;
+    let mut preamble = None;
+    if shared.guarded() {
+        // The guarded server announces what it lost (a `gap` event) and
+        // replays what survived; only a lost result leaves nothing to
+        // resume: 410, and the client re-issues.
+        if sess.result_evicted_after(s, at) {
+            sess.guard.report_lost(s);
+            shared.history.record(Record::LostReported {
+                session: sid.clone(),
+                stream: s,
+            });
+            return Reply::new(error_with(
+                StatusCode::GONE,
+                None,
+                ErrorObject::new(
+                    jsonrpc::GONE,
+                    "the result after Last-Event-ID was evicted: re-issue the operation",
+                    Some(json!({
+                        "stream": s,
+                        "streamFirstEventId": sess.streams[s as usize].ids.first(),
+                        "lastEventId": at,
+                        "oldestRetained": sess.oldest_stored(),
+                    })),
+                ),
+            ));
+        }
+        if gap {
+            let missing = sess.missing_after(s, at);
+            preamble = Some(super::replay::gap_frame(&missing));
+            shared.history.record(Record::GapReplayed {
+                session: sid.clone(),
+                stream: s,
+                conn,
+                missing,
+            });
+            from = at.max(sess.oldest_stored().checked_sub(1));
+        }
+    } else if gap || sess.guard.stream(s).lost {
+        // As real SDKs do: replay from the oldest event still stored,
+        // silently.
+        from = at.max(sess.oldest_stored().checked_sub(1));
+    }
+    if let Some(old) = sess.streams[s as usize].conn.take() {
+        shared.history.record(Record::ServerClosed {
+            session: sid.clone(),
+            stream: s,
+            conn: old,
+            why: ServerClose::TakenOver,
+        });
+        sess.guard.taken_over(s);
+        if let Some(h) = st.conns.remove(&old) {
+            h.abort();
+        }
+    }
+    let sess = st.sessions.get_mut(sid).expect("still there");
+    let (backlog, _) = sess.replayable_after(s, from);
+    let first = sess.streams[s as usize].ids.first().copied();
+    let replay_until = sess.streams[s as usize]
+        .ids
+        .last()
+        .copied()
+        .or(at)
+        .max(from);
+    sess.guard.resumed(s, at, backlog);
+    sess.streams[s as usize].conn = Some(conn);
+    sess.streams[s as usize].wake.notify_waiters();
+    shared.history.record(Record::Resumed {
+        session: sid.clone(),
+        stream: s,
+        cursor: logged_id(at),
+        backlog,
+        conn,
+        from: logged_id(from),
+    });
+    drop(st);
+    let mut resp = sse_response(
+        shared,
+        sid,
+        s,
+        conn,
+        Plan {
+            after: from,
+            replay_until,
+            replay: true,
+            transport: Transport::Streamable,
+            preamble,
+        },
+    );
+    if translate {
+        resp.headers_mut().insert(
+            headers::MCP_CURSOR_MAPPING,
+            HeaderValue::from_static("legacy"),
+        );
+        if let Some(first) = first {
+            resp.headers_mut()
+                .insert(headers::MCP_STREAM_FIRST_EVENT_ID, HeaderValue::from(first));
+        }
+    }
+    Reply::new(resp)
+}

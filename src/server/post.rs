@@ -1,0 +1,336 @@
+//! POST on `/mcp`: initialize, requests and notifications, the key
+//! table's two looks around Rule M ([`super::rule_m`]), and where a tool
+//! call's response goes.
+
+use super::dedup::{self, KeyState, Lookup};
+use super::reply::{
+    accepted, error, error_with, header_str, json_response, read_message, session_of, Reply,
+};
+use super::session::{Session, ToolCall};
+use super::tools::{self, Invocation};
+use super::transport::transport_gate;
+use super::writer::{sse_response, Plan};
+use super::{Delivery, Shared};
+use crate::guard::PostFacts;
+use crate::history::{ConnId, Record, SessionId, StreamKind, Transport};
+use crate::protocol::headers;
+use crate::protocol::jsonrpc::{self, Message, RequestId};
+use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
+use http::{HeaderMap, HeaderValue, Request, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+use std::rc::Rc;
+
+pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let (parts, body) = req.into_parts();
+    let h = &parts.headers;
+    let msg = match read_message(shared, h, body, true).await {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    if let Message::Request { id, method, params } = &msg {
+        if method == mcp::INITIALIZE {
+            return initialize(shared, id, params.as_ref());
+        }
+    }
+    let sid = match session_of(shared, h, msg.id()) {
+        Ok(s) => s,
+        Err(r) => return Reply::new(r).about(None, msg.id()),
+    };
+    if let Err(r) = transport_gate(shared, &sid, Transport::Streamable, msg.id()) {
+        return Reply::new(r).about(Some(&sid), msg.id());
+    }
+    let reply = match msg {
+        Message::Request { id, method, params } => request(
+            shared,
+            &parts.headers,
+            &sid,
+            id.clone(),
+            &method,
+            params,
+            conn,
+        )
+        .await
+        .about(Some(&sid), Some(&id)),
+        Message::Notification { method, params } => {
+            if method == mcp::CANCELLED {
+                super::cancel::on_cancelled(shared, &sid, params.as_ref());
+            }
+            Reply::new(accepted()).about(Some(&sid), None)
+        }
+        Message::Result { .. } | Message::Error { .. } => {
+            Reply::new(accepted()).about(Some(&sid), None)
+        }
+    };
+    resumable_header(shared, &sid, reply)
+}
+
+/// Guarded POST responses carry `Mcp-Stream-Resumable: true` while the
+/// session has a dropped stream.
+fn resumable_header(shared: &Shared, sid: &SessionId, mut reply: Reply) -> Reply {
+    if shared.guarded() {
+        let st = shared.state.borrow();
+        if st.sessions.get(sid).is_some_and(|s| s.guard.has_dropped()) {
+            reply.resp.headers_mut().insert(
+                headers::MCP_STREAM_RESUMABLE,
+                HeaderValue::from_static("true"),
+            );
+        }
+    }
+    reply
+}
+
+fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Reply {
+    let p: InitializeParams = match params.cloned().map(serde_json::from_value) {
+        Some(Ok(p)) => p,
+        _ => {
+            return Reply::new(error(
+                StatusCode::OK,
+                Some(id.clone()),
+                jsonrpc::INVALID_PARAMS,
+                "initialize needs protocolVersion",
+            ))
+            .about(None, Some(id))
+        }
+    };
+    // Answer with the requested revision when supported, else our latest.
+    let version = if mcp::SUPPORTED_VERSIONS.contains(&p.protocol_version.as_str()) {
+        p.protocol_version.clone()
+    } else {
+        mcp::LATEST_VERSION.to_string()
+    };
+    if shared.state.borrow().sessions.len() >= shared.cfg.max_sessions {
+        return Reply::new(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(id.clone()),
+            jsonrpc::TRANSPORT_ERROR,
+            "session limit reached: retry later",
+        ))
+        .about(None, Some(id));
+    }
+    let sid = shared.new_session_id();
+    let mut session = Session::new(
+        sid.clone(),
+        Transport::Streamable,
+        shared.cfg.first_event_id,
+        shared.cfg.store_capacity,
+    );
+    session.protocol_version = Some(version.clone());
+    session.capabilities = p.capabilities.clone();
+    shared
+        .state
+        .borrow_mut()
+        .sessions
+        .insert(sid.clone(), session);
+    shared.history.record(Record::SessionCreated {
+        session: sid.clone(),
+        transport: Transport::Streamable,
+    });
+    shared.history.record(Record::Negotiated {
+        session: sid.clone(),
+        transport: Transport::Streamable,
+        protocol_version: version.clone(),
+        capabilities: p.capabilities.clone(),
+    });
+    let body = Message::Result {
+        id: id.clone(),
+        result: mcp::initialize_result(&version),
+    };
+    let mut r = json_response(StatusCode::OK, &body.to_value());
+    r.headers_mut().insert(
+        headers::MCP_SESSION_ID,
+        HeaderValue::from_str(&sid).expect("hex is a valid header"),
+    );
+    Reply::new(r).about(Some(&sid), Some(id))
+}
+
+async fn request(
+    shared: &Rc<Shared>,
+    h: &HeaderMap,
+    sid: &SessionId,
+    id: RequestId,
+    method: &str,
+    params: Option<Value>,
+    conn: ConnId,
+) -> Reply {
+    // What is being asked, and is it idempotent?
+    let mut call: Option<(CallToolParams, Invocation)> = None;
+    match method {
+        mcp::TOOLS_CALL => {
+            let p: CallToolParams = match params.clone().map(serde_json::from_value) {
+                Some(Ok(p)) => p,
+                _ => {
+                    return Reply::new(error(
+                        StatusCode::OK,
+                        Some(id),
+                        jsonrpc::INVALID_PARAMS,
+                        "tools/call needs name and arguments",
+                    ))
+                }
+            };
+            match tools::validate(shared, &p.name, &p.arguments) {
+                Ok(inv) => call = Some((p, inv)),
+                Err(e) => return Reply::new(error_with(StatusCode::OK, Some(id), e)),
+            }
+        }
+        mcp::PING | mcp::TOOLS_LIST => {}
+        mcp::RESOURCES_SUBSCRIBE => {
+            let Some(uri) = params
+                .as_ref()
+                .and_then(|p| p.get("uri"))
+                .and_then(Value::as_str)
+            else {
+                return Reply::new(error(
+                    StatusCode::OK,
+                    Some(id),
+                    jsonrpc::INVALID_PARAMS,
+                    "resources/subscribe needs a uri",
+                ));
+            };
+            if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                sess.subscriptions.insert(uri.to_string());
+            }
+        }
+        other => {
+            return Reply::new(error(
+                StatusCode::OK,
+                Some(id),
+                jsonrpc::METHOD_NOT_FOUND,
+                &format!(
+                "method {other:?} not found: this server offers ping, tools/list and tools/call"
+            ),
+            ))
+        }
+    }
+    // An arm that ignores keys ignores the header entirely (a non-ASCII
+    // one included).
+    let key = if shared.variant.honors_keys() {
+        match header_str(h, headers::IDEMPOTENCY_KEY) {
+            Ok(k) => k.map(str::to_string),
+            Err(r) => return Reply::new(r),
+        }
+    } else {
+        None
+    };
+    let who = dedup::principal(h, sid);
+    shared.history.record(Record::RequestReceived {
+        session: Some(sid.clone()),
+        conn,
+        rpc_id: id.clone(),
+        method: method.to_string(),
+        tag: call
+            .as_ref()
+            .and_then(|(_, inv)| inv.tag().map(str::to_string)),
+        tool: call.as_ref().map(|(p, _)| p.name.clone()),
+        key: key.clone(),
+    });
+    if shared
+        .state
+        .borrow()
+        .sessions
+        .get(sid)
+        .is_some_and(|s| s.in_flight.contains_key(&id))
+    {
+        return Reply::new(error(
+            StatusCode::CONFLICT,
+            Some(id),
+            jsonrpc::CONFLICT,
+            "request id already in flight in this session: use a new id",
+        ));
+    }
+    let idempotent = call.as_ref().is_none_or(|(_, inv)| inv.idempotent());
+    let call_value = call
+        .as_ref()
+        .map(|(p, _)| json!({"name": p.name, "arguments": p.arguments}));
+    let keyed = key.as_deref().zip(call_value.as_ref());
+    if shared.guarded() {
+        if let Err(r) = super::rule_m::present_cursors(shared, h, sid) {
+            return Reply::new(r);
+        }
+    }
+    // The key table, first look: 422 before anything else; a known key
+    // is an honored token for Rule M.
+    let dedup_honored = match keyed.map(|(k, cv)| dedup::key_lookup(shared, &who, k, cv)) {
+        Some(Lookup::OtherArguments) => return Reply::new(dedup::key_reused(id)),
+        Some(Lookup::Known(_)) => true,
+        Some(Lookup::Unknown) | None => false,
+    };
+    if shared.guarded() {
+        let facts = PostFacts {
+            idempotent,
+            dedup_honored,
+        };
+        if let Err(r) = super::rule_m::rule_m(shared, sid, &id, facts).await {
+            return Reply::new(r);
+        }
+    }
+    // The key table, second look (Rule M may have waited): in flight, done,
+    // or a new execution under the key.
+    if let Some((k, cv)) = keyed {
+        match dedup::key_lookup(shared, &who, k, cv) {
+            Lookup::Known(KeyState::InFlight) => return Reply::new(dedup::key_in_flight(id)),
+            Lookup::Known(KeyState::Done(result)) => {
+                let result = dedup::replayed_result(shared, sid, &id, k, result);
+                return Reply::new(json_response(
+                    StatusCode::OK,
+                    &Message::Result { id, result }.to_value(),
+                ));
+            }
+            Lookup::OtherArguments => return Reply::new(dedup::key_reused(id)),
+            Lookup::Unknown => shared.state.borrow_mut().dedup.begin(&who, k, cv.clone()),
+        }
+    }
+    if !shared.state.borrow().sessions.contains_key(sid) {
+        return Reply::new(error(
+            StatusCode::NOT_FOUND,
+            Some(id),
+            jsonrpc::SESSION_ERROR,
+            "session terminated while the request waited",
+        ));
+    }
+    let result = match method {
+        mcp::PING | mcp::RESOURCES_SUBSCRIBE => json!({}),
+        mcp::TOOLS_LIST => mcp::tools_list_result(),
+        _ => {
+            let (p, inv) = call.expect("tools/call validated above");
+            return start_call(shared, sid, id, p, inv, key, who, conn);
+        }
+    };
+    Reply::new(json_response(
+        StatusCode::OK,
+        &Message::Result { id, result }.to_value(),
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn start_call(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    id: RequestId,
+    p: CallToolParams,
+    inv: Invocation,
+    dedup_key: Option<String>,
+    principal: Rc<str>,
+    conn: ConnId,
+) -> Reply {
+    let call = ToolCall {
+        rpc_id: id.clone(),
+        tool: p.name.clone(),
+        progress_token: p.progress_token().cloned(),
+        dedup_key,
+        principal,
+    };
+    let mut st = shared.state.borrow_mut();
+    let sess = st.sessions.get_mut(sid).expect("checked by the caller");
+    if shared.cfg.delivery == Delivery::SessionStream {
+        if let Some(s) = sess.standalone_attached() {
+            drop(st);
+            tools::start(shared.clone(), sid.clone(), s, call, inv);
+            return Reply::new(accepted());
+        }
+    }
+    let s = sess.open_stream(StreamKind::Post, Some(id), conn, &shared.history);
+    drop(st);
+    tools::start(shared.clone(), sid.clone(), s, call, inv);
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live()))
+}

@@ -1,0 +1,210 @@
+//! Request intake and replies shared by both transports: a response with
+//! what the trace says about it ([`Reply`]), JSON and JSON-RPC error
+//! bodies, header reading, the session a request names, and reading one
+//! JSON-RPC message from a POST body.
+
+// Refusals travel as ready-made responses (`Result<_, Response<_>>`): they
+// are the cold path, and boxing each would only add noise.
+#![allow(clippy::result_large_err)]
+
+use super::body::ServerBody;
+use super::Shared;
+use crate::history::{SessionId, Transport};
+use crate::protocol::headers;
+use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
+use crate::protocol::mcp;
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::Value;
+
+/// A response plus what the trace should say about it.
+pub(super) struct Reply {
+    pub resp: Response<ServerBody>,
+    pub session: Option<SessionId>,
+    pub rpc_id: Option<RequestId>,
+    pub transport: Transport,
+}
+
+impl Reply {
+    pub fn new(resp: Response<ServerBody>) -> Self {
+        Reply {
+            resp,
+            session: None,
+            rpc_id: None,
+            transport: Transport::Streamable,
+        }
+    }
+
+    pub fn about(mut self, session: Option<&SessionId>, rpc_id: Option<&RequestId>) -> Self {
+        self.session = self.session.or_else(|| session.cloned());
+        self.rpc_id = self.rpc_id.or_else(|| rpc_id.cloned());
+        self
+    }
+}
+
+pub(super) fn json_response(status: StatusCode, body: &Value) -> Response<ServerBody> {
+    let mut r = Response::new(ServerBody::Full(Some(Bytes::from(body.to_string()))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+pub(super) fn error_with(
+    status: StatusCode,
+    id: Option<RequestId>,
+    err: ErrorObject,
+) -> Response<ServerBody> {
+    json_response(status, &Message::Error { id, error: err }.to_value())
+}
+
+pub(super) fn error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: &str,
+) -> Response<ServerBody> {
+    error_with(status, id, ErrorObject::new(code, message, None))
+}
+
+pub(super) fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    let (ty, _) = wanted.split_once('/').expect("a media type");
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .map(|m| m.split(';').next().unwrap_or("").trim())
+                .any(|m| m == wanted || m == "*/*" || m.strip_suffix("/*") == Some(ty))
+        })
+}
+
+pub(super) fn header_str<'a>(
+    headers: &'a HeaderMap,
+    name: &str,
+) -> Result<Option<&'a str>, Response<ServerBody>> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => v.to_str().map(Some).map_err(|_| {
+            error(
+                StatusCode::BAD_REQUEST,
+                None,
+                jsonrpc::TRANSPORT_ERROR,
+                &format!("header {name} is not visible ASCII"),
+            )
+        }),
+    }
+}
+
+/// Checks `MCP-Protocol-Version` when present.
+pub(super) fn check_version(headers: &HeaderMap) -> Result<(), Response<ServerBody>> {
+    match header_str(headers, headers::MCP_PROTOCOL_VERSION)? {
+        Some(v) if !mcp::SUPPORTED_VERSIONS.contains(&v) => Err(error(
+            StatusCode::BAD_REQUEST,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            &format!(
+                "unsupported MCP-Protocol-Version {v:?}: supported are {}",
+                mcp::SUPPORTED_VERSIONS.join(", ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Finds the session named by `Mcp-Session-Id`: 400 when missing, 404
+/// when unknown or terminated.
+pub(super) fn session_of(
+    shared: &Shared,
+    headers: &HeaderMap,
+    id: Option<&RequestId>,
+) -> Result<SessionId, Response<ServerBody>> {
+    let Some(sid) = header_str(headers, headers::MCP_SESSION_ID)? else {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            id.cloned(),
+            jsonrpc::TRANSPORT_ERROR,
+            "missing Mcp-Session-Id header: send the id from the initialize response",
+        ));
+    };
+    let st = shared.state.borrow();
+    match st.sessions.get_key_value(sid) {
+        Some((k, _)) => Ok(k.clone()),
+        None => Err(error(
+            StatusCode::NOT_FOUND,
+            id.cloned(),
+            jsonrpc::SESSION_ERROR,
+            "unknown or terminated session: start a new session with initialize",
+        )),
+    }
+}
+
+/// Reads one JSON-RPC message from a POST: content type, Accept (streamable
+/// only), size bound, JSON-RPC shape; each refusal as its status.
+pub(super) async fn read_message(
+    shared: &Shared,
+    h: &HeaderMap,
+    body: Incoming,
+    need_accept: bool,
+) -> Result<Message, Reply> {
+    let refuse =
+        |status, m: &str| Err(Reply::new(error(status, None, jsonrpc::TRANSPORT_ERROR, m)));
+    let ct_ok = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    if !ct_ok {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        );
+    }
+    if need_accept && (!accepts(h, "application/json") || !accepts(h, "text/event-stream")) {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must list application/json and text/event-stream",
+        );
+    }
+    let max = shared.cfg.max_body_bytes;
+    let too_large = format!("body larger than {max} bytes");
+    let declared = h
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, &too_large);
+    }
+    let bytes = match Limited::new(body, max).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, &too_large)
+        }
+        Err(_) => return refuse(StatusCode::BAD_REQUEST, "request body ended early"),
+    };
+    let msg = Message::decode(&bytes)
+        .map_err(|e| Reply::new(error_with(StatusCode::BAD_REQUEST, None, e.to_error())))?;
+    if let Err(r) = check_version(h) {
+        return Err(Reply::new(r).about(None, msg.id()));
+    }
+    Ok(msg)
+}
+
+pub(super) fn accepted() -> Response<ServerBody> {
+    let mut r = Response::new(ServerBody::empty());
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}

@@ -1,0 +1,306 @@
+//! Rule M at the server (guarded): a POST's cursor lists, the decision with
+//! the view it was made from (logged), queueing behind a replay, and the
+//! 409/410 rejections.
+
+// Refusals travel as ready-made responses (`Result<_, Response<_>>`): they
+// are the cold path, and boxing each would only add noise.
+#![allow(clippy::result_large_err)]
+
+use super::body::ServerBody;
+use super::reply::{error, error_with, header_str};
+use super::session::logged_id;
+use super::Shared;
+use crate::guard::{Decision, Limits, PostFacts, Reason, StreamIdx, Verdict};
+use crate::history::{LoggedDecision, LoggedStream, LoggedView, Record, SessionId};
+use crate::protocol::headers::{self, CursorList};
+use crate::protocol::jsonrpc::{self, ErrorObject, RequestId};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use serde_json::json;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Applies a guarded POST's cursor list (`Last-Event-ID: 142;lost, 163`)
+/// and its lost-request list (`Mcp-Lost-Requests: ["op#1"]`: POSTs whose
+/// stream the client never saw begin, so it has no cursor to name them; each
+/// counts as a `;lost` cursor at the stream's priming event).
+pub(super) fn present_cursors(
+    shared: &Shared,
+    h: &HeaderMap,
+    sid: &SessionId,
+) -> Result<(), Response<ServerBody>> {
+    let bad = |m: String| error(StatusCode::BAD_REQUEST, None, jsonrpc::TRANSPORT_ERROR, &m);
+    let list = match header_str(h, headers::LAST_EVENT_ID)? {
+        Some(v) => CursorList::parse(v).map_err(|e| bad(e.to_string()))?.0,
+        None => Vec::new(),
+    };
+    let lost_requests: Vec<RequestId> = match header_str(h, headers::MCP_LOST_REQUESTS)? {
+        Some(v) => serde_json::from_str(v).map_err(|_| {
+            bad(format!(
+                "{} must be a JSON array of request ids, got {v:?}",
+                headers::MCP_LOST_REQUESTS
+            ))
+        })?,
+        None => Vec::new(),
+    };
+    let mut st = shared.state.borrow_mut();
+    let Some(sess) = st.sessions.get_mut(sid) else {
+        return Ok(());
+    };
+    // Ids the session never issued name no stream: ignore them.
+    let named = list
+        .iter()
+        .filter_map(|c| Some((sess.stream_of(c.event_id)?, c.event_id, c.lost)));
+    let unseen = lost_requests.iter().filter_map(|r| {
+        let s = *sess.post_streams.get(r)?;
+        Some((s, *sess.streams[s as usize].ids.first()?, true))
+    });
+    let entries: Vec<_> = named.chain(unseen).collect();
+    for (s, event, lost) in entries {
+        shared.history.record(Record::CursorPresented {
+            session: sid.clone(),
+            stream: s,
+            event,
+            lost,
+        });
+        sess.guard.cursor(s, event, lost);
+    }
+    Ok(())
+}
+
+/// Rule M for one POST, queueing behind a replay as row 0 says.
+pub(super) async fn rule_m(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    id: &RequestId,
+    facts: PostFacts,
+) -> Result<(), Response<ServerBody>> {
+    let limits = Limits {
+        queue_capacity: shared.cfg.queue_capacity,
+    };
+    let wait_until = tokio::time::Instant::now() + Duration::from_millis(shared.cfg.queue_wait_ms);
+    loop {
+        let decision = decide(shared, sid, id, facts, |g| g.check(facts, limits))?;
+        match decision.verdict {
+            Verdict::Fresh | Verdict::Allow => return Ok(()),
+            Verdict::Reject(reason) => {
+                let first = stream_first(shared, sid, decision.stream);
+                return Err(rejection(id, reason, &decision, first));
+            }
+            Verdict::Queue => {}
+        }
+        // Held while queued: a POST whose connection closes meanwhile (its
+        // future dropped) gives the slot back.
+        let slot = QueueSlot {
+            shared: shared.clone(),
+            sid: sid.clone(),
+            id: id.clone(),
+            left: false,
+        };
+        let drained = match shared.state.borrow().sessions.get(sid) {
+            Some(s) => s.drained.clone(),
+            None => {
+                return Err(error(
+                    StatusCode::NOT_FOUND,
+                    Some(id.clone()),
+                    jsonrpc::SESSION_ERROR,
+                    "session terminated",
+                ))
+            }
+        };
+        let timed_out = loop {
+            let mut n = pin!(drained.notified());
+            n.as_mut().enable();
+            let backlog = shared
+                .state
+                .borrow()
+                .sessions
+                .get(sid)
+                .map(|s| s.guard.replay_backlog());
+            if backlog.unwrap_or(0) == 0 {
+                break false;
+            }
+            if tokio::time::timeout_at(wait_until, n).await.is_err() {
+                break true;
+            }
+        };
+        slot.leave();
+        if timed_out {
+            let reject = |_: &crate::guard::SessionGuard| Decision {
+                verdict: Verdict::Reject(Reason::ReplayInProgress),
+                stream: None,
+                hint: None,
+            };
+            let d = decide(shared, sid, id, facts, reject)?;
+            return Err(rejection(id, Reason::ReplayInProgress, &d, None));
+        }
+    }
+}
+
+/// A POST's place in a session's Rule M queue, while it waits. Dropped
+/// without being left normally (the connection closed and hyper dropped the
+/// request's future), it gives the place back and says so in the trace.
+struct QueueSlot {
+    shared: Rc<Shared>,
+    sid: SessionId,
+    id: RequestId,
+    left: bool,
+}
+
+impl QueueSlot {
+    /// The POST leaves the queue to be decided afresh (or rejected).
+    fn leave(mut self) {
+        self.left = true;
+        if let Some(s) = self.shared.state.borrow_mut().sessions.get_mut(&self.sid) {
+            s.guard.dequeued();
+        }
+    }
+}
+
+impl Drop for QueueSlot {
+    fn drop(&mut self) {
+        if self.left {
+            return;
+        }
+        // Never inside one of our borrows (none is held across an await);
+        // `try_` only so that a teardown cannot turn into a double panic.
+        let Ok(mut st) = self.shared.state.try_borrow_mut() else {
+            return;
+        };
+        let Some(sess) = st.sessions.get_mut(&self.sid) else {
+            return;
+        };
+        sess.guard.dequeued();
+        drop(st);
+        self.shared.history.record(Record::QueueLeft {
+            session: self.sid.clone(),
+            rpc_id: self.id.clone(),
+        });
+    }
+}
+
+fn logged_decision(d: &Decision) -> LoggedDecision {
+    let (verdict, reason) = match d.verdict {
+        Verdict::Fresh => ("fresh", None),
+        Verdict::Allow => ("allow", None),
+        Verdict::Queue => ("queue", None),
+        Verdict::Reject(r) => ("reject", Some(r.as_str())),
+    };
+    LoggedDecision {
+        verdict,
+        reason,
+        stream: d.stream,
+        hint: d.hint,
+    }
+}
+
+fn logged_view(v: &crate::guard::View) -> LoggedView {
+    LoggedView {
+        replay_backlog: v.replay_backlog,
+        queued: v.queued,
+        dropped: v
+            .dropped
+            .iter()
+            .map(|(s, st)| LoggedStream {
+                stream: *s,
+                last_produced: logged_id(st.last_produced),
+                last_written: logged_id(st.last_written),
+                watermark: logged_id(st.watermark),
+                cursor_presented: st.cursor_presented,
+                lost: st.lost,
+                in_flight: st.in_flight,
+            })
+            .collect(),
+    }
+}
+
+/// Makes, commits and logs one decision with the view it was made from.
+fn decide(
+    shared: &Shared,
+    sid: &SessionId,
+    id: &RequestId,
+    facts: PostFacts,
+    f: impl FnOnce(&crate::guard::SessionGuard) -> Decision,
+) -> Result<Decision, Response<ServerBody>> {
+    let mut st = shared.state.borrow_mut();
+    let Some(sess) = st.sessions.get_mut(sid) else {
+        return Err(error(
+            StatusCode::NOT_FOUND,
+            Some(id.clone()),
+            jsonrpc::SESSION_ERROR,
+            "session terminated",
+        ));
+    };
+    let view = logged_view(&sess.guard.view());
+    let decision = f(&sess.guard);
+    sess.guard.apply(&decision);
+    shared.history.record(Record::Decision {
+        session: sid.clone(),
+        rpc_id: id.clone(),
+        decision: logged_decision(&decision),
+        view,
+        idempotent: facts.idempotent,
+        dedup_honored: facts.dedup_honored,
+    });
+    if let (Verdict::Reject(Reason::StreamLost), Some(s)) = (decision.verdict, decision.stream) {
+        shared.history.record(Record::LostReported {
+            session: sid.clone(),
+            stream: s,
+        });
+    }
+    Ok(decision)
+}
+
+/// The first event id (priming) of a stream: how clients name it.
+fn stream_first(shared: &Shared, sid: &SessionId, s: Option<StreamIdx>) -> Option<u64> {
+    let st = shared.state.borrow();
+    let sess = st.sessions.get(sid)?;
+    sess.streams.get(s? as usize)?.ids.first().copied()
+}
+
+/// A Rule M rejection: 409 naming the owed stream's resume point, or 410
+/// for a lost stream.
+fn rejection(
+    id: &RequestId,
+    reason: Reason,
+    d: &Decision,
+    stream_first: Option<u64>,
+) -> Response<ServerBody> {
+    let (status, code, what) = match reason {
+        Reason::StreamLost => (
+            StatusCode::GONE,
+            jsonrpc::GONE,
+            "events owed on a dropped stream were evicted; re-issue the operation",
+        ),
+        Reason::ReplayInProgress => (
+            StatusCode::CONFLICT,
+            jsonrpc::CONFLICT,
+            "a replay is in progress on this session; retry after it",
+        ),
+        _ => (
+            StatusCode::CONFLICT,
+            jsonrpc::CONFLICT,
+            "a dropped stream must be resumed first: GET with Last-Event-ID",
+        ),
+    };
+    let data = json!({
+        "reason": reason.as_str(),
+        "stream": d.stream,
+        "streamFirstEventId": stream_first,
+        "lastEventId": d.hint,
+    });
+    let mut r = error_with(
+        status,
+        Some(id.clone()),
+        ErrorObject::new(
+            code,
+            format!("rejected ({}): {what}", reason.as_str()),
+            Some(data),
+        ),
+    );
+    if let Some(hint) = d.hint.filter(|_| status == StatusCode::CONFLICT) {
+        r.headers_mut()
+            .insert(headers::LAST_EVENT_ID, HeaderValue::from(hint));
+    }
+    r
+}
