@@ -15,7 +15,8 @@
 //! `Last-Event-ID`, or a cursor on POST) is at or past its last produced
 //! event, never on the estimate; a
 //! *migration* is a POST on a session that has a dropped stream; a *lost*
-//! stream had owed events evicted. Only *response streams* take part: every
+//! stream had its owed result evicted (evicted progress is announced to the
+//! resuming client as a `gap`, and is no loss to Rule M). Only *response streams* take part: every
 //! POST stream, and a standalone GET stream that carries responses
 //! (`session-stream` delivery); a stream of notifications only
 //! ([`SessionGuard::notifications_only`]) is never a migration's cause,
@@ -45,7 +46,7 @@ pub enum Reason {
     InFlight,
     /// Row 4: a non-idempotent POST without an honored dedup token.
     NonIdempotent,
-    /// A migration met a lost stream (owed events evicted): 410, once.
+    /// A migration met a lost stream (its owed result evicted): 410, once.
     StreamLost,
 }
 
@@ -133,7 +134,7 @@ pub struct StreamState {
     pub connected: bool,
     /// Dropped (see the module docs).
     pub dropped: bool,
-    /// Owed events of it were evicted.
+    /// Its owed result was evicted.
     pub lost: bool,
     /// The 410 for its loss has been given; Rule M ignores it from now on.
     pub lost_reported: bool,
@@ -404,7 +405,8 @@ impl SessionGuard {
         self.replay_backlog -= 1;
     }
 
-    /// An event of the stream the client was owed was evicted.
+    /// The result of the stream the client was owed was evicted (the server
+    /// reports only that: evicted progress is announced as a `gap`).
     pub fn evicted_owed(&mut self, s: StreamIdx) {
         self.st(s).lost = true;
     }

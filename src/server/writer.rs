@@ -148,7 +148,9 @@ async fn run(
             Next::Gap { id, backlog } => {
                 if shared.guarded() {
                     // Owed events are gone: never a silent gap. Close the
-                    // connection; the client's resume then gets 410.
+                    // connection; the client's resume then gets an
+                    // announced `gap` and the survivors (410 only when the
+                    // result itself is gone).
                     shared.close_conn(conn);
                     return on_close(&shared, &sid, s, conn, Some(ServerClose::Evicted));
                 }
