@@ -149,6 +149,55 @@ pub fn markdown(s: &Summary) -> String {
     out
 }
 
+/// The headline (what `compare` prints and the README shows): the matrix
+/// in one line per cell, failed operations with their causes and degraded
+/// ones, plus the operations per row and the guard audit's verdict.
+pub fn headline(s: &Summary) -> String {
+    let arms = arms(s);
+    let mut out = String::from("| scenario | clients | operations |");
+    for a in &arms {
+        let _ = write!(out, " {a} |");
+    }
+    let _ = writeln!(
+        out,
+        " guard bugs |\n|---|---|---|{}---|",
+        "---|".repeat(arms.len())
+    );
+    for sc in scenarios(s) {
+        for p in profiles(s) {
+            let cells: Vec<Option<&Aggregate>> = arms.iter().map(|a| get(s, sc, p, a)).collect();
+            let Some(first) = cells.iter().flatten().next() else {
+                continue;
+            };
+            let _ = write!(out, "| {sc} | {p} | {} |", first.metrics.operations);
+            for c in &cells {
+                let text = c.map_or("–".to_string(), |g| {
+                    let m = &g.metrics;
+                    let head = cell_lines(m)[0].clone();
+                    if m.ops_degraded > 0 {
+                        format!("{head}; {} degraded", m.ops_degraded)
+                    } else {
+                        head
+                    }
+                });
+                let _ = write!(out, " {text} |");
+            }
+            let bugs: Vec<u64> = cells
+                .iter()
+                .flatten()
+                .filter_map(|g| g.metrics.guard_bugs)
+                .collect();
+            let bugs = if bugs.is_empty() {
+                "–".to_string()
+            } else {
+                bugs.iter().sum::<u64>().to_string()
+            };
+            let _ = writeln!(out, " {bugs} |");
+        }
+    }
+    out
+}
+
 /// The matrix as an HTML table: cells green when nothing failed, amber
 /// when operations were only degraded, red when any failed.
 pub fn html(s: &Summary) -> String {
@@ -256,6 +305,11 @@ mod tests {
         assert!(rows[0].contains("| 0 failed<br>"), "{}", rows[0]);
         assert!(rows[0].contains("+3 exec"), "{}", rows[0]);
         assert!(rows[1].starts_with("| a | keys+cursors |"), "{}", rows[1]);
+        let head = headline(&s);
+        assert!(
+            head.contains("| a | plain | 10 | 3 failed: retry_without_key 3 | 0 failed | – |"),
+            "{head}"
+        );
         let page = html(&s);
         assert_eq!(page.matches("class=\"bad\"").count(), 2, "{page}");
         assert_eq!(page.matches("class=\"ok\"").count(), 2, "{page}");

@@ -9,6 +9,7 @@ mod plots;
 
 pub use html::html;
 pub use junit::junit;
+pub use matrix::headline;
 pub use plots::Timeline;
 
 use crate::oracle::Metrics;
@@ -80,33 +81,6 @@ fn ms(us: u64) -> String {
     } else {
         format!("{:.2} ms", us as f64 / 1000.0)
     }
-}
-
-/// The headline: per scenario, each violation metric's total for both
-/// servers (what the README shows).
-pub fn headline(s: &Summary) -> String {
-    let mut out = String::from("| scenario | server | runs | operations | ok | degraded | failed | duplicated | silent loss | out of order | lost | failed by cause | guard bugs |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for a in &s.aggregates {
-        let m = &a.metrics;
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            a.scenario,
-            heading(a),
-            a.runs,
-            m.operations,
-            m.ops_ok,
-            m.ops_degraded,
-            m.ops_failed,
-            m.ops_duplicated,
-            m.ops_silent_loss,
-            m.ops_out_of_order,
-            m.ops_lost,
-            causes_line(m),
-            m.guard_bugs.map_or("–".to_string(), |b| b.to_string()),
-        );
-    }
-    out
 }
 
 /// A column's heading: the arm, with its client profile when it is not
