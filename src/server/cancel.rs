@@ -31,7 +31,7 @@ pub(super) fn refuse_resume() -> Reply {
         "this server does not resume streams: re-issue the request with a new id",
     );
     r.headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+        .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
     Reply::new(r)
 }
 

@@ -1431,6 +1431,7 @@ fn cancel_refuses_a_resume_with_405() {
         let cursor = event_id(&priming).expect("priming id");
         let resume = h.send(Outgoing::get(&sid, Some(cursor))).await;
         assert_eq!(resume.status, 405);
+        assert_eq!(resume.header("allow"), Some("GET, POST, DELETE"));
         let body = resume.json().await.unwrap().unwrap();
         assert_eq!(rpc_error(&body).code, jsonrpc::TRANSPORT_ERROR);
         // The resume took nothing over: the POST's stream goes on.

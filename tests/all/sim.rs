@@ -1297,5 +1297,8 @@ fn half_open_all_ok_and_eviction_announced() {
     let m = &g.metrics;
     assert_eq!((m.ops_duplicated, m.ops_silent_loss), (0, 0), "{repro}");
     assert!(m.ops_announced_loss > 0, "{repro}");
-    assert!(u.metrics.ops_silent_loss > 0, "the unguarded arm loses silently");
+    assert!(
+        u.metrics.ops_silent_loss > 0,
+        "the unguarded arm loses silently"
+    );
 }
