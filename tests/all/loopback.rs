@@ -643,13 +643,7 @@ fn unguarded_resume_past_eviction_is_a_silent_gap() {
     };
     for variant in [Variant::Unguarded, Variant::Keys] {
         with_server(variant, cfg.clone(), |h| async move {
-            let sid = h.initialize().await;
-            let mut ex = h.call(&sid, "big", 8, None).await;
-            let priming = event_id(&next(&mut ex).await).unwrap();
-            drop(ex);
-            h.close_seen(1).await;
-            h.release(8);
-            h.tool_ended(1).await;
+            let (sid, priming) = dropped_then_evicted(&h).await;
             let mut resumed = h.send(Outgoing::get(&sid, Some(priming))).await;
             assert_eq!(resumed.status, 200);
             let events = drain(&mut resumed).await;
@@ -685,13 +679,7 @@ fn guarded_resume_past_eviction_announces_a_gap() {
         ..ServerConfig::default()
     };
     with_server(Variant::Guarded, cfg, |h| async move {
-        let sid = h.initialize().await;
-        let mut ex = h.call(&sid, "big", 8, None).await;
-        let priming = event_id(&next(&mut ex).await).unwrap();
-        drop(ex);
-        h.close_seen(1).await;
-        h.release(8);
-        h.tool_ended(1).await;
+        let (sid, priming) = dropped_then_evicted(&h).await;
         let mut resumed = h.send(Outgoing::get(&sid, Some(priming))).await;
         assert_eq!(resumed.status, 200);
         let events = drain(&mut resumed).await;
@@ -743,6 +731,20 @@ fn guarded_resume_past_eviction_announces_a_gap() {
 /// time and each chunk is awaited, so no burst evicts `filler`'s own
 /// unwritten events. `ended` counts tool ends before this. Returns `big`'s
 /// priming id.
+/// A call of 8 chunks whose stream the client drops right after the
+/// priming event; the tool then runs to its end (a store of 4 keeps only
+/// the last events). Returns the session and the priming id.
+async fn dropped_then_evicted(h: &Harness) -> (String, u64) {
+    let sid = h.initialize().await;
+    let mut ex = h.call(&sid, "big", 8, None).await;
+    let priming = event_id(&next(&mut ex).await).unwrap();
+    drop(ex);
+    h.close_seen(1).await;
+    h.release(8);
+    h.tool_ended(1).await;
+    (sid, priming)
+}
+
 async fn evict_a_result(h: &Harness, sid: &str, ended: usize) -> u64 {
     let mut ex = h.call(sid, "big", 2, None).await;
     let priming = event_id(&next(&mut ex).await).unwrap();
