@@ -257,7 +257,9 @@ fn compare_writes_summary_and_report() {
     assert_eq!(summary.aggregates.len(), 2);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        report.contains("## seed-000-resume-then-post") && report.contains("order_violations"),
+        report.contains("## Mechanism matrix")
+            && report.contains("### seed-000-resume-then-post")
+            && report.contains("order_violations"),
         "{report}"
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -268,8 +270,10 @@ fn compare_writes_summary_and_report() {
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        stdout.contains("| seed-000-resume-then-post | unguarded | 2 |"),
-        "{stdout}"
+        stdout.contains(
+            "| seed-000-resume-then-post | scenario | 4 | 2 failed: replay_live_interleave 2 | 0 failed | 0 |"
+        ),
+        "the headline: unguarded (the baseline) first, then guarded, then guard bugs: {stdout}"
     );
 }
 
