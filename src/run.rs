@@ -263,11 +263,38 @@ pub fn run(
         variant,
         cfg: scenario.server.clone(),
     };
+    run_effective(&scenario, seed, &sut, opts)
+}
+
+/// Runs `scenario` under `seed` against any system under test (a user's
+/// own server: see `tests/all/own_server.rs`) and judges it from the
+/// records alone; returns the report and the history. The scenario's
+/// `[server]` table (and `--set server.*` overrides) configure built-in
+/// arms only; its `[expect.<name>]` tables are checked under
+/// [`SystemUnderTest::name`].
+pub fn run_with<S: SystemUnderTest>(
+    scenario: &Scenario,
+    seed: u64,
+    sut: &S,
+    opts: &Options,
+) -> Result<(RunReport, History), WorldError> {
+    let scenario = effective(scenario, opts)
+        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
+    run_effective(&scenario, seed, sut, opts)
+}
+
+/// A run of the scenario as options made it.
+fn run_effective<S: SystemUnderTest>(
+    scenario: &Scenario,
+    seed: u64,
+    sut: &S,
+    opts: &Options,
+) -> Result<(RunReport, History), WorldError> {
     let started = std::time::Instant::now();
     // A panic inside the simulation (a turmoil limit, a bug) becomes an
     // error the caller reports with its seed, not an abort.
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        world::run(&scenario, seed, &sut)
+        world::run(scenario, seed, sut)
     }))
     .map_err(|p| {
         let what = p

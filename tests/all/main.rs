@@ -5,4 +5,5 @@ mod causes;
 mod cli;
 mod loopback;
 mod oracle;
+mod own_server;
 mod sim;
