@@ -14,20 +14,22 @@
 //! `(tag, execution, index)` ([`ChunkRef`]), so the oracle matches what a
 //! client received to what the tool emitted without the server's event ids.
 
+use crate::bounded::Bounded;
 use crate::history::{History, LedgerRecord};
 pub use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// Who an execution ran for: the bearer token when the request carried one,
 /// else the session.
 pub type Principal = Rc<str>;
 
-/// A key as the ledger knows it: its principal and the header's value.
-type Scoped = (Principal, String);
+/// A key as the ledger and the key table know it: its principal and the
+/// header's value.
+pub type Scoped = (Principal, String);
 
 /// What a commit did.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,15 +39,6 @@ pub enum Commit {
     /// Its key had committed already: nothing committed; the stored result
     /// of the execution that did.
     Refused(Value),
-}
-
-/// Completed keys kept beside the ledger (`durable_dedup`): they outlive
-/// server incarnations. Bounded, oldest first.
-#[derive(Default)]
-struct DurableKeys {
-    /// Key → (tool name and arguments, result).
-    entries: BTreeMap<Scoped, (Value, Value)>,
-    order: VecDeque<Scoped>,
 }
 
 #[derive(Default)]
@@ -59,7 +52,10 @@ struct Inner {
     /// Keys under which a deferred execution committed, with its result:
     /// a key commits at most once.
     committed_keys: BTreeMap<Scoped, Value>,
-    durable: DurableKeys,
+    /// Completed keys kept beside the ledger (`durable_dedup`): they
+    /// outlive server incarnations. Key → (tool name and arguments,
+    /// result); bounded by the first server's key-table capacity.
+    durable: Option<Bounded<Scoped, (Value, Value)>>,
 }
 
 /// The side-effect ledger: executions per operation tag. Cloning shares it.
@@ -167,7 +163,7 @@ impl Ledger {
         self.inner
             .borrow()
             .durable
-            .entries
+            .as_ref()?
             .get(&(who.clone(), key.to_string()))
             .cloned()
     }
@@ -182,19 +178,11 @@ impl Ledger {
         result: Value,
         capacity: usize,
     ) {
-        let mut inner = self.inner.borrow_mut();
-        let d = &mut inner.durable;
-        let scoped = (who.clone(), key.to_string());
-        if d.entries.insert(scoped.clone(), (call, result)).is_some() {
-            return;
-        }
-        d.order.push_back(scoped);
-        while d.entries.len() > capacity.max(1) {
-            let Some(old) = d.order.pop_front() else {
-                break;
-            };
-            d.entries.remove(&old);
-        }
+        self.inner
+            .borrow_mut()
+            .durable
+            .get_or_insert_with(|| Bounded::new(capacity))
+            .insert((who.clone(), key.to_string()), (call, result));
     }
 }
 

@@ -1,6 +1,7 @@
 //! mcp-chaos: a deterministic network simulator for MCP streamable-HTTP
 //! servers. See ARCHITECTURE.md for the map.
 
+mod bounded;
 pub mod cli;
 pub mod client;
 pub mod fault;

@@ -10,17 +10,14 @@
 use super::body::ServerBody;
 use super::reply::error;
 use super::Shared;
+use crate::bounded::Bounded;
 use crate::history::{Record, SessionId};
-use crate::ledger::{Ledger, Principal};
+use crate::ledger::{Ledger, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, RequestId};
 use crate::protocol::mcp;
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
-
-/// A key as the table knows it: its principal and the header's value.
-type Scoped = (Principal, String);
 
 /// Where a key's execution stands.
 #[derive(Clone, Debug, PartialEq)]
@@ -49,9 +46,7 @@ struct Entry {
 }
 
 pub(crate) struct DedupTable {
-    entries: BTreeMap<Scoped, Entry>,
-    order: VecDeque<Scoped>,
-    capacity: usize,
+    entries: Bounded<Scoped, Entry>,
     /// Where completed keys are also kept (`durable_dedup`).
     durable: Option<Ledger>,
 }
@@ -59,9 +54,7 @@ pub(crate) struct DedupTable {
 impl DedupTable {
     pub fn new(capacity: usize) -> Self {
         DedupTable {
-            entries: BTreeMap::new(),
-            order: VecDeque::new(),
-            capacity: capacity.max(1),
+            entries: Bounded::new(capacity),
             durable: None,
         }
     }
@@ -94,31 +87,24 @@ impl DedupTable {
     /// Starts an execution under `who`'s `key`.
     pub fn begin(&mut self, who: &Principal, key: &str, call: Value) {
         let key = Self::scoped(who, key);
-        if self.entries.contains_key(&key) {
-            return;
+        if !self.entries.contains_key(&key) {
+            self.entries.insert(
+                key,
+                Entry {
+                    call,
+                    state: KeyState::InFlight,
+                },
+            );
         }
-        while self.entries.len() >= self.capacity {
-            let Some(old) = self.order.pop_front() else {
-                break;
-            };
-            self.entries.remove(&old);
-        }
-        self.order.push_back(key.clone());
-        self.entries.insert(
-            key,
-            Entry {
-                call,
-                state: KeyState::InFlight,
-            },
-        );
     }
 
     /// Completes the execution under `who`'s `key` (no-op if forgotten
     /// meanwhile).
     pub fn complete(&mut self, who: &Principal, key: &str, result: Value) {
+        let capacity = self.entries.capacity();
         if let Some(e) = self.entries.get_mut(&Self::scoped(who, key)) {
             if let Some(l) = &self.durable {
-                l.keep_key(who, key, e.call.clone(), result.clone(), self.capacity);
+                l.keep_key(who, key, e.call.clone(), result.clone(), capacity);
             }
             e.state = KeyState::Done(result);
         }
@@ -127,10 +113,7 @@ impl DedupTable {
     /// Forgets a key whose execution ended without a result (cancelled),
     /// so a retry runs it.
     pub fn abandon(&mut self, who: &Principal, key: &str) {
-        let key = Self::scoped(who, key);
-        if self.entries.remove(&key).is_some() {
-            self.order.retain(|k| k != &key);
-        }
+        self.entries.remove(&Self::scoped(who, key));
     }
 }
 
