@@ -9,7 +9,9 @@ use std::fmt::Write;
 /// with the Markdown report's tables and the three plots.
 pub fn html(s: &Summary, timeline: Option<&Timeline>) -> String {
     let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}th:first-child,td:first-child{text-align:left}table.matrix th{text-align:left}table.matrix td{text-align:left;vertical-align:top;white-space:normal;min-width:11em}td.ok{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad{background:#fde0dd}p.warn{background:#fff7bc;padding:4px}</style></head><body><h1>mcp-chaos comparison</h1>");
-    out.push_str(&warnings_html(s));
+    for w in warnings(s) {
+        let _ = write!(out, "<p class=\"warn\">Warning: {}</p>", xml(&w));
+    }
     out.push_str(&matrix::html(s));
     let profiles = matrix::profiles(s);
     out.push_str("<h2>Failed operations per scenario</h2>");
@@ -61,12 +63,4 @@ pub fn html(s: &Summary, timeline: Option<&Timeline>) -> String {
     }
     out.push_str("</body></html>\n");
     out
-}
-
-fn warnings_html(s: &Summary) -> String {
-    warnings(s)
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| format!("<p class=\"warn\">{}</p>", xml(&l.replace("**", ""))))
-        .collect()
 }

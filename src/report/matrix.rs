@@ -81,6 +81,34 @@ fn get<'a>(s: &'a Summary, scenario: &str, profile: &str, arm: &str) -> Option<&
         .find(|a| a.scenario == scenario && a.clients == profile && a.server == arm)
 }
 
+/// One row of the matrix: a scenario under a client profile, with one cell
+/// per arm of [`arms`] (`None` where that arm did not run it).
+struct Row<'a> {
+    scenario: &'a str,
+    profile: &'a str,
+    cells: Vec<Option<&'a Aggregate>>,
+}
+
+/// The matrix's rows, scenarios in summary order, profiles in report
+/// order; a (scenario, profile) no arm ran has no row.
+fn rows<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
+    let mut out = Vec::new();
+    for scenario in scenarios(s) {
+        for profile in profiles(s) {
+            let cells: Vec<Option<&Aggregate>> =
+                arms.iter().map(|a| get(s, scenario, profile, a)).collect();
+            if cells.iter().any(Option::is_some) {
+                out.push(Row {
+                    scenario,
+                    profile,
+                    cells,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// The lines of one cell (Markdown joins them with `<br>`).
 fn cell_lines(m: &Metrics) -> [String; 3] {
     let head = if m.ops_failed == 0 {
@@ -109,15 +137,13 @@ fn cell_lines(m: &Metrics) -> [String; 3] {
     [head, latency, cost]
 }
 
-fn legend(s: &Summary) -> String {
+/// What each arm of the summary adds to its baseline, for the legend.
+fn legend(s: &Summary) -> Vec<(&'static str, &'static str)> {
     let arms = arms(s);
-    let mut out = String::new();
-    for (a, what) in ARMS {
-        if arms.contains(a) {
-            let _ = writeln!(out, "- `{a}`: {what}");
-        }
-    }
-    out
+    ARMS.iter()
+        .copied()
+        .filter(|(a, _)| arms.contains(a))
+        .collect()
 }
 
 const INTRO: &str = "Each cell: failed operations and their causes (each failure counted once, under its one primary cause); degraded operations (they missed only announced events); migration latency p50 and p99; and the cost: executions beyond each operation's first, events replayed from the store, rejections, re-initializations. Totals over every seed of the cell.";
@@ -125,25 +151,22 @@ const INTRO: &str = "Each cell: failed operations and their causes (each failure
 /// The matrix as a Markdown section.
 pub fn markdown(s: &Summary) -> String {
     let arms = arms(s);
-    let mut out = format!("## Mechanism matrix\n\n{INTRO}\n\n{}\n", legend(s));
-    let _ = write!(out, "| scenario | clients |");
+    let mut out = format!("## Mechanism matrix\n\n{INTRO}\n\n");
+    for (a, what) in legend(s) {
+        let _ = writeln!(out, "- `{a}`: {what}");
+    }
+    let _ = write!(out, "\n| scenario | clients |");
     for a in &arms {
         let _ = write!(out, " {a} |");
     }
     let _ = writeln!(out, "\n|---|---|{}", "---|".repeat(arms.len()));
-    for sc in scenarios(s) {
-        for p in profiles(s) {
-            if arms.iter().all(|a| get(s, sc, p, a).is_none()) {
-                continue;
-            }
-            let _ = write!(out, "| {sc} | {p} |");
-            for a in &arms {
-                let text = get(s, sc, p, a)
-                    .map_or("–".to_string(), |g| cell_lines(&g.metrics).join("<br>"));
-                let _ = write!(out, " {text} |");
-            }
-            out.push('\n');
+    for r in rows(s, &arms) {
+        let _ = write!(out, "| {} | {} |", r.scenario, r.profile);
+        for c in &r.cells {
+            let text = c.map_or("–".to_string(), |g| cell_lines(&g.metrics).join("<br>"));
+            let _ = write!(out, " {text} |");
         }
+        out.push('\n');
     }
     out.push('\n');
     out
@@ -163,37 +186,38 @@ pub fn headline(s: &Summary) -> String {
         " guard bugs |\n|---|---|---|{}---|",
         "---|".repeat(arms.len())
     );
-    for sc in scenarios(s) {
-        for p in profiles(s) {
-            let cells: Vec<Option<&Aggregate>> = arms.iter().map(|a| get(s, sc, p, a)).collect();
-            let Some(first) = cells.iter().flatten().next() else {
-                continue;
-            };
-            let _ = write!(out, "| {sc} | {p} | {} |", first.metrics.operations);
-            for c in &cells {
-                let text = c.map_or("–".to_string(), |g| {
-                    let m = &g.metrics;
-                    let head = cell_lines(m)[0].clone();
-                    if m.ops_degraded > 0 {
-                        format!("{head}; {} degraded", m.ops_degraded)
-                    } else {
-                        head
-                    }
-                });
-                let _ = write!(out, " {text} |");
-            }
-            let bugs: Vec<u64> = cells
-                .iter()
-                .flatten()
-                .filter_map(|g| g.metrics.guard_bugs)
-                .collect();
-            let bugs = if bugs.is_empty() {
-                "–".to_string()
-            } else {
-                bugs.iter().sum::<u64>().to_string()
-            };
-            let _ = writeln!(out, " {bugs} |");
+    for r in rows(s, &arms) {
+        let ops = r
+            .cells
+            .iter()
+            .flatten()
+            .next()
+            .map_or(0, |g| g.metrics.operations);
+        let _ = write!(out, "| {} | {} | {ops} |", r.scenario, r.profile);
+        for c in &r.cells {
+            let text = c.map_or("–".to_string(), |g| {
+                let m = &g.metrics;
+                let head = cell_lines(m)[0].clone();
+                if m.ops_degraded > 0 {
+                    format!("{head}; {} degraded", m.ops_degraded)
+                } else {
+                    head
+                }
+            });
+            let _ = write!(out, " {text} |");
         }
+        let bugs: Vec<u64> = r
+            .cells
+            .iter()
+            .flatten()
+            .filter_map(|g| g.metrics.guard_bugs)
+            .collect();
+        let bugs = if bugs.is_empty() {
+            "–".to_string()
+        } else {
+            bugs.iter().sum::<u64>().to_string()
+        };
+        let _ = writeln!(out, " {bugs} |");
     }
     out
 }
@@ -203,46 +227,44 @@ pub fn headline(s: &Summary) -> String {
 pub fn html(s: &Summary) -> String {
     let arms = arms(s);
     let mut out = format!("<h2>Mechanism matrix</h2><p>{}</p><ul>", xml(INTRO));
-    for line in legend(s).lines() {
-        let item = line.trim_start_matches("- ").replace('`', "");
-        let _ = write!(out, "<li>{}</li>", xml(&item));
+    for (a, what) in legend(s) {
+        let _ = write!(out, "<li>{}: {}</li>", xml(a), xml(&what.replace('`', "")));
     }
     out.push_str("</ul><table class=\"matrix\"><tr><th>scenario</th><th>clients</th>");
     for a in &arms {
         let _ = write!(out, "<th>{}</th>", xml(a));
     }
     out.push_str("</tr>");
-    for sc in scenarios(s) {
-        for p in profiles(s) {
-            if arms.iter().all(|a| get(s, sc, p, a).is_none()) {
+    for r in rows(s, &arms) {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td>",
+            xml(r.scenario),
+            xml(r.profile)
+        );
+        for c in &r.cells {
+            let Some(g) = c else {
+                out.push_str("<td>–</td>");
                 continue;
-            }
-            let _ = write!(out, "<tr><td>{}</td><td>{}</td>", xml(sc), xml(p));
-            for a in &arms {
-                match get(s, sc, p, a) {
-                    None => out.push_str("<td>–</td>"),
-                    Some(g) => {
-                        let m = &g.metrics;
-                        let class = if m.ops_failed > 0 {
-                            "bad"
-                        } else if m.ops_degraded > 0 {
-                            "degraded"
-                        } else {
-                            "ok"
-                        };
-                        let [head, latency, cost] = cell_lines(m);
-                        let _ = write!(
-                            out,
-                            "<td class=\"{class}\"><b>{}</b><br>{}<br><small>{}</small></td>",
-                            xml(&head),
-                            xml(&latency),
-                            xml(&cost)
-                        );
-                    }
-                }
-            }
-            out.push_str("</tr>");
+            };
+            let m = &g.metrics;
+            let class = if m.ops_failed > 0 {
+                "bad"
+            } else if m.ops_degraded > 0 {
+                "degraded"
+            } else {
+                "ok"
+            };
+            let [head, latency, cost] = cell_lines(m);
+            let _ = write!(
+                out,
+                "<td class=\"{class}\"><b>{}</b><br>{}<br><small>{}</small></td>",
+                xml(&head),
+                xml(&latency),
+                xml(&cost)
+            );
         }
+        out.push_str("</tr>");
     }
     out.push_str("</table>");
     out

@@ -142,23 +142,26 @@ fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> {
 /// metric with the arms (and client profiles) side by side.
 pub fn markdown(s: &Summary) -> String {
     let mut out = String::from("# mcp-chaos comparison\n\n");
-    out.push_str(&warnings(s));
+    for w in warnings(s) {
+        let _ = writeln!(out, "**Warning:** {w}\n");
+    }
     out.push_str(&matrix::markdown(s));
     out.push_str(&details(s));
     out
 }
 
-/// Scenarios whose fault plans exercised none of the hazards they declare.
-fn warnings(s: &Summary) -> String {
-    let mut out = String::new();
-    for (sc, hz) in &s.uncovered_hazards {
-        let _ = writeln!(
-            out,
-            "**Warning:** scenario `{sc}` declares hazards that none of its runs exercised: {}. Its fault plan tests nothing there.\n",
-            hz.join(", ")
-        );
-    }
-    out
+/// Scenarios whose fault plans exercised none of the hazards they declare,
+/// one sentence each.
+fn warnings(s: &Summary) -> Vec<String> {
+    s.uncovered_hazards
+        .iter()
+        .map(|(sc, hz)| {
+            format!(
+                "scenario `{sc}` declares hazards that none of its runs exercised: {}. Its fault plan tests nothing there.",
+                hz.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Per scenario, every metric, one column per arm and profile.
