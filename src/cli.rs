@@ -12,6 +12,7 @@ use crate::run::{self, Options, RunReport};
 use crate::scenario::Scenario;
 use crate::seed;
 use crate::server::{Delivery, Pacing, Server, ServerConfig, Variant};
+use crate::sut::Arm;
 use crate::sweep::{self, Job, Seeds, Summary};
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -76,7 +77,7 @@ fn parse_profile(s: &str) -> Result<run::Profile, String> {
 
 /// Server arms from `--servers` (one argument, comma-separated).
 #[derive(Clone, Debug)]
-struct Arms(Vec<Variant>);
+struct Arms(Vec<Arm>);
 
 /// Client profiles from `--clients` (one argument, comma-separated).
 #[derive(Clone, Debug)]
@@ -207,7 +208,7 @@ enum Cmd {
         seed: u64,
         /// Which server arm: guarded, unguarded, keys or cancel.
         #[arg(long)]
-        server: Variant,
+        server: Arm,
         #[command(flatten)]
         run: RunArgs,
         /// Trace file (default: target/repro/SCENARIO-SEED-SERVER.jsonl).
@@ -225,7 +226,7 @@ enum Cmd {
         seed: u64,
         /// The server arm that fails.
         #[arg(long)]
-        server: Variant,
+        server: Arm,
         #[command(flatten)]
         run: RunArgs,
         /// Where to write the shrunk scenario (default: sims/regressions/NAME.toml).
@@ -244,7 +245,7 @@ enum Cmd {
         seed: u64,
         /// Which server arm: guarded, unguarded, keys or cancel.
         #[arg(long)]
-        server: Variant,
+        server: Arm,
         /// Write the trace as JSON lines here.
         #[arg(long)]
         trace: Option<PathBuf>,
@@ -258,7 +259,7 @@ enum Cmd {
     Serve {
         /// Which server arm: guarded, unguarded, keys or cancel.
         #[arg(long, default_value = "guarded")]
-        server: Variant,
+        server: Arm,
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: SocketAddr,
@@ -316,7 +317,7 @@ pub fn main() -> ExitCode {
             &out,
             junit.as_deref(),
             &Matrix {
-                arms: servers.map_or_else(|| Variant::ALL.to_vec(), |a| a.0),
+                arms: servers.map_or_else(|| Arm::all(), |a| a.0),
                 profiles: clients.map_or_else(|| vec![None], |p| p.0),
                 sets,
             },
@@ -339,7 +340,7 @@ pub fn main() -> ExitCode {
                 jobs,
                 junit.as_deref(),
                 &Matrix {
-                    arms: servers.map_or_else(|| Variant::ALL.to_vec(), |a| a.0),
+                    arms: servers.map_or_else(|| Arm::all(), |a| a.0),
                     profiles: vec![o.clients],
                     sets: o.sets,
                 },
@@ -415,14 +416,14 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 fn run_one(
     path: &Path,
     seed: u64,
-    variant: Variant,
+    variant: Arm,
     trace: Option<&Path>,
     format: Format,
     opts: &Options,
 ) -> anyhow::Result<u8> {
     let scenario = load(path)?;
     let repro = run::repro_command(&path.display().to_string(), seed, variant, opts);
-    let (report, history) = run::run(&scenario, seed, variant, opts)
+    let (report, history) = run::run_arm(&scenario, seed, variant, opts)
         .map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {repro}"))?;
     if let Some(t) = trace {
         if let Some(dir) = t.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -442,7 +443,7 @@ fn run_one(
         ),
         Format::Text => print!("{}", text_report(&report)),
     }
-    if report.verdict != "pass" {
+    if report.failed() {
         eprintln!(
             "mcp-chaos: {} ({}) for {} on the {} server, seed {seed}:",
             if report.verdict == "safety" {
@@ -572,7 +573,7 @@ fn execute(jobs: &[Job], workers: usize) -> anyhow::Result<Summary> {
 /// The runs a comparison or sweep makes of each scenario and seed: every
 /// arm under every client profile, with the same overrides.
 struct Matrix {
-    arms: Vec<Variant>,
+    arms: Vec<Arm>,
     profiles: Vec<Option<run::Profile>>,
     sets: Vec<(String, String)>,
 }
@@ -638,7 +639,7 @@ fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&RunReport) -> String + '_
             .iter()
             .find(|(_, s)| s.name == r.scenario)
             .map_or("sims/?.toml", |(p, _)| p.as_str());
-        let v = r.server.parse().unwrap_or(Variant::Guarded);
+        let v = r.server.parse().unwrap_or(Arm::BuiltIn(Variant::Guarded));
         run::repro_command(path, r.seed, v, &options_of(r))
     }
 }
@@ -652,7 +653,7 @@ fn finish(
         write(j, &report::junit(summary, &repro_for(files)))?;
     }
     let repro = repro_for(files);
-    for r in summary.runs.iter().filter(|r| r.verdict != "pass") {
+    for r in summary.runs.iter().filter(|r| r.failed()) {
         eprintln!(
             "mcp-chaos: {} {} (clients: {}) seed {} ({}): {}\n  reproduce with: {}",
             r.scenario,
@@ -804,7 +805,7 @@ fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
 fn repro(
     path: &Path,
     seed: u64,
-    variant: Variant,
+    variant: Arm,
     opts: &Options,
     trace: Option<PathBuf>,
 ) -> anyhow::Result<u8> {
@@ -853,7 +854,7 @@ fn repro(
 fn shrink(
     path: &Path,
     seed: u64,
-    variant: Variant,
+    variant: Arm,
     opts: &Options,
     out: Option<PathBuf>,
 ) -> anyhow::Result<u8> {
@@ -885,7 +886,7 @@ fn shrink(
     Ok(0)
 }
 
-fn serve(variant: Variant, addr: SocketAddr, delivery: Delivery, seed: u64) -> anyhow::Result<()> {
+fn serve(arm: Arm, addr: SocketAddr, delivery: Delivery, seed: u64) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -902,6 +903,9 @@ fn serve(variant: Variant, addr: SocketAddr, delivery: Delivery, seed: u64) -> a
             session_seed: seed,
             ..ServerConfig::default()
         };
+        let Some(variant) = arm.variant() else {
+            return serve_sdk(arm, cfg, listener, history, ledger).await;
+        };
         eprintln!(
             "mcp-chaos: {} server on http://{addr}/mcp ({}, session seed {seed})",
             variant.as_str(),
@@ -912,6 +916,48 @@ fn serve(variant: Variant, addr: SocketAddr, delivery: Delivery, seed: u64) -> a
             .await
             .context("accepting connections")
     })
+}
+
+/// `serve --server rmcp|rmcp-es`: the official SDK's server with the
+/// ledger tools, on a real socket.
+#[cfg(feature = "rmcp")]
+async fn serve_sdk(
+    arm: Arm,
+    cfg: ServerConfig,
+    listener: tokio::net::TcpListener,
+    history: History,
+    ledger: Ledger,
+) -> anyhow::Result<()> {
+    use crate::sut::{Host, SystemUnderTest};
+    let seed = cfg.session_seed;
+    eprintln!(
+        "mcp-chaos: {arm} server (rmcp) on http://{}/mcp (post-stream, session seed {seed})",
+        listener.local_addr().context("reading the bound address")?
+    );
+    let sut = crate::sdk::Rmcp {
+        event_store: arm == Arm::RmcpEs,
+        cfg,
+    };
+    sut.serve(Host {
+        listener,
+        seed,
+        incarnation: 0,
+        ledger,
+        history,
+    })
+    .await
+    .context("accepting connections")
+}
+
+#[cfg(not(feature = "rmcp"))]
+async fn serve_sdk(
+    arm: Arm,
+    _: ServerConfig,
+    _: tokio::net::TcpListener,
+    _: History,
+    _: Ledger,
+) -> anyhow::Result<()> {
+    anyhow::bail!("server {arm} needs the rmcp feature: build without --no-default-features")
 }
 
 /// Rule M's rows, each shown with the verdict the guard gives on a session

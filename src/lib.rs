@@ -13,6 +13,8 @@ pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod scenario;
+#[cfg(feature = "rmcp")]
+pub mod sdk;
 pub mod seed;
 pub mod server;
 pub mod shrink;

@@ -5,7 +5,7 @@ use crate::history::{ClientRecord, Entry, History, Rec};
 use crate::oracle::{self, Metrics};
 use crate::scenario::{Fault, Scenario};
 use crate::server::Variant;
-use crate::sut::{BuiltIn, SystemUnderTest};
+use crate::sut::{Arm, BuiltIn, SystemUnderTest};
 use crate::world::{self, WorldError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -101,9 +101,15 @@ pub struct RunReport {
     /// Expectations that failed (empty when all hold).
     pub failed_expectations: Vec<String>,
     /// `pass`, `safety` (a safety expectation failed) or `liveness` (only
-    /// liveness ones: lost operations after the heal phase). Clients still
-    /// running at the end show up as lost operations.
+    /// liveness ones: lost operations after the heal phase), or
+    /// `not-applicable` when none of the scenario's clients could run
+    /// against the arm. Clients still running at the end show up as lost
+    /// operations.
     pub verdict: String,
+    /// Clients the arm could not serve (legacy HTTP+SSE clients of an arm
+    /// without that transport): not run, and owed nothing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_applicable_clients: u32,
     /// Wall-clock figures.
     pub meta: Meta,
 }
@@ -266,6 +272,38 @@ pub fn run(
     run_effective(&scenario, seed, &sut, opts)
 }
 
+/// Runs `scenario` under `seed` against `arm`, built in or rmcp's.
+pub fn run_arm(
+    scenario: &Scenario,
+    seed: u64,
+    arm: Arm,
+    opts: &Options,
+) -> Result<(RunReport, History), WorldError> {
+    let scenario = effective(scenario, opts)
+        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
+    match arm {
+        Arm::BuiltIn(variant) => {
+            let sut = BuiltIn {
+                variant,
+                cfg: scenario.server.clone(),
+            };
+            run_effective(&scenario, seed, &sut, opts)
+        }
+        #[cfg(feature = "rmcp")]
+        Arm::Rmcp | Arm::RmcpEs => {
+            let sut = crate::sdk::Rmcp {
+                event_store: arm == Arm::RmcpEs,
+                cfg: scenario.server.clone(),
+            };
+            run_effective(&scenario, seed, &sut, opts)
+        }
+        #[cfg(not(feature = "rmcp"))]
+        Arm::Rmcp | Arm::RmcpEs => Err(WorldError(format!(
+            "server {arm} needs the rmcp feature: build without --no-default-features"
+        ))),
+    }
+}
+
 /// Runs `scenario` under `seed` against any system under test (a user's
 /// own server: see `tests/all/own_server.rs`) and judges it from the
 /// records alone; returns the report and the history. The scenario's
@@ -310,11 +348,15 @@ fn run_effective<S: SystemUnderTest>(
         .iter()
         .flat_map(|g| std::iter::repeat_n(class_label(g), g.count as usize))
         .collect();
-    let calls: Vec<u32> = scenario
+    let mut calls: Vec<u32> = scenario
         .clients
         .iter()
         .flat_map(|g| std::iter::repeat_n(g.calls, g.count as usize))
         .collect();
+    // Clients that did not run owe no operations.
+    for &c in &out.not_applicable {
+        calls[c as usize] = 0;
+    }
     let hosts: Vec<u32> = (0..classes.len() as u32)
         .map(|c| c % scenario.network.client_hosts.max(1))
         .collect();
@@ -391,7 +433,12 @@ fn run_effective<S: SystemUnderTest>(
         migration_latency_hist: j.latency_hist.clone(),
         operations: j.verdicts,
         declared_hazards: scenario.hazards.clone(),
-        verdict: verdict(&failed).to_string(),
+        verdict: if out.not_applicable.len() == classes.len() {
+            NOT_APPLICABLE.to_string()
+        } else {
+            verdict(&failed).to_string()
+        },
+        not_applicable_clients: out.not_applicable.len() as u32,
         failed_expectations: failed,
         meta: Meta { wall_ms },
     };
@@ -554,11 +601,24 @@ impl RunReport {
     /// Exit code of this run: 0 pass, 1 safety violation, 2 liveness failure.
     pub fn exit_code(&self) -> u8 {
         match self.verdict.as_str() {
-            "pass" => 0,
+            "pass" | NOT_APPLICABLE => 0,
             "safety" => 1,
             _ => 2,
         }
     }
+
+    /// Whether the run failed an expectation (a run that was not applicable
+    /// did not).
+    pub fn failed(&self) -> bool {
+        !matches!(self.verdict.as_str(), "pass" | NOT_APPLICABLE)
+    }
+}
+
+/// The verdict of a run none of whose clients the arm could serve.
+pub const NOT_APPLICABLE: &str = "not-applicable";
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn as_written() -> String {
@@ -566,10 +626,15 @@ fn as_written() -> String {
 }
 
 /// The command that reproduces a run.
-pub fn repro_command(scenario_path: &str, seed: u64, variant: Variant, opts: &Options) -> String {
+pub fn repro_command(
+    scenario_path: &str,
+    seed: u64,
+    arm: impl Into<Arm>,
+    opts: &Options,
+) -> String {
     format!(
         "cargo run --release -- repro --scenario {scenario_path} --seed {seed} --server {}{}",
-        variant.as_str(),
+        arm.into().as_str(),
         opts.flags()
     )
 }

@@ -35,6 +35,11 @@ impl Behaviour {
             Behaviour::TransportSwitch => "transport-switch",
         }
     }
+
+    /// Whether its clients start on the legacy HTTP+SSE transport.
+    pub fn is_legacy(self) -> bool {
+        self == Behaviour::TransportSwitch
+    }
 }
 
 /// One group of identical clients.
@@ -227,7 +232,8 @@ pub struct Expect {
     pub max: BTreeMap<String, u64>,
 }
 
-/// Expectations per arm (`[expect.<arm>]`: `guarded`, `unguarded`, `keys`, `cancel`).
+/// Expectations per arm (`[expect.<arm>]`: `guarded`, `unguarded`, `keys`, `cancel`,
+/// `rmcp`, `rmcp-es`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 #[serde(transparent)]
 pub struct Expectations(pub BTreeMap<String, Expect>);
@@ -760,10 +766,10 @@ impl Scenario {
             }
         }
         for (server, e) in &self.expect.0 {
-            if server.parse::<crate::server::Variant>().is_err() {
+            if !crate::sut::Arm::NAMES.contains(&server.as_str()) {
                 return Err(format!(
                     "expect.{server}: unknown server arm: use one of {}",
-                    crate::server::Variant::ALL.map(|v| v.as_str()).join(", ")
+                    crate::sut::Arm::NAMES.join(", ")
                 ));
             }
             for (bound, table) in [("min", &e.min), ("max", &e.max)] {

@@ -5,13 +5,13 @@
 use crate::fault::FaultPlan;
 use crate::run::{self, Options};
 use crate::scenario::{Expect, FaultSpec, Scenario};
-use crate::server::Variant;
+use crate::sut::Arm;
 use std::collections::BTreeSet;
 
 /// A run's failed expectations as (metric, value, bound, "at most"|"at
 /// least"): the "violation" a shrink must preserve is the set of metrics.
-fn failures(s: &Scenario, seed: u64, v: Variant) -> Result<Vec<(String, bool, u64)>, String> {
-    let (r, _) = run::run(s, seed, v, &Options::default()).map_err(|e| e.to_string())?;
+fn failures(s: &Scenario, seed: u64, v: Arm) -> Result<Vec<(String, bool, u64)>, String> {
+    let (r, _) = run::run_arm(s, seed, v, &Options::default()).map_err(|e| e.to_string())?;
     Ok(r.failed_expectations
         .iter()
         .filter_map(|f| {
@@ -24,7 +24,7 @@ fn failures(s: &Scenario, seed: u64, v: Variant) -> Result<Vec<(String, bool, u6
         .collect())
 }
 
-fn failing_metrics(s: &Scenario, seed: u64, v: Variant) -> Result<BTreeSet<String>, String> {
+fn failing_metrics(s: &Scenario, seed: u64, v: Arm) -> Result<BTreeSet<String>, String> {
     Ok(failures(s, seed, v)?.into_iter().map(|(m, ..)| m).collect())
 }
 
@@ -99,7 +99,7 @@ pub struct Shrunk {
 
 /// Shrinks the failing run (`scenario`, `seed`, `v`); errs when it does not
 /// fail, or its fault plan alone does not reproduce the failure.
-pub fn shrink(scenario: &Scenario, seed: u64, v: Variant) -> Result<Shrunk, String> {
+pub fn shrink(scenario: &Scenario, seed: u64, v: Arm) -> Result<Shrunk, String> {
     let failed = failures(scenario, seed, v)?;
     let target: BTreeSet<String> = failed.iter().map(|(m, ..)| m.clone()).collect();
     if target.is_empty() {

@@ -6,7 +6,7 @@
 use crate::oracle::{self, Latency, Metrics};
 use crate::run::{self, Options, RunReport};
 use crate::scenario::Scenario;
-use crate::server::Variant;
+use crate::sut::Arm;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -101,7 +101,7 @@ impl Summary {
                     server,
                     clients,
                     runs: rs.len() as u64,
-                    failed_runs: rs.iter().filter(|r| r.verdict != "pass").count() as u64,
+                    failed_runs: rs.iter().filter(|r| r.failed()).count() as u64,
                     metrics,
                     faults,
                 }
@@ -208,7 +208,7 @@ pub struct Job {
     /// Root seed.
     pub seed: u64,
     /// Server.
-    pub variant: Variant,
+    pub variant: Arm,
     /// Client profile and overrides.
     pub opts: Options,
 }
@@ -232,7 +232,7 @@ pub fn run_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let r = run::run(&job.scenario, job.seed, job.variant, &job.opts)
+                let r = run::run_arm(&job.scenario, job.seed, job.variant, &job.opts)
                     .map(|(report, _)| report)
                     .map_err(|e| {
                         format!(

@@ -71,6 +71,9 @@ pub struct RunOutput {
     pub sim_ms: u64,
     /// Whether every client finished before the heal phase ran out.
     pub clients_finished: bool,
+    /// Clients not run: legacy-transport clients of a system without the
+    /// legacy transport (global indices, ascending).
+    pub not_applicable: Vec<u32>,
 }
 
 /// Why a run could not complete.
@@ -159,7 +162,12 @@ pub fn run<S: SystemUnderTest>(
         });
     }
     let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
+    let mut not_applicable = Vec::new();
     for (host, spec) in client_specs(scenario, root_seed, &plan) {
+        if spec.group.behaviour.is_legacy() && !sut.legacy_transport() {
+            not_applicable.push(spec.index);
+            continue;
+        }
         by_host.entry(host).or_default().push(spec);
     }
     let populated: std::collections::BTreeSet<u32> = by_host.keys().copied().collect();
@@ -285,6 +293,7 @@ pub fn run<S: SystemUnderTest>(
         not_applied_timed,
         sim_ms: sim.elapsed().as_millis() as u64,
         clients_finished,
+        not_applicable,
     })
 }
 

@@ -184,6 +184,11 @@ pub(super) struct Client {
     /// legacy stream, after a mapped resume, by its first event id in the
     /// streamable namespace (server's name → client's key).
     pub(super) names: BTreeMap<u64, u64>,
+    /// The servers' event ids, numbered.
+    pub(super) event_ids: super::event_ids::EventIds,
+    /// An initialize answered with a stream: its slot and the session its
+    /// headers named, until the result arrives on it.
+    pub(super) sse_init: Option<(SlotId, SessionId)>,
 }
 
 impl Client {
@@ -233,6 +238,8 @@ impl Client {
             transport: Transport::Streamable,
             switch_pending: false,
             legacy_endpoint: None,
+            event_ids: Default::default(),
+            sse_init: None,
             drops_fired: BTreeSet::new(),
             drops_missed: BTreeMap::new(),
             switch_due: false,

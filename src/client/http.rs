@@ -69,6 +69,12 @@ impl Outgoing {
 
     /// A GET on `/mcp`: the standalone stream, or a resume from `last_event_id`.
     pub fn get(session: &str, last_event_id: Option<u64>) -> Self {
+        Outgoing::resume(session, last_event_id.map(|i| i.to_string()).as_deref())
+    }
+
+    /// A GET on `/mcp` from an event id as the server wrote it (opaque:
+    /// any server's), or the standalone stream.
+    pub fn resume(session: &str, last_event_id: Option<&str>) -> Self {
         let mut h = HeaderMap::new();
         h.insert(
             header::ACCEPT,
@@ -81,8 +87,9 @@ impl Outgoing {
             body: None,
         }
         .header(headers::MCP_SESSION_ID, session);
-        if let Some(id) = last_event_id {
-            o = o.header(headers::LAST_EVENT_ID, &id.to_string());
+        // An id no header can carry (a control character) is not sent.
+        if let Some(v) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            o.headers.insert(headers::LAST_EVENT_ID, v);
         }
         o
     }

@@ -6,6 +6,7 @@
 
 mod behaviour;
 mod core;
+mod event_ids;
 pub mod http;
 mod reactions;
 mod reader;

@@ -45,27 +45,7 @@ impl Client {
             SlotKind::Init => {
                 let sid = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
                 match (status, sid) {
-                    (200, Some(sid)) => {
-                        let sid: SessionId = sid.into();
-                        self.session = Some(sid.clone());
-                        self.record(ClientRecord::Session {
-                            client: self.spec.index,
-                            session: sid.clone(),
-                        });
-                        if let Some(Message::Result { result, .. }) = &msg {
-                            let version = result
-                                .get("protocolVersion")
-                                .and_then(Value::as_str)
-                                .unwrap_or("");
-                            self.record(ClientRecord::Negotiated {
-                                client: self.spec.index,
-                                session: sid,
-                                transport: Transport::Streamable,
-                                protocol_version: version.to_string(),
-                            });
-                        }
-                        self.after_init();
-                    }
+                    (200, Some(sid)) => self.initialized(sid.into(), msg.as_ref()),
                     _ => self.retry_init(),
                 }
             }
@@ -94,6 +74,29 @@ impl Client {
                 }
             },
         }
+    }
+
+    /// The initialize result arrived (as JSON, or on its SSE stream) with
+    /// session `sid`.
+    pub(super) fn initialized(&mut self, sid: SessionId, msg: Option<&Message>) {
+        self.session = Some(sid.clone());
+        self.record(ClientRecord::Session {
+            client: self.spec.index,
+            session: sid.clone(),
+        });
+        if let Some(Message::Result { result, .. }) = msg {
+            let version = result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            self.record(ClientRecord::Negotiated {
+                client: self.spec.index,
+                session: sid,
+                transport: Transport::Streamable,
+                protocol_version: version.to_string(),
+            });
+        }
+        self.after_init();
     }
 
     pub(super) fn status(

@@ -28,12 +28,15 @@ pub(super) enum Input {
         status: u16,
         /// `Mcp-Stream-First-Event-Id` of a mapped resume.
         stream_first: Option<u64>,
+        /// `Mcp-Session-Id` (an initialize answered with a stream).
+        session: Option<String>,
     },
     Event {
         slot: SlotId,
         /// The data of a legacy `endpoint` event.
         endpoint: Option<String>,
-        id: Option<u64>,
+        /// Its id as the server wrote it.
+        id: Option<String>,
         marker: bool,
         msg: Option<Message>,
     },
@@ -192,10 +195,16 @@ async fn reader<C: Connector>(
         .get(headers::MCP_STREAM_FIRST_EVENT_ID)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let session = ex
+        .headers
+        .get(headers::MCP_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     send(Input::Head {
         slot,
         status,
         stream_first,
+        session,
     });
     loop {
         match tokio::time::timeout(read_timeout, ex.next_event()).await {
@@ -208,7 +217,6 @@ async fn reader<C: Connector>(
                 missing: sse::parse_gap(&ev.data).ok(),
             }),
             Ok(Ok(Some(ev))) => {
-                let id = ev.id.as_deref().and_then(|i| i.parse::<u64>().ok());
                 let marker = ev.event == "replay-end";
                 let msg = (!ev.data.is_empty() && !marker)
                     .then(|| Message::decode(ev.data.as_bytes()).ok())
@@ -228,7 +236,7 @@ async fn reader<C: Connector>(
                 send(Input::Event {
                     endpoint: (ev.event == "endpoint").then(|| ev.data.clone()),
                     slot,
-                    id,
+                    id: ev.id.clone(),
                     marker,
                     msg,
                 });

@@ -25,7 +25,8 @@ impl Client {
                 slot,
                 status,
                 stream_first,
-            } => self.on_head(slot, status, stream_first),
+                session,
+            } => self.on_head(slot, status, stream_first, session),
             Input::Event {
                 slot,
                 id,
@@ -36,6 +37,7 @@ impl Client {
                 if let Some(e) = endpoint {
                     self.on_endpoint(slot, &e);
                 } else {
+                    let id = id.map(|i| self.event_ids.number(&i));
                     self.on_event(slot, id, marker, msg);
                 }
             }
@@ -54,11 +56,21 @@ impl Client {
         }
     }
 
-    pub(super) fn on_head(&mut self, slot: SlotId, status: u16, stream_first: Option<u64>) {
+    pub(super) fn on_head(
+        &mut self,
+        slot: SlotId,
+        status: u16,
+        stream_first: Option<u64>,
+        session: Option<String>,
+    ) {
         let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
         s.answered = true;
+        // initialize answered with a stream: its result follows on it.
+        if let (SlotKind::Init, 200, Some(sid)) = (&s.kind, status, session) {
+            self.sse_init = Some((slot, sid.as_str().into()));
+        }
         if let (SlotKind::Resume { stream }, 200) = (&s.kind, status) {
             let stream = *stream;
             // A mapped resume says how Rule M names this stream from now on.
@@ -166,6 +178,16 @@ impl Client {
             return;
         };
         s.last_activity_us = now;
+        if matches!(s.kind, SlotKind::Init) {
+            // The initialize result on its stream (priming events aside).
+            if let Some(m @ Message::Result { .. }) = &msg {
+                if let Some((_, sid)) = self.sse_init.take_if(|(init, _)| *init == slot) {
+                    self.slots.remove(&slot);
+                    self.initialized(sid, Some(m));
+                }
+            }
+            return;
+        }
         s.messages += u32::from(msg.is_some());
         let kind = s.kind.clone();
         // Events of a call keep the hold alive; notifications do not (a

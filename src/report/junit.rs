@@ -28,7 +28,7 @@ pub fn junit(s: &Summary, repro: &dyn Fn(&crate::run::RunReport) -> String) -> S
         for r in s
             .runs
             .iter()
-            .filter(|r| r.scenario == a.scenario && r.server == a.server && r.verdict != "pass")
+            .filter(|r| r.scenario == a.scenario && r.server == a.server && r.failed())
         {
             let _ = writeln!(
                 text,

@@ -1,0 +1,205 @@
+//! The official Rust SDK's server as two arms: `rmcp` (its
+//! `StreamableHttpService` with `LocalSessionManager` and the built-in
+//! per-stream cache) and `rmcp-es` (the same with an event store,
+//! [`store`]). They serve the ledger tools ([`tools`]) and are judged
+//! black-box, from the clients' records and the ledger alone.
+//!
+//! What keeps them deterministic inside the simulation:
+//! - session ids: rmcp draws UUID v4s and has no hook; a layer here rewrites
+//!   `Mcp-Session-Id` both ways, so clients only ever see ids drawn from the
+//!   incarnation's seed (rmcp's own never reach the wire);
+//! - the SSE keep-alive, which rmcp times on the wall clock, is off;
+//! - hyper's `Date` header (wall clock) is off;
+//! - rmcp's completed-request cache TTL (wall clock) applies only to
+//!   requests the client cancelled, which the clients here never send.
+//!
+//! rmcp has no legacy HTTP+SSE transport: legacy clients are not
+//! applicable to these arms ([`SystemUnderTest::legacy_transport`]).
+
+mod store;
+mod tools;
+
+use crate::seed;
+use crate::server::{Listener, ServerConfig};
+use crate::sut::{Host, SystemUnderTest};
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response};
+use http_body_util::combinators::BoxBody;
+use hyper::body::Incoming;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex};
+use tools::{Bridge, LedgerTools, WireSession};
+
+/// The host name clients put in `Host` (rmcp checks it).
+const HOST: &str = "mcp-chaos";
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// An rmcp arm.
+#[derive(Clone, Debug)]
+pub struct Rmcp {
+    /// With an event store (`rmcp-es`) instead of the built-in cache.
+    pub event_store: bool,
+    /// Events the store keeps per stream; most chunks per call (from the
+    /// scenario's `[server]` table: `store_capacity`, `max_chunks`).
+    pub cfg: ServerConfig,
+}
+
+impl Rmcp {
+    /// The arm's name: `rmcp` or `rmcp-es`.
+    pub fn arm_name(event_store: bool) -> &'static str {
+        if event_store {
+            "rmcp-es"
+        } else {
+            "rmcp"
+        }
+    }
+}
+
+impl SystemUnderTest for Rmcp {
+    fn name(&self) -> &str {
+        Rmcp::arm_name(self.event_store)
+    }
+
+    fn audited(&self) -> bool {
+        false
+    }
+
+    fn built_in(&self) -> bool {
+        false
+    }
+
+    fn legacy_transport(&self) -> bool {
+        false
+    }
+
+    fn serve<L: Listener + 'static>(
+        &self,
+        host: Host<L>,
+    ) -> impl Future<Output = io::Result<()>> + 'static {
+        // Everything below belongs to this incarnation: a restart loses
+        // rmcp's sessions, its cache and the store, not the ledger.
+        let (bridge, ledger_task) = Bridge::new(host.ledger);
+        tokio::task::spawn_local(ledger_task);
+        let mut sessions = LocalSessionManager::default();
+        if self.event_store {
+            sessions = sessions.with_event_store(store::shared(self.cfg.store_capacity));
+        }
+        let max_chunks = self.cfg.max_chunks;
+        let service = StreamableHttpService::new(
+            move || {
+                Ok(LedgerTools {
+                    bridge: bridge.clone(),
+                    max_chunks,
+                })
+            },
+            Arc::new(sessions),
+            StreamableHttpServerConfig::default()
+                .with_allowed_hosts([HOST, "localhost", "127.0.0.1", "::1"])
+                .with_sse_keep_alive(None),
+        );
+        let ids = Arc::new(Mutex::new(SessionIds::new(host.seed)));
+        let mut listener = host.listener;
+        async move {
+            loop {
+                let io = listener.accept().await?;
+                let (service, ids) = (service.clone(), ids.clone());
+                tokio::task::spawn_local(async move {
+                    let svc = hyper::service::service_fn(move |req| {
+                        let (service, ids) = (service.clone(), ids.clone());
+                        async move { Ok::<_, Infallible>(exchange(&service, &ids, req).await) }
+                    });
+                    // An error here is the peer going away.
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .auto_date_header(false)
+                        .serve_connection(hyper_util::rt::TokioIo::new(io), svc)
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+type Service = StreamableHttpService<LedgerTools, LocalSessionManager>;
+
+/// One request through rmcp, with session ids rewritten both ways.
+async fn exchange(
+    service: &Service,
+    ids: &Mutex<SessionIds>,
+    mut req: Request<Incoming>,
+) -> Response<BoxBody<Bytes, Infallible>> {
+    let named = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(wire) = named {
+        // An id rmcp never issued (another incarnation's, or made up) goes
+        // through as it came: rmcp answers it as unknown.
+        if let Some(inner) = ids.lock().expect("not poisoned").inner_of(&wire) {
+            req.headers_mut().insert(
+                SESSION_HEADER,
+                HeaderValue::from_str(inner).expect("rmcp's ids are header-safe"),
+            );
+        }
+        req.extensions_mut().insert(WireSession(wire));
+    }
+    let mut resp = service.handle(req).await;
+    let issued = resp
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(inner) = issued {
+        let wire = ids.lock().expect("not poisoned").wire_of(&inner);
+        resp.headers_mut().insert(
+            SESSION_HEADER,
+            HeaderValue::from_str(&wire).expect("ours are hex"),
+        );
+    }
+    resp
+}
+
+/// rmcp's session ids and the ones clients see, drawn from the seed in the
+/// order rmcp issues them.
+struct SessionIds {
+    seed: u64,
+    issued: u64,
+    to_wire: BTreeMap<String, String>,
+    to_inner: BTreeMap<String, String>,
+}
+
+impl SessionIds {
+    fn new(seed: u64) -> Self {
+        SessionIds {
+            seed,
+            issued: 0,
+            to_wire: BTreeMap::new(),
+            to_inner: BTreeMap::new(),
+        }
+    }
+
+    fn inner_of(&self, wire: &str) -> Option<&str> {
+        self.to_inner.get(wire).map(String::as_str)
+    }
+
+    fn wire_of(&mut self, inner: &str) -> String {
+        if let Some(w) = self.to_wire.get(inner) {
+            return w.clone();
+        }
+        self.issued += 1;
+        let wire = format!(
+            "rmcp-{:016x}",
+            seed::child(self.seed, &format!("session/{}", self.issued))
+        );
+        self.to_wire.insert(inner.to_string(), wire.clone());
+        self.to_inner.insert(wire.clone(), inner.to_string());
+        wire
+    }
+}

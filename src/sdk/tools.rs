@@ -1,0 +1,253 @@
+//! The two ledger tools as an rmcp `ServerHandler`: `ledger_append` and
+//! `ledger_read`, with the built-in server's arguments, progress payloads
+//! and results, so that clients and the oracle cannot tell the tools apart.
+//!
+//! rmcp runs handlers on `tokio::spawn` and wants `Send` futures, while the
+//! ledger lives on the server host's `LocalSet` (it is `Rc`): the tools
+//! reach it through a [`Bridge`], a channel to one local task that owns it.
+
+use crate::ledger::{ChunkRef, Ledger, Principal};
+use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// The session a request named on the wire (the id clients see), put into
+/// the request's extensions by the session-id layer: a tool's principal
+/// when the request carries no bearer token.
+#[derive(Clone, Debug)]
+pub(super) struct WireSession(pub String);
+
+/// One ledger operation asked for by a tool.
+enum Call {
+    Execute {
+        tag: String,
+        principal: String,
+        rpc_id: Value,
+        reply: oneshot::Sender<u32>,
+    },
+    Chunk {
+        tag: String,
+        n: u32,
+        index: u32,
+        total: u32,
+    },
+    Executions {
+        tag: String,
+        reply: oneshot::Sender<u32>,
+    },
+    Snapshot {
+        principal: String,
+        reply: oneshot::Sender<BTreeMap<String, u32>>,
+    },
+}
+
+/// The tools' way to the ledger: `Send`, cloned into every session.
+#[derive(Clone)]
+pub(super) struct Bridge(mpsc::UnboundedSender<Call>);
+
+impl Bridge {
+    /// A bridge and the local task that serves it (run it with
+    /// `spawn_local` on the server host).
+    pub fn new(ledger: Ledger) -> (Bridge, impl std::future::Future<Output = ()>) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Call>();
+        let serve = async move {
+            while let Some(call) = rx.recv().await {
+                match call {
+                    Call::Execute {
+                        tag,
+                        principal,
+                        rpc_id,
+                        reply,
+                    } => {
+                        let who: Principal = principal.into();
+                        let id: RequestId =
+                            serde_json::from_value(rpc_id).unwrap_or(RequestId::Num(0));
+                        let _ = reply.send(ledger.execute(&tag, &who, None, &id, false));
+                    }
+                    Call::Chunk {
+                        tag,
+                        n,
+                        index,
+                        total,
+                    } => ledger.chunk(&tag, n, index, total),
+                    Call::Executions { tag, reply } => {
+                        let _ = reply.send(ledger.executions(&tag));
+                    }
+                    Call::Snapshot { principal, reply } => {
+                        let _ = reply.send(ledger.snapshot_for(&principal));
+                    }
+                }
+            }
+        };
+        (Bridge(tx), serve)
+    }
+
+    async fn ask<T>(&self, call: impl FnOnce(oneshot::Sender<T>) -> Call) -> Result<T, ErrorData> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || ErrorData::internal_error("the ledger is gone", None);
+        self.0.send(call(tx)).map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
+    }
+}
+
+/// The handler rmcp creates once per session.
+#[derive(Clone)]
+pub(super) struct LedgerTools {
+    pub bridge: Bridge,
+    /// Most chunks one call may ask for (the built-in server's bound).
+    pub max_chunks: u32,
+}
+
+impl ServerHandler for LedgerTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        serde_json::from_value(mcp::tools_list_result())
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let bad = |e: String| ErrorData::invalid_params(e, None);
+        match request.name.as_ref() {
+            mcp::LEDGER_APPEND => {
+                let a: LedgerAppendArgs = serde_json::from_value(args)
+                    .map_err(|e| bad(format!("ledger_append arguments: {e}")))?;
+                if a.chunks == 0 || a.chunks > self.max_chunks {
+                    return Err(bad(format!(
+                        "chunks must be 1..={}, got {}",
+                        self.max_chunks, a.chunks
+                    )));
+                }
+                self.append(a, &context).await.map(Into::into)
+            }
+            mcp::LEDGER_READ => {
+                let r: LedgerReadArgs = serde_json::from_value(args)
+                    .map_err(|e| bad(format!("ledger_read arguments: {e}")))?;
+                let who = principal(&context);
+                let all = self
+                    .bridge
+                    .ask(|reply| Call::Snapshot {
+                        principal: who,
+                        reply,
+                    })
+                    .await?;
+                let executions: serde_json::Map<String, Value> = match &r.tag {
+                    Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
+                        .into_iter()
+                        .collect(),
+                    None => all.into_iter().map(|(k, v)| (k, json!(v))).collect(),
+                };
+                Ok(text(json!({ "executions": executions }).to_string()).into())
+            }
+            other => Err(bad(format!(
+                "unknown tool {other:?}: use ledger_append or ledger_read"
+            ))),
+        }
+    }
+}
+
+impl LedgerTools {
+    /// One execution: recorded when it starts, then `chunks − 1` progress
+    /// notifications `chunk_interval_ms` apart, each recorded in the ledger,
+    /// then the result (the last chunk). A cancelled request stops early.
+    async fn append(
+        &self,
+        a: LedgerAppendArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let rpc_id = serde_json::to_value(&ctx.id).unwrap_or(Value::Null);
+        let n = self
+            .bridge
+            .ask(|reply| Call::Execute {
+                tag: a.tag.clone(),
+                principal: principal(ctx),
+                rpc_id,
+                reply,
+            })
+            .await?;
+        let token = ctx.meta.get_progress_token();
+        let interval = Duration::from_millis(a.chunk_interval_ms);
+        for index in 1..=a.chunks {
+            if !interval.is_zero() {
+                tokio::time::sleep(interval).await;
+            }
+            if ctx.ct.is_cancelled() {
+                return Err(ErrorData::internal_error("cancelled", None));
+            }
+            let _ = self.bridge.0.send(Call::Chunk {
+                tag: a.tag.clone(),
+                n,
+                index,
+                total: a.chunks,
+            });
+            let chunk = ChunkRef {
+                tag: a.tag.as_str().into(),
+                execution: n,
+                index,
+            }
+            .encode();
+            if index == a.chunks {
+                let executions = self
+                    .bridge
+                    .ask(|reply| Call::Executions {
+                        tag: a.tag.clone(),
+                        reply,
+                    })
+                    .await?;
+                return Ok(text(
+                    json!({"tag": a.tag, "executions": executions, "chunk": chunk}).to_string(),
+                ));
+            }
+            if let Some(t) = &token {
+                let p = ProgressNotificationParam::new(t.clone(), index as f64)
+                    .with_total(a.chunks as f64)
+                    .with_message(chunk);
+                let _ = ctx.peer.notify_progress(p).await;
+            }
+        }
+        unreachable!("the last chunk returns")
+    }
+}
+
+/// A tool result with one text content, as the built-in tools answer.
+fn text(s: String) -> CallToolResult {
+    CallToolResult::success(vec![rmcp::model::ContentBlock::text(s)])
+}
+
+/// Who a call runs for: the bearer token when the request carried one,
+/// else the session as the client knows it.
+fn principal(ctx: &RequestContext<RoleServer>) -> String {
+    let parts = ctx.extensions.get::<http::request::Parts>();
+    let bearer = parts
+        .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string());
+    bearer
+        .or_else(|| {
+            parts
+                .and_then(|p| p.extensions.get::<WireSession>())
+                .map(|s| s.0.clone())
+        })
+        .unwrap_or_default()
+}
