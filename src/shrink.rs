@@ -99,7 +99,8 @@ pub struct Shrunk {
 
 /// Shrinks the failing run (`scenario`, `seed`, `v`); errs when it does not
 /// fail, or its fault plan alone does not reproduce the failure.
-pub fn shrink(scenario: &Scenario, seed: u64, v: Arm) -> Result<Shrunk, String> {
+pub fn shrink(scenario: &Scenario, seed: u64, v: impl Into<Arm>) -> Result<Shrunk, String> {
+    let v: Arm = v.into();
     let failed = failures(scenario, seed, v)?;
     let target: BTreeSet<String> = failed.iter().map(|(m, ..)| m.clone()).collect();
     if target.is_empty() {
