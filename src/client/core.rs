@@ -59,6 +59,9 @@ pub(super) struct Slot {
     /// Messages it brought (events with data: not priming events, not
     /// `replay-end`). A resume that ends cleanly with none failed.
     pub(super) messages: u32,
+    /// A standalone stream open before any event named it (its priming
+    /// event had no id).
+    pub(super) open_unnamed: bool,
 }
 
 /// A stream as the client knows it, named by its first (priming) event id.

@@ -195,9 +195,13 @@ impl Exchange {
         if bytes.is_empty() {
             return Ok(None);
         }
-        Message::decode(&bytes)
-            .map(Some)
-            .map_err(|e| Error::Body(e.to_string()))
+        match Message::decode(&bytes) {
+            Ok(m) => Ok(Some(m)),
+            // An error status with a body that is not JSON-RPC (plain text
+            // from an SDK or a proxy): the status is the answer.
+            Err(_) if self.status.is_client_error() || self.status.is_server_error() => Ok(None),
+            Err(e) => Err(Error::Body(e.to_string())),
+        }
     }
 
     /// The next SSE event; `None` when the stream ended cleanly.

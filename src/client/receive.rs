@@ -190,6 +190,15 @@ impl Client {
         }
         s.messages += u32::from(msg.is_some());
         let kind = s.kind.clone();
+        // A standalone stream whose priming event carries no id (a server
+        // that numbers only stored events) is open all the same.
+        if id.is_none() && s.stream.is_none() && matches!(kind, SlotKind::Open) {
+            s.open_unnamed = true;
+            if std::mem::take(&mut self.open_before_next) {
+                self.start_next(false);
+            }
+            return;
+        }
         // Events of a call keep the hold alive; notifications do not (a
         // steady notification stream without a marker would hold forever).
         let call_event = msg.as_ref().and_then(tag_of).is_some();

@@ -51,6 +51,7 @@ impl Client {
                 marker_pending: false,
                 answered: false,
                 messages: 0,
+                open_unnamed: false,
             },
         );
         slot
@@ -175,6 +176,7 @@ impl Client {
         self.standalone
             .and_then(|s| self.streams.get(&s))
             .is_some_and(|s| s.live.is_some())
+            || self.slots.values().any(|s| s.open_unnamed)
     }
 
     pub(super) fn send_call(&mut self, op: usize) {

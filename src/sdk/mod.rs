@@ -85,7 +85,6 @@ impl SystemUnderTest for Rmcp {
         // Everything below belongs to this incarnation: a restart loses
         // rmcp's sessions, its cache and the store, not the ledger.
         let (bridge, ledger_task) = Bridge::new(host.ledger);
-        tokio::task::spawn_local(ledger_task);
         let mut sessions = LocalSessionManager::default();
         if self.event_store {
             sessions = sessions.with_event_store(store::shared(self.cfg.store_capacity));
@@ -106,6 +105,8 @@ impl SystemUnderTest for Rmcp {
         let ids = Arc::new(Mutex::new(SessionIds::new(host.seed)));
         let mut listener = host.listener;
         async move {
+            // Spawned on the incarnation's own runtime, when it first runs.
+            tokio::task::spawn_local(ledger_task);
             loop {
                 let io = listener.accept().await?;
                 let (service, ids) = (service.clone(), ids.clone());
