@@ -289,7 +289,10 @@ impl Client {
             cursor: Some(cursor.to_string()),
             keyed: false,
         });
-        let out = self.with_session(Outgoing::resume(&session, Some(&self.event_ids.wire(cursor))));
+        let out = self.with_session(Outgoing::resume(
+            &session,
+            Some(&self.event_ids.wire(cursor)),
+        ));
         let slot = self.spawn(SlotKind::Resume { stream }, out, true);
         let s = self.slots.get_mut(&slot).expect("just inserted");
         s.stream = Some(stream);

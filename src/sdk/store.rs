@@ -99,7 +99,10 @@ impl EventStore for SimStore {
             .get(&after)
             .cloned()
             .ok_or_else(|| format!("unknown or evicted event id {after}"))?;
-        let log = inner.streams.get_mut(&stream).expect("indexed streams exist");
+        let log = inner
+            .streams
+            .get_mut(&stream)
+            .expect("indexed streams exist");
         let (tx, rx) = mpsc::unbounded_channel();
         for (id, e) in &log.events {
             if *id > after {

@@ -290,9 +290,10 @@ fn committed_results_match_a_fresh_run() {
     let mut checked = 0;
     for f in files {
         let scenario = mcp_chaos::scenario::Scenario::load(&f).unwrap();
-        for v in mcp_chaos::server::Variant::ALL {
+        for v in mcp_chaos::sut::Arm::all() {
             let (mut fresh, _) =
-                mcp_chaos::run::run(&scenario, 0, v, &mcp_chaos::run::Options::default()).unwrap();
+                mcp_chaos::run::run_arm(&scenario, 0, v, &mcp_chaos::run::Options::default())
+                    .unwrap();
             let mut old = committed
                 .runs
                 .iter()
@@ -335,7 +336,7 @@ fn committed_results_account_for_every_operation_once() {
         .len();
     assert_eq!(
         committed.runs.len(),
-        scenarios * 6 * mcp_chaos::server::Variant::ALL.len(),
+        scenarios * 6 * mcp_chaos::sut::Arm::all().len(),
         "6 seeds x every arm each"
     );
     for r in &committed.runs {

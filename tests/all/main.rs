@@ -6,4 +6,5 @@ mod cli;
 mod loopback;
 mod oracle;
 mod own_server;
+mod rmcp;
 mod sim;
