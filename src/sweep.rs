@@ -33,6 +33,14 @@ pub struct Aggregate {
     pub metrics: Metrics,
     /// Faults planned and applied, summed.
     pub faults: run::Faults,
+    /// Clients the arm could not serve (legacy clients of an arm without
+    /// that transport), summed over runs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_applicable_clients: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn as_written() -> String {
@@ -104,6 +112,10 @@ impl Summary {
                     failed_runs: rs.iter().filter(|r| r.failed()).count() as u64,
                     metrics,
                     faults,
+                    not_applicable_clients: rs
+                        .iter()
+                        .map(|r| u64::from(r.not_applicable_clients))
+                        .sum(),
                 }
             })
             .collect();

@@ -8,7 +8,7 @@ use std::fmt::Write;
 /// `report.html`: one self-contained page (no scripts, no external files)
 /// with the Markdown report's tables and the three plots.
 pub fn html(s: &Summary, timeline: Option<&Timeline>) -> String {
-    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}th:first-child,td:first-child{text-align:left}table.matrix th{text-align:left}table.matrix td{text-align:left;vertical-align:top;white-space:normal;min-width:11em}td.ok{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad{background:#fde0dd}p.warn{background:#fff7bc;padding:4px}</style></head><body><h1>mcp-chaos comparison</h1>");
+    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}th:first-child,td:first-child{text-align:left}table.matrix th{text-align:left}table.matrix td{text-align:left;vertical-align:top;white-space:normal;min-width:11em}td.ok{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad{background:#fde0dd}td.na{background:#eee;color:#555}p.warn{background:#fff7bc;padding:4px}</style></head><body><h1>mcp-chaos comparison</h1>");
     for w in warnings(s) {
         let _ = write!(out, "<p class=\"warn\">Warning: {}</p>", xml(&w));
     }

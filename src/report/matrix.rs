@@ -7,7 +7,6 @@
 //! capability buys.
 
 use super::{causes_line, ms, xml};
-use crate::oracle::Metrics;
 use crate::run::{Profile, AS_WRITTEN};
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
@@ -29,6 +28,14 @@ const ARMS: &[(&str, &str)] = &[
     (
         "cancel",
         "unguarded + a close the server sees cancels the request; resume GETs get 405",
+    ),
+    (
+        "rmcp",
+        "the official Rust SDK's server (rmcp 3.11) as shipped, judged black-box: its per-stream cache of 16 events, inclusive replay, no resume once a request completed; no legacy transport",
+    ),
+    (
+        "rmcp-es",
+        "rmcp + an in-memory event store: exclusive replay that follows the stream to its result",
     ),
 ];
 
@@ -110,7 +117,15 @@ fn rows<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
 }
 
 /// The lines of one cell (Markdown joins them with `<br>`).
-fn cell_lines(m: &Metrics) -> [String; 3] {
+fn cell_lines(g: &Aggregate) -> [String; 3] {
+    let m = &g.metrics;
+    if m.operations == 0 && g.not_applicable_clients > 0 {
+        return [
+            "not applicable".to_string(),
+            format!("{} legacy clients not run", g.not_applicable_clients),
+            "(no HTTP+SSE transport)".to_string(),
+        ];
+    }
     let head = if m.ops_failed == 0 {
         "0 failed".to_string()
     } else {
@@ -127,13 +142,16 @@ fn cell_lines(m: &Metrics) -> [String; 3] {
             ms(l.p99)
         )
     };
-    let cost = format!(
+    let mut cost = format!(
         "+{} exec · {} replayed · {} rejected · {} re-init",
         m.extra_executions,
         m.replayed_events,
         m.rejections.values().sum::<u64>(),
         m.reinitializations
     );
+    if g.not_applicable_clients > 0 {
+        let _ = write!(cost, " · {} legacy clients n/a", g.not_applicable_clients);
+    }
     [head, latency, cost]
 }
 
@@ -163,7 +181,7 @@ pub fn markdown(s: &Summary) -> String {
     for r in rows(s, &arms) {
         let _ = write!(out, "| {} | {} |", r.scenario, r.profile);
         for c in &r.cells {
-            let text = c.map_or("–".to_string(), |g| cell_lines(&g.metrics).join("<br>"));
+            let text = c.map_or("–".to_string(), |g| cell_lines(g).join("<br>"));
             let _ = write!(out, " {text} |");
         }
         out.push('\n');
@@ -197,7 +215,7 @@ pub fn headline(s: &Summary) -> String {
         for c in &r.cells {
             let text = c.map_or("–".to_string(), |g| {
                 let m = &g.metrics;
-                let head = cell_lines(m)[0].clone();
+                let head = cell_lines(g)[0].clone();
                 if m.ops_degraded > 0 {
                     format!("{head}; {} degraded", m.ops_degraded)
                 } else {
@@ -248,14 +266,16 @@ pub fn html(s: &Summary) -> String {
                 continue;
             };
             let m = &g.metrics;
-            let class = if m.ops_failed > 0 {
+            let class = if m.operations == 0 && g.not_applicable_clients > 0 {
+                "na"
+            } else if m.ops_failed > 0 {
                 "bad"
             } else if m.ops_degraded > 0 {
                 "degraded"
             } else {
                 "ok"
             };
-            let [head, latency, cost] = cell_lines(m);
+            let [head, latency, cost] = cell_lines(g);
             let _ = write!(
                 out,
                 "<td class=\"{class}\"><b>{}</b><br>{}<br><small>{}</small></td>",
@@ -273,6 +293,7 @@ pub fn html(s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oracle::Metrics;
     use crate::run::Faults;
 
     fn agg(scenario: &str, server: &str, clients: &str, failed: u64) -> Aggregate {
@@ -296,6 +317,7 @@ mod tests {
             failed_runs: 0,
             metrics,
             faults: Faults::default(),
+            not_applicable_clients: 0,
         }
     }
 
