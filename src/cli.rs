@@ -188,6 +188,25 @@ enum Cmd {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Write the calibration of a model arm against a real SDK's server
+    /// from a comparison's summary: every scenario side by side, metric by
+    /// metric. Hand-written notes below the file's notes marker are kept.
+    ///
+    /// Example: mcp-chaos calibrate results/summary.json --out results/calibration.md
+    Calibrate {
+        /// A summary.json from `compare` (or a merged sweep) that ran both arms.
+        #[arg(default_value = "results/summary.json")]
+        summary: PathBuf,
+        /// Where to write it.
+        #[arg(long, default_value = "results/calibration.md")]
+        out: PathBuf,
+        /// The model arm.
+        #[arg(long, default_value = "unguarded")]
+        model: Arm,
+        /// The SDK's arm.
+        #[arg(long, default_value = "rmcp")]
+        sdk: Arm,
+    },
     /// Merge summary files (shards) into one, recomputing aggregates.
     Merge {
         /// Summary files.
@@ -206,7 +225,7 @@ enum Cmd {
         /// Root seed.
         #[arg(long)]
         seed: u64,
-        /// Which server arm: guarded, unguarded, keys or cancel.
+        /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long)]
         server: Arm,
         #[command(flatten)]
@@ -243,7 +262,7 @@ enum Cmd {
         /// Root seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Which server arm: guarded, unguarded, keys or cancel.
+        /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long)]
         server: Arm,
         /// Write the trace as JSON lines here.
@@ -257,7 +276,7 @@ enum Cmd {
     },
     /// Run the MCP server on a real socket (simulated time becomes real time).
     Serve {
-        /// Which server arm: guarded, unguarded, keys or cancel.
+        /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long, default_value = "guarded")]
         server: Arm,
         /// Address to listen on.
@@ -347,6 +366,12 @@ pub fn main() -> ExitCode {
             )
         }),
         Cmd::Merge { files, out } => merge(&files, out.as_deref()),
+        Cmd::Calibrate {
+            summary,
+            out,
+            model,
+            sdk,
+        } => calibrate(&summary, &out, model, sdk),
         Cmd::Repro {
             scenario,
             seed,
@@ -701,6 +726,13 @@ fn compare(
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
     write(&out.join("report.md"), &report::markdown(&summary))?;
+    // With both the model and the SDK's server, their calibration.
+    write_calibration(
+        &summary,
+        &out.join("calibration.md"),
+        Arm::BuiltIn(Variant::Unguarded),
+        Arm::Rmcp,
+    )?;
     // The timeline shows the unguarded run with the most duplicate side
     // effects (ties: first scenario, lowest seed), run again for its trace.
     let pick = summary
@@ -775,6 +807,40 @@ fn sweep_cmd(
     println!("{}", report::headline(&summary));
     warn_uncovered(&summary);
     finish(&summary, &files, junit)
+}
+
+fn calibrate(summary: &Path, out: &Path, model: Arm, sdk: Arm) -> anyhow::Result<u8> {
+    let text = std::fs::read_to_string(summary).with_context(|| {
+        format!(
+            "cannot read summary {}: write one with `mcp-chaos compare`",
+            summary.display()
+        )
+    })?;
+    let s: Summary = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a mcp-chaos summary (write one with `mcp-chaos compare`)",
+            summary.display()
+        )
+    })?;
+    if !write_calibration(&s, out, model, sdk)? {
+        bail!(
+            "{} has no runs of both {model} and {sdk}: run `mcp-chaos compare --servers {model},{sdk}`",
+            summary.display()
+        );
+    }
+    eprintln!("mcp-chaos: wrote {}", out.display());
+    Ok(0)
+}
+
+/// Writes the calibration of `model` against `sdk` to `out`, keeping the
+/// notes of the file there; false when the summary lacks one of the arms.
+fn write_calibration(s: &Summary, out: &Path, model: Arm, sdk: Arm) -> anyhow::Result<bool> {
+    let old = std::fs::read_to_string(out).unwrap_or_default();
+    let notes = report::calibration_notes(&old);
+    match report::calibration(s, model.as_str(), sdk.as_str(), notes) {
+        Some(text) => write(out, &text).map(|()| true),
+        None => Ok(false),
+    }
 }
 
 fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {

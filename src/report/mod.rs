@@ -2,11 +2,13 @@
 //! Markdown for reviews, one self-contained HTML page with plots, and JUnit
 //! XML for CI systems.
 
+mod calibration;
 mod html;
 mod junit;
 mod matrix;
 mod plots;
 
+pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
 pub use html::html;
 pub use junit::junit;
 pub use matrix::headline;
