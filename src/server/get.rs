@@ -1,6 +1,8 @@
 //! GET on `/mcp`: the standalone stream, or a resume from `Last-Event-ID`
 //! (replay, cursor translation for mapped legacy sessions, `gap` events and
-//! 410 on the guarded arm).
+//! 410 on the guarded arm; on unguarded and keys, as the SDKs: an empty
+//! stream for a malformed cursor, and rmcp's inclusive replay and empty
+//! resume of a completed stream when configured).
 
 use super::body::ServerBody;
 use super::reply::{accepts, check_version, error, error_with, header_str, session_of, Reply};

@@ -3,7 +3,11 @@
 //!
 //! Four arms behind one switch ([`Variant`]): *unguarded* behaves as
 //! today's SDKs (a retried POST runs the tool again; a POST during a replay
-//! is served at once and its events interleave with the replay); *guarded*
+//! is served at once and its events interleave with the replay; a POST
+//! reusing an in-flight request id runs again and the id's next result goes
+//! on the latest POST's stream, `Record::CrossWired`; a malformed
+//! `Last-Event-ID` gets 200 and an empty stream; rmcp's resume quirks are
+//! the `replay` and `completed_resume` settings); *guarded*
 //! sends every POST through Rule M ([`crate::guard`]), honors dedup tokens
 //! and cursors on POST, ends every replay with `replay-end`, and answers a
 //! resume from an evicted position with 410; *keys* is unguarded plus the
@@ -61,7 +65,9 @@ use tokio::task::AbortHandle;
 pub enum Variant {
     /// Enforces Rule M and Rule T; honors `Idempotency-Key`.
     Guarded,
-    /// Spec-permissive, as today's SDKs behave: no guard, keys ignored.
+    /// Spec-permissive, as today's SDKs behave: no guard, keys ignored; a
+    /// reused in-flight request id runs again, cross-wired; a malformed
+    /// `Last-Event-ID` gets an empty stream.
     Unguarded,
     /// `unguarded` plus one mechanism: it honors `Idempotency-Key` per
     /// principal. No Rule M, no Rule T.
