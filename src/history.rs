@@ -130,6 +130,17 @@ pub enum ServerClose {
     SessionDeleted,
 }
 
+/// Why a resume got 200 and an empty stream (unguarded, keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmptyResume {
+    /// `Last-Event-ID` is not an event id (the SDKs answer so).
+    MalformedCursor,
+    /// The stream's result was produced already (`completed_resume =
+    /// "empty"`, rmcp).
+    Completed,
+}
+
 /// One record.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -310,7 +321,8 @@ pub enum Record {
         /// The new connection.
         conn: ConnId,
         /// Replay starts after this id (differs from `cursor` only when the
-        /// unguarded server skips an evicted gap).
+        /// unguarded server skips an evicted gap, or replays inclusively:
+        /// then it is one below `cursor`).
         from: EventId,
     },
     /// An event left the bounded store.
@@ -419,6 +431,50 @@ pub enum Record {
         conn: ConnId,
         /// JSON-RPC id of the cancelled request.
         rpc_id: RequestId,
+    },
+    /// A POST reused the id of a request still in flight in its session
+    /// (unguarded, keys, cancel): the tool runs again, and the id now maps
+    /// to the new POST's stream, as the SDKs' request-to-stream maps do.
+    /// The next result produced under the id goes on `to_stream`, which
+    /// then ends; `from_stream` gets no result (its execution's progress
+    /// still goes there); a later result under the id is `Discarded`.
+    CrossWired {
+        /// Session id.
+        session: SessionId,
+        /// The reused JSON-RPC id.
+        rpc_id: RequestId,
+        /// The stream the id mapped to until now.
+        from_stream: StreamIdx,
+        /// The new POST's stream, which the id maps to from now on.
+        to_stream: StreamIdx,
+    },
+    /// An execution's event had no stream to go to, so it was neither
+    /// stored nor sent: its progress after its own stream ended (another
+    /// execution's result under the same id ended it), or its result after
+    /// another execution's result took the id's stream (cross-wired).
+    Discarded {
+        /// Session id.
+        session: SessionId,
+        /// The execution's own stream.
+        stream: StreamIdx,
+        /// JSON-RPC id.
+        rpc_id: RequestId,
+        /// Progress or result.
+        kind: EventKind,
+        /// The operation tag.
+        tag: Option<String>,
+    },
+    /// A resume got 200 and an empty stream (unguarded, keys), which ends
+    /// at once: nothing was replayed, no stream changed hands.
+    ResumedEmpty {
+        /// Session id.
+        session: SessionId,
+        /// The stream the cursor named, when it named one.
+        stream: Option<StreamIdx>,
+        /// The resume's connection.
+        conn: ConnId,
+        /// Why.
+        why: EmptyResume,
     },
     /// A dedup token answered from the table (a completed key).
     DedupReplayed {

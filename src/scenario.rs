@@ -524,6 +524,34 @@ impl Scenario {
                     .into(),
             );
         }
+        // A preset and an explicit setting that disagrees with it: say so
+        // rather than let one win silently.
+        if let Some(sdk) = s.sdk {
+            let preset = ServerConfig {
+                sdk: Some(sdk),
+                ..ServerConfig::default()
+            };
+            if s.replay.is_some_and(|r| r != preset.replay_mode()) {
+                return Err(format!(
+                    "server.replay = {:?} contradicts server.sdk = {:?} (which sets replay = {:?}): \
+                     drop one of them",
+                    enum_name(&s.replay),
+                    sdk.as_str(),
+                    enum_name(&Some(preset.replay_mode()))
+                ));
+            }
+            if s.completed_resume
+                .is_some_and(|c| c != preset.completed_resume_mode())
+            {
+                return Err(format!(
+                    "server.completed_resume = {:?} contradicts server.sdk = {:?} (which sets \
+                     completed_resume = {:?}): drop one of them",
+                    enum_name(&s.completed_resume),
+                    sdk.as_str(),
+                    enum_name(&Some(preset.completed_resume_mode()))
+                ));
+            }
+        }
         if s.first_event_id > MAX_FIRST_EVENT_ID {
             return Err(format!(
                 "server.first_event_id = {} is above {MAX_FIRST_EVENT_ID}: event ids count up \
@@ -808,6 +836,14 @@ pub const MAX_EVENTS: u64 = 2_000_000;
 pub const MAX_TIMED_FAULTS: u64 = 10_000;
 /// Longest time any `*_ms` setting may name: one day.
 pub const MAX_MS: u64 = 86_400_000;
+/// A unit enum's name as the scenario spells it.
+fn enum_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 /// Largest `server.first_event_id`.
 pub const MAX_FIRST_EVENT_ID: u64 = 1 << 53;
 /// Largest `network.tcp_capacity`.
@@ -834,6 +870,55 @@ behaviour = "retry-by-post"
         assert_eq!(s.clients[0].behaviour, Behaviour::RetryByPost);
         assert_eq!(s.clients[0].count, 1);
         assert_eq!(s.server, ServerConfig::default());
+    }
+
+    #[test]
+    fn sdk_quirk_settings_parse_and_the_preset_sets_both() {
+        use crate::server::{CompletedResume, Replay, Sdk};
+        let s = Scenario::parse(&format!(
+            "{MIN}[server]\nreplay = \"inclusive\"\ncompleted_resume = \"empty\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.server.replay_mode(), Replay::Inclusive);
+        assert_eq!(s.server.completed_resume_mode(), CompletedResume::Empty);
+        let d = ServerConfig::default();
+        assert_eq!(d.replay_mode(), Replay::Exclusive);
+        assert_eq!(d.completed_resume_mode(), CompletedResume::Replay);
+        let rmcp = Scenario::parse(&format!("{MIN}[server]\nsdk = \"rmcp\"\n")).unwrap();
+        assert_eq!(rmcp.server.sdk, Some(Sdk::Rmcp));
+        assert_eq!(rmcp.server.replay_mode(), Replay::Inclusive);
+        assert_eq!(rmcp.server.completed_resume_mode(), CompletedResume::Empty);
+        // Agreeing with the preset is fine; contradicting it is refused.
+        Scenario::parse(&format!(
+            "{MIN}[server]\nsdk = \"rmcp\"\nreplay = \"inclusive\"\n"
+        ))
+        .unwrap();
+        for (extra, needle) in [
+            (
+                "replay = \"exclusive\"",
+                "server.replay = \"exclusive\" contradicts server.sdk",
+            ),
+            (
+                "completed_resume = \"replay\"",
+                "server.completed_resume = \"replay\" contradicts server.sdk",
+            ),
+        ] {
+            let err =
+                Scenario::parse(&format!("{MIN}[server]\nsdk = \"rmcp\"\n{extra}\n")).unwrap_err();
+            assert!(err.contains(needle), "{needle:?} not in {err:?}");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+        let err = Scenario::parse(&format!("{MIN}[server]\nreplay = \"sideways\"\n")).unwrap_err();
+        assert!(err.contains("unknown variant"), "{err}");
+        // Defaults print nothing new: a printed scenario is unchanged.
+        let printed = toml::to_string(&ServerConfig::default()).unwrap();
+        for key in ["replay", "completed_resume", "sdk"] {
+            let line = format!("{key} =");
+            assert!(
+                !printed.lines().any(|l| l.starts_with(&line)),
+                "{key} printed: {printed}"
+            );
+        }
     }
 
     #[test]

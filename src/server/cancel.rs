@@ -48,28 +48,23 @@ pub(super) fn on_close_seen(
     if !shared.variant.cancels_on_close() {
         return;
     }
-    let rids: Vec<&RequestId> = match sess.streams[s as usize].kind {
-        StreamKind::Post => sess
-            .post_streams
-            .iter()
-            .filter(|&(_, &ps)| ps == s)
-            .map(|(r, _)| r)
-            .collect(),
-        // Under post-stream delivery (forced for this arm) the requests
-        // without a POST stream of their own are the legacy ones.
-        StreamKind::Legacy => sess
-            .in_flight
-            .keys()
-            .filter(|r| !sess.post_streams.contains_key(*r))
-            .collect(),
-        // Carries notifications only.
-        StreamKind::Standalone => Vec::new(),
-    };
-    for rid in rids {
-        let Some(f) = sess.in_flight.get(rid) else {
-            continue; // finished already: nothing to cancel
+    let kind = sess.streams[s as usize].kind;
+    for (rid, runs) in &sess.in_flight {
+        // The executions started on this stream (a reused id's other
+        // execution runs on its own POST's stream). Under post-stream
+        // delivery (forced for this arm) the requests without a POST stream
+        // of their own are the legacy ones. A standalone stream carries
+        // notifications only.
+        let mine = |f: &&super::session::InFlight| match kind {
+            StreamKind::Post => f.stream == s,
+            StreamKind::Legacy => !sess.post_streams.contains_key(rid),
+            StreamKind::Standalone => false,
         };
-        if f.cancelled.replace(true) {
+        let mut newly = false;
+        for f in runs.iter().filter(mine) {
+            newly |= !f.cancelled.replace(true);
+        }
+        if !newly {
             continue;
         }
         shared.history.record(Record::CancelledOnClose {
@@ -91,7 +86,10 @@ pub(super) fn on_cancelled(shared: &Shared, sid: &SessionId, params: Option<&Val
         return;
     };
     let st = shared.state.borrow();
-    if let Some(f) = st.sessions.get(sid).and_then(|s| s.in_flight.get(&rid)) {
-        f.cancelled.set(true);
+    // Every execution under the id (a reused id can have two).
+    if let Some(runs) = st.sessions.get(sid).and_then(|s| s.in_flight.get(&rid)) {
+        for f in runs {
+            f.cancelled.set(true);
+        }
     }
 }

@@ -1,16 +1,20 @@
 //! GET on `/mcp`: the standalone stream, or a resume from `Last-Event-ID`
 //! (replay, cursor translation for mapped legacy sessions, `gap` events and
-//! 410 on the guarded arm).
+//! 410 on the guarded arm; on unguarded and keys, as the SDKs: an empty
+//! stream for a malformed cursor, and rmcp's inclusive replay and empty
+//! resume of a completed stream when configured).
 
+use super::body::ServerBody;
 use super::reply::{accepts, check_version, error, error_with, header_str, session_of, Reply};
 use super::session::logged_id;
 use super::transport::transport_gate;
 use super::writer::{sse_response, Plan};
-use super::{Delivery, Shared};
-use crate::history::{ConnId, Record, ServerClose, SessionId, StreamKind, Transport};
+use super::{CompletedResume, Delivery, Replay, Shared};
+use crate::guard::StreamIdx;
+use crate::history::{ConnId, EmptyResume, Record, ServerClose, SessionId, StreamKind, Transport};
 use crate::protocol::headers::{self, CursorList};
 use crate::protocol::jsonrpc::{self, ErrorObject};
-use http::{HeaderValue, Request, StatusCode};
+use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 use std::rc::Rc;
@@ -43,6 +47,11 @@ pub(super) fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> 
         Ok(None) => None,
         Ok(Some(v)) => match CursorList::parse_single(v) {
             Ok(c) => Some(c),
+            // The SDKs answer a cursor that is no event id with 200 and a
+            // stream that ends at once; the guarded arm says what is wrong.
+            Err(_) if !shared.guarded() => {
+                return empty_resume(shared, &sid, None, conn, EmptyResume::MalformedCursor)
+            }
             Err(e) => {
                 return Reply::new(error(
                     StatusCode::BAD_REQUEST,
@@ -53,6 +62,9 @@ pub(super) fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> 
                 .about(Some(&sid), None)
             }
         },
+        Err(_) if !shared.guarded() => {
+            return empty_resume(shared, &sid, None, conn, EmptyResume::MalformedCursor)
+        }
         Err(r) => return Reply::new(r),
     };
     let reply = match cursor {
@@ -60,6 +72,31 @@ pub(super) fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> 
         Some(c) => resume(shared, &sid, c, conn, mapped),
     };
     reply.about(Some(&sid), None)
+}
+
+/// 200 `text/event-stream` with no event: the stream ends at once. Nothing
+/// is replayed and no stream changes hands.
+fn empty_resume(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    stream: Option<StreamIdx>,
+    conn: ConnId,
+    why: EmptyResume,
+) -> Reply {
+    shared.history.record(Record::ResumedEmpty {
+        session: sid.clone(),
+        stream,
+        conn,
+        why,
+    });
+    let mut r = Response::new(ServerBody::empty());
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Reply::new(r).about(Some(sid), None)
 }
 
 /// A plain GET: opens the session's standalone stream (409 when one is
@@ -125,6 +162,15 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             &format!("Last-Event-ID {cursor} was never issued in this session"),
         ));
     };
+    // rmcp drops a POST stream once its result is routed: a resume then
+    // finds nothing (`completed_resume = "empty"`; never on guarded).
+    if shared.cfg.completed_resume == Some(CompletedResume::Empty)
+        && sess.streams[s as usize].kind == StreamKind::Post
+        && sess.streams[s as usize].done_producing
+    {
+        drop(st);
+        return empty_resume(shared, sid, Some(s), conn, EmptyResume::Completed);
+    }
     if translate {
         sess.cursor_translated = true;
         shared.history.record(Record::MappingApplied {
@@ -176,6 +222,12 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
         // As real SDKs do: replay from the oldest event still stored,
         // silently.
         from = at.max(sess.oldest_stored().checked_sub(1));
+    }
+    // rmcp re-sends the named event too (when it is still stored): one
+    // duplicate per resume (`replay = "inclusive"`; never on guarded).
+    let named_stored = at.is_some_and(|c| sess.stream_of(c) == Some(s) && sess.data(c).is_some());
+    if shared.cfg.replay == Some(Replay::Inclusive) && from == at && named_stored {
+        from = at.and_then(|c| c.checked_sub(1));
     }
     if let Some(old) = sess.streams[s as usize].conn.take() {
         shared.history.record(Record::ServerClosed {

@@ -3,7 +3,11 @@
 //!
 //! Four arms behind one switch ([`Variant`]): *unguarded* behaves as
 //! today's SDKs (a retried POST runs the tool again; a POST during a replay
-//! is served at once and its events interleave with the replay); *guarded*
+//! is served at once and its events interleave with the replay; a POST
+//! reusing an in-flight request id runs again and the id's next result goes
+//! on the latest POST's stream, `Record::CrossWired`; a malformed
+//! `Last-Event-ID` gets 200 and an empty stream; rmcp's resume quirks are
+//! the `replay` and `completed_resume` settings); *guarded*
 //! sends every POST through Rule M ([`crate::guard`]), honors dedup tokens
 //! and cursors on POST, ends every replay with `replay-end`, and answers a
 //! resume from an evicted position with 410; *keys* is unguarded plus the
@@ -61,7 +65,9 @@ use tokio::task::AbortHandle;
 pub enum Variant {
     /// Enforces Rule M and Rule T; honors `Idempotency-Key`.
     Guarded,
-    /// Spec-permissive, as today's SDKs behave: no guard, keys ignored.
+    /// Spec-permissive, as today's SDKs behave: no guard, keys ignored; a
+    /// reused in-flight request id runs again, cross-wired; a malformed
+    /// `Last-Event-ID` gets an empty stream.
     Unguarded,
     /// `unguarded` plus one mechanism: it honors `Idempotency-Key` per
     /// principal. No Rule M, no Rule T.
@@ -119,6 +125,21 @@ impl Variant {
         } else {
             asked
         }
+    }
+
+    /// Whether the SDK baseline's resume quirks (`replay`,
+    /// `completed_resume`, `sdk`) apply: on `unguarded` and `keys`. The
+    /// guarded arm's resume is Rule M's (exclusive, complete replay, ended
+    /// by `replay-end`); `cancel` refuses every resume.
+    pub fn sdk_resume_quirks(self) -> bool {
+        matches!(self, Variant::Unguarded | Variant::Keys)
+    }
+
+    /// Whether a POST reusing the id of a request still in flight in its
+    /// session is refused (409, guarded); the other arms run it, and the
+    /// two streams cross-wire as the SDKs' do (`Record::CrossWired`).
+    pub fn refuses_reused_ids(self) -> bool {
+        self.guards()
     }
 }
 
@@ -215,6 +236,82 @@ pub struct ServerConfig {
     pub durable_dedup: bool,
     /// When a tool's effect lands in the ledger.
     pub effects: Effects,
+    /// What a resume re-sends (unguarded, keys): after the event its
+    /// `Last-Event-ID` names (`None`: exclusive), or from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
+    /// What a resume of a POST stream whose result was produced gets
+    /// (unguarded, keys). `None`: `replay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_resume: Option<CompletedResume>,
+    /// A preset of one SDK's quirks (`rmcp`: inclusive replay, an empty
+    /// resume once the result was produced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sdk: Option<Sdk>,
+}
+
+/// What a resume re-sends (`[server] replay`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replay {
+    /// The events after the one `Last-Event-ID` names (the spec; the
+    /// TypeScript and Python SDKs).
+    #[default]
+    Exclusive,
+    /// The named event again, then the ones after it (rmcp): one duplicate
+    /// event per resume.
+    Inclusive,
+}
+
+/// What a resume of a completed stream gets (`[server] completed_resume`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompletedResume {
+    /// The stream's tail from the store, result included.
+    #[default]
+    Replay,
+    /// 200 and an empty stream (rmcp drops a stream once its final
+    /// response is routed): the tail is unrecoverable.
+    Empty,
+}
+
+/// An SDK whose quirks a preset sets (`[server] sdk`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sdk {
+    /// rmcp: `replay = "inclusive"`, `completed_resume = "empty"`.
+    Rmcp,
+}
+
+impl Sdk {
+    /// `rmcp`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sdk::Rmcp => "rmcp",
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The replay mode asked for: `replay`, else the preset's, else
+    /// exclusive.
+    pub fn replay_mode(&self) -> Replay {
+        match (self.replay, self.sdk) {
+            (Some(r), _) => r,
+            (None, Some(Sdk::Rmcp)) => Replay::Inclusive,
+            (None, None) => Replay::Exclusive,
+        }
+    }
+
+    /// What a completed stream's resume gets: `completed_resume`, else the
+    /// preset's, else a replay.
+    pub fn completed_resume_mode(&self) -> CompletedResume {
+        match (self.completed_resume, self.sdk) {
+            (Some(c), _) => c,
+            (None, Some(Sdk::Rmcp)) => CompletedResume::Empty,
+            (None, None) => CompletedResume::Replay,
+        }
+    }
 }
 
 /// When a tool execution's effect lands in the side-effect ledger.
@@ -261,6 +358,9 @@ impl Default for ServerConfig {
             resource_interval_ms: 0,
             durable_dedup: false,
             effects: Effects::Immediate,
+            replay: None,
+            completed_resume: None,
+            sdk: None,
         }
     }
 }
@@ -342,6 +442,19 @@ impl Server {
     ) -> Self {
         let mut cfg = cfg;
         cfg.delivery = variant.delivery(cfg.delivery);
+        // The effective resume quirks, resolved once: none on the arms they
+        // do not apply to.
+        let quirks = variant.sdk_resume_quirks();
+        cfg.replay = Some(if quirks {
+            cfg.replay_mode()
+        } else {
+            Replay::Exclusive
+        });
+        cfg.completed_resume = Some(if quirks {
+            cfg.completed_resume_mode()
+        } else {
+            CompletedResume::Replay
+        });
         history.record(Record::ServerStarted {
             variant: variant.as_str(),
             delivery: cfg.delivery.as_str(),

@@ -224,12 +224,17 @@ async fn request(
         tool: call.as_ref().map(|(p, _)| p.name.clone()),
         key: key.clone(),
     });
-    if shared
-        .state
-        .borrow()
-        .sessions
-        .get(sid)
-        .is_some_and(|s| s.in_flight.contains_key(&id))
+    // A request id still in flight in the session: the guarded arm refuses
+    // it; the others run it again, as the SDKs do, and the id's result is
+    // cross-wired to the new POST's stream (`tools::start`). The keys arm
+    // looks its key up first, as for any POST.
+    if shared.variant.refuses_reused_ids()
+        && shared
+            .state
+            .borrow()
+            .sessions
+            .get(sid)
+            .is_some_and(|s| s.in_flight.contains_key(&id))
     {
         return Reply::new(error(
             StatusCode::CONFLICT,

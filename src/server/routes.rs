@@ -72,7 +72,7 @@ fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
         });
         shared.close_conn(c);
     }
-    for f in sess.in_flight.values() {
+    for f in sess.in_flight.values().flatten() {
         f.cancelled.set(true);
     }
     shared.history.record(Record::SessionDeleted {

@@ -39,8 +39,10 @@ pub(crate) struct StreamRt {
     pub results: Vec<EventId>,
 }
 
-/// A request still executing.
+/// One execution of a request still running (a reused id can have two).
 pub(crate) struct InFlight {
+    /// The stream it was started on: its own progress goes there.
+    pub stream: StreamIdx,
     pub cancelled: Rc<Cell<bool>>,
 }
 
@@ -64,9 +66,15 @@ pub(crate) struct Session {
     pub streams: Vec<StreamRt>,
     /// The standalone GET stream, once opened.
     pub standalone: Option<StreamIdx>,
-    pub in_flight: BTreeMap<RequestId, InFlight>,
+    /// The executions of each request id still running, oldest first
+    /// (never an empty list).
+    pub in_flight: BTreeMap<RequestId, Vec<InFlight>>,
     /// The POST stream each request opened.
     pub post_streams: BTreeMap<RequestId, StreamIdx>,
+    /// The POST stream a request id's next result goes to: its latest
+    /// POST's, until a result is produced under the id (the SDKs'
+    /// request-to-stream map: a reused id re-routes, see `CrossWired`).
+    pub routes: BTreeMap<RequestId, StreamIdx>,
     /// Woken whenever replay backlog is written or abandoned.
     pub drained: Rc<Notify>,
     first_event_id: EventId,
@@ -103,6 +111,7 @@ impl Session {
             standalone: None,
             in_flight: BTreeMap::new(),
             post_streams: BTreeMap::new(),
+            routes: BTreeMap::new(),
             drained: Rc::new(Notify::new()),
             first_event_id,
             next_event_id: first_event_id,

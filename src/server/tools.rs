@@ -8,7 +8,7 @@ use super::dedup;
 use super::session::{InFlight, ToolCall};
 use super::{Effects, Pacing, Shared};
 use crate::guard::StreamIdx;
-use crate::history::{EventKind, Record, SessionId};
+use crate::history::{EventKind, Record, SessionId, StreamKind};
 use crate::ledger::{Commit, Principal};
 use crate::protocol::jsonrpc::{ErrorObject, Message, INVALID_PARAMS};
 use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
@@ -93,12 +93,26 @@ pub(crate) fn start(
             .get_mut(&sid)
             .expect("session exists when its tool starts");
         sess.guard.request_started(s);
-        sess.in_flight.insert(
-            call.rpc_id.clone(),
-            InFlight {
+        // A POST stream's result is routed by request id to the latest
+        // POST's stream: a reused id still routed (its result not yet
+        // produced) cross-wires the two.
+        if sess.streams[s as usize].kind == StreamKind::Post {
+            if let Some(from) = sess.routes.insert(call.rpc_id.clone(), s) {
+                shared.history.record(Record::CrossWired {
+                    session: sid.clone(),
+                    rpc_id: call.rpc_id.clone(),
+                    from_stream: from,
+                    to_stream: s,
+                });
+            }
+        }
+        sess.in_flight
+            .entry(call.rpc_id.clone())
+            .or_default()
+            .push(InFlight {
+                stream: s,
                 cancelled: cancelled.clone(),
-            },
-        );
+            });
     }
     let execution = match &inv {
         Invocation::Append(a) => shared.ledger.execute(
@@ -228,15 +242,37 @@ async fn run(
             finished = last;
             break;
         };
+        finished = last;
+        // Progress goes on the execution's own stream; a POST stream's
+        // result on the stream its id is routed to, which it ends.
+        let post = sess.streams[s as usize].kind == StreamKind::Post;
+        let to = match kind {
+            EventKind::Result if post => sess.routes.remove(&call.rpc_id),
+            _ if post && sess.streams[s as usize].done_producing => None,
+            _ => Some(s),
+        };
+        let Some(to) = to else {
+            shared.history.record(Record::Discarded {
+                session: sid.clone(),
+                stream: s,
+                rpc_id: call.rpc_id.clone(),
+                kind,
+                tag: tag.clone(),
+            });
+            continue;
+        };
         sess.produce(
-            s,
+            to,
             kind,
             &msg.encode(),
             Some(call.rpc_id.clone()),
             tag.clone(),
             &shared.history,
         );
-        finished = last;
+        if kind == EventKind::Result && post {
+            sess.streams[to as usize].done_producing = true;
+            sess.streams[to as usize].wake.notify_waiters();
+        }
     }
     let mut st = shared.state.borrow_mut();
     if !finished {
@@ -245,13 +281,30 @@ async fn run(
         }
     }
     if let Some(sess) = st.sessions.get_mut(&sid) {
-        sess.in_flight.remove(&call.rpc_id);
-        sess.guard.request_ended(s);
-        let rt = &mut sess.streams[s as usize];
-        if rt.kind == crate::history::StreamKind::Post {
-            rt.done_producing = true;
+        let others = match sess.in_flight.get_mut(&call.rpc_id) {
+            Some(runs) => {
+                runs.retain(|r| !Rc::ptr_eq(&r.cancelled, &cancelled));
+                !runs.is_empty()
+            }
+            None => false,
+        };
+        if !others {
+            sess.in_flight.remove(&call.rpc_id);
         }
-        rt.wake.notify_waiters();
+        sess.guard.request_ended(s);
+        // Ended without a result (cancelled): its own POST stream ends
+        // with nothing more, unless the id is routed to it and another
+        // execution under the id is still running (its result will end
+        // it). A finished execution's result ended its stream already.
+        let routed_here = sess.routes.get(&call.rpc_id) == Some(&s);
+        let rt = &mut sess.streams[s as usize];
+        if rt.kind == StreamKind::Post && !finished && !(routed_here && others) {
+            rt.done_producing = true;
+            if routed_here {
+                sess.routes.remove(&call.rpc_id);
+            }
+        }
+        sess.streams[s as usize].wake.notify_waiters();
     }
     drop(st);
     shared.history.record(Record::ToolEnded {

@@ -4,13 +4,15 @@
 //! tool ended) before acting, so no wall-clock race decides an outcome.
 
 use mcp_chaos::client::http::{self, Exchange, Outgoing};
-use mcp_chaos::history::{EventKind, History, Rec, Record};
+use mcp_chaos::history::{EmptyResume, EventKind, History, Rec, Record};
 use mcp_chaos::ledger::Ledger;
 use mcp_chaos::protocol::headers;
 use mcp_chaos::protocol::jsonrpc::{self, Message, RequestId};
 use mcp_chaos::protocol::mcp;
 use mcp_chaos::protocol::SseEvent;
-use mcp_chaos::server::{Delivery, Pacing, Server, ServerConfig, Variant};
+use mcp_chaos::server::{
+    CompletedResume, Delivery, Pacing, Replay, Sdk, Server, ServerConfig, Variant,
+};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -1516,4 +1518,347 @@ fn cancel_a_seen_legacy_close_cancels_legacy_requests() {
         assert_eq!(h.ledger.executions("legacy-x"), 1);
         assert_eq!(ledger_chunks(&h, "legacy-x"), 1);
     });
+}
+
+fn decode(e: &SseEvent) -> Message {
+    Message::decode(e.data.as_bytes()).unwrap()
+}
+
+/// (execution, index) of a progress notification or result.
+fn chunk(e: &SseEvent) -> (u32, u32) {
+    let c = mcp::chunk_of(&decode(e)).expect("a chunk");
+    (c.execution, c.index)
+}
+
+/// The POST streams opened for `id`, in order.
+fn post_streams_of(h: &Harness, id: &RequestId) -> Vec<u32> {
+    h.history
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.record {
+            Rec::Server(Record::StreamOpened {
+                stream,
+                rpc_id: Some(r),
+                ..
+            }) if r == id => Some(*stream),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A POST reusing the id of a request still in flight, in the same
+/// session, as the SDKs take it (unguarded, and keys and cancel, whose
+/// baseline it is): the tool runs again; each execution's progress goes on
+/// its own stream; the id's result is routed to the latest stream, so the
+/// first execution's result arrives on the retry's stream, which then
+/// ends; the second execution's result goes nowhere; the first stream gets
+/// no result and stays open. Guarded refuses the reuse with 409.
+#[test]
+fn a_reused_in_flight_id_cross_wires_the_two_streams() {
+    for variant in Variant::ALL {
+        with_server(variant, ServerConfig::default(), |h| async move {
+            let sid = h.initialize().await;
+            let id = h.id();
+            let msg = h.call_msg(id.clone(), "op-x", 3);
+            let mut a = h.send(Outgoing::post(Some(&sid), &msg)).await;
+            assert_eq!(a.status, 200);
+            next(&mut a).await; // priming
+            h.release(1);
+            assert_eq!(chunk(&next(&mut a).await), (1, 1));
+            let mut b = h.send(Outgoing::post(Some(&sid), &msg)).await;
+            if variant == Variant::Guarded {
+                assert_eq!(b.status, 409);
+                let body = b.json().await.unwrap().unwrap();
+                assert_eq!(rpc_error(&body).code, jsonrpc::CONFLICT);
+                h.release(2);
+                let rest = drain(&mut a).await;
+                assert_eq!(chunk(rest.last().unwrap()), (1, 3), "its own result");
+                assert_eq!(h.ledger.executions("op-x"), 1);
+                return;
+            }
+            assert_eq!(b.status, 200, "{variant:?}: the reused id is run");
+            assert!(b.is_sse());
+            next(&mut b).await; // priming
+            h.release(1); // execution 1, chunk 2: on its own stream
+            assert_eq!(chunk(&next(&mut a).await), (1, 2), "{variant:?}");
+            h.release(1); // execution 2, chunk 1: on its own stream
+            assert_eq!(chunk(&next(&mut b).await), (2, 1), "{variant:?}");
+            h.release(1); // execution 1's result: on the retry's stream
+            let tail = drain(&mut b).await;
+            assert_eq!(tail.len(), 1, "{variant:?}: the result, then the end");
+            assert!(matches!(decode(&tail[0]), Message::Result { id: ref r, .. } if *r == id));
+            assert_eq!(
+                chunk(&tail[0]),
+                (1, 3),
+                "{variant:?}: the FIRST execution's result, on the second stream"
+            );
+            h.release(2); // execution 2's chunk 2 and result: nowhere
+            h.tool_ended(2).await;
+            assert!(
+                tokio::time::timeout(Duration::from_millis(300), a.next_event())
+                    .await
+                    .is_err(),
+                "{variant:?}: the first stream stays open and gets no result"
+            );
+            assert_eq!(h.ledger.executions("op-x"), 2, "{variant:?}: ran twice");
+            let streams = post_streams_of(&h, &id);
+            assert_eq!(streams.len(), 2);
+            let (sa, sb) = (streams[0], streams[1]);
+            let entries = h.history.entries();
+            let crossed: Vec<_> = entries
+                .iter()
+                .filter_map(|e| match &e.record {
+                    Rec::Server(Record::CrossWired {
+                        rpc_id,
+                        from_stream,
+                        to_stream,
+                        ..
+                    }) => Some((rpc_id.clone(), *from_stream, *to_stream)),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(crossed, vec![(id.clone(), sa, sb)], "{variant:?}");
+            let discarded: Vec<_> = entries
+                .iter()
+                .filter_map(|e| match &e.record {
+                    Rec::Server(Record::Discarded { stream, kind, .. }) => Some((*stream, *kind)),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                discarded,
+                vec![(sb, EventKind::Progress), (sb, EventKind::Result)],
+                "{variant:?}: execution 2's events after its stream ended"
+            );
+            let results: Vec<_> = entries
+                .iter()
+                .filter_map(|e| match &e.record {
+                    Rec::Server(Record::Produced {
+                        stream,
+                        kind: EventKind::Result,
+                        ..
+                    }) => Some(*stream),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(results, vec![sb], "{variant:?}: one result stored, on B");
+        });
+    }
+}
+
+/// The keys arm: a reused in-flight id carrying an `Idempotency-Key` is
+/// the key table's (a key in flight: 409, no second run); without a key it
+/// cross-wires as unguarded does (above).
+#[test]
+fn keys_arm_takes_a_keyed_reused_id_to_its_table() {
+    with_server(Variant::Keys, ServerConfig::default(), |h| async move {
+        let sid = h.initialize().await;
+        let id = h.id();
+        let msg = h.call_msg(id.clone(), "op-k", 2);
+        let post = || Outgoing::post(Some(&sid), &msg).header(headers::IDEMPOTENCY_KEY, "k");
+        let mut a = h.send(post()).await;
+        assert_eq!(a.status, 200);
+        next(&mut a).await;
+        let again = h.send(post()).await;
+        assert_eq!(again.status, 409, "the key is in flight");
+        assert_eq!(again.header(headers::LAST_EVENT_ID), None, "no hint");
+        h.release(2);
+        let events = drain(&mut a).await;
+        assert_eq!(chunk(events.last().unwrap()), (1, 2), "its own result");
+        assert_eq!(h.ledger.executions("op-k"), 1);
+        assert!(!h
+            .history
+            .entries()
+            .iter()
+            .any(|e| matches!(e.record, Rec::Server(Record::CrossWired { .. }))));
+    });
+}
+
+/// A `Last-Event-ID` that is no event id: the SDKs answer 200 with an
+/// empty `text/event-stream` (unguarded, keys); guarded says 400; cancel
+/// refuses every resume with 405.
+#[test]
+fn a_malformed_last_event_id_is_an_empty_stream_except_guarded() {
+    for variant in Variant::ALL {
+        with_server(variant, ServerConfig::default(), |h| async move {
+            let sid = h.initialize().await;
+            let bad = Outgoing::get(&sid, None).header(headers::LAST_EVENT_ID, "abc");
+            let mut ex = h.send(bad).await;
+            let empties = |h: &Harness| {
+                h.history
+                    .entries()
+                    .iter()
+                    .filter(|e| {
+                        matches!(
+                            e.record,
+                            Rec::Server(Record::ResumedEmpty {
+                                stream: None,
+                                why: EmptyResume::MalformedCursor,
+                                ..
+                            })
+                        )
+                    })
+                    .count()
+            };
+            match variant {
+                Variant::Guarded | Variant::Cancel => {
+                    let want = if variant == Variant::Guarded {
+                        400
+                    } else {
+                        405
+                    };
+                    assert_eq!(ex.status, want, "{variant:?}");
+                    let body = ex.json().await.unwrap().unwrap();
+                    assert_eq!(rpc_error(&body).code, jsonrpc::TRANSPORT_ERROR);
+                    assert_eq!(empties(&h), 0);
+                }
+                Variant::Unguarded | Variant::Keys => {
+                    assert_eq!(ex.status, 200, "{variant:?}");
+                    assert!(ex.is_sse(), "{variant:?}: text/event-stream");
+                    assert!(drain(&mut ex).await.is_empty(), "{variant:?}: ends at once");
+                    assert_eq!(empties(&h), 1, "{variant:?}");
+                    // No stream was opened or taken over: a plain GET
+                    // still opens the standalone stream.
+                    let mut open = h.send(Outgoing::get(&sid, None)).await;
+                    assert_eq!(open.status, 200);
+                    next(&mut open).await;
+                }
+            }
+        });
+    }
+}
+
+/// `replay = "inclusive"` (rmcp; also `sdk = "rmcp"`): a resume re-sends
+/// the event `Last-Event-ID` names, then the rest. Exclusive by default;
+/// the guarded arm replays exclusively whatever is set.
+#[test]
+fn inclusive_replay_resends_the_named_event() {
+    let inclusive = ServerConfig {
+        replay: Some(Replay::Inclusive),
+        ..ServerConfig::default()
+    };
+    let rmcp = ServerConfig {
+        sdk: Some(Sdk::Rmcp),
+        ..ServerConfig::default()
+    };
+    let cases = [
+        (Variant::Unguarded, ServerConfig::default(), false),
+        (Variant::Unguarded, inclusive.clone(), true),
+        (Variant::Keys, rmcp, true),
+        (Variant::Guarded, inclusive, false),
+    ];
+    for (variant, cfg, resends) in cases {
+        with_server(variant, cfg, |h| async move {
+            let sid = h.initialize().await;
+            let mut ex = h.call(&sid, "op-i", 4, None).await;
+            next(&mut ex).await;
+            h.release(1);
+            let cursor = event_id(&next(&mut ex).await).unwrap();
+            drop(ex);
+            h.close_seen(1).await;
+            h.release(1);
+            h.wait_for("chunk 2", 2, |r| {
+                matches!(
+                    r,
+                    Rec::Server(Record::Produced {
+                        kind: EventKind::Progress,
+                        ..
+                    })
+                )
+            })
+            .await;
+            let mut resumed = h.send(Outgoing::get(&sid, Some(cursor))).await;
+            assert_eq!(resumed.status, 200);
+            let first = next(&mut resumed).await;
+            h.release(2);
+            let mut events = vec![first];
+            events.extend(drain(&mut resumed).await);
+            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            let mut want: Vec<u64> = h
+                .produced_ids(EventKind::Progress)
+                .into_iter()
+                .chain(h.produced_ids(EventKind::Result))
+                .filter(|&i| if resends { i >= cursor } else { i > cursor })
+                .collect();
+            want.sort();
+            assert_eq!(ids, want, "{variant:?} resends={resends}");
+            assert_eq!(ids.first() == Some(&cursor), resends, "{variant:?}");
+            assert!(matches!(
+                decode(events.iter().rev().find(|e| e.id.is_some()).unwrap()),
+                Message::Result { .. }
+            ));
+            let from = h.history.entries().iter().find_map(|e| match &e.record {
+                Rec::Server(Record::Resumed {
+                    from, cursor: c, ..
+                }) => Some((*c, *from)),
+                _ => None,
+            });
+            let want_from = if resends { cursor - 1 } else { cursor };
+            assert_eq!(from, Some((cursor, want_from)), "{variant:?}");
+        });
+    }
+}
+
+/// `completed_resume = "empty"` (rmcp; also `sdk = "rmcp"`): once a
+/// stream's result was produced, a resume gets 200 and an empty stream, so
+/// the tail (result included) is lost. By default, and on guarded whatever
+/// is set, the resume replays the tail.
+#[test]
+fn completed_resume_empty_loses_the_tail() {
+    let empty = ServerConfig {
+        completed_resume: Some(CompletedResume::Empty),
+        ..ServerConfig::default()
+    };
+    let rmcp = ServerConfig {
+        sdk: Some(Sdk::Rmcp),
+        ..ServerConfig::default()
+    };
+    let cases = [
+        (Variant::Unguarded, ServerConfig::default(), false),
+        (Variant::Unguarded, empty.clone(), true),
+        (Variant::Unguarded, rmcp, true),
+        (Variant::Guarded, empty, false),
+    ];
+    for (variant, cfg, lost) in cases {
+        with_server(variant, cfg, |h| async move {
+            let sid = h.initialize().await;
+            let mut ex = h.call(&sid, "op-e", 3, None).await;
+            let priming = event_id(&next(&mut ex).await).unwrap();
+            drop(ex);
+            h.close_seen(1).await;
+            h.release(3);
+            h.tool_ended(1).await;
+            let mut resumed = h.send(Outgoing::get(&sid, Some(priming))).await;
+            assert_eq!(resumed.status, 200, "{variant:?}");
+            assert!(resumed.is_sse());
+            let events = drain(&mut resumed).await;
+            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            let completed = h
+                .history
+                .entries()
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e.record,
+                        Rec::Server(Record::ResumedEmpty {
+                            stream: Some(_),
+                            why: EmptyResume::Completed,
+                            ..
+                        })
+                    )
+                })
+                .count();
+            if lost {
+                assert!(events.is_empty(), "{variant:?}: {events:?}");
+                assert_eq!(completed, 1);
+            } else {
+                assert_eq!(ids.len(), 3, "{variant:?}: the whole tail");
+                assert!(matches!(
+                    decode(events.iter().rev().find(|e| e.id.is_some()).unwrap()),
+                    Message::Result { .. }
+                ));
+                assert_eq!(completed, 0);
+            }
+        });
+    }
 }
