@@ -203,9 +203,13 @@ enum Cmd {
         /// The model arm.
         #[arg(long, default_value = "unguarded")]
         model: Arm,
-        /// The SDK's arm.
+        /// The SDK's arm (with `rmcp`, a third column runs the model with
+        /// rmcp's quirks on: `--set server.sdk=rmcp`).
         #[arg(long, default_value = "rmcp")]
         sdk: Arm,
+        /// The scenario directory the summary's scenarios come from.
+        #[arg(long, default_value = "sims")]
+        sims: PathBuf,
     },
     /// Merge summary files (shards) into one, recomputing aggregates.
     Merge {
@@ -371,7 +375,8 @@ pub fn main() -> ExitCode {
             out,
             model,
             sdk,
-        } => calibrate(&summary, &out, model, sdk),
+            sims,
+        } => calibrate(&summary, &sims, &out, model, sdk),
         Cmd::Repro {
             scenario,
             seed,
@@ -726,13 +731,6 @@ fn compare(
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
     write(&out.join("report.md"), &report::markdown(&summary))?;
-    // With both the model and the SDK's server, their calibration.
-    write_calibration(
-        &summary,
-        &out.join("calibration.md"),
-        Arm::BuiltIn(Variant::Unguarded),
-        Arm::Rmcp,
-    )?;
     // The timeline shows the unguarded run with the most duplicate side
     // effects (ties: first scenario, lowest seed), run again for its trace.
     let pick = summary
@@ -809,7 +807,7 @@ fn sweep_cmd(
     finish(&summary, &files, junit)
 }
 
-fn calibrate(summary: &Path, out: &Path, model: Arm, sdk: Arm) -> anyhow::Result<u8> {
+fn calibrate(summary: &Path, sims: &Path, out: &Path, model: Arm, sdk: Arm) -> anyhow::Result<u8> {
     let text = std::fs::read_to_string(summary).with_context(|| {
         format!(
             "cannot read summary {}: write one with `mcp-chaos compare`",
@@ -822,25 +820,52 @@ fn calibrate(summary: &Path, out: &Path, model: Arm, sdk: Arm) -> anyhow::Result
             summary.display()
         )
     })?;
-    if !write_calibration(&s, out, model, sdk)? {
+    // The model with the SDK's quirks on (the `sdk = "rmcp"` preset), on
+    // the summary's scenarios and seeds, for the third column.
+    let quirks = if sdk == Arm::Rmcp {
+        let seeds: Vec<u64> = {
+            let mut v: Vec<u64> = s.runs.iter().map(|r| r.seed).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let matrix = Matrix {
+            arms: vec![model],
+            profiles: vec![None],
+            sets: vec![("server.sdk".to_string(), "rmcp".to_string())],
+        };
+        let mut work = Vec::new();
+        for p in scenario_files(sims)? {
+            let sc = load(&p)?;
+            if s.runs.iter().any(|r| r.scenario == sc.name) {
+                work.extend(matrix.jobs(&p.display().to_string(), &sc, &seeds));
+            }
+        }
+        eprintln!(
+            "mcp-chaos calibrate: {} runs of {model} with sdk = \"rmcp\"",
+            work.len()
+        );
+        Some(execute(&work, cores())?)
+    } else {
+        None
+    };
+    let old = std::fs::read_to_string(out).unwrap_or_default();
+    let notes = report::calibration_notes(&old);
+    let Some(text) = report::calibration(
+        &s,
+        model.as_str(),
+        sdk.as_str(),
+        quirks.as_ref().map(|q| ("sdk = \"rmcp\"", q)),
+        notes,
+    ) else {
         bail!(
             "{} has no runs of both {model} and {sdk}: run `mcp-chaos compare --servers {model},{sdk}`",
             summary.display()
         );
-    }
+    };
+    write(out, &text)?;
     eprintln!("mcp-chaos: wrote {}", out.display());
     Ok(0)
-}
-
-/// Writes the calibration of `model` against `sdk` to `out`, keeping the
-/// notes of the file there; false when the summary lacks one of the arms.
-fn write_calibration(s: &Summary, out: &Path, model: Arm, sdk: Arm) -> anyhow::Result<bool> {
-    let old = std::fs::read_to_string(out).unwrap_or_default();
-    let notes = report::calibration_notes(&old);
-    match report::calibration(s, model.as_str(), sdk.as_str(), notes) {
-        Some(text) => write(out, &text).map(|()| true),
-        None => Ok(false),
-    }
 }
 
 fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {

@@ -13,62 +13,98 @@ use std::fmt::Write;
 pub const NOTES_MARKER: &str = "<!-- notes: kept when this file is regenerated -->";
 
 /// The calibration of `model` against `sdk` over the summary's runs (as
-/// the scenarios wrote their clients), with `notes` (the text from
-/// [`NOTES_MARKER`] on of an earlier file, if any) appended. `None` when
-/// the summary lacks one of the two arms.
-pub fn calibration(s: &Summary, model: &str, sdk: &str, notes: Option<&str>) -> Option<String> {
-    let pick = |arm: &str| -> Vec<&Aggregate> {
+/// the scenarios wrote their clients), with a third column when `quirks`
+/// holds the model's runs with the SDK's quirks switched on (its label
+/// first), and `notes` (the text from [`NOTES_MARKER`] on of an earlier
+/// file, if any) appended. `None` when the summary lacks one of the two
+/// arms.
+pub fn calibration(
+    s: &Summary,
+    model: &str,
+    sdk: &str,
+    quirks: Option<(&str, &Summary)>,
+    notes: Option<&str>,
+) -> Option<String> {
+    let pick = |s: &'_ Summary, arm: &str| -> Vec<Aggregate> {
         s.aggregates
             .iter()
             .filter(|a| a.server == arm && a.clients == crate::run::AS_WRITTEN)
+            .cloned()
             .collect()
     };
-    let (ms, ks) = (pick(model), pick(sdk));
+    let (ms, ks) = (pick(s, model), pick(s, sdk));
     if ms.is_empty() || ks.is_empty() {
         return None;
     }
+    let qs = quirks.map(|(_, q)| pick(q, model)).unwrap_or_default();
     let seeds = ms.first().map_or(0, |a| a.runs);
+    let mut heads = vec![format!("`{model}`"), format!("`{sdk}`")];
     let mut out = format!(
         "# Calibration: `{model}` against `{sdk}`\n\n\
          Every scenario under the model arm `{model}` and the real SDK's server `{sdk}`, \
-         {seeds} seeds each, same seeds and fault plans, both judged by the same black-box \
-         oracle. Each table lists the metrics and failure causes that are not zero under \
-         either arm: `=` where they agree, `≠` where they differ. Totals over the seeds. \
-         Written by `mcp-chaos calibrate` from a comparison's summary.json.\n\n"
+         {seeds} seeds each, same seeds and fault plans, all judged by the same black-box \
+         oracle. Each table lists the metrics and failure causes that are not zero in any \
+         column; the mark compares `{model}` with `{sdk}`: `=` where they agree, `≠` where \
+         they differ. Totals over the seeds. Written by `mcp-chaos calibrate`.\n\n"
     );
-    let mut rows_all = Vec::new();
+    if let Some((label, _)) = quirks {
+        let _ = writeln!(
+            out,
+            "The third column is `{model}` with `{label}`: the model with the SDK's own quirks switched on.\n"
+        );
+        heads.push(format!("`{model}` + `{label}`"));
+    }
+    let mut tables = Vec::new();
     for m in &ms {
-        let k = ks.iter().find(|k| k.scenario == m.scenario).copied();
-        rows_all.push((m, k, rows(m, k)));
+        let k = ks.iter().find(|k| k.scenario == m.scenario);
+        let q = qs.iter().find(|q| q.scenario == m.scenario);
+        let mut cols = vec![Some(m), k];
+        if quirks.is_some() {
+            cols.push(q);
+        }
+        tables.push((m, k, rows(&cols)));
     }
     let _ = writeln!(
         out,
-        "## Summary\n\n| scenario | agree | differ | differing metrics |\n|---|---|---|---|"
+        "## Summary\n\n| scenario | agree | differ | differing ({model} vs {sdk}) |{}\n|---|---|---|---|{}",
+        if quirks.is_some() { " differing with the quirks on |" } else { "" },
+        if quirks.is_some() { "---|" } else { "" }
     );
-    for (m, k, rows) in &rows_all {
-        let differ: Vec<&str> = rows
-            .iter()
-            .filter(|r| Some(r.1) != r.2)
-            .map(|r| r.0.as_str())
-            .collect();
+    for (m, k, rows) in &tables {
+        let differ = |col: usize| -> Vec<&str> {
+            rows.iter()
+                .filter(|r| r.1[col] != r.1[1])
+                .map(|r| r.0.as_str())
+                .collect()
+        };
+        let list = |v: Vec<&str>| {
+            if v.is_empty() {
+                "–".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
         let na = k.is_some_and(|k| k.metrics.operations == 0 && k.not_applicable_clients > 0);
-        let _ = writeln!(
+        let d = differ(0);
+        let _ = write!(
             out,
             "| {} | {} | {} | {} |",
             m.scenario,
-            rows.len() - differ.len(),
-            differ.len(),
+            rows.len() - d.len(),
+            d.len(),
             if na {
                 format!("not applicable to `{sdk}` (legacy clients only)")
-            } else if differ.is_empty() {
-                "–".to_string()
             } else {
-                differ.join(", ")
+                list(d)
             }
         );
+        if quirks.is_some() {
+            let _ = write!(out, " {} |", if na { "–".to_string() } else { list(differ(2)) });
+        }
+        out.push('\n');
     }
     out.push('\n');
-    for (m, k, rows) in &rows_all {
+    for (m, k, rows) in &tables {
         let _ = writeln!(out, "## {}\n", m.scenario);
         if let Some(k) = k.filter(|k| k.not_applicable_clients > 0) {
             let _ = writeln!(
@@ -77,10 +113,20 @@ pub fn calibration(s: &Summary, model: &str, sdk: &str, notes: Option<&str>) -> 
                 k.not_applicable_clients
             );
         }
-        let _ = writeln!(out, "| metric | {model} | {sdk} | |\n|---|---|---|---|");
-        for (name, a, b) in rows {
-            let mark = if Some(*a) == *b { "=" } else { "≠" };
-            let _ = writeln!(out, "| {name} | {a} | {} | {mark} |", b.map_or("–".into(), |b| b.to_string()));
+        let _ = writeln!(
+            out,
+            "| metric | {} | |\n|---|{}---|",
+            heads.join(" | "),
+            "---|".repeat(heads.len())
+        );
+        for (name, vals) in rows {
+            let cell = |v: &Option<u64>| v.map_or("–".into(), |v| v.to_string());
+            let mark = if vals[0] == vals[1] { "=" } else { "≠" };
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {mark} |",
+                vals.iter().map(cell).collect::<Vec<_>>().join(" | ")
+            );
         }
         out.push('\n');
     }
@@ -92,26 +138,31 @@ pub fn calibration(s: &Summary, model: &str, sdk: &str, notes: Option<&str>) -> 
     Some(out)
 }
 
-/// The metrics and causes not zero under either arm: (name, model, sdk).
-fn rows(m: &Aggregate, k: Option<&Aggregate>) -> Vec<(String, u64, Option<u64>)> {
+/// The metrics and causes not zero in any column: (name, value per column).
+fn rows(cols: &[Option<&Aggregate>]) -> Vec<(String, Vec<Option<u64>>)> {
     let mut names: Vec<String> = SHOWN
         .iter()
         .filter(|n| **n != "rejections")
         .map(|n| n.to_string())
         .collect();
-    let mut causes: Vec<&String> = m.metrics.failures_by_cause.keys().collect();
-    if let Some(k) = k {
-        causes.extend(k.metrics.failures_by_cause.keys());
-    }
+    let mut causes: Vec<&String> = cols
+        .iter()
+        .flatten()
+        .flat_map(|a| a.metrics.failures_by_cause.keys())
+        .collect();
     causes.sort();
     causes.dedup();
     names.extend(causes.into_iter().map(|c| format!("failures_by_cause.{c}")));
     names
         .into_iter()
         .filter_map(|n| {
-            let a = m.metrics.get(&n).unwrap_or(0);
-            let b = k.map(|k| k.metrics.get(&n).unwrap_or(0));
-            (a != 0 || b.unwrap_or(0) != 0).then_some((n, a, b))
+            let vals: Vec<Option<u64>> = cols
+                .iter()
+                .map(|a| a.map(|a| a.metrics.get(&n).unwrap_or(0)))
+                .collect();
+            vals.iter()
+                .any(|v| v.unwrap_or(0) != 0)
+                .then_some((n, vals))
         })
         .collect()
 }
