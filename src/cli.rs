@@ -340,7 +340,7 @@ pub fn main() -> ExitCode {
             &out,
             junit.as_deref(),
             &Matrix {
-                arms: servers.map_or_else(|| Arm::all(), |a| a.0),
+                arms: servers.map_or_else(Arm::all, |a| a.0),
                 profiles: clients.map_or_else(|| vec![None], |p| p.0),
                 sets,
             },
@@ -363,7 +363,7 @@ pub fn main() -> ExitCode {
                 jobs,
                 junit.as_deref(),
                 &Matrix {
-                    arms: servers.map_or_else(|| Arm::all(), |a| a.0),
+                    arms: servers.map_or_else(Arm::all, |a| a.0),
                     profiles: vec![o.clients],
                     sets: o.sets,
                 },

@@ -99,7 +99,15 @@ pub fn calibration(
             }
         );
         if quirks.is_some() {
-            let _ = write!(out, " {} |", if na { "–".to_string() } else { list(differ(2)) });
+            let _ = write!(
+                out,
+                " {} |",
+                if na {
+                    "–".to_string()
+                } else {
+                    list(differ(2))
+                }
+            );
         }
         out.push('\n');
     }
