@@ -136,3 +136,21 @@ fn rmcp_serves_the_ledger_tools_like_the_built_in_server() {
         assert_eq!(executions, r.metrics.operations, "{arm}");
     }
 }
+
+/// results/calibration.md sets the model beside rmcp on every scenario in
+/// sims/, and carries the notes that say why they differ.
+#[test]
+fn calibration_covers_every_scenario() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("results/calibration.md")).unwrap();
+    for f in mcp_chaos::cli::scenario_files(&root.join("sims")).unwrap() {
+        let s = Scenario::load(&f).unwrap();
+        assert!(
+            text.contains(&format!("\n## {}\n", s.name)),
+            "results/calibration.md lacks {}: run `cargo run --release -- calibrate`",
+            s.name
+        );
+    }
+    let notes = mcp_chaos::report::calibration_notes(&text).expect("the notes marker");
+    assert!(notes.contains("## Why they differ"));
+}
