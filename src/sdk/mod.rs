@@ -135,12 +135,7 @@ async fn exchange(
     ids: &Mutex<SessionIds>,
     mut req: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    let named = req
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    if let Some(wire) = named {
+    if let Some(wire) = session_of(req.headers()) {
         // An id rmcp never issued (another incarnation's, or made up) goes
         // through as it came: rmcp answers it as unknown.
         if let Some(inner) = ids.lock().expect("not poisoned").inner_of(&wire) {
@@ -152,12 +147,7 @@ async fn exchange(
         req.extensions_mut().insert(WireSession(wire));
     }
     let mut resp = service.handle(req).await;
-    let issued = resp
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    if let Some(inner) = issued {
+    if let Some(inner) = session_of(resp.headers()) {
         let wire = ids.lock().expect("not poisoned").wire_of(&inner);
         resp.headers_mut().insert(
             SESSION_HEADER,
@@ -165,6 +155,13 @@ async fn exchange(
         );
     }
     resp
+}
+
+/// The session a message's headers name.
+fn session_of(h: &http::HeaderMap) -> Option<String> {
+    h.get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// rmcp's session ids and the ones clients see, drawn from the seed in the
