@@ -31,7 +31,7 @@ const ARMS: &[(&str, &str)] = &[
     ),
     (
         "rmcp",
-        "the official Rust SDK's server (rmcp 3.11) as shipped, judged black-box: its per-stream cache of 16 events, inclusive replay, no resume once a request completed; no legacy transport",
+        "the official Rust SDK's server (rmcp 3.11) as shipped, judged black-box (so its replayed events are not counted): its per-stream cache of 16 events, inclusive replay, no resume once a request completed; no legacy transport",
     ),
     (
         "rmcp-es",
