@@ -690,74 +690,57 @@ impl Scenario {
         self.validate_ports()
     }
 
-    /// Ephemeral ports per client host. turmoil gives each host
-    /// [`PORTS_PER_HOST`] of them and never frees the port of a connect
-    /// that times out or is refused (the socket is registered before the
-    /// SYN goes out and only a completed connection's drop removes it). So
-    /// a host needs its clients' open connections plus one port per failed
-    /// connect: estimated as two per connect timeout while the host may be
-    /// cut off (partitions, latency windows slower than a connect timeout)
-    /// and three per server restart. A host that runs out panics the run.
+    /// Ephemeral ports per client host. The world gives each host
+    /// [`PORTS_PER_HOST`] of them; a port is taken while the client holds a
+    /// connection on it (at most [`CONNECTIONS_PER_CLIENT`] per client) and
+    /// while the server still holds the other end: a connection cut by a
+    /// partition stays half-open on the server until the server closes it
+    /// or writes into it after the heal, and a client never reuses such a
+    /// port. So a host needs, per client, its connections once plus once
+    /// more for every window that may cut it off while they are open (its
+    /// partitions, latency windows at least half a connect timeout slow,
+    /// generated ones counted as if all hit it, and server restarts). A
+    /// host that ran out would fail the run.
     fn validate_ports(&self) -> Result<(), String> {
         let net = &self.network;
         let f = &self.faults;
         let total = self.total_clients();
         let hosts = u64::from(net.client_hosts);
         let used_hosts = hosts.min(total) as usize;
-        let phase = self.duration_ms;
         let restarts = u64::from(f.restarts)
             + f.explicit
                 .iter()
                 .filter(|x| matches!(x, Fault::Restart { .. }))
                 .count() as u64;
-        let span = phase.max(1);
-        let default_len = [span / 20, span / 5];
-        let longest = |r: Option<[u64; 2]>| r.unwrap_or(default_len)[1].max(1);
-        // Cut-off time on host `h` for clients with connect timeout `ct`:
-        // generated windows may all land on it.
-        let cut_off = |h: u32, ct: u64| -> u64 {
-            let mut ms = u64::from(f.partitions).saturating_mul(longest(f.partition_ms));
-            if f.latency_spike_max_ms
-                .max(net.latency_ms[1])
-                .saturating_mul(2)
-                >= ct
-            {
-                ms = ms.saturating_add(
-                    u64::from(f.latency_spikes).saturating_mul(longest(f.latency_spike_ms)),
-                );
+        // Windows that may cut host `h` off from clients with connect
+        // timeout `ct`.
+        let windows = |h: u32, ct: u64| -> u64 {
+            let slow = |max_ms: u64| max_ms.saturating_mul(2) >= ct;
+            let mut n = u64::from(f.partitions) + restarts;
+            if slow(f.latency_spike_max_ms.max(net.latency_ms[1])) {
+                n += u64::from(f.latency_spikes);
             }
             for x in &f.explicit {
                 match *x {
-                    Fault::Partition {
-                        host, duration_ms, ..
-                    } if host == h => ms = ms.saturating_add(duration_ms),
-                    Fault::Latency {
-                        host,
-                        duration_ms,
-                        max_ms,
-                        ..
-                    } if host == h && max_ms.saturating_mul(2) >= ct => {
-                        ms = ms.saturating_add(duration_ms)
-                    }
+                    Fault::Partition { host, .. } if host == h => n += 1,
+                    Fault::Latency { host, max_ms, .. } if host == h && slow(max_ms) => n += 1,
                     _ => {}
                 }
             }
-            ms.min(phase)
+            n
         };
         let mut need = vec![0u64; used_hosts];
         let mut clients_on = vec![0u64; used_hosts];
-        let mut worst_cut = vec![0u64; used_hosts];
+        let mut most_windows = vec![0u64; used_hosts];
         let mut index = 0u64;
         for g in &self.clients {
             let ct = g.connect_timeout_ms.max(1);
-            let per_host_cut: Vec<u64> = (0..used_hosts as u32).map(|h| cut_off(h, ct)).collect();
+            let per_host: Vec<u64> = (0..used_hosts as u32).map(|h| windows(h, ct)).collect();
             for _ in 0..g.count {
                 let h = (index % hosts) as usize;
-                let cut = per_host_cut[h];
-                let leaked = 2 * cut.div_ceil(ct) + 3 * restarts;
-                need[h] += CONNECTIONS_PER_CLIENT + leaked;
+                need[h] += CONNECTIONS_PER_CLIENT * (1 + per_host[h]);
                 clients_on[h] += 1;
-                worst_cut[h] = worst_cut[h].max(cut);
+                most_windows[h] = most_windows[h].max(per_host[h]);
                 index += 1;
             }
         }
@@ -773,10 +756,10 @@ impl Scenario {
             return Err(format!(
                 "network.client_hosts = {hosts}: client host {h} would need about {most} of its \
                  {PORTS_PER_HOST} ephemeral ports ({} clients x {CONNECTIONS_PER_CLIENT} \
-                 connections, plus one port leaked by every connect that times out or is refused \
-                 during up to {} ms cut off and {restarts} restarts): raise network.client_hosts \
-                 to about {suggest}, or use fewer clients or shorter partitions",
-                clients_on[h], worst_cut[h]
+                 connections, held once more for each of up to {} windows that may cut the \
+                 host off, when the server keeps the far end half-open): raise \
+                 network.client_hosts to about {suggest}, or use fewer clients or fewer cuts",
+                clients_on[h], most_windows[h]
             ));
         }
         Ok(())
@@ -850,8 +833,10 @@ pub const MAX_FIRST_EVENT_ID: u64 = 1 << 53;
 pub const MAX_TCP_CAPACITY: usize = 1 << 30;
 /// Connections one client may hold open at once.
 pub const CONNECTIONS_PER_CLIENT: u64 = 3;
-/// Ephemeral ports of a simulated host (turmoil's 49152..=65535).
-pub const PORTS_PER_HOST: u64 = 16_384;
+/// The ephemeral ports the world gives a simulated host.
+pub const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 1024..=65535;
+/// How many there are.
+pub const PORTS_PER_HOST: u64 = 64_512;
 
 #[cfg(test)]
 mod tests {
@@ -1046,12 +1031,12 @@ behaviour = "retry-by-post"
                 t(format!("{}[network]\ntcp_capacity = 9223372036854775807\n", group(""))),
                 "network.tcp_capacity",
             ),
-            // 5,000 clients on one host fit its ports only while nothing
-            // fails: a 25 s partition leaks a port per timed-out connect.
+            // 20,000 clients fit one host's ports only while nothing cuts
+            // it off: a partition may leave every connection half-open.
             (
                 format!(
-                    "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 15000\n",
-                    group("count = 1024\n")
+                    "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 60000\n",
+                    group("count = 20000\n")
                 ),
                 "network.client_hosts = 1: client host 0 would need",
             ),
@@ -1075,14 +1060,12 @@ behaviour = "retry-by-post"
                  [network]\nclient_hosts = {hosts}\ntcp_capacity = 60000\n"
             )
         };
-        // No failed connect: 5,000 clients x 3 connections fit one host.
-        assert!(Scenario::parse(&text(5000, 1, 0)).is_ok());
-        assert!(Scenario::parse(&text(5500, 1, 0)).is_err());
-        // A 25 s partition of host 0: 300 clients fit, 1,024 do not, and
-        // spreading them over more hosts leaves host 0 fewer.
-        assert!(Scenario::parse(&text(300, 1, 25_000)).is_ok());
-        assert!(Scenario::parse(&text(1024, 1, 25_000)).is_err());
-        assert!(Scenario::parse(&text(1024, 4, 25_000)).is_ok());
+        // One partition of host 0: each client may hold its 3 ports twice
+        // (open, and half-open on the server): 10,000 clients fit one host,
+        // 11,000 do not; spread over more hosts, host 0 has fewer.
+        assert!(Scenario::parse(&text(10_000, 1, 25_000)).is_ok());
+        assert!(Scenario::parse(&text(11_000, 1, 25_000)).is_err());
+        assert!(Scenario::parse(&text(11_000, 2, 25_000)).is_ok());
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub fn run<S: SystemUnderTest>(
         .min_message_latency(Duration::from_millis(net.latency_ms[0]))
         .max_message_latency(Duration::from_millis(net.latency_ms[1]))
         .tcp_capacity(net.tcp_capacity)
+        .ephemeral_ports(crate::scenario::EPHEMERAL_PORTS)
         .build();
 
     let driver_clock = Rc::new(Cell::new(Duration::ZERO));

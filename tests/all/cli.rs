@@ -412,8 +412,8 @@ fn invalid_scenarios_exit_3_naming_the_key() {
         (
             "ports",
             format!(
-                "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 15000\n",
-                group("count = 2000\n")
+                "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 60000\n",
+                group("count = 20000\n")
             ),
             "network.client_hosts",
         ),

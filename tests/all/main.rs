@@ -8,3 +8,4 @@ mod oracle;
 mod own_server;
 mod rmcp;
 mod sim;
+mod turmoil_patch;
