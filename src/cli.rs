@@ -211,6 +211,40 @@ enum Cmd {
         #[arg(long, default_value = "sims")]
         sims: PathBuf,
     },
+    /// Measure mcp-chaos against a bare turmoil + hyper program carrying
+    /// the same connections and SSE events, at each client count: wall
+    /// time, simulated seconds per wall second, peak memory, the ratio,
+    /// and the wall-time exponent between sizes. Each side runs in its own
+    /// child process.
+    ///
+    /// Example: mcp-chaos scale --clients 1000,10000 --out results/perf.md
+    Scale {
+        /// Client counts, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        clients: Vec<u32>,
+        /// Client hosts the clients are spread over.
+        #[arg(long, default_value_t = 4)]
+        hosts: u32,
+        /// Calls per client.
+        #[arg(long, default_value_t = 5)]
+        calls: u32,
+        /// SSE events per call.
+        #[arg(long, default_value_t = 4)]
+        chunks: u32,
+        /// Time between a call's events, ms.
+        #[arg(long, default_value_t = 20)]
+        chunk_interval_ms: u64,
+        /// Pause between calls, ms.
+        #[arg(long, default_value_t = 50)]
+        think_ms: u64,
+        /// Also write the table (with the machine) to this file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Run one side here and print its figures as JSON (what the
+        /// parent runs in each child).
+        #[arg(long, hide = true)]
+        one: Option<String>,
+    },
     /// Merge summary files (shards) into one, recomputing aggregates.
     Merge {
         /// Summary files.
@@ -370,6 +404,28 @@ pub fn main() -> ExitCode {
             )
         }),
         Cmd::Merge { files, out } => merge(&files, out.as_deref()),
+        Cmd::Scale {
+            clients,
+            hosts,
+            calls,
+            chunks,
+            chunk_interval_ms,
+            think_ms,
+            out,
+            one,
+        } => scale(
+            &clients,
+            crate::scale::Traffic {
+                clients: 0,
+                hosts,
+                calls,
+                chunks,
+                chunk_interval_ms,
+                think_ms,
+            },
+            out.as_deref(),
+            one.as_deref(),
+        ),
         Cmd::Calibrate {
             summary,
             out,
@@ -865,6 +921,117 @@ fn calibrate(summary: &Path, sims: &Path, out: &Path, model: Arm, sdk: Arm) -> a
     };
     write(out, &text)?;
     eprintln!("mcp-chaos: wrote {}", out.display());
+    Ok(0)
+}
+
+fn scale(
+    sizes: &[u32],
+    base: crate::scale::Traffic,
+    out: Option<&Path>,
+    one: Option<&str>,
+) -> anyhow::Result<u8> {
+    use crate::scale::{measure, Figures, Traffic};
+    if base.hosts == 0 {
+        bail!("--hosts must be at least 1");
+    }
+    if let Some(side) = one {
+        let t = Traffic {
+            clients: *sizes.first().context("--clients names no size")?,
+            ..base
+        };
+        let f = measure(side, t).map_err(anyhow::Error::msg)?;
+        println!("{}", serde_json::to_string(&f).expect("figures serialize"));
+        return Ok(0);
+    }
+    if sizes.is_empty() || sizes.contains(&0) {
+        bail!("--clients needs sizes of at least 1, e.g. --clients 1000,10000");
+    }
+    let exe = std::env::current_exe().context("finding this program to run each side")?;
+    let mut rows: Vec<(u32, Figures, Figures)> = Vec::new();
+    for &n in sizes {
+        let side = |name: &str| -> anyhow::Result<Figures> {
+            eprintln!("mcp-chaos scale: {n} clients, {name}");
+            let o = std::process::Command::new(&exe)
+                .args(["scale", "--one", name, "--clients", &n.to_string()])
+                .args([
+                    "--hosts",
+                    &base.hosts.to_string(),
+                    "--calls",
+                    &base.calls.to_string(),
+                ])
+                .args(["--chunks", &base.chunks.to_string()])
+                .args(["--chunk-interval-ms", &base.chunk_interval_ms.to_string()])
+                .args(["--think-ms", &base.think_ms.to_string()])
+                .output()
+                .context("running a side")?;
+            if !o.status.success() {
+                bail!(
+                    "the {name} side at {n} clients failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                );
+            }
+            serde_json::from_slice(&o.stdout).context("reading a side's figures")
+        };
+        let b = side("baseline")?;
+        let c = side("mcp-chaos")?;
+        rows.push((n, b, c));
+    }
+    let mut table = format!(
+        "{} client hosts, {} calls per client of {} SSE events {} ms apart, {} ms think time, \
+         no faults; one connection per exchange.\n\n\
+         | clients | side | wall s | simulated s | sim s / wall s | peak MB | wall ratio | memory ratio |\n\
+         |---|---|---|---|---|---|---|---|\n",
+        base.hosts, base.calls, base.chunks, base.chunk_interval_ms, base.think_ms
+    );
+    for (n, b, c) in &rows {
+        for f in [b, c] {
+            let (wr, mr) = if f.side == "baseline" {
+                ("1".to_string(), "1".to_string())
+            } else {
+                (
+                    format!("{:.2}", f.wall_s / b.wall_s.max(1e-9)),
+                    format!("{:.2}", f.peak_mb / b.peak_mb.max(1e-9)),
+                )
+            };
+            table.push_str(&format!(
+                "| {n} | {} | {:.2} | {:.1} | {:.1} | {:.0} | {wr} | {mr} |\n",
+                f.side,
+                f.wall_s,
+                f.sim_s,
+                f.speed(),
+                f.peak_mb
+            ));
+        }
+    }
+    if let [(n1, b1, c1), .., (n2, b2, c2)] = rows.as_slice() {
+        let k = |w1: f64, w2: f64| (w2 / w1).ln() / (f64::from(*n2) / f64::from(*n1)).ln();
+        table.push_str(&format!(
+            "\nWall-time exponent from {n1} to {n2} clients: baseline {:.2}, mcp-chaos {:.2}.\n",
+            k(b1.wall_s, b2.wall_s),
+            k(c1.wall_s, c2.wall_s)
+        ));
+    }
+    println!("{table}");
+    if let Some(p) = out {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(|m| m.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown CPU".into());
+        write(
+            p,
+            &format!(
+                "# Scale: mcp-chaos against a bare turmoil + hyper program\n\n\
+                 Machine: {cpu}, {} cores visible (each side runs on one). Written by \
+                 `mcp-chaos scale`; one run, wall-clock figures on a shared machine.\n\n{table}",
+                cores()
+            ),
+        )?;
+    }
     Ok(0)
 }
 

@@ -12,6 +12,7 @@ pub mod oracle;
 pub mod protocol;
 pub mod report;
 pub mod run;
+pub mod scale;
 pub mod scenario;
 #[cfg(feature = "rmcp")]
 pub mod sdk;

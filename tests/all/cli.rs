@@ -441,3 +441,36 @@ fn invalid_scenarios_exit_3_naming_the_key() {
         }
     }
 }
+
+/// `scale` runs both sides at each size in child processes and prints one
+/// row per side with the ratio to the baseline, and the exponent.
+#[test]
+fn scale_measures_both_sides_at_each_size() {
+    let dir = scratch("scale");
+    let out = dir.join("perf.md");
+    let o = run(&[
+        "scale",
+        "--clients",
+        "20,40",
+        "--calls",
+        "2",
+        "--hosts",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for row in [
+        "| 20 | baseline |",
+        "| 20 | mcp-chaos |",
+        "| 40 | baseline |",
+        "| 40 | mcp-chaos |",
+    ] {
+        assert!(text.contains(row), "{row} missing:\n{text}");
+    }
+    assert!(text.contains("Wall-time exponent from 20 to 40 clients"));
+    let file = std::fs::read_to_string(&out).unwrap();
+    assert!(file.starts_with("# Scale") && file.contains("Machine: "));
+    assert_eq!(code(&run(&["scale", "--clients", "0"])), 3);
+}

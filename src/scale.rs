@@ -1,0 +1,274 @@
+//! `mcp-chaos scale`: the same traffic through a bare turmoil + hyper
+//! program and through mcp-chaos, at several client counts, each side in
+//! its own child process so that its peak memory is its own. The baseline
+//! is what the simulation costs without MCP, the guard, the history or the
+//! oracle: the ratio between the two is mcp-chaos's own overhead.
+//!
+//! The traffic: `clients` clients spread round robin over `hosts` client
+//! hosts; each opens one connection per exchange (as the virtual clients
+//! do), makes two short exchanges (initialize, initialized), then `calls`
+//! calls whose answer is an SSE stream of `chunks` events
+//! `chunk_interval_ms` apart, `think_ms` between calls. No faults.
+
+use crate::run::{self, Options};
+use crate::scenario::Scenario;
+use crate::server::Variant;
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Frame;
+use serde::{Deserialize, Serialize};
+use std::convert::Infallible;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+/// One size of traffic.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Traffic {
+    /// Clients.
+    pub clients: u32,
+    /// Client hosts.
+    pub hosts: u32,
+    /// Calls per client.
+    pub calls: u32,
+    /// Events per call (the last is the result).
+    pub chunks: u32,
+    /// Time between events, ms.
+    pub chunk_interval_ms: u64,
+    /// Pause between calls, ms.
+    pub think_ms: u64,
+}
+
+/// What one side measured.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Figures {
+    /// `baseline` or `mcp-chaos`.
+    pub side: String,
+    /// Wall time of the run, s (the simulation and, for mcp-chaos, the
+    /// oracle and the trace hash).
+    pub wall_s: f64,
+    /// Simulated time, s.
+    pub sim_s: f64,
+    /// Peak resident memory of the process, MB.
+    pub peak_mb: f64,
+    /// Exchanges completed (baseline) or operations judged (mcp-chaos).
+    pub work: u64,
+}
+
+impl Figures {
+    /// Simulated seconds per wall second.
+    pub fn speed(&self) -> f64 {
+        self.sim_s / self.wall_s.max(1e-9)
+    }
+}
+
+/// Runs one side in this process; prints nothing.
+pub fn measure(side: &str, t: Traffic) -> Result<Figures, String> {
+    let started = Instant::now();
+    let (sim_s, work) = match side {
+        "baseline" => baseline(t)?,
+        "mcp-chaos" => chaos(t)?,
+        other => return Err(format!("unknown side {other:?}: use baseline or mcp-chaos")),
+    };
+    Ok(Figures {
+        side: side.to_string(),
+        wall_s: started.elapsed().as_secs_f64(),
+        sim_s,
+        peak_mb: peak_rss_mb(),
+        work,
+    })
+}
+
+/// The scenario mcp-chaos runs for `t`.
+pub fn scenario(t: Traffic) -> Result<Scenario, String> {
+    let text = format!(
+        "name = \"scale-{clients}\"\nduration_ms = 1000\n\
+         [[clients]]\nbehaviour = \"retry-by-post\"\ncount = {clients}\ncalls = {calls}\n\
+         chunks = {chunks}\nchunk_interval_ms = {ci}\nthink_ms = {think}\n\
+         connect_timeout_ms = 30000\nread_timeout_ms = 30000\n\
+         [network]\nclient_hosts = {hosts}\ntcp_capacity = {cap}\nlatency_ms = [1, 5]\n\
+         [heal]\nduration_ms = 600000\n",
+        clients = t.clients,
+        calls = t.calls,
+        chunks = t.chunks,
+        ci = t.chunk_interval_ms,
+        think = t.think_ms,
+        hosts = t.hosts,
+        cap = (t.clients as usize * 3).max(1024),
+    );
+    Scenario::parse(&text).map_err(|e| e.to_string())
+}
+
+fn chaos(t: Traffic) -> Result<(f64, u64), String> {
+    let s = scenario(t)?;
+    let (r, _) = run::run(&s, 0, Variant::Unguarded, &Options::default()).map_err(|e| e.0)?;
+    if !r.clients_finished {
+        return Err("mcp-chaos: the clients did not finish".into());
+    }
+    Ok((r.sim_ms as f64 / 1e3, r.metrics.operations))
+}
+
+/// The bare program: hyper over turmoil, the same connections and events.
+fn baseline(t: Traffic) -> Result<(f64, u64), String> {
+    let mut sim = turmoil::Builder::new()
+        .epoch(UNIX_EPOCH + Duration::from_secs(1_800_000_000))
+        .simulation_duration(Duration::from_secs(3600))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(Duration::from_millis(5))
+        .tcp_capacity((t.clients as usize * 3).max(1024))
+        .ephemeral_ports(crate::scenario::EPHEMERAL_PORTS)
+        .build();
+    sim.host("server", move || async move {
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", 80)).await?;
+        loop {
+            let (io, _) = listener.accept().await?;
+            tokio::task::spawn_local(async move {
+                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                    answer(req, t)
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .auto_date_header(false)
+                    .serve_connection(hyper_util::rt::TokioIo::new(io), svc)
+                    .await;
+            });
+        }
+    });
+    let done = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    for h in 0..t.hosts {
+        let n = (t.clients / t.hosts) + u32::from(h < t.clients % t.hosts);
+        let done = done.clone();
+        sim.client(format!("client{h}"), async move {
+            let tasks: Vec<_> = (0..n)
+                .map(|_| {
+                    let done = done.clone();
+                    tokio::task::spawn_local(async move {
+                        for k in 0..t.calls + 2 {
+                            let path = if k < 2 { "/init" } else { "/call" };
+                            if exchange(path).await.is_ok() {
+                                done.set(done.get() + 1);
+                            }
+                            if k >= 2 {
+                                tokio::time::sleep(Duration::from_millis(t.think_ms)).await;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await?;
+            }
+            Ok(())
+        });
+    }
+    sim.run().map_err(|e| format!("baseline: {e}"))?;
+    Ok((sim.elapsed().as_secs_f64(), done.get()))
+}
+
+type Body = http_body_util::Either<Full<Bytes>, events::Events>;
+
+async fn answer(
+    req: Request<hyper::body::Incoming>,
+    t: Traffic,
+) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    let _ = req.into_body().collect().await;
+    let resp = if path == "/call" {
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(http_body_util::Either::Right(events::Events::new(
+                t.chunks,
+                t.chunk_interval_ms,
+            )))
+    } else {
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(http_body_util::Either::Left(Full::new(Bytes::from_static(
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+            ))))
+    };
+    Ok(resp.expect("a valid response"))
+}
+
+async fn exchange(path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let io = turmoil::net::TcpStream::connect(("server", 80)).await?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)).await?;
+    let task = tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    let req = Request::post(path)
+        .header("host", "server")
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"c0-op0#1\",\"method\":\"tools/call\",\"params\":{}}",
+        )))?;
+    let resp = sender.send_request(req).await?;
+    let _ = resp.into_body().collect().await?;
+    task.abort();
+    Ok(())
+}
+
+/// The SSE events of one call, produced on a timer.
+mod events {
+    use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    pub struct Events {
+        left: u32,
+        next: u32,
+        interval: Duration,
+        sleep: Pin<Box<tokio::time::Sleep>>,
+    }
+
+    impl Events {
+        pub fn new(chunks: u32, interval_ms: u64) -> Events {
+            let interval = Duration::from_millis(interval_ms);
+            Events {
+                left: chunks,
+                next: 1,
+                interval,
+                sleep: Box::pin(tokio::time::sleep(interval)),
+            }
+        }
+    }
+
+    impl hyper::body::Body for Events {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            if self.left == 0 {
+                return Poll::Ready(None);
+            }
+            if self.sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let at = tokio::time::Instant::now() + self.interval;
+            self.sleep.as_mut().reset(at);
+            let n = self.next;
+            self.next += 1;
+            self.left -= 1;
+            let ev = format!(
+                "id: {n}\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"c0-op0#1\",\"progress\":{n},\"message\":\"ledger:1:{n}:c0-op0\"}}}}\n\n"
+            );
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from(ev)))))
+        }
+    }
+}
+
+/// Peak resident memory of this process, MB (Linux `VmHWM`; 0 elsewhere).
+pub fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
