@@ -225,8 +225,9 @@ enum Cmd {
         /// Client hosts the clients are spread over.
         #[arg(long, default_value_t = 4)]
         hosts: u32,
-        /// Calls per client.
-        #[arg(long, default_value_t = 5)]
+        /// Calls per client (the default 20, 3 s apart, make about a
+        /// minute of simulated traffic).
+        #[arg(long, default_value_t = 20)]
         calls: u32,
         /// SSE events per call.
         #[arg(long, default_value_t = 4)]
@@ -235,7 +236,7 @@ enum Cmd {
         #[arg(long, default_value_t = 20)]
         chunk_interval_ms: u64,
         /// Pause between calls, ms.
-        #[arg(long, default_value_t = 50)]
+        #[arg(long, default_value_t = 3000)]
         think_ms: u64,
         /// Also write the table (with the machine) to this file.
         #[arg(long)]
