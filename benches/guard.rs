@@ -1,6 +1,6 @@
 //! The guard's hot path: `SessionGuard::check` on the views a busy server
-//! meets (no drop; one owed stream; many drained streams falling through
-//! to `Allow`). Run: `cargo bench --bench guard`.
+//! meets (no drop; one owed stream; 8, 1,000 and 10,000 drained streams
+//! falling through to `Allow`). Run: `cargo bench --bench guard`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use mcp_chaos::guard::{check_transport, Limits, PostFacts, SessionGuard, Transport};
@@ -44,6 +44,13 @@ fn bench(c: &mut Criterion) {
     group.bench_function("allow_after_8_drained", |b| {
         b.iter(|| black_box(&many).check(black_box(post), LIMITS))
     });
+    // Flat in the number of dropped streams: the check counts, not scans.
+    for n in [1_000, 10_000] {
+        let g = session(n, false);
+        group.bench_function(format!("allow_after_{n}_drained"), |b| {
+            b.iter(|| black_box(&g).check(black_box(post), LIMITS))
+        });
+    }
     group.bench_function("rule_t_cross_transport", |b| {
         b.iter(|| {
             check_transport(

@@ -174,6 +174,11 @@ impl StreamState {
         self.response && self.dropped && !self.lost_reported
     }
 
+    /// Events produced past its watermark are owed (row 2).
+    fn owes(&self) -> bool {
+        self.watermark < self.last_produced
+    }
+
     /// The last event the server believes the client has (`None`: none).
     pub fn delivered(&self) -> Option<EventId> {
         if self.connected && !self.dropped {
@@ -190,8 +195,46 @@ pub struct SessionGuard {
     streams: Vec<StreamState>,
     /// Streams that Rule M must consider (dropped, loss not yet reported).
     dropped: Vec<StreamIdx>,
+    /// How many of `dropped` are lost, owed events, and have requests in
+    /// flight (rows 2–3 and the 410): kept as events happen, so that `check`
+    /// looks for a stream to name only when one exists.
+    marks: Marks,
     replay_backlog: u64,
     queued: u32,
+}
+
+/// Counts of dropped streams by what Rule M rejects them for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Marks {
+    lost: u32,
+    owed: u32,
+    in_flight: u32,
+}
+
+impl Marks {
+    /// What one stream adds (nothing unless Rule M considers it).
+    fn of(st: &StreamState) -> Marks {
+        if !st.counts() {
+            return Marks::default();
+        }
+        Marks {
+            lost: u32::from(st.lost),
+            owed: u32::from(st.owes()),
+            in_flight: u32::from(st.in_flight > 0),
+        }
+    }
+
+    fn add(&mut self, m: Marks) {
+        self.lost += m.lost;
+        self.owed += m.owed;
+        self.in_flight += m.in_flight;
+    }
+
+    fn sub(&mut self, m: Marks) {
+        self.lost -= m.lost;
+        self.owed -= m.owed;
+        self.in_flight -= m.in_flight;
+    }
 }
 
 /// A copy of what a decision was made from, for the trace.
@@ -226,6 +269,10 @@ impl SessionGuard {
     /// `post-stream` delivery): Rule M never considers it, however its
     /// connections end.
     pub fn notifications_only(&mut self, s: StreamIdx) {
+        self.tracked(s, |g| g.notifications_only_inner(s))
+    }
+
+    fn notifications_only_inner(&mut self, s: StreamIdx) {
         self.st(s).response = false;
         let dropped = self.st(s).dropped;
         self.set_dropped(s, dropped);
@@ -262,6 +309,16 @@ impl SessionGuard {
         &mut self.streams[s as usize]
     }
 
+    /// Runs one observation of stream `s`, keeping the marks in step with
+    /// what it changed (every public observation goes through here once).
+    fn tracked<R>(&mut self, s: StreamIdx, f: impl FnOnce(&mut Self) -> R) -> R {
+        let before = Marks::of(&self.streams[s as usize]);
+        let r = f(self);
+        self.marks.sub(before);
+        self.marks.add(Marks::of(&self.streams[s as usize]));
+        r
+    }
+
     fn set_dropped(&mut self, s: StreamIdx, dropped: bool) {
         let st = self.st(s);
         st.dropped = dropped;
@@ -278,11 +335,19 @@ impl SessionGuard {
 
     /// A request began producing events for the stream.
     pub fn request_started(&mut self, s: StreamIdx) {
+        self.tracked(s, |g| g.request_started_inner(s))
+    }
+
+    fn request_started_inner(&mut self, s: StreamIdx) {
         self.st(s).in_flight += 1;
     }
 
     /// A request stopped producing events for the stream.
     pub fn request_ended(&mut self, s: StreamIdx) {
+        self.tracked(s, |g| g.request_ended_inner(s))
+    }
+
+    fn request_ended_inner(&mut self, s: StreamIdx) {
         let st = self.st(s);
         assert!(st.in_flight > 0, "request_ended without request_started");
         st.in_flight -= 1;
@@ -307,6 +372,10 @@ impl SessionGuard {
 
     /// An event was produced (stored) for the stream.
     pub fn produced(&mut self, s: StreamIdx, id: EventId) {
+        self.tracked(s, |g| g.produced_inner(s, id))
+    }
+
+    fn produced_inner(&mut self, s: StreamIdx, id: EventId) {
         let st = self.st(s);
         debug_assert!(Some(id) > st.last_produced, "event ids increase");
         st.last_produced = Some(id);
@@ -314,12 +383,20 @@ impl SessionGuard {
 
     /// An event was written on the stream's current connection.
     pub fn written(&mut self, s: StreamIdx, id: EventId) {
+        self.tracked(s, |g| g.written_inner(s, id))
+    }
+
+    fn written_inner(&mut self, s: StreamIdx, id: EventId) {
         let st = self.st(s);
         st.last_written = st.last_written.max(Some(id));
     }
 
     /// The stream's final event was written and its response ended.
     pub fn finished(&mut self, s: StreamIdx) {
+        self.tracked(s, |g| g.finished_inner(s))
+    }
+
+    fn finished_inner(&mut self, s: StreamIdx) {
         let st = self.st(s);
         st.finished = true;
         st.connected = false;
@@ -329,6 +406,10 @@ impl SessionGuard {
     /// The server saw the stream's current connection end (EOF, write
     /// error, deadline, RST). Before the stream finished, that is a drop.
     pub fn close_seen(&mut self, s: StreamIdx) {
+        self.tracked(s, |g| g.close_seen_inner(s))
+    }
+
+    fn close_seen_inner(&mut self, s: StreamIdx) {
         let st = self.st(s);
         st.connected = false;
         if st.finished {
@@ -356,6 +437,10 @@ impl SessionGuard {
     /// A client presented a cursor for the stream: a plain entry raises the
     /// watermark; a `;lost` entry also marks the stream dropped.
     pub fn cursor(&mut self, s: StreamIdx, id: EventId, lost: bool) {
+        self.tracked(s, |g| g.cursor_inner(s, id, lost))
+    }
+
+    fn cursor_inner(&mut self, s: StreamIdx, id: EventId, lost: bool) {
         let st = self.st(s);
         if st.finished {
             // The server wrote the end, but a client that reports the
@@ -385,6 +470,10 @@ impl SessionGuard {
     /// legacy cursor 0 says); `backlog` events are to be replayed before
     /// live ones.
     pub fn resumed(&mut self, s: StreamIdx, cursor: Option<EventId>, backlog: u32) {
+        self.tracked(s, |g| g.resumed_inner(s, cursor, backlog))
+    }
+
+    fn resumed_inner(&mut self, s: StreamIdx, cursor: Option<EventId>, backlog: u32) {
         self.abort_replay(s);
         let st = self.st(s);
         st.connected = true;
@@ -408,6 +497,10 @@ impl SessionGuard {
     /// The result of the stream the client was owed was evicted (the server
     /// reports only that: evicted progress is announced as a `gap`).
     pub fn evicted_owed(&mut self, s: StreamIdx) {
+        self.tracked(s, |g| g.evicted_owed_inner(s))
+    }
+
+    fn evicted_owed_inner(&mut self, s: StreamIdx) {
         self.st(s).lost = true;
     }
 
@@ -442,29 +535,29 @@ impl SessionGuard {
         if self.dropped.is_empty() {
             return decide(Verdict::Fresh, None);
         }
+        debug_assert_eq!(self.marks, self.recount(), "marks kept in step");
+        // The first dropped stream (in `dropped`'s order) with `mark`; looked
+        // for only when the marks say one exists.
+        let first = |n: u32, mark: fn(&StreamState) -> bool| {
+            (n > 0)
+                .then(|| {
+                    self.dropped
+                        .iter()
+                        .copied()
+                        .find(|&s| mark(&self.streams[s as usize]))
+                })
+                .flatten()
+        };
         // A lost stream answers its first migration with 410.
-        if let Some(&s) = self
-            .dropped
-            .iter()
-            .find(|&&s| self.streams[s as usize].lost)
-        {
+        if let Some(s) = first(self.marks.lost, |st| st.lost) {
             return decide(Verdict::Reject(Reason::StreamLost), Some(s));
         }
         // Row 2: events are owed now.
-        let owed = |st: &StreamState| st.watermark < st.last_produced;
-        if let Some(&s) = self
-            .dropped
-            .iter()
-            .find(|&&s| owed(&self.streams[s as usize]))
-        {
+        if let Some(s) = first(self.marks.owed, StreamState::owes) {
             return decide(Verdict::Reject(Reason::NotDrained), Some(s));
         }
         // Row 3: events will be owed.
-        if let Some(&s) = self
-            .dropped
-            .iter()
-            .find(|&&s| self.streams[s as usize].in_flight > 0)
-        {
+        if let Some(s) = first(self.marks.in_flight, |st| st.in_flight > 0) {
             return decide(Verdict::Reject(Reason::InFlight), Some(s));
         }
         // Row 4: the stream ended abnormally; this POST may retry work whose
@@ -492,9 +585,23 @@ impl SessionGuard {
 
     /// A 410 was given for the stream's loss (on a migration or a resume).
     pub fn report_lost(&mut self, s: StreamIdx) {
+        self.tracked(s, |g| g.report_lost_inner(s))
+    }
+
+    fn report_lost_inner(&mut self, s: StreamIdx) {
         self.st(s).lost_reported = true;
         let dropped = self.st(s).dropped;
         self.set_dropped(s, dropped);
+    }
+
+    /// The marks counted afresh (what `check` asserts against in debug
+    /// builds).
+    fn recount(&self) -> Marks {
+        let mut m = Marks::default();
+        for &s in &self.dropped {
+            m.add(Marks::of(&self.streams[s as usize]));
+        }
+        m
     }
 
     /// The view a decision is made from, for the trace (allocates).
