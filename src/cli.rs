@@ -865,18 +865,7 @@ fn sweep_cmd(
 }
 
 fn calibrate(summary: &Path, sims: &Path, out: &Path, model: Arm, sdk: Arm) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(summary).with_context(|| {
-        format!(
-            "cannot read summary {}: write one with `mcp-chaos compare`",
-            summary.display()
-        )
-    })?;
-    let s: Summary = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not a mcp-chaos summary (write one with `mcp-chaos compare`)",
-            summary.display()
-        )
-    })?;
+    let s = read_summary(summary, "mcp-chaos compare")?;
     // The model with the SDK's quirks on (the `sdk = "rmcp"` preset), on
     // the summary's scenarios and seeds, for the third column.
     let quirks = if sdk == Arm::Rmcp {
@@ -1036,18 +1025,27 @@ fn scale(
     Ok(0)
 }
 
+/// A summary file, or an error naming it and the command (`how`) that
+/// writes one.
+fn read_summary(path: &Path, how: &str) -> anyhow::Result<Summary> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read summary {}: write one with `{how}`",
+            path.display()
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a mcp-chaos summary (write one with `{how}`)",
+            path.display()
+        )
+    })
+}
+
 fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
     let mut parts = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(f)
-            .with_context(|| format!("cannot read summary {}", f.display()))?;
-        let s: Summary = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not a mcp-chaos summary (write one with `mcp-chaos sweep --out FILE`)",
-                f.display()
-            )
-        })?;
-        parts.push(s);
+        parts.push(read_summary(f, "mcp-chaos sweep --out FILE")?);
     }
     let merged = Summary::merge(parts);
     let text = serde_json::to_string_pretty(&merged).expect("summary serializes");

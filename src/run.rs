@@ -261,15 +261,7 @@ pub fn run(
     variant: Variant,
     opts: &Options,
 ) -> Result<(RunReport, History), WorldError> {
-    // Options applied; a scenario built in code is held to the loader's
-    // bounds.
-    let scenario = effective(scenario, opts)
-        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
-    let sut = BuiltIn {
-        variant,
-        cfg: scenario.server.clone(),
-    };
-    run_effective(&scenario, seed, &sut, opts)
+    run_arm(scenario, seed, Arm::BuiltIn(variant), opts)
 }
 
 /// Runs `scenario` under `seed` against `arm`, built in or rmcp's.
@@ -279,8 +271,7 @@ pub fn run_arm(
     arm: Arm,
     opts: &Options,
 ) -> Result<(RunReport, History), WorldError> {
-    let scenario = effective(scenario, opts)
-        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
+    let scenario = valid(scenario, opts)?;
     match arm {
         Arm::BuiltIn(variant) => {
             let sut = BuiltIn {
@@ -316,9 +307,14 @@ pub fn run_with<S: SystemUnderTest>(
     sut: &S,
     opts: &Options,
 ) -> Result<(RunReport, History), WorldError> {
-    let scenario = effective(scenario, opts)
-        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))?;
-    run_effective(&scenario, seed, sut, opts)
+    run_effective(&valid(scenario, opts)?, seed, sut, opts)
+}
+
+/// The scenario as the options make it, held to the loader's bounds (a
+/// scenario built in code too).
+fn valid(scenario: &Scenario, opts: &Options) -> Result<Scenario, WorldError> {
+    effective(scenario, opts)
+        .map_err(|e| WorldError(format!("scenario {} is not valid: {e}", scenario.name)))
 }
 
 /// A run of the scenario as options made it.

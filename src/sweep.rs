@@ -39,6 +39,14 @@ pub struct Aggregate {
     pub not_applicable_clients: u64,
 }
 
+impl Aggregate {
+    /// None of its runs' clients could run against the arm (legacy clients
+    /// of an arm without that transport): nothing to judge.
+    pub fn not_applicable(&self) -> bool {
+        self.metrics.operations == 0 && self.not_applicable_clients > 0
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

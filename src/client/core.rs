@@ -62,6 +62,9 @@ pub(super) struct Slot {
     /// A standalone stream open before any event named it (its priming
     /// event had no id).
     pub(super) open_unnamed: bool,
+    /// An initialize answered with a stream: the session its headers
+    /// named, until the result arrives on it.
+    pub(super) init_session: Option<SessionId>,
 }
 
 /// A stream as the client knows it, named by its first (priming) event id.
@@ -189,9 +192,6 @@ pub(super) struct Client {
     pub(super) names: BTreeMap<u64, u64>,
     /// The servers' event ids, numbered.
     pub(super) event_ids: super::event_ids::EventIds,
-    /// An initialize answered with a stream: its slot and the session its
-    /// headers named, until the result arrives on it.
-    pub(super) sse_init: Option<(SlotId, SessionId)>,
 }
 
 impl Client {
@@ -242,7 +242,6 @@ impl Client {
             switch_pending: false,
             legacy_endpoint: None,
             event_ids: Default::default(),
-            sse_init: None,
             drops_fired: BTreeSet::new(),
             drops_missed: BTreeMap::new(),
             switch_due: false,

@@ -69,7 +69,7 @@ impl Client {
         s.answered = true;
         // initialize answered with a stream: its result follows on it.
         if let (SlotKind::Init, 200, Some(sid)) = (&s.kind, status, session) {
-            self.sse_init = Some((slot, sid.as_str().into()));
+            s.init_session = Some(sid.as_str().into());
         }
         if let (SlotKind::Resume { stream }, 200) = (&s.kind, status) {
             let stream = *stream;
@@ -181,7 +181,7 @@ impl Client {
         if matches!(s.kind, SlotKind::Init) {
             // The initialize result on its stream (priming events aside).
             if let Some(m @ Message::Result { .. }) = &msg {
-                if let Some((_, sid)) = self.sse_init.take_if(|(init, _)| *init == slot) {
+                if let Some(sid) = s.init_session.take() {
                     self.slots.remove(&slot);
                     self.initialized(sid, Some(m));
                 }

@@ -52,6 +52,7 @@ impl Client {
                 answered: false,
                 messages: 0,
                 open_unnamed: false,
+                init_session: None,
             },
         );
         slot

@@ -145,6 +145,25 @@ pub fn tools_list_result() -> Value {
     ]})
 }
 
+/// The text of `ledger_append`'s result: the tag, its effects so far, and
+/// the result chunk (which names the execution). Every server of the
+/// ledger tools answers with it.
+pub fn append_text(tag: &str, executions: u32, chunk: &ChunkRef) -> String {
+    json!({"tag": tag, "executions": executions, "chunk": chunk.encode()}).to_string()
+}
+
+/// The text of `ledger_read`'s result from the caller's effects per tag:
+/// one tag when the call named one (0 if it never ran), else all.
+pub fn read_text(all: std::collections::BTreeMap<String, u32>, args: &LedgerReadArgs) -> String {
+    let executions: serde_json::Map<String, Value> = match &args.tag {
+        Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
+            .into_iter()
+            .collect(),
+        None => all.into_iter().map(|(k, v)| (k, json!(v))).collect(),
+    };
+    json!({ "executions": executions }).to_string()
+}
+
 /// A `tools/call` text result.
 pub fn text_result(text: String) -> Value {
     json!({"content": [{"type": "text", "text": text}], "isError": false})

@@ -84,7 +84,7 @@ pub fn calibration(
                 v.join(", ")
             }
         };
-        let na = k.is_some_and(|k| k.metrics.operations == 0 && k.not_applicable_clients > 0);
+        let na = k.is_some_and(Aggregate::not_applicable);
         let d = differ(0);
         let _ = write!(
             out,

@@ -119,7 +119,7 @@ fn rows<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
 /// The lines of one cell (Markdown joins them with `<br>`).
 fn cell_lines(g: &Aggregate) -> [String; 3] {
     let m = &g.metrics;
-    if m.operations == 0 && g.not_applicable_clients > 0 {
+    if g.not_applicable() {
         return [
             "not applicable".to_string(),
             format!("{} legacy clients not run", g.not_applicable_clients),
@@ -266,7 +266,7 @@ pub fn html(s: &Summary) -> String {
                 continue;
             };
             let m = &g.metrics;
-            let class = if m.operations == 0 && g.not_applicable_clients > 0 {
+            let class = if g.not_applicable() {
                 "na"
             } else if m.ops_failed > 0 {
                 "bad"

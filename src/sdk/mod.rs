@@ -19,9 +19,10 @@
 mod store;
 mod tools;
 
+use crate::protocol::headers::MCP_SESSION_ID;
 use crate::seed;
 use crate::server::{Listener, ServerConfig};
-use crate::sut::{Host, SystemUnderTest};
+use crate::sut::{Arm, Host, SystemUnderTest};
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response};
 use http_body_util::combinators::BoxBody;
@@ -38,8 +39,6 @@ use tools::{Bridge, LedgerTools, WireSession};
 /// The host name clients put in `Host` (rmcp checks it).
 const HOST: &str = "mcp-chaos";
 
-const SESSION_HEADER: &str = "mcp-session-id";
-
 /// An rmcp arm.
 #[derive(Clone, Debug)]
 pub struct Rmcp {
@@ -50,20 +49,13 @@ pub struct Rmcp {
     pub cfg: ServerConfig,
 }
 
-impl Rmcp {
-    /// The arm's name: `rmcp` or `rmcp-es`.
-    pub fn arm_name(event_store: bool) -> &'static str {
-        if event_store {
-            "rmcp-es"
-        } else {
-            "rmcp"
-        }
-    }
-}
-
 impl SystemUnderTest for Rmcp {
     fn name(&self) -> &str {
-        Rmcp::arm_name(self.event_store)
+        if self.event_store {
+            Arm::RmcpEs.as_str()
+        } else {
+            Arm::Rmcp.as_str()
+        }
     }
 
     fn audited(&self) -> bool {
@@ -140,7 +132,7 @@ async fn exchange(
         // through as it came: rmcp answers it as unknown.
         if let Some(inner) = ids.lock().expect("not poisoned").inner_of(&wire) {
             req.headers_mut().insert(
-                SESSION_HEADER,
+                MCP_SESSION_ID,
                 HeaderValue::from_str(inner).expect("rmcp's ids are header-safe"),
             );
         }
@@ -150,7 +142,7 @@ async fn exchange(
     if let Some(inner) = session_of(resp.headers()) {
         let wire = ids.lock().expect("not poisoned").wire_of(&inner);
         resp.headers_mut().insert(
-            SESSION_HEADER,
+            MCP_SESSION_ID,
             HeaderValue::from_str(&wire).expect("ours are hex"),
         );
     }
@@ -159,7 +151,7 @@ async fn exchange(
 
 /// The session a message's headers name.
 fn session_of(h: &http::HeaderMap) -> Option<String> {
-    h.get(SESSION_HEADER)
+    h.get(MCP_SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
 }

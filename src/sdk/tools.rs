@@ -15,7 +15,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -151,13 +151,7 @@ impl ServerHandler for LedgerTools {
                         reply,
                     })
                     .await?;
-                let executions: serde_json::Map<String, Value> = match &r.tag {
-                    Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
-                        .into_iter()
-                        .collect(),
-                    None => all.into_iter().map(|(k, v)| (k, json!(v))).collect(),
-                };
-                Ok(text(json!({ "executions": executions }).to_string()).into())
+                Ok(text(mcp::read_text(all, &r)).into())
             }
             other => Err(bad(format!(
                 "unknown tool {other:?}: use ledger_append or ledger_read"
@@ -200,12 +194,13 @@ impl LedgerTools {
                 index,
                 total: a.chunks,
             });
-            let chunk = ChunkRef {
+            // Made where it is used: it is not `Send`, so it may not live
+            // across an `.await`.
+            let chunk = || ChunkRef {
                 tag: a.tag.as_str().into(),
                 execution: n,
                 index,
-            }
-            .encode();
+            };
             if index == a.chunks {
                 let executions = self
                     .bridge
@@ -214,14 +209,12 @@ impl LedgerTools {
                         reply,
                     })
                     .await?;
-                return Ok(text(
-                    json!({"tag": a.tag, "executions": executions, "chunk": chunk}).to_string(),
-                ));
+                return Ok(text(mcp::append_text(&a.tag, executions, &chunk())));
             }
             if let Some(t) = &token {
                 let p = ProgressNotificationParam::new(t.clone(), index as f64)
                     .with_total(a.chunks as f64)
-                    .with_message(chunk);
+                    .with_message(chunk().encode());
                 let _ = ctx.peer.notify_progress(p).await;
             }
         }

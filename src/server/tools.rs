@@ -330,28 +330,13 @@ async fn pace(pacing: &Pacing, interval: Duration) {
     }
 }
 
-/// `ledger_append`'s result: the tag, its effects so far and the result
-/// chunk (which names this execution).
+/// `ledger_append`'s result as a tool result.
 fn append_result(tag: &str, executions: u32, chunk: &mcp::ChunkRef) -> Value {
-    mcp::text_result(
-        json!({
-            "tag": tag,
-            "executions": executions,
-            "chunk": chunk.encode(),
-        })
-        .to_string(),
-    )
+    mcp::text_result(mcp::append_text(tag, executions, chunk))
 }
 
 /// `ledger_read` answers for the caller's principal alone: executions that
 /// ran for another principal are not its business.
 fn read_result(shared: &Shared, who: &Principal, r: &LedgerReadArgs) -> Value {
-    let all = shared.ledger.snapshot_for(who);
-    let executions: serde_json::Map<String, Value> = match &r.tag {
-        Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
-            .into_iter()
-            .collect(),
-        None => all.into_iter().map(|(k, v)| (k, json!(v))).collect(),
-    };
-    mcp::text_result(json!({"executions": executions}).to_string())
+    mcp::text_result(mcp::read_text(shared.ledger.snapshot_for(who), r))
 }
