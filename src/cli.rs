@@ -939,31 +939,8 @@ fn scale(
     let exe = std::env::current_exe().context("finding this program to run each side")?;
     let mut rows: Vec<(u32, Figures, Figures)> = Vec::new();
     for &n in sizes {
-        let side = |name: &str| -> anyhow::Result<Figures> {
-            eprintln!("mcp-chaos scale: {n} clients, {name}");
-            let o = std::process::Command::new(&exe)
-                .args(["scale", "--one", name, "--clients", &n.to_string()])
-                .args([
-                    "--hosts",
-                    &base.hosts.to_string(),
-                    "--calls",
-                    &base.calls.to_string(),
-                ])
-                .args(["--chunks", &base.chunks.to_string()])
-                .args(["--chunk-interval-ms", &base.chunk_interval_ms.to_string()])
-                .args(["--think-ms", &base.think_ms.to_string()])
-                .output()
-                .context("running a side")?;
-            if !o.status.success() {
-                bail!(
-                    "the {name} side at {n} clients failed: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                );
-            }
-            serde_json::from_slice(&o.stdout).context("reading a side's figures")
-        };
-        let b = side("baseline")?;
-        let c = side("mcp-chaos")?;
+        let b = side_figures(&exe, "baseline", n, base)?;
+        let c = side_figures(&exe, "mcp-chaos", n, base)?;
         rows.push((n, b, c));
     }
     let mut table = format!(
@@ -993,13 +970,43 @@ fn scale(
             ));
         }
     }
+    let fleet = {
+        let mut f = side_figures(&exe, "mixed-fleet", 0, base)?;
+        f.side = "mixed-fleet".into();
+        f
+    };
+    table.push_str(&format!(
+        "\nmixed-fleet (sims/mixed-fleet.toml, guarded, seed 0: {} operations, faults on): \
+         {:.1} simulated s in {:.2} s wall, {:.0}x real time, peak {:.0} MB.\n",
+        fleet.work,
+        fleet.sim_s,
+        fleet.wall_s,
+        fleet.speed(),
+        fleet.peak_mb
+    ));
+    let mut exponent = None;
     if let [(n1, b1, c1), .., (n2, b2, c2)] = rows.as_slice() {
         let k = |w1: f64, w2: f64| (w2 / w1).ln() / (f64::from(*n2) / f64::from(*n1)).ln();
+        exponent = Some(k(c1.wall_s, c2.wall_s));
         table.push_str(&format!(
             "\nWall-time exponent from {n1} to {n2} clients: baseline {:.2}, mcp-chaos {:.2}.\n",
             k(b1.wall_s, b2.wall_s),
             k(c1.wall_s, c2.wall_s)
         ));
+    }
+    if let Some((n, b, c)) = rows.last() {
+        table.push_str(&format!(
+            "\nTargets ({n} clients for the sizes):\n\n| what | target | measured | met |\n|---|---|---|---|\n"
+        ));
+        for t in crate::scale::targets((b, c), exponent, &fleet) {
+            table.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                t.what,
+                t.target,
+                t.measured,
+                if t.met { "yes" } else { "**no**" }
+            ));
+        }
     }
     println!("{table}");
     if let Some(p) = out {
@@ -1012,17 +1019,48 @@ fn scale(
                     .map(|m| m.trim().to_string())
             })
             .unwrap_or_else(|| "unknown CPU".into());
+        let notes = std::fs::read_to_string(p)
+            .ok()
+            .and_then(|old| report::calibration_notes(&old).map(str::to_string));
+        let notes = notes.unwrap_or_else(|| report::NOTES_MARKER.to_string());
         write(
             p,
             &format!(
                 "# Scale: mcp-chaos against a bare turmoil + hyper program\n\n\
                  Machine: {cpu}, {} cores visible (each side runs on one). Written by \
-                 `mcp-chaos scale`; one run, wall-clock figures on a shared machine.\n\n{table}",
+                 `mcp-chaos scale`; one run, wall-clock figures on a shared machine.\n\n{table}\n{notes}\n",
                 cores()
             ),
         )?;
     }
     Ok(0)
+}
+
+/// Runs one side of the scale bench in a child process (so that its peak
+/// memory is its own) and reads its figures.
+fn side_figures(
+    exe: &Path,
+    name: &str,
+    n: u32,
+    base: crate::scale::Traffic,
+) -> anyhow::Result<crate::scale::Figures> {
+    eprintln!("mcp-chaos scale: {n} clients, {name}");
+    let o = std::process::Command::new(exe)
+        .args(["scale", "--one", name, "--clients", &n.to_string()])
+        .args(["--hosts", &base.hosts.to_string()])
+        .args(["--calls", &base.calls.to_string()])
+        .args(["--chunks", &base.chunks.to_string()])
+        .args(["--chunk-interval-ms", &base.chunk_interval_ms.to_string()])
+        .args(["--think-ms", &base.think_ms.to_string()])
+        .output()
+        .context("running a side")?;
+    if !o.status.success() {
+        bail!(
+            "the {name} side at {n} clients failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    serde_json::from_slice(&o.stdout).context("reading a side's figures")
 }
 
 /// A summary file, or an error naming it and the command (`how`) that

@@ -41,7 +41,7 @@ pub struct Traffic {
 /// What one side measured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Figures {
-    /// `baseline` or `mcp-chaos`.
+    /// `baseline`, `mcp-chaos` or `mixed-fleet`.
     pub side: String,
     /// Wall time of the run, s (the simulation and, for mcp-chaos, the
     /// oracle and the trace hash).
@@ -67,7 +67,12 @@ pub fn measure(side: &str, t: Traffic) -> Result<Figures, String> {
     let (sim_s, work) = match side {
         "baseline" => baseline(t)?,
         "mcp-chaos" => chaos(t)?,
-        other => return Err(format!("unknown side {other:?}: use baseline or mcp-chaos")),
+        "mixed-fleet" => mixed_fleet()?,
+        other => {
+            return Err(format!(
+                "unknown side {other:?}: use baseline, mcp-chaos or mixed-fleet"
+            ))
+        }
     };
     Ok(Figures {
         side: side.to_string(),
@@ -104,6 +109,17 @@ fn chaos(t: Traffic) -> Result<(f64, u64), String> {
     if !r.clients_finished {
         return Err("mcp-chaos: the clients did not finish".into());
     }
+    Ok((r.sim_ms as f64 / 1e3, r.metrics.operations))
+}
+
+/// The mixed-fleet scenario as shipped in `sims/` (264 clients of every
+/// behaviour, drops, partitions, latency spikes), run once on seed 0 under
+/// the guarded arm: how fast faulted traffic runs against real time.
+pub const MIXED_FLEET: &str = include_str!("../sims/mixed-fleet.toml");
+
+fn mixed_fleet() -> Result<(f64, u64), String> {
+    let s = Scenario::parse(MIXED_FLEET).map_err(|e| e.to_string())?;
+    let (r, _) = run::run(&s, 0, Variant::Guarded, &Options::default()).map_err(|e| e.0)?;
     Ok((r.sim_ms as f64 / 1e3, r.metrics.operations))
 }
 
@@ -271,4 +287,59 @@ pub fn peak_rss_mb() -> f64 {
                 .and_then(|kb| kb.parse::<f64>().ok())
         })
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// A target the scale figures are held to, and whether they meet it.
+pub struct Target {
+    /// What is measured.
+    pub what: &'static str,
+    /// The target, as text.
+    pub target: &'static str,
+    /// The measured value, as text.
+    pub measured: String,
+    /// Met.
+    pub met: bool,
+}
+
+/// The targets at the largest size measured (`big`, with `base` its
+/// baseline), the exponent from the smallest to the largest, and the
+/// mixed-fleet speed.
+pub fn targets(big: (&Figures, &Figures), exponent: Option<f64>, fleet: &Figures) -> Vec<Target> {
+    let (base, chaos) = big;
+    let ratio = chaos.wall_s / base.wall_s.max(1e-9);
+    let mut t = vec![
+        Target {
+            what: "wall time, largest size",
+            target: "<= 30 s",
+            measured: format!("{:.1} s", chaos.wall_s),
+            met: chaos.wall_s <= 30.0,
+        },
+        Target {
+            what: "peak memory, largest size",
+            target: "<= 1024 MB",
+            measured: format!("{:.0} MB", chaos.peak_mb),
+            met: chaos.peak_mb <= 1024.0,
+        },
+        Target {
+            what: "wall time against the baseline",
+            target: "<= 1.5x",
+            measured: format!("{ratio:.2}x"),
+            met: ratio <= 1.5,
+        },
+    ];
+    if let Some(k) = exponent {
+        t.push(Target {
+            what: "wall-time exponent",
+            target: "<= 1.1",
+            measured: format!("{k:.2}"),
+            met: k <= 1.1,
+        });
+    }
+    t.push(Target {
+        what: "mixed-fleet against real time",
+        target: ">= 100x",
+        measured: format!("{:.0}x", fleet.speed()),
+        met: fleet.speed() >= 100.0,
+    });
+    t
 }
