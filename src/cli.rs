@@ -583,9 +583,18 @@ fn text_report(r: &RunReport) -> String {
         "  faults planned {:?} applied {:?}\n",
         r.faults.planned, r.faults.applied
     ));
-    for n in &r.faults.not_applied {
+    // A large fleet can leave thousands unapplied: the text shows the first
+    // few; `--format json` lists them all.
+    const SHOWN: usize = 20;
+    for n in r.faults.not_applied.iter().take(SHOWN) {
         let fault = serde_json::to_string(&n.fault).expect("faults serialize");
         out.push_str(&format!("  not applied: {fault}: {}\n", n.reason));
+    }
+    if r.faults.not_applied.len() > SHOWN {
+        out.push_str(&format!(
+            "  not applied: {} more (all of them with --format json)\n",
+            r.faults.not_applied.len() - SHOWN
+        ));
     }
     out
 }

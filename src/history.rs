@@ -88,6 +88,25 @@ pub enum Transport {
     Legacy,
 }
 
+/// What [`Record::RequestReceived`] says.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RequestReceived {
+    /// Session id (absent for initialize).
+    pub session: Option<SessionId>,
+    /// Connection it came on.
+    pub conn: ConnId,
+    /// JSON-RPC id.
+    pub rpc_id: RequestId,
+    /// Method.
+    pub method: String,
+    /// `ledger_append`/`ledger_read` tag: the logical operation.
+    pub tag: Option<String>,
+    /// Tool name, for tools/call.
+    pub tool: Option<String>,
+    /// Dedup token presented.
+    pub key: Option<String>,
+}
+
 /// What kind of event was produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -169,8 +188,8 @@ pub enum Record {
         transport: Transport,
         /// Negotiated protocol revision.
         protocol_version: String,
-        /// The client's capabilities.
-        capabilities: serde_json::Value,
+        /// The client's capabilities (boxed: once per session).
+        capabilities: Box<serde_json::Value>,
     },
     /// Rule T (guarded): a request on `arriving` for a session issued under
     /// another transport.
@@ -198,23 +217,9 @@ pub enum Record {
         /// Session id.
         session: SessionId,
     },
-    /// A request reached the server (before any decision).
-    RequestReceived {
-        /// Session id (absent for initialize).
-        session: Option<SessionId>,
-        /// Connection it came on.
-        conn: ConnId,
-        /// JSON-RPC id.
-        rpc_id: RequestId,
-        /// Method.
-        method: String,
-        /// `ledger_append`/`ledger_read` tag: the logical operation.
-        tag: Option<String>,
-        /// Tool name, for tools/call.
-        tool: Option<String>,
-        /// Dedup token presented.
-        key: Option<String>,
-    },
+    /// A request reached the server (before any decision). Boxed: one per
+    /// request, and the largest record would size every other.
+    RequestReceived(Box<RequestReceived>),
     /// A client presented a cursor for a stream (GET resume or cursor on POST).
     CursorPresented {
         /// Session id.
@@ -356,10 +361,11 @@ pub enum Record {
         session: SessionId,
         /// The POST's JSON-RPC id.
         rpc_id: RequestId,
-        /// The decision.
-        decision: LoggedDecision,
+        /// The decision (boxed, as the view: one per guarded POST, and
+        /// the largest fields of any record).
+        decision: Box<LoggedDecision>,
         /// The guard's view at that moment.
-        view: LoggedView,
+        view: Box<LoggedView>,
         /// The POST's facts: idempotent tool.
         idempotent: bool,
         /// The POST's facts: honored dedup token.
@@ -879,6 +885,11 @@ impl History {
         self.len() == 0
     }
 
+    /// SHA-256 of everything recorded so far (see [`trace_sha256`]).
+    pub fn trace_sha256(&self) -> String {
+        trace_sha256(&self.entries())
+    }
+
     /// Writes the history as JSON lines, one entry each.
     pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
         for e in self.entries().iter() {
@@ -886,5 +897,43 @@ impl History {
             w.write_all(b"\n")?;
         }
         Ok(())
+    }
+}
+
+/// The trace's fingerprint: SHA-256 over every entry in order, each in
+/// MessagePack with struct fields by position (no field names, no text
+/// formatting of numbers, no escaping). Same records, same bytes, same
+/// digest; computed on every run, so it must cost little next to the run.
+/// It is not the digest of the JSONL file `--trace` writes.
+pub fn trace_sha256(entries: &[Entry]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut buf = Vec::with_capacity(256);
+    for e in entries {
+        buf.clear();
+        rmp_serde::encode::write(&mut buf, &(e.seq, e.t_us, &e.record)).expect("records encode");
+        hasher.update(&buf);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    /// The history holds tens of millions of entries at scale: a new
+    /// variant with large inline fields grows every one of them. Box what
+    /// is rare and large (as `RequestReceived`, `Decision`).
+    #[test]
+    fn an_entry_stays_small() {
+        assert!(
+            std::mem::size_of::<Entry>() <= 112,
+            "Entry is {} bytes",
+            std::mem::size_of::<Entry>()
+        );
     }
 }

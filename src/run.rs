@@ -8,7 +8,6 @@ use crate::server::Variant;
 use crate::sut::{Arm, BuiltIn, SystemUnderTest};
 use crate::world::{self, WorldError};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 /// Version of the RunReport JSON.
@@ -87,7 +86,9 @@ pub struct RunReport {
     pub clients_finished: bool,
     /// Trace records.
     pub records: u64,
-    /// SHA-256 of the JSONL trace.
+    /// SHA-256 of the trace: every entry in order, in a compact binary
+    /// encoding (MessagePack, fields by position); see
+    /// [`crate::history::trace_sha256`].
     pub trace_sha256: String,
     /// Migration-latency histogram as (value µs, count) pairs, so that
     /// sweeps merge histograms rather than rounded percentiles.
@@ -375,19 +376,7 @@ fn run_effective<S: SystemUnderTest>(
         )));
     }
     let faults = fault_accounts(&out.plan, &entries, &out);
-    let mut hasher = Sha256::new();
-    let mut line = Vec::with_capacity(256);
-    for e in entries.iter() {
-        line.clear();
-        serde_json::to_writer(&mut line, e).expect("records serialize");
-        line.push(b'\n');
-        hasher.update(&line);
-    }
-    let trace_sha256 = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let trace_sha256 = crate::history::trace_sha256(&entries);
     let records = entries.len() as u64;
     drop(entries);
     let expect = &scenario.expect.of(sut.name());

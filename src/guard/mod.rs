@@ -195,6 +195,9 @@ pub struct SessionGuard {
     streams: Vec<StreamState>,
     /// Streams that Rule M must consider (dropped, loss not yet reported).
     dropped: Vec<StreamIdx>,
+    /// Each stream's position in `dropped` (`NOT_DROPPED` when absent), so
+    /// that a stream joins or leaves it in O(1).
+    dropped_at: Vec<u32>,
     /// How many of `dropped` are lost, owed events, and have requests in
     /// flight (rows 2–3 and the 410): kept as events happen, so that `check`
     /// looks for a stream to name only when one exists.
@@ -202,6 +205,9 @@ pub struct SessionGuard {
     replay_backlog: u64,
     queued: u32,
 }
+
+/// A stream's `dropped_at` when it is not in `dropped`.
+const NOT_DROPPED: u32 = u32::MAX;
 
 /// Counts of dropped streams by what Rule M rejects them for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -282,6 +288,7 @@ impl SessionGuard {
         let idx =
             StreamIdx::try_from(self.streams.len()).expect("fewer than 2^32 streams a session");
         self.streams.push(st);
+        self.dropped_at.push(NOT_DROPPED);
         idx
     }
 
@@ -323,11 +330,18 @@ impl SessionGuard {
         let st = self.st(s);
         st.dropped = dropped;
         let counts = st.counts();
-        let pos = self.dropped.iter().position(|&d| d == s);
-        match (counts, pos) {
-            (true, None) => self.dropped.push(s),
-            (false, Some(i)) => {
-                self.dropped.swap_remove(i);
+        let at = self.dropped_at[s as usize];
+        match (counts, at == NOT_DROPPED) {
+            (true, true) => {
+                self.dropped_at[s as usize] = self.dropped.len() as u32;
+                self.dropped.push(s);
+            }
+            (false, false) => {
+                self.dropped.swap_remove(at as usize);
+                if let Some(&moved) = self.dropped.get(at as usize) {
+                    self.dropped_at[moved as usize] = at;
+                }
+                self.dropped_at[s as usize] = NOT_DROPPED;
             }
             _ => {}
         }
@@ -536,6 +550,19 @@ impl SessionGuard {
             return decide(Verdict::Fresh, None);
         }
         debug_assert_eq!(self.marks, self.recount(), "marks kept in step");
+        debug_assert!(
+            self.dropped
+                .iter()
+                .enumerate()
+                .all(|(i, &s)| self.dropped_at[s as usize] as usize == i)
+                && self
+                    .dropped_at
+                    .iter()
+                    .filter(|&&a| a != NOT_DROPPED)
+                    .count()
+                    == self.dropped.len(),
+            "positions kept in step"
+        );
         // The first dropped stream (in `dropped`'s order) with `mark`; looked
         // for only when the marks say one exists.
         let first = |n: u32, mark: fn(&StreamState) -> bool| {
@@ -594,6 +621,12 @@ impl SessionGuard {
         self.set_dropped(s, dropped);
     }
 
+    /// The streams Rule M considers, with their state, in no particular
+    /// order (what a logged view is built from without a copy).
+    pub fn dropped_streams(&self) -> impl Iterator<Item = (StreamIdx, &StreamState)> + '_ {
+        self.dropped.iter().map(|&s| (s, &self.streams[s as usize]))
+    }
+
     /// The marks counted afresh (what `check` asserts against in debug
     /// builds).
     fn recount(&self) -> Marks {
@@ -606,11 +639,7 @@ impl SessionGuard {
 
     /// The view a decision is made from, for the trace (allocates).
     pub fn view(&self) -> View {
-        let mut dropped: Vec<_> = self
-            .dropped
-            .iter()
-            .map(|&s| (s, self.streams[s as usize]))
-            .collect();
+        let mut dropped: Vec<_> = self.dropped_streams().map(|(s, st)| (s, *st)).collect();
         dropped.sort_by_key(|(s, _)| *s);
         View {
             replay_backlog: self.replay_backlog,

@@ -321,7 +321,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 let rebuilt = s.view();
                 let legal = s.legal(*idempotent, *dedup_honored);
                 let mut wrong = Vec::new();
-                if &rebuilt != view {
+                if rebuilt != **view {
                     wrong.push(format!("logged view {view:?} != rebuilt {rebuilt:?}"));
                 }
                 if !legal.contains(&(decision.verdict, decision.reason)) {

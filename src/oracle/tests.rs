@@ -64,13 +64,13 @@ fn a_decision_that_contradicts_the_rules_is_an_error() {
     let decide = |verdict, reason, view: LoggedView| Record::Decision {
         session: sid(),
         rpc_id: rid("x#1"),
-        decision: LoggedDecision {
+        decision: Box::new(LoggedDecision {
             verdict,
             reason,
             stream: Some(0),
             hint: Some(1),
-        },
-        view,
+        }),
+        view: Box::new(view),
         idempotent: false,
         dedup_honored: false,
     };

@@ -212,7 +212,7 @@ fn request(
                     session: sid.clone(),
                     transport: Transport::Legacy,
                     protocol_version: version.clone(),
-                    capabilities: p.capabilities,
+                    capabilities: Box::new(p.capabilities),
                 });
                 answer(Ok(mcp::initialize_result(&version)));
             }
@@ -248,15 +248,17 @@ fn request(
                     return Ok(());
                 }
             };
-            shared.history.record(Record::RequestReceived {
-                session: Some(sid.clone()),
-                conn,
-                rpc_id: id.clone(),
-                method: method.to_string(),
-                tag: inv.tag().map(str::to_string),
-                tool: Some(p.name.clone()),
-                key: key.clone(),
-            });
+            shared.history.record(Record::RequestReceived(Box::new(
+                crate::history::RequestReceived {
+                    session: Some(sid.clone()),
+                    conn,
+                    rpc_id: id.clone(),
+                    method: method.to_string(),
+                    tag: inv.tag().map(str::to_string),
+                    tool: Some(p.name.clone()),
+                    key: key.clone(),
+                },
+            )));
             if let Some(k) = &key {
                 let cv = json!({"name": p.name, "arguments": p.arguments});
                 match dedup::key_lookup(shared, &principal, k, &cv) {

@@ -130,7 +130,7 @@ fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Re
         session: sid.clone(),
         transport: Transport::Streamable,
         protocol_version: version.clone(),
-        capabilities: p.capabilities.clone(),
+        capabilities: Box::new(p.capabilities.clone()),
     });
     let body = Message::Result {
         id: id.clone(),
@@ -213,17 +213,19 @@ async fn request(
         None
     };
     let who = dedup::principal(h, sid);
-    shared.history.record(Record::RequestReceived {
-        session: Some(sid.clone()),
-        conn,
-        rpc_id: id.clone(),
-        method: method.to_string(),
-        tag: call
-            .as_ref()
-            .and_then(|(_, inv)| inv.tag().map(str::to_string)),
-        tool: call.as_ref().map(|(p, _)| p.name.clone()),
-        key: key.clone(),
-    });
+    shared.history.record(Record::RequestReceived(Box::new(
+        crate::history::RequestReceived {
+            session: Some(sid.clone()),
+            conn,
+            rpc_id: id.clone(),
+            method: method.to_string(),
+            tag: call
+                .as_ref()
+                .and_then(|(_, inv)| inv.tag().map(str::to_string)),
+            tool: call.as_ref().map(|(p, _)| p.name.clone()),
+            key: key.clone(),
+        },
+    )));
     // A request id still in flight in the session: the guarded arm refuses
     // it; the others run it again, as the SDKs do, and the id's result is
     // cross-wired to the new POST's stream (`tools::start`). The keys arm

@@ -194,23 +194,24 @@ fn logged_decision(d: &Decision) -> LoggedDecision {
     }
 }
 
-fn logged_view(v: &crate::guard::View) -> LoggedView {
+fn logged_view(g: &crate::guard::SessionGuard) -> LoggedView {
+    let mut dropped: Vec<LoggedStream> = g
+        .dropped_streams()
+        .map(|(s, st)| LoggedStream {
+            stream: s,
+            last_produced: logged_id(st.last_produced),
+            last_written: logged_id(st.last_written),
+            watermark: logged_id(st.watermark),
+            cursor_presented: st.cursor_presented,
+            lost: st.lost,
+            in_flight: st.in_flight,
+        })
+        .collect();
+    dropped.sort_unstable_by_key(|d| d.stream);
     LoggedView {
-        replay_backlog: v.replay_backlog,
-        queued: v.queued,
-        dropped: v
-            .dropped
-            .iter()
-            .map(|(s, st)| LoggedStream {
-                stream: *s,
-                last_produced: logged_id(st.last_produced),
-                last_written: logged_id(st.last_written),
-                watermark: logged_id(st.watermark),
-                cursor_presented: st.cursor_presented,
-                lost: st.lost,
-                in_flight: st.in_flight,
-            })
-            .collect(),
+        replay_backlog: g.replay_backlog(),
+        queued: g.queued(),
+        dropped,
     }
 }
 
@@ -231,13 +232,13 @@ fn decide(
             "session terminated",
         ));
     };
-    let view = logged_view(&sess.guard.view());
+    let view = Box::new(logged_view(&sess.guard));
     let decision = f(&sess.guard);
     sess.guard.apply(&decision);
     shared.history.record(Record::Decision {
         session: sid.clone(),
         rpc_id: id.clone(),
-        decision: logged_decision(&decision),
+        decision: Box::new(logged_decision(&decision)),
         view,
         idempotent: facts.idempotent,
         dedup_honored: facts.dedup_honored,
