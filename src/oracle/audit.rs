@@ -2,6 +2,7 @@
 //! records, and checks the logged view and verdict against the oracle's own
 //! statement of Rule M (README: the two rules). Written independently of `guard/`.
 
+use super::intern::Sessions;
 use crate::history::{
     Entry, EventKind, LoggedStream, LoggedView, Rec, Record, ServerClose, SessionId, StreamKind,
 };
@@ -127,7 +128,7 @@ pub struct DecisionErrors {
 
 /// Replays the server's records and checks every logged decision.
 pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
-    let mut sessions: BTreeMap<SessionId, Session> = BTreeMap::new();
+    let mut sessions = States::default();
     let mut out = DecisionErrors::default();
     // Whether the standalone GET stream carries responses.
     let mut standalone_responses = false;
@@ -145,7 +146,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 kind,
                 ..
             } => {
-                let s = sessions.entry(session.clone()).or_default();
+                let s = sessions.entry(session);
                 s.streams.insert(
                     *stream,
                     Stream {
@@ -162,7 +163,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 kind,
                 ..
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.last_produced = *event;
                     if *kind == EventKind::Priming {
                         st.last_written = *event;
@@ -178,7 +179,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 replay,
                 ..
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     if st.conn == Some(*conn) {
                         st.last_written = st.last_written.max(*event);
                         if *replay && st.replay_backlog > 0 {
@@ -190,7 +191,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
             Record::CloseSeen {
                 session, stream, ..
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.conn = None;
                     if !st.finished {
                         if !st.cursor_presented {
@@ -208,13 +209,13 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 why: ServerClose::TakenOver,
                 ..
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.replay_backlog = 0;
                     st.conn = None;
                 }
             }
             Record::StreamFinished { session, stream } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.finished = true;
                     st.conn = None;
                     st.dropped = false;
@@ -226,7 +227,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 event,
                 lost,
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     // A finished stream reopens only when the client reports
                     // it lost short of its last event.
                     if st.finished {
@@ -256,7 +257,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 conn,
                 ..
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.conn = Some(*conn);
                     st.watermark = *cursor;
                     st.last_written = *cursor;
@@ -276,28 +277,28 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 // Only an owed result makes a stream lost; other owed
                 // events are announced by a gap (`GapReplayed`), which
                 // changes nothing in Rule M's view.
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     if *event > st.delivered() {
                         st.lost = true;
                     }
                 }
             }
             Record::LostReported { session, stream } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.lost_reported = true;
                 }
             }
             Record::ToolStarted {
                 session, stream, ..
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.in_flight += 1;
                 }
             }
             Record::ToolEnded {
                 session, stream, ..
             } => {
-                if let Some(st) = stream_mut(&mut sessions, session, *stream) {
+                if let Some(st) = sessions.stream_mut(session, *stream) {
                     st.in_flight = st.in_flight.saturating_sub(1);
                     st.retire_if_caught_up();
                 }
@@ -315,7 +316,7 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 idempotent,
                 dedup_honored,
             } => {
-                let s = sessions.entry(session.clone()).or_default();
+                let s = sessions.entry(session);
                 // A decision for a queued POST is its dequeue.
                 s.queued.remove(rpc_id);
                 let rebuilt = s.view();
@@ -349,10 +350,33 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
     out
 }
 
-fn stream_mut<'a>(
-    sessions: &'a mut BTreeMap<SessionId, Session>,
-    session: &SessionId,
-    stream: u32,
-) -> Option<&'a mut Stream> {
-    sessions.get_mut(session)?.streams.get_mut(&stream)
+/// The sessions of the current server incarnation, by interned id.
+#[derive(Default)]
+struct States {
+    ids: Sessions,
+    states: Vec<Option<Session>>,
+}
+
+impl States {
+    /// A server restart: every session is gone (ids stay interned).
+    fn clear(&mut self) {
+        self.states.clear();
+    }
+
+    fn entry(&mut self, session: &SessionId) -> &mut Session {
+        let i = self.ids.id(session) as usize;
+        if i >= self.states.len() {
+            self.states.resize_with(i + 1, || None);
+        }
+        self.states[i].get_or_insert_with(Session::default)
+    }
+
+    fn get_mut(&mut self, session: &SessionId) -> Option<&mut Session> {
+        let i = self.ids.get(session)? as usize;
+        self.states.get_mut(i)?.as_mut()
+    }
+
+    fn stream_mut(&mut self, session: &SessionId, stream: u32) -> Option<&mut Stream> {
+        self.get_mut(session)?.streams.get_mut(&stream)
+    }
 }

@@ -12,6 +12,7 @@
 
 mod audit;
 pub mod causes;
+mod intern;
 pub mod ops;
 mod transport;
 pub mod whitebox;
@@ -268,17 +269,84 @@ pub struct Judgement {
     pub defects: Vec<String>,
 }
 
+/// One class's running counts while judging: the string-keyed maps of
+/// [`Metrics`] as arrays indexed by cause and hazard, filled in at the end.
+struct Tally {
+    m: Metrics,
+    h: Histogram<u64>,
+    /// By `Cause as usize`.
+    causes: [u64; causes::PRECEDENCE.len()],
+    /// `cause/half_open_write`, by `Cause as usize`.
+    half_open: [u64; causes::PRECEDENCE.len()],
+    /// By index in `ops::HAZARDS`.
+    hazards: [u64; ops::HAZARDS.len()],
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            m: Metrics::default(),
+            h: new_hist(),
+            causes: [0; causes::PRECEDENCE.len()],
+            half_open: [0; causes::PRECEDENCE.len()],
+            hazards: [0; ops::HAZARDS.len()],
+        }
+    }
+
+    /// The metrics, with the counted maps (non-zero entries only, as
+    /// counting into the maps would have left them).
+    fn finish(mut self) -> (Metrics, Histogram<u64>) {
+        let m = &mut self.m;
+        for c in causes::PRECEDENCE {
+            let i = *c as usize;
+            if self.causes[i] > 0 {
+                *m.failures_by_cause.entry(c.as_str().into()).or_insert(0) += self.causes[i];
+            }
+            if self.half_open[i] > 0 {
+                *m.failures_by_detail
+                    .entry(format!("{}/half_open_write", c.as_str()))
+                    .or_insert(0) += self.half_open[i];
+            }
+        }
+        for (i, name) in ops::HAZARDS.iter().enumerate() {
+            if self.hazards[i] > 0 {
+                *m.hazards.entry((*name).into()).or_insert(0) += self.hazards[i];
+            }
+        }
+        (self.m, self.h)
+    }
+}
+
 /// Judges a history.
 pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     let judged = ops::judge(entries, world.calls, world.hosts, world.clients_finished);
-    let class_of = |c: u32| world.classes.get(c as usize).cloned().unwrap_or_default();
-    let mut labels: Vec<String> = world.classes.to_vec();
-    labels.sort();
+    // Classes by index in label order; clients by class index.
+    let mut labels: Vec<&str> = world.classes.iter().map(String::as_str).collect();
+    labels.sort_unstable();
     labels.dedup();
-    let mut by_class: BTreeMap<String, (Metrics, Histogram<u64>)> = labels
-        .into_iter()
-        .map(|l| (l, (Metrics::default(), new_hist())))
+    let class_of_client: Vec<usize> = world
+        .classes
+        .iter()
+        .map(|l| labels.binary_search(&l.as_str()).expect("a label"))
         .collect();
+    // A client beyond `classes` has the empty label.
+    let mut unlabelled: Option<usize> = None;
+    let mut by_class: Vec<(String, Tally)> = labels
+        .iter()
+        .map(|l| ((*l).to_string(), Tally::new()))
+        .collect();
+    let mut class_of = |c: u32, by_class: &mut Vec<(String, Tally)>| -> usize {
+        if let Some(&k) = class_of_client.get(c as usize) {
+            return k;
+        }
+        *unlabelled.get_or_insert_with(|| match labels.binary_search(&"") {
+            Ok(k) => k,
+            Err(_) => {
+                by_class.push((String::new(), Tally::new()));
+                by_class.len() - 1
+            }
+        })
+    };
     let mut verdicts = Vec::new();
     let mut defects = Vec::new();
     // Causes come after every operation is judged (the order check needs
@@ -302,17 +370,14 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
         Default::default()
     };
     for (op, &cause) in judged.ops.iter().zip(&cause_of) {
-        let (m, h) = by_class
-            .entry(class_of(op.client))
-            .or_insert_with(|| (Metrics::default(), new_hist()));
-        count_op(m, h, op, cause);
+        let k = class_of(op.client, &mut by_class);
+        let t = &mut by_class[k].1;
+        count_op(t, op, cause);
         if !op.failures.is_empty() || op.degraded() {
             let mut v = verdict(op, cause);
-            if let (Some(c), true) = (&v.cause, half_open.contains(&op.tag)) {
+            if let (Some(c), true) = (cause, half_open.contains(&op.tag)) {
                 v.detail = Some("half_open_write".into());
-                *m.failures_by_detail
-                    .entry(format!("{c}/half_open_write"))
-                    .or_insert(0) += 1;
+                t.half_open[c as usize] += 1;
             }
             if !op.failures.is_empty() && cause.is_none() {
                 defects.push(format!(
@@ -329,9 +394,9 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     // `ops::judge` keeps one entry per client of the workload (and any
     // client a record names beyond it).
     for (c, cf) in judged.clients.iter().enumerate() {
-        let (m, h) = by_class
-            .entry(class_of(c as u32))
-            .or_insert_with(|| (Metrics::default(), new_hist()));
+        let k = class_of(c as u32, &mut by_class);
+        let t = &mut by_class[k].1;
+        let m = &mut t.m;
         // Operations never begun, with no record at all: lost. If the run
         // still had time, nothing explains them.
         m.operations += cf.never_begun;
@@ -346,9 +411,7 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
                 ));
                 None
             } else {
-                *m.failures_by_cause
-                    .entry(causes::Cause::RunEnded.as_str().into())
-                    .or_insert(0) += cf.never_begun;
+                t.causes[causes::Cause::RunEnded as usize] += cf.never_begun;
                 Some(causes::Cause::RunEnded.as_str().to_string())
             };
             // Clients begin their operations in order: the last ones.
@@ -364,25 +427,35 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
                 });
             }
         }
+        let m = &mut t.m;
         m.reinitializations += cf.inits.saturating_sub(1);
         for &v in &cf.switch_latency_us {
-            let _ = h.record(v.max(1));
+            let _ = t.h.record(v.max(1));
         }
         if let Some(s) = server_side.remove(&(c as u32)) {
             m.capability_violations += s.capability_violations;
             m.foreign_cursor_replays += s.foreign_cursor_replays;
             m.replayed_events += s.replayed_events;
             for (reason, n) in s.rejections {
-                *m.rejections.entry(reason).or_insert(0) += n;
+                *m.rejections.entry(reason.to_string()).or_insert(0) += n;
             }
         }
     }
     let audit = world.audited.then(|| audit::decision_errors(entries));
     let mut metrics = Metrics::default();
     let mut whole = new_hist();
+    let mut by_class: Vec<(String, Metrics, Histogram<u64>)> = by_class
+        .into_iter()
+        .map(|(label, t)| {
+            let (m, h) = t.finish();
+            (label, m, h)
+        })
+        .collect();
+    // Label order (the unlabelled class, when added, sorts first).
+    by_class.sort_by(|a, b| a.0.cmp(&b.0));
     let by_class: BTreeMap<String, Metrics> = by_class
         .into_iter()
-        .map(|(label, (mut m, h))| {
+        .map(|(label, mut m, h)| {
             m.migration_latency_us = Latency::of(&h);
             add(&mut metrics, &m);
             whole.add(&h).expect("same bounds");
@@ -404,8 +477,9 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     }
 }
 
-/// Adds one operation's outcome to a class's metrics.
-fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts, cause: Option<causes::Cause>) {
+/// Adds one operation's outcome to a class's counts.
+fn count_op(t: &mut Tally, op: &OpFacts, cause: Option<causes::Cause>) {
+    let m = &mut t.m;
     let f = op.failures;
     m.operations += 1;
     if !f.is_empty() {
@@ -423,12 +497,10 @@ fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts, cause: Option
     m.ops_lost += u64::from(f.contains(Failure::Lost));
     m.lost_operations += u64::from(f.contains(Failure::Lost));
     if let Some(c) = cause {
-        *m.failures_by_cause.entry(c.as_str().into()).or_insert(0) += 1;
+        t.causes[c as usize] += 1;
     }
-    for (i, name) in ops::HAZARDS.iter().enumerate() {
-        if op.hazards & (1 << i) != 0 {
-            *m.hazards.entry((*name).into()).or_insert(0) += 1;
-        }
+    for (i, n) in t.hazards.iter_mut().enumerate() {
+        *n += u64::from(op.hazards & (1 << i) != 0);
     }
     m.duplicate_side_effects += op.effects().saturating_sub(1);
     m.extra_executions += (op.execs.len() as u64).saturating_sub(1);
@@ -438,7 +510,7 @@ fn count_op(m: &mut Metrics, h: &mut Histogram<u64>, op: &OpFacts, cause: Option
     m.truncated_responses += u64::from(op.truncated);
     m.order_violations += op.order_pairs;
     if let (Some(hd), Some(fault)) = (&op.handled, op.interrupted_us) {
-        let _ = h.record(hd.t_us.saturating_sub(fault).max(1));
+        let _ = t.h.record(hd.t_us.saturating_sub(fault).max(1));
     }
 }
 

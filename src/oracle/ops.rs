@@ -4,15 +4,18 @@
 //! any server under test.
 //!
 //! One pass over the history builds [`OpFacts`] for every operation (a
-//! tag), keyed by small integers; a second pass per operation decides its
-//! failures, and one per client counts order violations with a Fenwick
-//! tree. The whole is linear in the history (up to a log factor).
+//! tag), keyed by small integers: a workload operation's tag names its slot
+//! (`c{client}-op{n}`), any other tag and every session id is interned
+//! ([`super::intern`]). A second pass per operation decides its failures,
+//! and one per client counts order violations with a Fenwick tree over
+//! trace positions. The whole is linear in the history (up to a log
+//! factor).
 
-use crate::history::SessionId;
+use super::intern::{FxMap, Sessions, Tags};
 use crate::history::{ClientRecord, Entry, LedgerRecord, Outcome, Rec, Sent, WorldRecord};
 use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// What can go wrong with one operation (it may have several).
@@ -259,7 +262,9 @@ pub struct Ops {
 pub fn judge(entries: &[Entry], calls: &[u32], hosts: &[u32], clients_finished: bool) -> Ops {
     let mut b = Builder {
         ops: Vec::new(),
-        by_tag: HashMap::new(),
+        tags: Tags::new(calls),
+        op_of: Vec::new(),
+        sessions: Sessions::default(),
         clients: vec![ClientFacts::default(); calls.len()],
         run: RunFacts {
             clients_finished,
@@ -267,14 +272,17 @@ pub fn judge(entries: &[Entry], calls: &[u32], hosts: &[u32], clients_finished: 
         },
         open_faults: HashMap::new(),
         pending_switch: vec![None; calls.len()],
-        gaps_named: BTreeMap::new(),
-        result_gaps: BTreeMap::new(),
+        gaps_named: FxMap::default(),
+        result_gaps: FxMap::default(),
     };
+    b.op_of = vec![NO_OP; b.tags.len()];
     for e in entries {
         b.entry(e);
     }
     let end_us = entries.last().map_or(0, |e| e.t_us);
-    for (_, (kind, host, from)) in std::mem::take(&mut b.open_faults) {
+    let mut open: Vec<_> = std::mem::take(&mut b.open_faults).into_iter().collect();
+    open.sort_unstable_by_key(|&(index, _)| index);
+    for (_, (kind, host, from)) in open {
         b.close_fault(kind, host, from, end_us);
     }
     b.finish(calls, hosts);
@@ -285,9 +293,17 @@ pub fn judge(entries: &[Entry], calls: &[u32], hosts: &[u32], clients_finished: 
     }
 }
 
+/// `Builder::op_of` of a tag with no operation.
+const NO_OP: u32 = u32::MAX;
+
 struct Builder {
     ops: Vec<OpFacts>,
-    by_tag: HashMap<Rc<str>, usize>,
+    /// Tag → small integer.
+    tags: Tags,
+    /// Tag id → index in `ops` (`NO_OP`: none).
+    op_of: Vec<u32>,
+    /// Session id → small integer (for the gap budget).
+    sessions: Sessions,
     clients: Vec<ClientFacts>,
     run: RunFacts,
     /// fault index → (kind, host, start µs), for timed faults still on.
@@ -296,27 +312,32 @@ struct Builder {
     pending_switch: Vec<Option<u64>>,
     /// (client, session, stream) → event ids named by the gaps received on
     /// that stream so far (over all its connections and resumes).
-    gaps_named: BTreeMap<(u32, SessionId, u64), u64>,
-    /// (client, result chunk) → `gaps_named` of the stream it arrived on,
-    /// when it arrived (the latest arrival).
-    result_gaps: BTreeMap<(u32, ChunkRef), u64>,
+    gaps_named: FxMap<(u32, u32, u64), u64>,
+    /// (client, result chunk as (tag, execution, index)) → `gaps_named` of
+    /// the stream it arrived on, when it arrived (the latest arrival), when
+    /// not 0.
+    result_gaps: FxMap<(u32, u32, u32, u32), u64>,
 }
 
 impl Builder {
-    fn op(&mut self, tag: &Rc<str>) -> Option<&mut OpFacts> {
-        let i = *self.by_tag.get(tag)?;
-        Some(&mut self.ops[i])
+    fn op(&mut self, tag: &str) -> Option<&mut OpFacts> {
+        let t = self.tags.get(tag)?;
+        match self.op_of.get(t as usize) {
+            Some(&i) if i != NO_OP => Some(&mut self.ops[i as usize]),
+            _ => None,
+        }
     }
 
     fn op_or_new(&mut self, client: u32, tag: &Rc<str>, t_us: u64) -> &mut OpFacts {
-        let i = match self.by_tag.get(tag) {
-            Some(&i) => i,
-            None => {
-                self.ops.push(OpFacts::new(client, tag.clone(), t_us));
-                self.by_tag.insert(tag.clone(), self.ops.len() - 1);
-                self.ops.len() - 1
-            }
-        };
+        let t = self.tags.id(tag) as usize;
+        if t >= self.op_of.len() {
+            self.op_of.resize(t + 1, NO_OP);
+        }
+        if self.op_of[t] == NO_OP {
+            self.op_of[t] = self.ops.len() as u32;
+            self.ops.push(OpFacts::new(client, tag.clone(), t_us));
+        }
+        let i = self.op_of[t] as usize;
         &mut self.ops[i]
     }
 
@@ -413,10 +434,8 @@ impl Builder {
                 named,
                 ..
             } => {
-                let n = self
-                    .gaps_named
-                    .entry((*client, session.clone(), *stream))
-                    .or_default();
+                let s = self.sessions.id(session);
+                let n = self.gaps_named.entry((*client, s, *stream)).or_default();
                 *n = n.saturating_add(*named);
             }
             ClientRecord::Received {
@@ -428,12 +447,25 @@ impl Builder {
                 ..
             } => {
                 if *result {
-                    let named = self
-                        .gaps_named
-                        .get(&(*client, session.clone(), *stream))
-                        .copied()
-                        .unwrap_or(0);
-                    self.result_gaps.insert((*client, c.clone()), named);
+                    let named = if self.gaps_named.is_empty() {
+                        0
+                    } else {
+                        self.sessions
+                            .get(session)
+                            .and_then(|s| self.gaps_named.get(&(*client, s, *stream)))
+                            .copied()
+                            .unwrap_or(0)
+                    };
+                    // Absent means 0: the latest arrival wins either way.
+                    if named > 0 {
+                        let t = self.tags.id(&c.tag);
+                        self.result_gaps
+                            .insert((*client, t, c.execution, c.index), named);
+                    } else if !self.result_gaps.is_empty() {
+                        if let Some(t) = self.tags.get(&c.tag) {
+                            self.result_gaps.remove(&(*client, t, c.execution, c.index));
+                        }
+                    }
                 }
                 if let Some(x) = self
                     .op(&c.tag)
@@ -521,8 +553,14 @@ impl Builder {
     /// stream in `session-stream` delivery) one gap may announce a loss for
     /// each; on a POST stream (one operation) it is exact up to the count.
     fn gap_budget(&self, client: u32, chunk: Option<&ChunkRef>) -> u64 {
+        if self.result_gaps.is_empty() {
+            return 0;
+        }
         chunk
-            .and_then(|c| self.result_gaps.get(&(client, c.clone())))
+            .and_then(|c| {
+                let t = self.tags.get(&c.tag)?;
+                self.result_gaps.get(&(client, t, c.execution, c.index))
+            })
             .copied()
             .unwrap_or(0)
     }

@@ -6,20 +6,24 @@
 //! guard's rejections by reason. The failures these lead to are judged
 //! black-box.
 
-use crate::history::{
-    ClientRecord, Entry, EventKind, Rec, Record, SessionId, StreamKind, Transport,
-};
-use std::collections::{BTreeMap, BTreeSet};
+use super::intern::{FxMap, Sessions};
+use crate::history::{ClientRecord, Entry, EventKind, Rec, Record, StreamKind, Transport};
+use std::collections::{BTreeMap, HashSet};
 
 /// Which events (by the server's id) clients received, and when first. A
 /// legacy client numbers the events of its stream 1, 2, 3…, the server in
-/// the session's own namespace; this maps one to the other.
+/// the session's own namespace; this maps one to the other. Sessions are
+/// named by their ids in `sessions`, which the caller shares.
 #[derive(Default)]
 pub(super) struct Receipts {
-    streams: BTreeSet<(SessionId, u32)>,
-    ids: BTreeMap<SessionId, Vec<u64>>,
+    /// Session ids as integers.
+    pub sessions: Sessions,
+    /// Legacy streams, (session, stream).
+    streams: HashSet<(u32, u32), std::hash::BuildHasherDefault<super::intern::Fx>>,
+    /// Session → the server ids of its legacy streams' events, in order.
+    ids: FxMap<u32, Vec<u64>>,
     /// (session, server event id) → trace position of its first receipt.
-    first: BTreeMap<(SessionId, u64), u64>,
+    first: FxMap<(u32, u64), u64>,
 }
 
 impl Receipts {
@@ -34,17 +38,23 @@ impl Receipts {
                 transport,
                 ..
             }) => {
-                if let Some(id) = self.server_id(session, *event, *transport) {
-                    self.first.entry((session.clone(), id)).or_insert(e.seq);
+                let s = self.sessions.id(session);
+                if let Some(id) = self.server_id(s, *event, *transport) {
+                    self.first.entry((s, id)).or_insert(e.seq);
                 }
             }
             _ => {}
         }
     }
 
-    /// Whether a client received this event (server id).
-    pub fn received(&self, ev: &(SessionId, u64)) -> bool {
+    /// Whether a client received this event (session, server id).
+    pub fn received(&self, ev: &(u32, u64)) -> bool {
         self.first.contains_key(ev)
+    }
+
+    /// When a client first received this event (session, server id).
+    fn first(&self, ev: &(u32, u64)) -> Option<u64> {
+        self.first.get(ev).copied()
     }
 
     fn observe_server(&mut self, r: &Record) {
@@ -55,27 +65,32 @@ impl Receipts {
                 kind: StreamKind::Legacy,
                 ..
             } => {
-                self.streams.insert((session.clone(), *stream));
+                let s = self.sessions.id(session);
+                self.streams.insert((s, *stream));
             }
             Record::Produced {
                 session,
                 stream,
                 event,
                 ..
-            } if self.streams.contains(&(session.clone(), *stream)) => {
-                self.ids.entry(session.clone()).or_default().push(*event);
+            } if !self.streams.is_empty() => {
+                if let Some(s) = self.sessions.get(session) {
+                    if self.streams.contains(&(s, *stream)) {
+                        self.ids.entry(s).or_default().push(*event);
+                    }
+                }
             }
             _ => {}
         }
     }
 
     /// The server's id of an event a client received.
-    fn server_id(&self, session: &SessionId, event: u64, transport: Transport) -> Option<u64> {
+    fn server_id(&self, session: u32, event: u64, transport: Transport) -> Option<u64> {
         match transport {
             Transport::Streamable => Some(event),
             Transport::Legacy => self
                 .ids
-                .get(session)
+                .get(&session)
                 .and_then(|v| v.get((event as usize).wrapping_sub(1)))
                 .copied(),
         }
@@ -90,152 +105,160 @@ pub(super) struct ServerSide {
     /// Events written again from the store on resumes.
     pub replayed_events: u64,
     /// Guard rejections by reason.
-    pub rejections: BTreeMap<String, u64>,
+    pub rejections: BTreeMap<&'static str, u64>,
+}
+
+/// A session's facts, by its integer id.
+#[derive(Clone, Copy, Default)]
+struct Facts {
+    client: Option<u32>,
+    issued: Option<Transport>,
+    mapped: bool,
 }
 
 /// Per client, what the server's records say.
 pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
-    let mut rejections: Vec<(SessionId, &'static str)> = Vec::new();
-    let mut client_of_session: BTreeMap<SessionId, u32> = BTreeMap::new();
     let mut receipts = Receipts::default();
-    let mut issued: BTreeMap<SessionId, Transport> = BTreeMap::new();
-    let mut mapped: BTreeSet<SessionId> = BTreeSet::new();
-    let mut notifications: BTreeSet<(SessionId, u64)> = BTreeSet::new();
-    let mut served_across: Vec<SessionId> = Vec::new();
+    let mut rejections: Vec<(u32, &'static str)> = Vec::new();
+    let mut facts: Vec<Facts> = Vec::new();
+    let mut notifications: HashSet<(u32, u64), std::hash::BuildHasherDefault<super::intern::Fx>> =
+        HashSet::default();
+    let mut served_across: Vec<u32> = Vec::new();
     let mut switch_cursor: BTreeMap<u32, Option<u64>> = BTreeMap::new();
     // (session, stream, conn, resume seq, replayed-from)
-    let mut foreign: Vec<(SessionId, u32, u64, u64, u64)> = Vec::new();
-    let mut replayed: BTreeMap<(SessionId, u64), Vec<u64>> = BTreeMap::new();
+    let mut foreign: Vec<(u32, u32, u64, u64, u64)> = Vec::new();
+    let mut replayed: BTreeMap<(u32, u64), Vec<u64>> = BTreeMap::new();
     for e in entries {
         receipts.observe(e);
-        match &e.record {
-            Rec::Client(ClientRecord::Session { client, session }) => {
-                client_of_session.insert(session.clone(), *client);
-            }
+        let session = match &e.record {
+            Rec::Client(ClientRecord::Session { session, .. }) => session,
             Rec::Client(ClientRecord::Switched { client, cursor, .. }) => {
                 switch_cursor.insert(*client, *cursor);
+                continue;
             }
-            Rec::Server(r) => {
-                match r {
-                    Record::Decision {
-                        session, decision, ..
-                    } => {
-                        if let Some(reason) = decision.reason {
-                            rejections.push((session.clone(), reason));
-                        }
-                    }
-                    Record::SessionCreated { session, transport } => {
-                        issued.insert(session.clone(), *transport);
-                    }
-                    Record::MappingApplied { session, .. } => {
-                        mapped.insert(session.clone());
-                    }
-                    Record::Responded {
-                        session: Some(session),
-                        status,
-                        transport,
-                        request: true,
-                        ..
-                    } if (200..300).contains(status)
-                        && issued.get(session).is_some_and(|t| t != transport)
-                        && !mapped.contains(session) =>
-                    {
-                        served_across.push(session.clone());
-                    }
-                    Record::Written {
-                        session,
-                        event,
-                        conn,
-                        replay,
-                        transport,
-                        ..
-                    } => {
-                        if notifications.contains(&(session.clone(), *event))
-                            && issued.get(session).is_some_and(|t| t != transport)
-                            && !mapped.contains(session)
-                        {
-                            served_across.push(session.clone());
-                        }
-                        if *replay {
-                            replayed
-                                .entry((session.clone(), *conn))
-                                .or_default()
-                                .push(*event);
-                        }
-                    }
-                    Record::Resumed {
-                        session,
-                        stream,
-                        conn,
-                        from,
-                        ..
-                    } if issued.get(session) == Some(&Transport::Legacy)
-                        && !mapped.contains(session) =>
-                    {
-                        // A streamable resume of a legacy session, no mapping:
-                        // its cursor came from the other namespace.
-                        foreign.push((session.clone(), *stream, *conn, e.seq, *from));
-                    }
-                    Record::Produced {
-                        session,
-                        event,
-                        kind: EventKind::Notification,
-                        ..
-                    } => {
-                        notifications.insert((session.clone(), *event));
-                    }
-                    _ => {}
+            Rec::Server(
+                Record::Decision { session, .. }
+                | Record::SessionCreated { session, .. }
+                | Record::MappingApplied { session, .. }
+                | Record::Responded {
+                    session: Some(session),
+                    ..
                 }
+                | Record::Resumed { session, .. }
+                | Record::Produced {
+                    session,
+                    kind: EventKind::Notification,
+                    ..
+                },
+            ) => session,
+            // Most records: written events, read only when notifications
+            // exist or for a replay.
+            Rec::Server(Record::Written {
+                session, replay, ..
+            }) if *replay || !notifications.is_empty() => session,
+            _ => continue,
+        };
+        let s = receipts.sessions.id(session);
+        if s as usize >= facts.len() {
+            facts.resize(s as usize + 1, Facts::default());
+        }
+        let f = &mut facts[s as usize];
+        let Rec::Server(r) = &e.record else {
+            if let Rec::Client(ClientRecord::Session { client, .. }) = &e.record {
+                f.client = Some(*client);
+            }
+            continue;
+        };
+        let across = |f: &Facts, t: &Transport| f.issued.is_some_and(|i| i != *t) && !f.mapped;
+        match r {
+            Record::Decision { decision, .. } => {
+                if let Some(reason) = decision.reason {
+                    rejections.push((s, reason));
+                }
+            }
+            Record::SessionCreated { transport, .. } => f.issued = Some(*transport),
+            Record::MappingApplied { .. } => f.mapped = true,
+            Record::Responded {
+                status,
+                transport,
+                request: true,
+                ..
+            } if (200..300).contains(status) && across(f, transport) => served_across.push(s),
+            Record::Written {
+                event,
+                conn,
+                replay,
+                transport,
+                ..
+            } => {
+                if !notifications.is_empty()
+                    && notifications.contains(&(s, *event))
+                    && across(f, transport)
+                {
+                    served_across.push(s);
+                }
+                if *replay {
+                    replayed.entry((s, *conn)).or_default().push(*event);
+                }
+            }
+            Record::Resumed {
+                stream, conn, from, ..
+            } if f.issued == Some(Transport::Legacy) && !f.mapped => {
+                // A streamable resume of a legacy session, no mapping:
+                // its cursor came from the other namespace.
+                foreign.push((s, *stream, *conn, e.seq, *from));
+            }
+            Record::Produced {
+                event,
+                kind: EventKind::Notification,
+                ..
+            } => {
+                notifications.insert((s, *event));
             }
             _ => {}
         }
     }
+    let client_of = |s: u32| facts.get(s as usize).and_then(|f| f.client);
     let mut out: BTreeMap<u32, ServerSide> = BTreeMap::new();
-    for (session, reason) in rejections {
-        if let Some(&c) = client_of_session.get(&session) {
+    for (s, reason) in rejections {
+        if let Some(c) = client_of(s) {
             *out.entry(c)
                 .or_default()
                 .rejections
-                .entry(reason.to_string())
+                .entry(reason)
                 .or_insert(0) += 1;
         }
     }
-    for ((session, _), evs) in &replayed {
-        if let Some(&c) = client_of_session.get(session) {
+    for ((s, _), evs) in &replayed {
+        if let Some(c) = client_of(*s) {
             out.entry(c).or_default().replayed_events += evs.len() as u64;
         }
     }
-    for session in served_across {
-        if let Some(&c) = client_of_session.get(&session) {
+    for s in served_across {
+        if let Some(c) = client_of(s) {
             out.entry(c).or_default().capability_violations += 1;
         }
     }
-    for (session, stream, conn, at, from) in foreign {
-        let Some(&c) = client_of_session.get(&session) else {
+    for (s, stream, conn, at, from) in foreign {
+        let Some(c) = client_of(s) else {
             continue;
         };
         let mut n = 0;
         // Replayed although the client already had it: not owed.
-        for ev in replayed.get(&(session.clone(), conn)).into_iter().flatten() {
-            if receipts
-                .first
-                .get(&(session.clone(), *ev))
-                .is_some_and(|&r| r < at)
-            {
+        for ev in replayed.get(&(s, conn)).into_iter().flatten() {
+            if receipts.first(&(s, *ev)).is_some_and(|r| r < at) {
                 n += 1;
             }
         }
         // Owed but skipped: after the client's true position, at or before
         // where the foreign cursor started the replay, never received.
         let truth = switch_cursor.get(&c).copied().flatten();
-        if let (Some(l), true) = (truth, receipts.streams.contains(&(session.clone(), stream))) {
-            let ids = receipts.ids.get(&session).cloned().unwrap_or_default();
+        if let (Some(l), true) = (truth, receipts.streams.contains(&(s, stream))) {
+            let ids = receipts.ids.get(&s).map(Vec::as_slice).unwrap_or_default();
             let true_pos = ids.get((l as usize).wrapping_sub(1)).copied().unwrap_or(0);
             n += ids
                 .iter()
-                .filter(|&&id| {
-                    id > true_pos && id <= from && !receipts.received(&(session.clone(), id))
-                })
+                .filter(|&&id| id > true_pos && id <= from && !receipts.received(&(s, id)))
                 .count() as u64;
         }
         out.entry(c).or_default().foreign_cursor_replays += n;

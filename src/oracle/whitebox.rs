@@ -11,6 +11,7 @@
 //! with its own result, not cancelled, killed, or answered with another
 //! execution's stored result (`DedupReplayed` while it ran).
 
+use super::intern::FxMap;
 use super::transport::Receipts;
 use crate::history::{ClientRecord, Entry, EventKind, LedgerRecord, Rec, Record, SessionId};
 use crate::protocol::mcp;
@@ -135,7 +136,10 @@ pub fn recount(entries: &[Entry]) -> Recount {
                 .flatten()
                 .filter(|(s, ev, id)| {
                     !void.contains(&(s.clone(), id.clone()))
-                        && !receipts.received(&(s.clone(), *ev))
+                        && !receipts
+                            .sessions
+                            .get(s)
+                            .is_some_and(|s| receipts.received(&(s, *ev)))
                 })
                 .count() as u64;
         }
@@ -149,29 +153,38 @@ pub fn recount(entries: &[Entry]) -> Recount {
 /// records refine a failure's cause with this; they never replace it.
 pub fn half_open_writes(entries: &[Entry]) -> BTreeSet<Rc<str>> {
     let mut receipts = Receipts::default();
-    let mut results: BTreeMap<(SessionId, u64), Rc<str>> = BTreeMap::new();
-    let mut written: BTreeSet<(SessionId, u64)> = BTreeSet::new();
+    // (session, result event) → its tag (the latest produced), and
+    // whether it was written (at any time).
+    let mut results: FxMap<(u32, u64), (&str, bool)> = FxMap::default();
     for e in entries {
         receipts.observe(e);
-        match &e.record {
-            Rec::Server(Record::Produced {
-                session,
-                event,
-                kind: EventKind::Result,
-                tag: Some(tag),
-                ..
-            }) => {
-                results.insert((session.clone(), *event), tag.as_str().into());
+        if let Rec::Server(Record::Produced {
+            session,
+            event,
+            kind: EventKind::Result,
+            tag: Some(tag),
+            ..
+        }) = &e.record
+        {
+            let ev = (receipts.sessions.id(session), *event);
+            results.entry(ev).or_insert(("", false)).0 = tag.as_str();
+        }
+    }
+    if results.is_empty() {
+        return BTreeSet::new();
+    }
+    for e in entries {
+        if let Rec::Server(Record::Written { session, event, .. }) = &e.record {
+            if let Some(s) = receipts.sessions.get(session) {
+                if let Some((_, w)) = results.get_mut(&(s, *event)) {
+                    *w = true;
+                }
             }
-            Rec::Server(Record::Written { session, event, .. }) => {
-                written.insert((session.clone(), *event));
-            }
-            _ => {}
         }
     }
     results
         .into_iter()
-        .filter(|(ev, _)| written.contains(ev) && !receipts.received(ev))
-        .map(|(_, tag)| tag)
+        .filter(|&(ev, (_, written))| written && !receipts.received(&ev))
+        .map(|(_, (tag, _))| tag.into())
         .collect()
 }

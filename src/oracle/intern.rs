@@ -1,0 +1,201 @@
+//! Small integers for the strings the oracle keys on, so that its maps
+//! hash and compare integers: operation tags (a dense slot per workload
+//! operation, parsed from `c{client}-op{n}`, any other string interned)
+//! and session ids (interned). Lookups only: nothing iterates a hash map
+//! here, so no output depends on hash order.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+/// A fast, non-keyed hasher (the Fx mix) for integer keys and short
+/// strings from the run's own records.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Fx(u64);
+
+impl Fx {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash map with [`Fx`] hashing (lookups only: never iterated on an
+/// output path).
+pub(super) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// Session ids as small integers, in order of first sight.
+#[derive(Default)]
+pub(super) struct Sessions {
+    ids: FxMap<Rc<str>, u32>,
+}
+
+impl Sessions {
+    /// The id of `s`, assigned on first sight.
+    pub fn id(&mut self, s: &Rc<str>) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.ids.len() as u32;
+        self.ids.insert(s.clone(), i);
+        i
+    }
+
+    /// The id of `s`, if it was seen.
+    pub fn get(&self, s: &str) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+}
+
+/// Parses a tag `c{client}-op{n}` as `op_tag` writes it (decimal, no
+/// sign, no leading zero), so that distinct strings never share a pair.
+pub(super) fn parse_tag(tag: &str) -> Option<(u32, u32)> {
+    fn num(s: &str) -> Option<u32> {
+        if s.is_empty() || (s.len() > 1 && s.starts_with('0')) {
+            return None;
+        }
+        if !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok()
+    }
+    let (c, n) = tag.strip_prefix('c')?.split_once("-op")?;
+    Some((num(c)?, num(n)?))
+}
+
+/// Operation tags as small integers: the workload's operations
+/// (`c{client}-op{n}` with `n < calls[client]`) get a dense slot each,
+/// computed from the tag; any other string (a foreign server's echo, a
+/// client beyond the workload) is interned after them.
+pub(super) struct Tags {
+    /// First slot of client c; one more entry than clients.
+    base: Vec<u32>,
+    others: FxMap<Rc<str>, u32>,
+}
+
+impl Tags {
+    /// Slots for a workload of `calls[c]` operations per client.
+    pub fn new(calls: &[u32]) -> Tags {
+        let mut base = Vec::with_capacity(calls.len() + 1);
+        let mut n = 0u32;
+        base.push(0);
+        for &c in calls {
+            n = n.saturating_add(c);
+            base.push(n);
+        }
+        Tags {
+            base,
+            others: FxMap::default(),
+        }
+    }
+
+    fn dense(&self, tag: &str) -> Option<u32> {
+        let (c, n) = parse_tag(tag)?;
+        let c = c as usize;
+        let from = *self.base.get(c)?;
+        let to = *self.base.get(c + 1)?;
+        (n < to - from).then_some(from + n)
+    }
+
+    /// The id of `tag`, if it has one (a workload slot, or interned).
+    pub fn get(&self, tag: &str) -> Option<u32> {
+        self.dense(tag).or_else(|| self.others.get(tag).copied())
+    }
+
+    /// The id of `tag`, interning it when it is not a workload slot.
+    pub fn id(&mut self, tag: &Rc<str>) -> u32 {
+        if let Some(i) = self.dense(tag) {
+            return i;
+        }
+        if let Some(&i) = self.others.get(&**tag) {
+            return i;
+        }
+        let i = self.base[self.base.len() - 1] + self.others.len() as u32;
+        self.others.insert(tag.clone(), i);
+        i
+    }
+
+    /// One more than the largest id given so far.
+    pub fn len(&self) -> usize {
+        self.base[self.base.len() - 1] as usize + self.others.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_parse_only_as_op_tag_writes_them() {
+        assert_eq!(parse_tag("c0-op0"), Some((0, 0)));
+        assert_eq!(parse_tag("c12-op345"), Some((12, 345)));
+        for t in [
+            "c01-op1",
+            "c1-op01",
+            "c-op1",
+            "c1-op",
+            "c+1-op1",
+            "x1-op1",
+            "c1-op1x",
+            "c1op1",
+            "c4294967296-op0",
+        ] {
+            assert_eq!(parse_tag(t), None, "{t}");
+        }
+        for (c, n) in [(0, 0), (7, 19), (10_000, 3)] {
+            assert_eq!(parse_tag(&crate::history::op_tag(c, n)), Some((c, n)));
+        }
+    }
+
+    #[test]
+    fn workload_tags_are_dense_and_others_interned_after_them() {
+        let mut t = Tags::new(&[2, 0, 3]);
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.id(&"c0-op1".into()), 1);
+        assert_eq!(t.id(&"c2-op0".into()), 2);
+        assert_eq!(t.get("c2-op2"), Some(4));
+        // Beyond the workload: interned, once.
+        assert_eq!(t.get("c0-op2"), None);
+        assert_eq!(t.id(&"c0-op2".into()), 5);
+        assert_eq!(t.id(&"foreign".into()), 6);
+        assert_eq!(t.id(&"c0-op2".into()), 5);
+        assert_eq!(t.get("c9-op0"), None);
+        assert_eq!(t.len(), 7);
+    }
+}
