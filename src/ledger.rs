@@ -17,6 +17,7 @@
 use crate::bounded::Bounded;
 use crate::history::{History, LedgerRecord};
 pub use crate::protocol::mcp::ChunkRef;
+use crate::protocol::Json;
 use crate::protocol::RequestId;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -35,10 +36,10 @@ pub type Scoped = (Principal, String);
 #[derive(Clone, Debug, PartialEq)]
 pub enum Commit {
     /// The execution committed its effect; its result.
-    Committed(Value),
+    Committed(Json),
     /// Its key had committed already: nothing committed; the stored result
     /// of the execution that did.
-    Refused(Value),
+    Refused(Json),
 }
 
 #[derive(Default)]
@@ -51,11 +52,11 @@ struct Inner {
     by_principal: BTreeMap<Principal, BTreeMap<String, u32>>,
     /// Keys under which a deferred execution committed, with its result:
     /// a key commits at most once.
-    committed_keys: BTreeMap<Scoped, Value>,
+    committed_keys: BTreeMap<Scoped, Json>,
     /// Completed keys kept beside the ledger (`durable_dedup`): they
     /// outlive server incarnations. Key → (tool name and arguments,
     /// result); bounded by the first server's key-table capacity.
-    durable: Option<Bounded<Scoped, (Value, Value)>>,
+    durable: Option<Bounded<Scoped, (Value, Json)>>,
 }
 
 /// The side-effect ledger: executions per operation tag. Cloning shares it.
@@ -114,7 +115,7 @@ impl Ledger {
         n: u32,
         principal: &Principal,
         key: Option<&str>,
-        result: impl FnOnce(u32) -> Value,
+        result: impl FnOnce(u32) -> Json,
     ) -> Commit {
         let scoped = key.map(|k| (principal.clone(), k.to_string()));
         let mut inner = self.inner.borrow_mut();
@@ -159,7 +160,7 @@ impl Ledger {
     }
 
     /// A completed key kept beside the ledger: (call, result).
-    pub fn durable_key(&self, who: &Principal, key: &str) -> Option<(Value, Value)> {
+    pub fn durable_key(&self, who: &Principal, key: &str) -> Option<(Value, Json)> {
         self.inner
             .borrow()
             .durable
@@ -170,14 +171,7 @@ impl Ledger {
 
     /// Keeps a completed key beside the ledger, evicting the oldest beyond
     /// `capacity` keys.
-    pub fn keep_key(
-        &self,
-        who: &Principal,
-        key: &str,
-        call: Value,
-        result: Value,
-        capacity: usize,
-    ) {
+    pub fn keep_key(&self, who: &Principal, key: &str, call: Value, result: Json, capacity: usize) {
         self.inner
             .borrow_mut()
             .durable
@@ -254,26 +248,28 @@ mod tests {
         // Killed: never commits. A second execution under the same key
         // commits, then a third is refused with the stored result.
         assert_eq!(l.execute("t", &a, Some("k"), &id, true), 2);
-        let r = l.commit("t", 2, &a, Some("k"), |n| serde_json::json!({ "n": n }));
-        assert_eq!(r, Commit::Committed(serde_json::json!({"n": 1})));
+        let r = l.commit("t", 2, &a, Some("k"), |n| {
+            serde_json::json!({ "n": n }).into()
+        });
+        assert_eq!(r, Commit::Committed(serde_json::json!({"n": 1}).into()));
         assert_eq!(l.execute("t", &a, Some("k"), &id, true), 3);
         let r = l.commit("t", 3, &a, Some("k"), |_| unreachable!("refused"));
-        assert_eq!(r, Commit::Refused(serde_json::json!({"n": 1})));
+        assert_eq!(r, Commit::Refused(serde_json::json!({"n": 1}).into()));
         assert_eq!(l.executions("t"), 1);
         assert_eq!(l.snapshot_for("a"), BTreeMap::from([("t".to_string(), 1)]));
         // Another principal's same key is another key; no key, no limit.
         let b: Principal = "b".into();
         l.execute("t", &b, Some("k"), &id, true);
         assert!(matches!(
-            l.commit("t", 4, &b, Some("k"), |n| serde_json::json!(n)),
+            l.commit("t", 4, &b, Some("k"), |n| serde_json::json!(n).into()),
             Commit::Committed(_)
         ));
         l.execute("t", &b, None, &id, true);
         l.execute("t", &b, None, &id, true);
-        l.commit("t", 5, &b, None, |n| serde_json::json!(n));
+        l.commit("t", 5, &b, None, |n| serde_json::json!(n).into());
         assert_eq!(
-            l.commit("t", 6, &b, None, |n| serde_json::json!(n)),
-            Commit::Committed(serde_json::json!(4))
+            l.commit("t", 6, &b, None, |n| serde_json::json!(n).into()),
+            Commit::Committed(serde_json::json!(4).into())
         );
         let commits: Vec<u32> = ledger_records(&h)
             .into_iter()
@@ -291,12 +287,12 @@ mod tests {
         let p: Principal = "p".into();
         let call = serde_json::json!({"name": "x"});
         for k in ["k1", "k2", "k3"] {
-            l.keep_key(&p, k, call.clone(), serde_json::json!(k), 2);
+            l.keep_key(&p, k, call.clone(), serde_json::json!(k).into(), 2);
         }
         assert_eq!(l.durable_key(&p, "k1"), None);
         assert_eq!(
             l.durable_key(&p, "k3"),
-            Some((call.clone(), serde_json::json!("k3")))
+            Some((call.clone(), serde_json::json!("k3").into()))
         );
         assert_eq!(l.durable_key(&"q".into(), "k3"), None, "per principal");
     }

@@ -87,8 +87,8 @@ impl Client {
         if let Some(Message::Result { result, .. }) = msg {
             let version = result
                 .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+                .and_then(|v| v.as_str())
+                .unwrap_or_default();
             self.record(ClientRecord::Negotiated {
                 client: self.spec.index,
                 session: sid,

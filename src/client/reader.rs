@@ -6,8 +6,8 @@ use super::core::SlotId;
 use super::http::{self, Outgoing};
 use super::virtual_client::Connector;
 use crate::protocol::jsonrpc::{Message, RequestId};
-use crate::protocol::{headers, sse};
-use serde_json::Value;
+use crate::protocol::{headers, mcp, sse};
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -69,10 +69,10 @@ pub(super) type DropRules = Rc<RefCell<BTreeMap<Rc<str>, (u32, u32)>>>;
 
 /// The operation tag an event belongs to: request ids are `tag#attempt`,
 /// and progress tokens are the request id.
-pub(super) fn tag_of(msg: &Message) -> Option<(&str, bool)> {
-    fn id_tag(id: &RequestId) -> Option<&str> {
+pub(super) fn tag_of(msg: &Message) -> Option<(Cow<'_, str>, bool)> {
+    fn id_tag(id: &RequestId) -> Option<Cow<'_, str>> {
         match id {
-            RequestId::Str(s) => s.split_once('#').map(|(t, _)| t),
+            RequestId::Str(s) => s.split_once('#').map(|(t, _)| Cow::Borrowed(t)),
             RequestId::Num(_) => None,
         }
     }
@@ -81,11 +81,12 @@ pub(super) fn tag_of(msg: &Message) -> Option<(&str, bool)> {
         Message::Error { id: Some(id), .. } => id_tag(id).map(|t| (t, true)),
         Message::Notification {
             params: Some(p), ..
-        } => p
-            .get("progressToken")
-            .and_then(Value::as_str)
-            .and_then(|s| s.split_once('#'))
-            .map(|(t, _)| (t, false)),
+        } => mcp::progress_token(p)
+            .and_then(|s| match s {
+                Cow::Borrowed(s) => s.split_once('#').map(|(t, _)| Cow::Borrowed(t)),
+                Cow::Owned(s) => s.split_once('#').map(|(t, _)| Cow::Owned(t.to_string())),
+            })
+            .map(|t| (t, false)),
         _ => None,
     }
 }
@@ -97,10 +98,7 @@ pub(super) fn rpc_of(msg: &Message) -> Option<RequestId> {
         Message::Result { id, .. } | Message::Error { id: Some(id), .. } => Some(id.clone()),
         Message::Notification {
             params: Some(p), ..
-        } => p
-            .get("progressToken")
-            .and_then(Value::as_str)
-            .map(|t| RequestId::Str(t.to_string())),
+        } => mcp::progress_token(p).map(|t| RequestId::Str(t.into_owned())),
         _ => None,
     }
 }
@@ -223,7 +221,7 @@ async fn reader<C: Connector>(
                     .flatten();
                 let fire = msg.as_ref().and_then(tag_of).and_then(|(tag, _)| {
                     let mut rules = drops.borrow_mut();
-                    let (key, rule) = rules.get_key_value(tag).map(|(k, r)| (k.clone(), *r))?;
+                    let (key, rule) = rules.get_key_value(&*tag).map(|(k, r)| (k.clone(), *r))?;
                     let seen = rule.1 + 1;
                     if seen >= rule.0 {
                         rules.remove(&key);

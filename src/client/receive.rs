@@ -6,8 +6,7 @@ use super::core::{Action, CStream, Client, Got, OpState, SlotId, SlotKind};
 use super::reader::{rpc_of, tag_of, Input};
 use crate::history::{ClientRecord, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
-use crate::protocol::{mcp, sse};
-use serde_json::Value;
+use crate::protocol::{mcp, sse, Json};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -120,15 +119,15 @@ impl Client {
     }
 
     /// The initialize result arrived on the legacy stream.
-    pub(super) fn on_legacy_init(&mut self, result: &Value) {
+    pub(super) fn on_legacy_init(&mut self, result: &Json) {
         let Some(sid) = self.session.clone() else {
             return;
         };
         let version = result
             .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .into_owned();
         self.record(ClientRecord::Negotiated {
             client: self.spec.index,
             session: sid,
@@ -249,7 +248,7 @@ impl Client {
             }
             if let (Some(session), Some(m)) = (self.session.clone(), &msg) {
                 let (tag, result) = match tag_of(m) {
-                    Some((t, r)) => (self.op_by_tag(t).map(|o| self.ops[o].tag.clone()), r),
+                    Some((t, r)) => (self.op_by_tag(&t).map(|o| self.ops[o].tag.clone()), r),
                     None => (None, false),
                 };
                 let transport = if matches!(kind, SlotKind::LegacyOpen) {
@@ -272,7 +271,7 @@ impl Client {
         // An event of a POST we never saw begin: its stream is seen now.
         if let Some(m) = &msg {
             if let (Some(op), Some(rpc)) =
-                (tag_of(m).and_then(|(t, _)| self.op_by_tag(t)), rpc_of(m))
+                (tag_of(m).and_then(|(t, _)| self.op_by_tag(&t)), rpc_of(m))
             {
                 self.ops[op].unseen.retain(|r| *r != rpc);
             }
@@ -300,7 +299,7 @@ impl Client {
             }
         }
         if let Some(m @ Message::Result { id: rpc, .. }) = &msg {
-            if let Some(op) = tag_of(m).and_then(|(t, _)| self.op_by_tag(t)) {
+            if let Some(op) = tag_of(m).and_then(|(t, _)| self.op_by_tag(&t)) {
                 self.deliver(op, Got::of(rpc.clone(), m), Some(slot));
             }
         }

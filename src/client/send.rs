@@ -340,7 +340,7 @@ impl Client {
         let msg = Message::Request {
             id: RequestId::Str(format!("c{}-sub#{}", self.spec.index, self.init_attempts)),
             method: mcp::RESOURCES_SUBSCRIBE.into(),
-            params: Some(json!({"uri": mcp::CLOCK_URI})),
+            params: Some(json!({"uri": mcp::CLOCK_URI}).into()),
         };
         if self.transport == Transport::Legacy {
             self.legacy_post(&msg);
@@ -376,10 +376,11 @@ pub(super) fn call_request(tag: &str, rpc: &RequestId, g: &ClientGroup) -> Messa
     Message::Request {
         id: rpc.clone(),
         method: mcp::TOOLS_CALL.into(),
-        params: Some(json!({
-            "name": mcp::LEDGER_APPEND,
-            "arguments": {"tag": tag, "chunks": g.chunks, "chunk_interval_ms": g.chunk_interval_ms},
-            "_meta": {"progressToken": rpc},
-        })),
+        params: Some(mcp::append_call_params(
+            tag,
+            g.chunks,
+            g.chunk_interval_ms,
+            rpc,
+        )),
     }
 }

@@ -1,9 +1,11 @@
 //! The MCP subset: method names, protocol versions, and the payloads of
 //! initialize, tools/list, tools/call, progress and cancellation.
 
+use super::json::{raw_if_valid, Json};
 use super::jsonrpc::{Message, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// `initialize` request.
@@ -106,21 +108,21 @@ pub struct LedgerReadArgs {
 }
 
 /// `initialize` params for a client of the given revision and capabilities.
-pub fn initialize_params(version: &str, capabilities: Value, client_name: &str) -> Value {
-    json!({
+pub fn initialize_params(version: &str, capabilities: Value, client_name: &str) -> Json {
+    Json::from(json!({
         "protocolVersion": version,
         "capabilities": capabilities,
         "clientInfo": {"name": client_name, "version": env!("CARGO_PKG_VERSION")},
-    })
+    }))
 }
 
 /// The server's `initialize` result.
-pub fn initialize_result(version: &str) -> Value {
-    json!({
+pub fn initialize_result(version: &str) -> Json {
+    Json::from(json!({
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": false}, "logging": {}},
         "serverInfo": {"name": "mcp-chaos", "version": env!("CARGO_PKG_VERSION")},
-    })
+    }))
 }
 
 /// The server's `tools/list` result.
@@ -145,28 +147,99 @@ pub fn tools_list_result() -> Value {
     ]})
 }
 
+// The hot payloads, written by typed serialization. Fields are declared in
+// alphabetical order of their wire names: the bytes are what the `Value`
+// of the same object writes (serde_json without `preserve_order` sorts).
+
+/// `ledger_append`'s result text.
+#[derive(Serialize)]
+struct AppendText<'a> {
+    chunk: &'a str,
+    executions: u32,
+    tag: &'a str,
+}
+
+/// `ledger_read`'s result text.
+#[derive(Serialize)]
+struct ReadText<'a> {
+    executions: BTreeMap<&'a str, u32>,
+}
+
+/// A `tools/call` result with one text content.
+#[derive(Serialize)]
+struct TextResult<'a> {
+    content: [TextContent<'a>; 1],
+    #[serde(rename = "isError")]
+    is_error: bool,
+}
+
+#[derive(Serialize)]
+struct TextContent<'a> {
+    text: &'a str,
+    #[serde(rename = "type")]
+    kind: &'a str,
+}
+
+/// `notifications/progress` params.
+#[derive(Serialize)]
+struct ProgressParams<'a> {
+    message: &'a str,
+    progress: u32,
+    #[serde(rename = "progressToken")]
+    progress_token: &'a Value,
+    total: u32,
+}
+
+/// `notifications/message` params carrying progress.
+#[derive(Serialize)]
+struct LogParams<'a> {
+    data: LogData<'a>,
+    level: &'a str,
+}
+
+#[derive(Serialize)]
+struct LogData<'a> {
+    chunk: &'a str,
+    progress: u32,
+    #[serde(rename = "requestId")]
+    request_id: &'a RequestId,
+    total: u32,
+}
+
 /// The text of `ledger_append`'s result: the tag, its effects so far, and
 /// the result chunk (which names the execution). Every server of the
 /// ledger tools answers with it.
 pub fn append_text(tag: &str, executions: u32, chunk: &ChunkRef) -> String {
-    json!({"tag": tag, "executions": executions, "chunk": chunk.encode()}).to_string()
+    let chunk = chunk.encode();
+    serde_json::to_string(&AppendText {
+        chunk: &chunk,
+        executions,
+        tag,
+    })
+    .unwrap_or_default()
 }
 
 /// The text of `ledger_read`'s result from the caller's effects per tag:
 /// one tag when the call named one (0 if it never ran), else all.
-pub fn read_text(all: std::collections::BTreeMap<String, u32>, args: &LedgerReadArgs) -> String {
-    let executions: serde_json::Map<String, Value> = match &args.tag {
-        Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
+pub fn read_text(all: BTreeMap<String, u32>, args: &LedgerReadArgs) -> String {
+    let executions = match &args.tag {
+        Some(t) => [(t.as_str(), all.get(t).copied().unwrap_or(0))]
             .into_iter()
             .collect(),
-        None => all.into_iter().map(|(k, v)| (k, json!(v))).collect(),
+        None => all.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
     };
-    json!({ "executions": executions }).to_string()
+    serde_json::to_string(&ReadText { executions }).unwrap_or_default()
 }
 
 /// A `tools/call` text result.
-pub fn text_result(text: String) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "isError": false})
+pub fn text_result(text: String) -> Json {
+    Json::ser(&TextResult {
+        content: [TextContent {
+            text: &text,
+            kind: "text",
+        }],
+        is_error: false,
+    })
 }
 
 /// The `k`-th progress notification of `total` for a call: on its
@@ -176,18 +249,84 @@ pub fn progress_notification(
     id: &RequestId,
     chunk: &ChunkRef,
     total: u32,
-) -> (String, Value) {
+) -> (String, Json) {
     let (k, chunk) = (chunk.index, chunk.encode());
     match token {
         Some(t) => (
             PROGRESS.to_string(),
-            json!({"progressToken": t, "progress": k, "total": total, "message": chunk}),
+            Json::ser(&ProgressParams {
+                message: &chunk,
+                progress: k,
+                progress_token: t,
+                total,
+            }),
         ),
         None => (
             MESSAGE.to_string(),
-            json!({"level": "info", "data": {"requestId": id, "progress": k, "total": total, "chunk": chunk}}),
+            Json::ser(&LogParams {
+                data: LogData {
+                    chunk: &chunk,
+                    progress: k,
+                    request_id: id,
+                    total,
+                },
+                level: "info",
+            }),
         ),
     }
+}
+
+/// `notifications/resources/updated` params.
+#[derive(Serialize)]
+struct UpdatedParams<'a> {
+    uri: &'a str,
+    version: u64,
+}
+
+/// The params of the clock's `notifications/resources/updated`.
+pub fn resource_updated_params(version: u64) -> Json {
+    Json::ser(&UpdatedParams {
+        uri: CLOCK_URI,
+        version,
+    })
+}
+
+/// `tools/call` params of `ledger_append` as the virtual clients send them.
+#[derive(Serialize)]
+struct AppendCall<'a> {
+    #[serde(rename = "_meta")]
+    meta: ProgressMeta<'a>,
+    arguments: AppendArgs<'a>,
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+struct ProgressMeta<'a> {
+    #[serde(rename = "progressToken")]
+    progress_token: &'a RequestId,
+}
+
+#[derive(Serialize)]
+struct AppendArgs<'a> {
+    chunk_interval_ms: u64,
+    chunks: u32,
+    tag: &'a str,
+}
+
+/// The params of a `ledger_append` call of operation `tag` in `chunks`
+/// chunks, its progress on token `rpc` (the request id).
+pub fn append_call_params(tag: &str, chunks: u32, chunk_interval_ms: u64, rpc: &RequestId) -> Json {
+    Json::ser(&AppendCall {
+        meta: ProgressMeta {
+            progress_token: rpc,
+        },
+        arguments: AppendArgs {
+            chunk_interval_ms,
+            chunks,
+            tag,
+        },
+        name: LEDGER_APPEND,
+    })
 }
 
 /// The identity of one emitted chunk, as its payload names it on the wire:
@@ -230,7 +369,9 @@ impl ChunkRef {
 
 /// The chunk identity a server message's payload names: a progress
 /// notification's `message` (or a log message's `data.chunk`), or a tool
-/// result's text field `chunk`.
+/// result's text field `chunk`. Read from the payload's text (as the
+/// `Value` reading did: a `message` that is there but no string names
+/// nothing).
 pub fn chunk_of(msg: &Message) -> Option<ChunkRef> {
     match msg {
         Message::Notification {
@@ -238,12 +379,13 @@ pub fn chunk_of(msg: &Message) -> Option<ChunkRef> {
         } => p
             .get("message")
             .or_else(|| p.get("data").and_then(|d| d.get("chunk")))
-            .and_then(Value::as_str)
-            .and_then(ChunkRef::parse),
-        Message::Result { result, .. } => result_text_field(result, "chunk")
-            .as_ref()
-            .and_then(Value::as_str)
-            .and_then(ChunkRef::parse),
+            .and_then(|v| v.as_str())
+            .and_then(|s| ChunkRef::parse(&s)),
+        Message::Result { result, .. } => {
+            let text = result.get("content")?.index(0)?.get("text")?.as_str()?;
+            let chunk = raw_if_valid(&text)?.get("chunk")?.as_str()?;
+            ChunkRef::parse(&chunk)
+        }
         _ => None,
     }
 }
@@ -252,17 +394,15 @@ pub fn chunk_of(msg: &Message) -> Option<ChunkRef> {
 /// (`_meta.replayed`), so its execution's progress went elsewhere.
 pub fn is_replayed(msg: &Message) -> bool {
     matches!(msg, Message::Result { result, .. }
-        if result.get("_meta").and_then(|m| m.get(REPLAYED)).and_then(Value::as_bool) == Some(true))
+        if result.get("_meta").and_then(|m| m.get(REPLAYED)).and_then(|r| r.as_bool()) == Some(true))
 }
 
 /// The `_meta` field that marks a result served from the key table.
 pub const REPLAYED: &str = "replayed";
 
-/// A field of the JSON object in a tool result's first text content.
-fn result_text_field(result: &Value, field: &str) -> Option<Value> {
-    let text = result.get("content")?.get(0)?.get("text")?.as_str()?;
-    let v: Value = serde_json::from_str(text).ok()?;
-    v.get(field).cloned()
+/// The progress token of a notification's params, when it is a string.
+pub fn progress_token(params: &Json) -> Option<std::borrow::Cow<'_, str>> {
+    params.get("progressToken")?.as_str()
 }
 
 #[cfg(test)]
@@ -281,5 +421,133 @@ mod tests {
         assert_eq!(ChunkRef::parse("ledger:3:x:t"), None);
         assert_eq!(ChunkRef::parse("progress 3 of 7"), None);
         assert_eq!(ChunkRef::parse("ledger:3"), None);
+    }
+
+    /// The typed builders write what the `json!` builders wrote.
+    #[test]
+    fn typed_payloads_are_the_value_bytes() {
+        let chunk = ChunkRef {
+            tag: "c1-op2\"q".into(),
+            execution: 2,
+            index: 3,
+        };
+        let tok = json!("c1-op2#1");
+        for token in [
+            Some(&tok),
+            Some(&json!(7)),
+            Some(&json!({"b": 1, "a": [2]})),
+            None,
+        ] {
+            for id in [RequestId::Num(4), RequestId::Str("c1-op2#1".into())] {
+                let (m, p) = progress_notification(token, &id, &chunk, 5);
+                let want = match token {
+                    Some(t) => json!({"progressToken": t, "progress": 3, "total": 5,
+                        "message": chunk.encode()}),
+                    None => json!({"level": "info", "data": {"requestId": id, "progress": 3,
+                        "total": 5, "chunk": chunk.encode()}}),
+                };
+                assert_eq!(p.text(), want.to_string());
+                assert_eq!(m, if token.is_some() { PROGRESS } else { MESSAGE });
+                let msg = Message::Notification {
+                    method: m,
+                    params: Some(p),
+                };
+                assert_eq!(chunk_of(&msg), Some(chunk.clone()));
+            }
+        }
+        assert_eq!(
+            append_text("t\\", 3, &chunk),
+            json!({"tag": "t\\", "executions": 3, "chunk": chunk.encode()}).to_string()
+        );
+        let all: BTreeMap<String, u32> = [("b".to_string(), 2), ("a".to_string(), 1)].into();
+        for tag in [None, Some("a".to_string()), Some("zz".to_string())] {
+            let args = LedgerReadArgs { tag: tag.clone() };
+            let executions: serde_json::Map<String, Value> = match &tag {
+                Some(t) => [(t.clone(), json!(all.get(t).copied().unwrap_or(0)))]
+                    .into_iter()
+                    .collect(),
+                None => all.iter().map(|(k, v)| (k.clone(), json!(v))).collect(),
+            };
+            assert_eq!(
+                read_text(all.clone(), &args),
+                json!({ "executions": executions }).to_string()
+            );
+        }
+        let text = append_text("t", 1, &chunk);
+        let r = text_result(text.clone());
+        assert_eq!(
+            r.text(),
+            json!({"content": [{"type": "text", "text": text}], "isError": false}).to_string()
+        );
+        let msg = Message::Result {
+            id: RequestId::Num(1),
+            result: r,
+        };
+        assert_eq!(chunk_of(&msg), Some(chunk.clone()));
+        assert!(!is_replayed(&msg));
+        let rpc = RequestId::Str("c3-op1#2".into());
+        assert_eq!(
+            append_call_params("c3-op1", 4, 250, &rpc).text(),
+            json!({
+                "name": LEDGER_APPEND,
+                "arguments": {"tag": "c3-op1", "chunks": 4, "chunk_interval_ms": 250},
+                "_meta": {"progressToken": rpc},
+            })
+            .to_string()
+        );
+    }
+
+    #[test]
+    fn payload_reads_answer_as_value_reads_did() {
+        let results = [
+            json!({"content": [{"type": "text", "text": "{\"chunk\":\"ledger:1:2:t\"}"}],
+                "_meta": {"replayed": true}}),
+            json!({"content": [{"text": "{\"chunk\":\"ledger:1:2:t\"} x"}]}),
+            json!({"content": [{"text": "{\"chunk\":7}"}], "_meta": {"replayed": 1}}),
+            json!({"content": [], "_meta": {"replayed": false}}),
+            json!({"content": {"0": {"text": "{}"}}}),
+            json!([1]),
+        ];
+        for r in results {
+            let old_chunk = r
+                .get("content")
+                .and_then(|c| c.get(0))
+                .and_then(|c| c.get("text"))
+                .and_then(Value::as_str)
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .and_then(|v| v.get("chunk").cloned())
+                .as_ref()
+                .and_then(Value::as_str)
+                .and_then(ChunkRef::parse);
+            let old_replayed = r
+                .get("_meta")
+                .and_then(|m| m.get(REPLAYED))
+                .and_then(Value::as_bool)
+                == Some(true);
+            let msg = Message::Result {
+                id: RequestId::Num(1),
+                result: r.into(),
+            };
+            assert_eq!(chunk_of(&msg), old_chunk);
+            assert_eq!(is_replayed(&msg), old_replayed);
+        }
+        for p in [
+            json!({"message": 3, "data": {"chunk": "ledger:1:1:t"}}),
+            json!({"message": null, "data": {"chunk": "ledger:1:1:t"}}),
+            json!({"data": {"chunk": "ledger:1:1:t"}}),
+            json!({"data": "ledger:1:1:t"}),
+            json!(["ledger:1:1:t"]),
+        ] {
+            let old = p
+                .get("message")
+                .or_else(|| p.get("data").and_then(|d| d.get("chunk")))
+                .and_then(Value::as_str)
+                .and_then(ChunkRef::parse);
+            let msg = Message::Notification {
+                method: PROGRESS.into(),
+                params: Some(p.into()),
+            };
+            assert_eq!(chunk_of(&msg), old);
+        }
     }
 }

@@ -3,10 +3,12 @@
 //! clients (and the tests) share one reading of every byte.
 
 pub mod headers;
+pub mod json;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod sse;
 
 pub use headers::{CursorEntry, CursorList};
+pub use json::Json;
 pub use jsonrpc::{ErrorObject, Message, RequestId};
 pub use sse::{SseDecoder, SseEvent};

@@ -18,8 +18,8 @@ use super::Shared;
 use crate::guard::StreamIdx;
 use crate::history::{ConnId, Record, SessionId, StreamKind};
 use crate::protocol::jsonrpc::{self, RequestId};
+use crate::protocol::Json;
 use http::{header, HeaderValue, StatusCode};
-use serde_json::Value;
 
 /// A resume (GET with `Last-Event-ID`): 405 with a JSON-RPC error body.
 /// A plain GET (the standalone notification stream) stays allowed.
@@ -78,8 +78,11 @@ pub(super) fn on_close_seen(
 
 /// `notifications/cancelled` (every arm): marks the named request of the
 /// session cancelled; its tool stops at its next chunk.
-pub(super) fn on_cancelled(shared: &Shared, sid: &SessionId, params: Option<&Value>) {
-    let Some(rid) = params.and_then(|p| p.get("requestId")).cloned() else {
+pub(super) fn on_cancelled(shared: &Shared, sid: &SessionId, params: Option<&Json>) {
+    let Some(rid) = params
+        .and_then(|p| p.get("requestId"))
+        .map(|r| r.to_json().to_value())
+    else {
         return;
     };
     let Ok(rid) = serde_json::from_value::<RequestId>(rid) else {

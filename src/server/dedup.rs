@@ -14,7 +14,7 @@ use crate::bounded::Bounded;
 use crate::history::{Record, SessionId};
 use crate::ledger::{Ledger, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, RequestId};
-use crate::protocol::mcp;
+use crate::protocol::{mcp, Json};
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::{json, Value};
 use std::rc::Rc;
@@ -25,7 +25,7 @@ pub(crate) enum KeyState {
     /// Executing now.
     InFlight,
     /// Completed with this JSON-RPC result.
-    Done(Value),
+    Done(Json),
 }
 
 /// What the table says about a key presented with some arguments.
@@ -100,7 +100,7 @@ impl DedupTable {
 
     /// Completes the execution under `who`'s `key` (no-op if forgotten
     /// meanwhile).
-    pub fn complete(&mut self, who: &Principal, key: &str, result: Value) {
+    pub fn complete(&mut self, who: &Principal, key: &str, result: Json) {
         let capacity = self.entries.capacity();
         if let Some(e) = self.entries.get_mut(&Self::scoped(who, key)) {
             if let Some(l) = &self.durable {
@@ -160,11 +160,16 @@ pub(super) fn replayed_result(
     sid: &SessionId,
     id: &RequestId,
     key: &str,
-    mut result: Value,
-) -> Value {
-    if let Some(obj) = result.as_object_mut() {
-        obj.insert("_meta".into(), json!({ mcp::REPLAYED: true }));
-    }
+    result: Json,
+) -> Json {
+    let mut v = result.to_value();
+    let result = match v.as_object_mut() {
+        Some(obj) => {
+            obj.insert("_meta".into(), json!({ mcp::REPLAYED: true }));
+            Json::from(v)
+        }
+        None => result,
+    };
     shared.history.record(Record::DedupReplayed {
         session: sid.clone(),
         rpc_id: id.clone(),
@@ -190,10 +195,10 @@ mod tests {
             t.lookup(&p, "k1", &json!({"tag": "b"})),
             Lookup::OtherArguments
         );
-        t.complete(&p, "k1", json!(1));
+        t.complete(&p, "k1", json!(1).into());
         assert_eq!(
             t.lookup(&p, "k1", &call),
-            Lookup::Known(KeyState::Done(json!(1)))
+            Lookup::Known(KeyState::Done(json!(1).into()))
         );
         t.begin(&p, "k2", call.clone());
         t.begin(&p, "k3", call.clone());
@@ -213,10 +218,10 @@ mod tests {
         let (alice, bob): (Principal, Principal) = ("alice".into(), "bob".into());
         let call = json!({"tag": "a"});
         t.begin(&alice, "k", call.clone());
-        t.complete(&alice, "k", json!(1));
+        t.complete(&alice, "k", json!(1).into());
         assert_eq!(
             t.lookup(&alice, "k", &call),
-            Lookup::Known(KeyState::Done(json!(1)))
+            Lookup::Known(KeyState::Done(json!(1).into()))
         );
         assert_eq!(
             t.lookup(&bob, "k", &call),
@@ -232,7 +237,7 @@ mod tests {
         t.abandon(&bob, "k");
         assert_eq!(
             t.lookup(&alice, "k", &call),
-            Lookup::Known(KeyState::Done(json!(1))),
+            Lookup::Known(KeyState::Done(json!(1).into())),
             "forgetting bob's key leaves alice's"
         );
     }

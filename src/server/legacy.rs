@@ -18,10 +18,10 @@ use super::Shared;
 use crate::history::{ConnId, EventKind, Record, SessionId, StreamKind, Transport};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
-use crate::protocol::{headers, sse};
+use crate::protocol::{headers, sse, Json};
 use http::{Request, StatusCode};
 use hyper::body::Incoming;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -159,7 +159,7 @@ fn request(
     sid: &SessionId,
     id: RequestId,
     method: &str,
-    params: Option<Value>,
+    params: Option<Json>,
     principal: Rc<str>,
     key: Option<String>,
     conn: ConnId,
@@ -173,7 +173,7 @@ fn request(
     else {
         return Ok(()); // a streamable session served here (unguarded): nowhere to answer
     };
-    let answer = |result: Result<Value, ErrorObject>| {
+    let answer = |result: Result<Json, ErrorObject>| {
         let msg = match result {
             Ok(result) => Message::Result {
                 id: id.clone(),
@@ -197,7 +197,7 @@ fn request(
     };
     let bad = |m: &str| Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, m, None));
     match method {
-        mcp::INITIALIZE => match params.map(serde_json::from_value::<InitializeParams>) {
+        mcp::INITIALIZE => match params.map(|p| p.parse_as_value::<InitializeParams>()) {
             Some(Ok(p)) => {
                 let version = if mcp::SUPPORTED_VERSIONS.contains(&p.protocol_version.as_str()) {
                     p.protocol_version.clone()
@@ -218,23 +218,23 @@ fn request(
             }
             _ => answer(bad("initialize needs protocolVersion")),
         },
-        mcp::PING => answer(Ok(json!({}))),
-        mcp::TOOLS_LIST => answer(Ok(mcp::tools_list_result())),
+        mcp::PING => answer(Ok(json!({}).into())),
+        mcp::TOOLS_LIST => answer(Ok(mcp::tools_list_result().into())),
         mcp::RESOURCES_SUBSCRIBE => match params
             .as_ref()
             .and_then(|p| p.get("uri"))
-            .and_then(Value::as_str)
+            .and_then(|u| u.as_str())
         {
             Some(uri) => {
                 if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
                     sess.subscriptions.insert(uri.to_string());
                 }
-                answer(Ok(json!({})));
+                answer(Ok(json!({}).into()));
             }
             None => answer(bad("resources/subscribe needs a uri")),
         },
         mcp::TOOLS_CALL => {
-            let p = match params.map(serde_json::from_value::<CallToolParams>) {
+            let p = match params.map(|p| p.parse_as_value::<CallToolParams>()) {
                 Some(Ok(p)) => p,
                 _ => {
                     answer(bad("tools/call needs name and arguments"));
@@ -316,7 +316,7 @@ pub(super) async fn tick_resources(shared: Rc<Shared>) {
         version += 1;
         let msg = Message::Notification {
             method: mcp::RESOURCES_UPDATED.into(),
-            params: Some(json!({"uri": mcp::CLOCK_URI, "version": version})),
+            params: Some(mcp::resource_updated_params(version)),
         }
         .encode();
         let mut st = shared.state.borrow_mut();

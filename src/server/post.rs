@@ -13,12 +13,12 @@ use super::writer::{sse_response, Plan};
 use super::{Delivery, Shared};
 use crate::guard::PostFacts;
 use crate::history::{ConnId, Record, SessionId, StreamKind, Transport};
-use crate::protocol::headers;
 use crate::protocol::jsonrpc::{self, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
+use crate::protocol::{headers, Json};
 use http::{HeaderMap, HeaderValue, Request, StatusCode};
 use hyper::body::Incoming;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::rc::Rc;
 
 pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
@@ -80,8 +80,8 @@ fn resumable_header(shared: &Shared, sid: &SessionId, mut reply: Reply) -> Reply
     reply
 }
 
-fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Reply {
-    let p: InitializeParams = match params.cloned().map(serde_json::from_value) {
+fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Json>) -> Reply {
+    let p: InitializeParams = match params.map(Json::parse_as_value) {
         Some(Ok(p)) => p,
         _ => {
             return Reply::new(error(
@@ -136,7 +136,7 @@ fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Value>) -> Re
         id: id.clone(),
         result: mcp::initialize_result(&version),
     };
-    let mut r = json_response(StatusCode::OK, &body.to_value());
+    let mut r = json_response(StatusCode::OK, &body);
     r.headers_mut().insert(
         headers::MCP_SESSION_ID,
         HeaderValue::from_str(&sid).expect("hex is a valid header"),
@@ -150,14 +150,14 @@ async fn request(
     sid: &SessionId,
     id: RequestId,
     method: &str,
-    params: Option<Value>,
+    params: Option<Json>,
     conn: ConnId,
 ) -> Reply {
     // What is being asked, and is it idempotent?
     let mut call: Option<(CallToolParams, Invocation)> = None;
     match method {
         mcp::TOOLS_CALL => {
-            let p: CallToolParams = match params.clone().map(serde_json::from_value) {
+            let p: CallToolParams = match params.as_ref().map(Json::parse_as_value) {
                 Some(Ok(p)) => p,
                 _ => {
                     return Reply::new(error(
@@ -178,7 +178,7 @@ async fn request(
             let Some(uri) = params
                 .as_ref()
                 .and_then(|p| p.get("uri"))
-                .and_then(Value::as_str)
+                .and_then(|u| u.as_str())
             else {
                 return Reply::new(error(
                     StatusCode::OK,
@@ -246,8 +246,10 @@ async fn request(
         ));
     }
     let idempotent = call.as_ref().is_none_or(|(_, inv)| inv.idempotent());
+    // Built only when a key will be looked up.
     let call_value = call
         .as_ref()
+        .filter(|_| key.is_some())
         .map(|(p, _)| json!({"name": p.name, "arguments": p.arguments}));
     let keyed = key.as_deref().zip(call_value.as_ref());
     if shared.guarded() {
@@ -280,7 +282,7 @@ async fn request(
                 let result = dedup::replayed_result(shared, sid, &id, k, result);
                 return Reply::new(json_response(
                     StatusCode::OK,
-                    &Message::Result { id, result }.to_value(),
+                    &Message::Result { id, result },
                 ));
             }
             Lookup::OtherArguments => return Reply::new(dedup::key_reused(id)),
@@ -296,8 +298,8 @@ async fn request(
         ));
     }
     let result = match method {
-        mcp::PING | mcp::RESOURCES_SUBSCRIBE => json!({}),
-        mcp::TOOLS_LIST => mcp::tools_list_result(),
+        mcp::PING | mcp::RESOURCES_SUBSCRIBE => json!({}).into(),
+        mcp::TOOLS_LIST => mcp::tools_list_result().into(),
         _ => {
             let (p, inv) = call.expect("tools/call validated above");
             return start_call(shared, sid, id, p, inv, key, who, conn);
@@ -305,7 +307,7 @@ async fn request(
     };
     Reply::new(json_response(
         StatusCode::OK,
-        &Message::Result { id, result }.to_value(),
+        &Message::Result { id, result },
     ))
 }
 

@@ -17,7 +17,6 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use serde_json::Value;
 
 /// A response plus what the trace should say about it.
 pub(super) struct Reply {
@@ -44,8 +43,8 @@ impl Reply {
     }
 }
 
-pub(super) fn json_response(status: StatusCode, body: &Value) -> Response<ServerBody> {
-    let mut r = Response::new(ServerBody::Full(Some(Bytes::from(body.to_string()))));
+pub(super) fn json_response(status: StatusCode, body: &Message) -> Response<ServerBody> {
+    let mut r = Response::new(ServerBody::Full(Some(Bytes::from(body.encode()))));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -59,7 +58,7 @@ pub(super) fn error_with(
     id: Option<RequestId>,
     err: ErrorObject,
 ) -> Response<ServerBody> {
-    json_response(status, &Message::Error { id, error: err }.to_value())
+    json_response(status, &Message::Error { id, error: err })
 }
 
 pub(super) fn error(

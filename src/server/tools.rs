@@ -12,6 +12,7 @@ use crate::history::{EventKind, Record, SessionId, StreamKind};
 use crate::ledger::{Commit, Principal};
 use crate::protocol::jsonrpc::{ErrorObject, Message, INVALID_PARAMS};
 use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
+use crate::protocol::Json;
 use serde_json::{json, Value};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -331,12 +332,12 @@ async fn pace(pacing: &Pacing, interval: Duration) {
 }
 
 /// `ledger_append`'s result as a tool result.
-fn append_result(tag: &str, executions: u32, chunk: &mcp::ChunkRef) -> Value {
+fn append_result(tag: &str, executions: u32, chunk: &mcp::ChunkRef) -> Json {
     mcp::text_result(mcp::append_text(tag, executions, chunk))
 }
 
 /// `ledger_read` answers for the caller's principal alone: executions that
 /// ran for another principal are not its business.
-fn read_result(shared: &Shared, who: &Principal, r: &LedgerReadArgs) -> Value {
+fn read_result(shared: &Shared, who: &Principal, r: &LedgerReadArgs) -> Json {
     mcp::text_result(mcp::read_text(shared.ledger.snapshot_for(who), r))
 }

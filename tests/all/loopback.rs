@@ -115,11 +115,14 @@ impl Harness {
         Message::Request {
             id,
             method: mcp::TOOLS_CALL.into(),
-            params: Some(json!({
-                "name": mcp::LEDGER_APPEND,
-                "arguments": {"tag": tag, "chunks": chunks},
-                "_meta": {"progressToken": tag},
-            })),
+            params: Some(
+                json!({
+                    "name": mcp::LEDGER_APPEND,
+                    "arguments": {"tag": tag, "chunks": chunks},
+                    "_meta": {"progressToken": tag},
+                })
+                .into(),
+            ),
         }
     }
 
@@ -614,7 +617,7 @@ fn status_codes() {
         let unknown = Message::Request {
             id: h.id(),
             method: mcp::TOOLS_CALL.into(),
-            params: Some(json!({"name": "nope", "arguments": {}})),
+            params: Some(json!({"name": "nope", "arguments": {}}).into()),
         };
         check(
             h.send(Outgoing::post(Some(&sid), &unknown)).await,
@@ -876,7 +879,7 @@ fn legacy_transport_endpoint_posts_and_stream() {
                 let msg = Message::decode(answer.data.as_bytes()).unwrap();
                 match msg {
                     Message::Result { result, .. } => {
-                        assert_eq!(result["protocolVersion"], mcp::LEGACY_VERSION)
+                        assert_eq!(result.to_value()["protocolVersion"], mcp::LEGACY_VERSION)
                     }
                     other => panic!("{other:?}"),
                 }
@@ -1114,10 +1117,13 @@ fn keys_are_scoped_to_the_principal() {
                         &Message::Request {
                             id: h.id(),
                             method: mcp::TOOLS_CALL.into(),
-                            params: Some(json!({
-                                "name": mcp::LEDGER_READ,
-                                "arguments": {"tag": "op-p"},
-                            })),
+                            params: Some(
+                                json!({
+                                    "name": mcp::LEDGER_READ,
+                                    "arguments": {"tag": "op-p"},
+                                })
+                                .into(),
+                            ),
                         },
                     ),
                     tok,
@@ -1134,6 +1140,7 @@ fn keys_are_scoped_to_the_principal() {
                         _ => None,
                     })
                     .expect("a result");
+                let result = result.to_value();
                 let text = result["content"][0]["text"].as_str().unwrap();
                 let v: Value = serde_json::from_str(text).unwrap();
                 assert_eq!(v["executions"]["op-p"], json!(want), "{variant:?} {tok}");
