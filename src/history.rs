@@ -88,6 +88,29 @@ pub enum Transport {
     Legacy,
 }
 
+impl Record {
+    /// [`Record::RequestReceived`] for a request on session `session`.
+    pub fn request_received(
+        session: &SessionId,
+        conn: ConnId,
+        rpc_id: &RequestId,
+        method: &str,
+        tag: Option<&str>,
+        tool: Option<&str>,
+        key: Option<&str>,
+    ) -> Record {
+        Record::RequestReceived(Box::new(RequestReceived {
+            session: Some(session.clone()),
+            conn,
+            rpc_id: rpc_id.clone(),
+            method: method.to_string(),
+            tag: tag.map(str::to_string),
+            tool: tool.map(str::to_string),
+            key: key.map(str::to_string),
+        }))
+    }
+}
+
 /// What [`Record::RequestReceived`] says.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RequestReceived {

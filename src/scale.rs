@@ -127,6 +127,7 @@ fn mixed_fleet() -> Result<(f64, u64), String> {
 fn baseline(t: Traffic) -> Result<(f64, u64), String> {
     let mut sim = turmoil::Builder::new()
         .epoch(UNIX_EPOCH + Duration::from_secs(1_800_000_000))
+        .rng_seed(0)
         .simulation_duration(Duration::from_secs(3600))
         .min_message_latency(Duration::from_millis(1))
         .max_message_latency(Duration::from_millis(5))

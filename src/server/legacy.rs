@@ -248,17 +248,15 @@ fn request(
                     return Ok(());
                 }
             };
-            shared.history.record(Record::RequestReceived(Box::new(
-                crate::history::RequestReceived {
-                    session: Some(sid.clone()),
-                    conn,
-                    rpc_id: id.clone(),
-                    method: method.to_string(),
-                    tag: inv.tag().map(str::to_string),
-                    tool: Some(p.name.clone()),
-                    key: key.clone(),
-                },
-            )));
+            shared.history.record(Record::request_received(
+                sid,
+                conn,
+                &id,
+                method,
+                inv.tag(),
+                Some(&p.name),
+                key.as_deref(),
+            ));
             if let Some(k) = &key {
                 let cv = json!({"name": p.name, "arguments": p.arguments});
                 match dedup::key_lookup(shared, &principal, k, &cv) {

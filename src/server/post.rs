@@ -213,19 +213,15 @@ async fn request(
         None
     };
     let who = dedup::principal(h, sid);
-    shared.history.record(Record::RequestReceived(Box::new(
-        crate::history::RequestReceived {
-            session: Some(sid.clone()),
-            conn,
-            rpc_id: id.clone(),
-            method: method.to_string(),
-            tag: call
-                .as_ref()
-                .and_then(|(_, inv)| inv.tag().map(str::to_string)),
-            tool: call.as_ref().map(|(p, _)| p.name.clone()),
-            key: key.clone(),
-        },
-    )));
+    shared.history.record(Record::request_received(
+        sid,
+        conn,
+        &id,
+        method,
+        call.as_ref().and_then(|(_, inv)| inv.tag()),
+        call.as_ref().map(|(p, _)| p.name.as_str()),
+        key.as_deref(),
+    ));
     // A request id still in flight in the session: the guarded arm refuses
     // it; the others run it again, as the SDKs do, and the id's result is
     // cross-wired to the new POST's stream (`tools::start`). The keys arm
