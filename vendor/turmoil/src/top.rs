@@ -106,6 +106,8 @@ impl<'a> Iterator for LinksIter<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let (pair, link) = self.iter.next()?;
+        // mcp-chaos patch: the caller may deliver any message now.
+        link.maybe_due = true;
 
         Some(LinkIter {
             a: pair.0,
@@ -154,6 +156,12 @@ struct Link {
 
     /// The current network time, moved forward with [`Link::tick`].
     now: Instant,
+
+    /// mcp-chaos patch: a message in `sent` may be due without having been
+    /// moved to `deliverable` (a release, or a caller's delivery through
+    /// [`LinkIter`]). When false, none is: every message due at `now` was
+    /// moved by the last pass.
+    maybe_due: bool,
 }
 
 /// States that a link between two nodes can be in.
@@ -332,6 +340,7 @@ impl Link {
             sent: VecDeque::new(),
             deliverable: IndexMap::new(),
             now,
+            maybe_due: false,
         }
     }
 
@@ -347,7 +356,17 @@ impl Link {
 
         self.rand_partition_or_repair(global_config, rand);
         let result = self.enqueue(global_config, rand, src, dst, message);
-        self.process_deliverables();
+        // mcp-chaos patch: `now` has not moved since the last pass, so only
+        // the message just sent can have become due, unless a release or a
+        // caller's delivery made others due: scan the link only then. (A
+        // scan on every send was quadratic in the messages in flight.)
+        let new_due = matches!(
+            self.sent.back().map(|s| &s.status),
+            Some(DeliveryStatus::DeliverAfter(t)) if *t <= self.now
+        );
+        if self.maybe_due || new_due {
+            self.process_deliverables();
+        }
         result
     }
 
@@ -435,6 +454,7 @@ impl Link {
                 }
             }
         }
+        self.maybe_due = false;
     }
 
     // FIXME: This implementation does not respect message delivery order. If
@@ -498,6 +518,7 @@ impl Link {
                 sent.deliver(self.now);
             }
         }
+        self.maybe_due = true;
     }
 
     fn explicit_partition(&mut self) {
