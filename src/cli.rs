@@ -979,11 +979,7 @@ fn scale(
             ));
         }
     }
-    let fleet = {
-        let mut f = side_figures(&exe, "mixed-fleet", 0, base)?;
-        f.side = "mixed-fleet".into();
-        f
-    };
+    let fleet = side_figures(&exe, "mixed-fleet", 0, base)?;
     table.push_str(&format!(
         "\nmixed-fleet (sims/mixed-fleet.toml, guarded, seed 0: {} operations, faults on): \
          {:.1} simulated s in {:.2} s wall, {:.0}x real time, peak {:.0} MB.\n",

@@ -908,11 +908,6 @@ impl History {
         self.len() == 0
     }
 
-    /// SHA-256 of everything recorded so far (see [`trace_sha256`]).
-    pub fn trace_sha256(&self) -> String {
-        trace_sha256(&self.entries())
-    }
-
     /// Writes the history as JSON lines, one entry each.
     pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
         for e in self.entries().iter() {
