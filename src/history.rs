@@ -279,8 +279,8 @@ pub enum Record {
         kind: EventKind,
         /// The request it belongs to.
         rpc_id: Option<RequestId>,
-        /// The operation tag of that request.
-        tag: Option<String>,
+        /// The operation tag of that request (shared by all its events).
+        tag: Option<Rc<str>>,
     },
     /// An event was written on a connection.
     Written {
@@ -491,7 +491,7 @@ pub enum Record {
         /// Progress or result.
         kind: EventKind,
         /// The operation tag.
-        tag: Option<String>,
+        tag: Option<Rc<str>>,
     },
     /// A resume got 200 and an empty stream (unguarded, keys), which ends
     /// at once: nothing was replayed, no stream changed hands.

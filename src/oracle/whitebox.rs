@@ -55,7 +55,7 @@ pub fn recount(entries: &[Entry]) -> Recount {
     });
     // Deferred executions running: (session, request) → (tag, refused).
     let mut running: BTreeMap<(SessionId, RequestId), (String, bool)> = BTreeMap::new();
-    let mut produced: BTreeMap<String, Vec<(SessionId, u64, RequestId)>> = BTreeMap::new();
+    let mut produced: BTreeMap<Rc<str>, Vec<(SessionId, u64, RequestId)>> = BTreeMap::new();
     // Deferred executions that committed nothing: their events are owed
     // to nobody.
     let mut void: BTreeSet<(SessionId, RequestId)> = BTreeSet::new();
@@ -167,7 +167,7 @@ pub fn half_open_writes(entries: &[Entry]) -> BTreeSet<Rc<str>> {
         }) = &e.record
         {
             let ev = (receipts.sessions.id(session), *event);
-            results.entry(ev).or_insert(("", false)).0 = tag.as_str();
+            results.entry(ev).or_insert(("", false)).0 = tag;
         }
     }
     if results.is_empty() {

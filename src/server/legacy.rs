@@ -276,7 +276,7 @@ fn request(
                                 EventKind::Result,
                                 &msg.encode(),
                                 Some(id.clone()),
-                                inv.tag().map(str::to_string),
+                                inv.tag().map(Rc::from),
                                 &shared.history,
                             );
                         }

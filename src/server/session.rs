@@ -170,7 +170,7 @@ impl Session {
         kind: EventKind,
         message: &str,
         rpc_id: Option<RequestId>,
-        tag: Option<String>,
+        tag: Option<Rc<str>>,
         history: &History,
     ) -> EventId {
         let data = Bytes::copy_from_slice(message.as_bytes());
@@ -186,7 +186,7 @@ impl Session {
         data: Bytes,
         kind: EventKind,
         rpc_id: Option<RequestId>,
-        tag: Option<String>,
+        tag: Option<Rc<str>>,
         history: &History,
     ) -> EventId {
         let id = self.next_event_id;

@@ -144,7 +144,7 @@ async fn run(
     execution: u32,
     cancelled: Rc<Cell<bool>>,
 ) {
-    let tag = inv.tag().map(str::to_string);
+    let tag: Option<Rc<str>> = inv.tag().map(Rc::from);
     let (chunks, interval) = match &inv {
         Invocation::Append(a) => (a.chunks, Duration::from_millis(a.chunk_interval_ms)),
         Invocation::Read(_) => (1, Duration::ZERO),
