@@ -68,6 +68,41 @@ pub struct Summary {
     /// seed, any server) exercised: a fault plan that tests nothing.
     #[serde(default)]
     pub uncovered_hazards: BTreeMap<String, Vec<String>>,
+    /// What produced this summary: enough to reproduce it.
+    #[serde(default)]
+    pub provenance: Provenance,
+}
+
+/// What produced a summary: the command, the seeds, the arms, the tool and
+/// the scenario files, so a report can say how to reproduce itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The command line as typed, program name first.
+    pub command: Vec<String>,
+    /// The seed range, `A..B` (B exclusive).
+    pub seeds: String,
+    /// Server arms, in report order.
+    pub arms: Vec<String>,
+    /// Client profiles, in report order (`scenario`: as written).
+    pub clients: Vec<String>,
+    /// mcp-chaos's version (Cargo.toml).
+    pub version: String,
+    /// The source's git commit (`-dirty` appended when the work tree has
+    /// changes), or `unknown` outside a checkout.
+    pub commit: String,
+    /// Per scenario name: its file, the file's SHA-256 and its description.
+    pub scenarios: BTreeMap<String, ScenarioInfo>,
+}
+
+/// One scenario file, as a summary records it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioInfo {
+    /// Path of the file, as given.
+    pub file: String,
+    /// SHA-256 of the file's bytes, hex.
+    pub sha256: String,
+    /// The scenario's `description`.
+    pub description: String,
 }
 
 impl Summary {
@@ -140,6 +175,7 @@ impl Summary {
             runs,
             aggregates,
             uncovered_hazards,
+            provenance: Provenance::default(),
         }
     }
 

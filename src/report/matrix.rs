@@ -333,6 +333,7 @@ mod tests {
                 agg("a", "unguarded", "keys+cursors", 2),
             ],
             uncovered_hazards: Default::default(),
+            provenance: Default::default(),
         };
         let md = markdown(&s);
         assert!(
