@@ -9,7 +9,8 @@ pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// SSE resumption cursor on GET; the cursor list on a guarded POST; the
 /// resume hint on a Rule M 409.
 pub const LAST_EVENT_ID: &str = "last-event-id";
-/// Dedup token (after the IETF idempotency-key draft); guarded server only.
+/// Dedup token (after the IETF idempotency-key draft); honored by the
+/// `guarded` and `keys` arms, ignored by the others.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// `Authorization` (`Bearer <token>`): the principal keys are scoped to.
 pub const AUTHORIZATION: &str = "authorization";

@@ -197,7 +197,7 @@ async fn request(
                 Some(id),
                 jsonrpc::METHOD_NOT_FOUND,
                 &format!(
-                "method {other:?} not found: this server offers ping, tools/list and tools/call"
+                "method {other:?} not found: this server offers ping, tools/list, tools/call and resources/subscribe"
             ),
             ))
         }
