@@ -756,7 +756,7 @@ fn faults_summary(s: &Scenario) -> String {
         *explicit.entry(crate::fault::kind_name(x)).or_insert(0) += 1;
     }
     for (k, n) in explicit {
-        parts.push(format!("{n} {k} (explicit)"));
+        parts.push(format!("explicit {k} x{n}"));
     }
     if parts.is_empty() {
         "none".into()
