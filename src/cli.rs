@@ -506,6 +506,18 @@ pub fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        // A bad value (`--jobs 0`, `--seeds` for a timeout): its one line.
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let text = e.render().to_string();
+            errln!(
+                "mcp-chaos: {}",
+                text.lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ")
+            );
+            return ExitCode::from(3);
+        }
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(3);

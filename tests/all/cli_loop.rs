@@ -349,9 +349,17 @@ fn scenario_problems_exit_3_naming_them() {
     assert_eq!(code(&o), 0);
     let listed = String::from_utf8_lossy(&o.stdout);
     assert!(listed.contains("half-open") && listed.contains("sims/half-open.toml"));
-    let o = run(&["compare", "--jobs", "0"]);
-    assert_eq!(code(&o), 3);
-    assert!(stderr(&o).contains("--jobs"), "{}", stderr(&o));
+    for args in [
+        ["compare", "--jobs", "0"],
+        ["sweep", "--jobs", "0"],
+        ["compare", "--timeout", "0"],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 3);
+        let e = stderr(&o);
+        assert!(e.contains(args[1]), "{e}");
+        assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
+    }
 }
 
 #[test]
