@@ -3,23 +3,57 @@
 //! expectation holds, 1 on a safety violation, 2 on a liveness failure, 3 on
 //! a usage or I/O error.
 
-use crate::fault::FaultPlan;
 use crate::guard::{Limits, PostFacts, Reason, SessionGuard, Verdict};
 use crate::history::History;
 use crate::ledger::Ledger;
 use crate::report;
 use crate::run::{self, Options, RunReport};
+use crate::scenario::RegressionKind;
 use crate::scenario::Scenario;
 use crate::seed;
 use crate::server::{Delivery, Pacing, Server, ServerConfig, Variant};
 use crate::sut::Arm;
-use crate::sweep::{self, Job, Seeds, Summary};
+use crate::sweep::{self, Control, Job, Seeds, Summary};
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// Writes to standard output; a closed pipe (`| head`) ends the program
+/// quietly with 141 (as a shell reports SIGPIPE), never a panic.
+macro_rules! outln {
+    () => { say("\n") };
+    ($($t:tt)*) => { say(&format!("{}\n", format_args!($($t)*))) };
+}
+
+/// `print!` through [`say`].
+macro_rules! out {
+    ($($t:tt)*) => { say(&format!($($t)*)) };
+}
+
+/// Writes to standard error, ignoring a closed one (`eprintln!` would panic).
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
+/// Writes `text` to standard output; exits quietly (141) when the reader
+/// has gone, with a one-line message (3) on any other write error.
+fn say(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        errln!("mcp-chaos: cannot write to standard output: {e}");
+        std::process::exit(3);
+    }
+}
 
 /// Deterministic network simulator for MCP streamable-HTTP servers.
 #[derive(Parser, Debug)]
@@ -68,6 +102,49 @@ impl RunArgs {
                 .or(self.cursor_on_post.map(|_| run::Profile::Cursors)),
             sets: self.sets.clone(),
         })
+    }
+}
+
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => {
+            Err("0 workers run nothing: use --jobs 1 or more (default: the core count)".into())
+        }
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "{s:?} is not a number of workers: use e.g. --jobs 2"
+        )),
+    }
+}
+
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(std::time::Duration::from_secs_f64(x)),
+        _ => Err(format!(
+            "{s:?} is not a timeout: give seconds above 0, e.g. --timeout 30"
+        )),
+    }
+}
+
+/// How a batch is scheduled: `--fail-fast` and `--timeout`.
+#[derive(clap::Args, Debug, Clone)]
+struct ControlArgs {
+    /// Stop scheduling new runs after the first failing run (runs already
+    /// going finish; the summary holds the runs made).
+    #[arg(long)]
+    fail_fast: bool,
+    /// Longest wall-clock time one run may take, seconds; a run past it is
+    /// reported as failed with verdict "timeout" and its repro command.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    timeout: Option<std::time::Duration>,
+}
+
+impl ControlArgs {
+    fn control(&self) -> Control {
+        Control {
+            fail_fast: self.fail_fast,
+            timeout: self.timeout,
+        }
     }
 }
 
@@ -134,15 +211,28 @@ enum Cmd {
     /// Run every scenario in sims/ x seeds x server arms x client profiles in
     /// parallel; write summary.json, report.md (with the mechanism matrix)
     /// and report.html; print the headline.
+    #[command(
+        after_help = "Examples:\n  mcp-chaos compare\n  mcp-chaos compare --seeds 0..20 --servers guarded,unguarded --scenario half-open --out target/cmp\n  MCP_CHAOS_SEEDS=3 mcp-chaos compare --fail-fast --timeout 60 --shrink --out target/cmp"
+    )]
     Compare {
         /// Directory of scenarios.
         #[arg(long, default_value = "sims")]
         sims: PathBuf,
-        /// Seeds per scenario (0..N).
-        #[arg(long, default_value_t = 6)]
-        seeds: u64,
-        /// Parallel simulations (default: the core count).
+        /// Seeds: A..B (B exclusive) or N for 0..N (default: $MCP_CHAOS_SEEDS, else 0..6).
         #[arg(long)]
+        seeds: Option<String>,
+        /// Only the scenario with this name (repeatable; `mcp-chaos list` shows the names).
+        #[arg(long = "scenario", value_name = "NAME")]
+        only: Vec<String>,
+        /// After the sweep, shrink the lowest failing seed of each
+        /// scenario x arm x profile to OUT/shrunk/NAME.toml (pinned as a bug:
+        /// it fails until fixed).
+        #[arg(long)]
+        shrink: bool,
+        #[command(flatten)]
+        control: ControlArgs,
+        /// Parallel simulations (default: the core count).
+        #[arg(long, value_parser = parse_jobs)]
         jobs: Option<usize>,
         /// Output directory.
         #[arg(long, default_value = "results")]
@@ -163,21 +253,26 @@ enum Cmd {
     },
     /// Run one scenario over a seed range (or one shard of it) under both
     /// servers; write the summary JSON.
+    #[command(
+        after_help = "Examples:\n  mcp-chaos sweep --scenario sims/half-open.toml --seeds 0..100 --shard 1/4 --out target/shard1.json\n  mcp-chaos merge target/shard*.json --out target/merged.json"
+    )]
     Sweep {
         /// Scenario file (TOML).
         #[arg(long)]
         scenario: PathBuf,
-        /// Seed range A..B (B exclusive).
+        /// Seeds: A..B (B exclusive) or N for 0..N (default: $MCP_CHAOS_SEEDS).
         #[arg(long)]
-        seeds: String,
+        seeds: Option<String>,
         /// Shard K/N (1-based) of the range.
         #[arg(long)]
         shard: Option<String>,
         /// Summary file to write.
         #[arg(long)]
         out: PathBuf,
+        #[command(flatten)]
+        control: ControlArgs,
         /// Parallel simulations (default: the core count).
-        #[arg(long)]
+        #[arg(long, value_parser = parse_jobs)]
         jobs: Option<usize>,
         /// Also write JUnit XML here.
         #[arg(long)]
@@ -191,8 +286,9 @@ enum Cmd {
     /// Write the calibration of a model arm against a real SDK's server
     /// from a comparison's summary: every scenario side by side, metric by
     /// metric. Hand-written notes below the file's notes marker are kept.
-    ///
-    /// Example: mcp-chaos calibrate results/summary.json --out results/calibration.md
+    #[command(
+        after_help = "Example:\n  mcp-chaos calibrate results/summary.json --out results/calibration.md"
+    )]
     Calibrate {
         /// A summary.json from `compare` (or a merged sweep) that ran both arms.
         #[arg(default_value = "results/summary.json")]
@@ -216,8 +312,9 @@ enum Cmd {
     /// time, simulated seconds per wall second, peak memory, the ratio,
     /// and the wall-time exponent between sizes. Each side runs in its own
     /// child process.
-    ///
-    /// Example: mcp-chaos scale --clients 1000,10000 --out results/perf.md
+    #[command(
+        after_help = "Example:\n  mcp-chaos scale --clients 1000,10000 --out results/perf.md"
+    )]
     Scale {
         /// Client counts, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
@@ -247,6 +344,11 @@ enum Cmd {
         one: Option<String>,
     },
     /// Merge summary files (shards) into one, recomputing aggregates.
+    /// Refuses summaries of another schema version and a run two files
+    /// both hold.
+    #[command(
+        after_help = "Example:\n  mcp-chaos merge target/shard1.json target/shard2.json --out target/merged.json"
+    )]
     Merge {
         /// Summary files.
         #[arg(required = true)]
@@ -257,6 +359,9 @@ enum Cmd {
     },
     /// Print a run's every derived option and its whole fault plan, then run
     /// it with the trace on.
+    #[command(
+        after_help = "Example:\n  mcp-chaos repro --scenario sims/flaky-mobile.toml --seed 3 --server unguarded --emit-scenario target/flaky-3.toml\n  mcp-chaos run --scenario target/flaky-3.toml --seed 3 --server unguarded   # same trace"
+    )]
     Repro {
         /// Scenario file (TOML).
         #[arg(long)]
@@ -272,9 +377,21 @@ enum Cmd {
         /// Trace file (default: target/repro/SCENARIO-SEED-SERVER.jsonl).
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Also write the scenario exactly as run (profile and overrides
+        /// applied, the whole fault plan as explicit faults, generators off)
+        /// here: `run --scenario FILE` with the same seed and server
+        /// replays the same trace.
+        #[arg(long, value_name = "FILE")]
+        emit_scenario: Option<PathBuf>,
     },
-    /// Delta-debug a failing run's fault plan to a minimal one that fails
-    /// the same way; write it as a scenario for sims/regressions/.
+    /// Delta-debug a run's fault plan (and clients) to a minimal one that
+    /// still fails the same way, or still shows the metrics named by
+    /// --until; write it as a scenario for sims/regressions/ whose
+    /// [regression] table says whether it pins a hazard (passes while it
+    /// reproduces) or a bug (fails until fixed).
+    #[command(
+        after_help = "Examples:\n  mcp-chaos shrink --until duplicate_side_effects --scenario sims/half-open.toml --seed 0 --server unguarded --out target/dups.toml\n  mcp-chaos run --scenario target/dups.toml --server unguarded   # passes while the duplicates reproduce"
+    )]
     Shrink {
         /// Scenario file (TOML).
         #[arg(long)]
@@ -287,13 +404,48 @@ enum Cmd {
         server: Arm,
         #[command(flatten)]
         run: RunArgs,
+        /// Keep the runs that show this metric above 0 (repeatable), e.g.
+        /// duplicate_side_effects, whatever the scenario expects (default:
+        /// keep the run's failed expectations).
+        #[arg(long, value_name = "METRIC")]
+        until: Vec<String>,
+        /// Keep the runs with failures of this cause (metrics.failures_by_cause), e.g. gave_up.
+        #[arg(long, value_name = "CAUSE")]
+        until_cause: Vec<String>,
+        /// How the file pins it: hazard (an arm expected to fail: passes
+        /// while it reproduces) or bug (fails until fixed).
+        #[arg(long, default_value = "hazard")]
+        kind: RegressionKind,
         /// Where to write the shrunk scenario (default: sims/regressions/NAME.toml).
         #[arg(long)]
         out: Option<PathBuf>,
     },
     /// Print Rule M, the guard's decision table, as the guard computes it.
+    #[command(after_help = "Example:\n  mcp-chaos rules")]
     Rules,
+    /// List the scenarios of a directory: name, file, clients, faults, and
+    /// the first line of the description.
+    #[command(after_help = "Example:\n  mcp-chaos list sims/regressions")]
+    List {
+        /// Directory of scenarios.
+        #[arg(default_value = "sims")]
+        dir: PathBuf,
+    },
+    /// Load scenario files (or every *.toml of a directory) and check them:
+    /// schema, bounds, metric names in [expect.*], and names shared by two
+    /// files. Exit 3 on the first problem.
+    #[command(
+        after_help = "Examples:\n  mcp-chaos validate sims\n  mcp-chaos validate sims/half-open.toml target/dups.toml"
+    )]
+    Validate {
+        /// Files or directories.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
     /// Run one scenario under one seed against one server.
+    #[command(
+        after_help = "Examples:\n  mcp-chaos run --scenario sims/half-open.toml --seed 0 --server unguarded\n  mcp-chaos run --scenario sims/half-open.toml --server guarded --clients keys+cursors --format json"
+    )]
     Run {
         /// Scenario file (TOML).
         #[arg(long)]
@@ -314,6 +466,7 @@ enum Cmd {
         run: RunArgs,
     },
     /// Run the MCP server on a real socket (simulated time becomes real time).
+    #[command(after_help = "Example:\n  mcp-chaos serve --server guarded --addr 127.0.0.1:8080")]
     Serve {
         /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long, default_value = "guarded")]
@@ -353,6 +506,18 @@ pub fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        // A bad value (`--jobs 0`, `--seeds` for a timeout): its one line.
+        Err(e) if e.kind() == clap::error::ErrorKind::ValueValidation => {
+            let text = e.render().to_string();
+            errln!(
+                "mcp-chaos: {}",
+                text.lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ")
+            );
+            return ExitCode::from(3);
+        }
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(3);
@@ -362,40 +527,55 @@ pub fn main() -> ExitCode {
         Cmd::Compare {
             sims,
             seeds,
+            only,
+            shrink,
+            control,
             jobs,
             out,
             junit,
             servers,
             clients,
             sets,
-        } => compare(
-            &sims,
-            seeds,
-            jobs,
-            &out,
-            junit.as_deref(),
-            &Matrix {
-                arms: servers.map_or_else(Arm::all, |a| a.0),
-                profiles: clients.map_or_else(|| vec![None], |p| p.0),
-                sets,
-            },
-        ),
+        } => Seeds::from_flag_or_env(seeds.as_deref(), None, Some("0..6"))
+            .map_err(anyhow::Error::msg)
+            .and_then(|seeds| {
+                compare(
+                    &sims,
+                    &seeds,
+                    jobs,
+                    &out,
+                    junit.as_deref(),
+                    &Matrix {
+                        arms: servers.map_or_else(Arm::all, |a| a.0),
+                        profiles: clients.map_or_else(|| vec![None], |p| p.0),
+                        sets,
+                    },
+                    &Select {
+                        only,
+                        control: control.control(),
+                        shrink,
+                    },
+                )
+            }),
         Cmd::Sweep {
             scenario,
             seeds,
             shard,
             out,
+            control,
             jobs,
             junit,
             servers,
             run,
         } => run.options().and_then(|o| {
+            let seeds = Seeds::from_flag_or_env(seeds.as_deref(), shard.as_deref(), None)
+                .map_err(anyhow::Error::msg)?;
             sweep_cmd(
                 &scenario,
                 &seeds,
-                shard.as_deref(),
                 &out,
                 jobs,
+                control.control(),
                 junit.as_deref(),
                 &Matrix {
                     arms: servers.map_or_else(Arm::all, |a| a.0),
@@ -440,22 +620,37 @@ pub fn main() -> ExitCode {
             server,
             run,
             trace,
+            emit_scenario,
         } => run
             .options()
-            .and_then(|o| repro(&scenario, seed, server, &o, trace)),
+            .and_then(|o| repro(&scenario, seed, server, &o, trace, emit_scenario.as_deref())),
         Cmd::Shrink {
             scenario,
             seed,
             server,
             run,
+            until,
+            until_cause,
+            kind,
             out,
-        } => run
-            .options()
-            .and_then(|o| shrink(&scenario, seed, server, &o, out)),
+        } => run.options().and_then(|o| {
+            let mut until = until;
+            until.extend(until_cause.iter().map(|c| format!("failures_by_cause.{c}")));
+            shrink(
+                &scenario,
+                seed,
+                server,
+                &o,
+                &crate::shrink::Goal { until, kind },
+                out,
+            )
+        }),
         Cmd::Rules => {
-            print!("{}", decision_table());
+            out!("{}", decision_table());
             Ok(0)
         }
+        Cmd::List { dir } => list(&dir),
+        Cmd::Validate { paths } => validate(&paths),
         Cmd::Run {
             scenario,
             seed,
@@ -476,7 +671,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("mcp-chaos: {e:#}");
+            errln!("mcp-chaos: {e:#}");
             ExitCode::from(3)
         }
     }
@@ -484,6 +679,131 @@ pub fn main() -> ExitCode {
 
 fn load(path: &Path) -> anyhow::Result<Scenario> {
     Ok(Scenario::load(path)?)
+}
+
+/// Every scenario of a directory, loaded, as (file, scenario); two files
+/// with one name are refused (a name identifies a scenario's runs in
+/// summaries, reports and JUnit).
+fn load_dir(dir: &Path) -> anyhow::Result<Vec<(String, Scenario)>> {
+    let mut files = Vec::new();
+    for p in scenario_files(dir)? {
+        files.push((p.display().to_string(), load(&p)?));
+    }
+    refuse_shared_names(&files)?;
+    Ok(files)
+}
+
+fn refuse_shared_names(files: &[(String, Scenario)]) -> anyhow::Result<()> {
+    let mut seen: std::collections::BTreeMap<&str, &str> = Default::default();
+    for (path, s) in files {
+        if let Some(first) = seen.insert(&s.name, path) {
+            bail!(
+                "{first} and {path} both name their scenario {:?}: names identify runs in \
+                 summaries and reports, rename one",
+                s.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `list DIR`: one line per scenario.
+fn list(dir: &Path) -> anyhow::Result<u8> {
+    let files = load_dir(dir)?;
+    let rows: Vec<[String; 5]> = files
+        .iter()
+        .map(|(path, s)| {
+            [
+                s.name.clone(),
+                path.clone(),
+                s.client_count().to_string(),
+                faults_summary(s),
+                s.description.lines().next().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    let head = ["name", "file", "clients", "faults", "description"];
+    let mut width = head.map(str::len);
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: [&str; 5]| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i == 4 {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<w$}  ", w = width[i]));
+            }
+        }
+        l.trim_end().to_string()
+    };
+    outln!("{}", line(head));
+    for r in &rows {
+        outln!("{}", line([&r[0], &r[1], &r[2], &r[3], &r[4]]));
+    }
+    Ok(0)
+}
+
+/// A scenario's faults in a few words: generators and explicit faults by kind.
+fn faults_summary(s: &Scenario) -> String {
+    let f = &s.faults;
+    let mut parts = Vec::new();
+    if f.drop_rate > 0.0 {
+        parts.push(format!("drop_rate {}", f.drop_rate));
+    }
+    for (n, what) in [
+        (f.partitions, "partitions"),
+        (f.restarts, "restarts"),
+        (f.latency_spikes, "latency spikes"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    let mut explicit: std::collections::BTreeMap<&str, u32> = Default::default();
+    for x in &f.explicit {
+        *explicit.entry(crate::fault::kind_name(x)).or_insert(0) += 1;
+    }
+    for (k, n) in explicit {
+        parts.push(format!("explicit {k} x{n}"));
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// `validate FILES|DIR`: load each (schema, bounds, metric names), refuse
+/// shared names.
+fn validate(paths: &[PathBuf]) -> anyhow::Result<u8> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            for f in scenario_files(p)? {
+                files.push((f.display().to_string(), load(&f)?));
+            }
+        } else {
+            files.push((p.display().to_string(), load(p)?));
+        }
+    }
+    refuse_shared_names(&files)?;
+    for (path, s) in &files {
+        let pin = s.regression.as_ref().map_or(String::new(), |r| {
+            format!(
+                " (regression: {} on {}: {})",
+                r.kind.as_str(),
+                r.server,
+                r.metrics.join(", ")
+            )
+        });
+        outln!("ok {path}: {}{pin}", s.name);
+    }
+    outln!("{} scenario(s) valid", files.len());
+    Ok(0)
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -524,14 +844,17 @@ fn run_one(
             .with_context(|| format!("writing --trace {}", t.display()))?;
     }
     match format {
-        Format::Json => println!(
+        Format::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&report).expect("report serializes")
         ),
-        Format::Text => print!("{}", text_report(&report)),
+        Format::Text => out!("{}", text_report(&report)),
+    }
+    if let Some(line) = regression_line(&scenario, &report) {
+        errln!("{line}");
     }
     if report.failed() {
-        eprintln!(
+        errln!(
             "mcp-chaos: {} ({}) for {} on the {} server, seed {seed}:",
             if report.verdict == "safety" {
                 "safety violation"
@@ -543,14 +866,39 @@ fn run_one(
             report.server
         );
         for f in &report.failed_expectations {
-            eprintln!("  - {f}");
+            errln!("  - {f}");
         }
         if !report.clients_finished {
-            eprintln!("  - clients still running when the heal phase ended");
+            errln!("  - clients still running when the heal phase ended");
         }
-        eprintln!("reproduce with: {repro}");
+        errln!("reproduce with: {repro}");
     }
     Ok(report.exit_code())
+}
+
+/// For a run of a regression file on its arm: whether what it pins still
+/// reproduces, and what that means for its kind.
+fn regression_line(s: &Scenario, r: &RunReport) -> Option<String> {
+    let reg = s.regression.as_ref().filter(|g| g.server == r.server)?;
+    let shows = reg
+        .metrics
+        .iter()
+        .all(|m| r.metrics.get(m).is_some_and(|v| v > 0));
+    let what = reg.metrics.join(", ");
+    Some(match (reg.kind, shows) {
+        (RegressionKind::Hazard, true) => {
+            format!("regression (hazard): {what} still reproduces: passes, as a hazard should")
+        }
+        (RegressionKind::Hazard, false) => format!(
+            "regression (hazard): {what} no longer reproduces: fails (the arm changed? re-shrink or retire the file)"
+        ),
+        (RegressionKind::Bug, true) => {
+            format!("regression (bug): {what} still reproduces: fails until fixed")
+        }
+        (RegressionKind::Bug, false) => {
+            format!("regression (bug): {what} no longer reproduces: fixed, passes")
+        }
+    })
 }
 
 fn text_report(r: &RunReport) -> String {
@@ -626,7 +974,7 @@ fn cores() -> usize {
 }
 
 /// Runs jobs with a progress bar on a terminal, plain lines otherwise.
-fn execute(jobs: &[Job], workers: usize) -> anyhow::Result<Summary> {
+fn execute(jobs: &[Job], workers: usize, control: Control) -> anyhow::Result<Summary> {
     let tty = std::io::stderr().is_terminal();
     let bar = tty.then(|| {
         let b = indicatif::ProgressBar::new(jobs.len() as u64);
@@ -652,15 +1000,23 @@ fn execute(jobs: &[Job], workers: usize) -> anyhow::Result<Summary> {
                 b.set_position(done as u64);
                 b.set_message(line);
             }
-            None => eprintln!("[{done}/{total}] {line}"),
+            None => errln!("[{done}/{total}] {line}"),
         }
     };
-    let results = sweep::run_all(jobs, workers, &progress);
+    let results = sweep::run_all(jobs, workers, control, &progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    let made = results.iter().filter(|r| r.is_some()).count();
+    if made < jobs.len() {
+        errln!(
+            "mcp-chaos: --fail-fast: stopped after the first failing run: {made} of {} runs made, \
+             the summary holds only those",
+            jobs.len()
+        );
+    }
     let mut runs = Vec::new();
-    for r in results {
+    for r in results.into_iter().flatten() {
         runs.push(r.map_err(|e| anyhow::anyhow!("{e}"))?);
     }
     Ok(Summary::from_runs(runs))
@@ -750,8 +1106,13 @@ fn finish(
     }
     let repro = repro_for(files);
     for r in summary.runs.iter().filter(|r| r.failed()) {
-        eprintln!(
-            "mcp-chaos: {} {} (clients: {}) seed {} ({}): {}\n  reproduce with: {}",
+        let pinned = files
+            .iter()
+            .find(|(_, s)| s.name == r.scenario)
+            .and_then(|(_, s)| regression_line(s, r))
+            .map_or(String::new(), |l| format!("\n  {l}"));
+        errln!(
+            "mcp-chaos: {} {} (clients: {}) seed {} ({}): {}{pinned}\n  reproduce with: {}",
             r.scenario,
             r.server,
             r.clients,
@@ -764,34 +1125,55 @@ fn finish(
     Ok(summary.exit_code())
 }
 
+/// Which scenarios a comparison runs and how: `--scenario`, `--fail-fast`,
+/// `--timeout`, `--shrink`.
+struct Select {
+    only: Vec<String>,
+    control: Control,
+    shrink: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn compare(
     dir: &Path,
-    seeds: u64,
+    seeds: &Seeds,
     jobs: Option<usize>,
     out: &Path,
     junit: Option<&Path>,
     matrix: &Matrix,
+    select: &Select,
 ) -> anyhow::Result<u8> {
-    if seeds == 0 {
-        bail!("--seeds must be at least 1");
+    let mut files = load_dir(dir)?;
+    if !select.only.is_empty() {
+        let known: Vec<&str> = files.iter().map(|(_, s)| s.name.as_str()).collect();
+        for name in &select.only {
+            if !known.contains(&name.as_str()) {
+                bail!(
+                    "--scenario {name}: no scenario of that name in {} (known: {})",
+                    dir.display(),
+                    known.join(", ")
+                );
+            }
+        }
+        files.retain(|(_, s)| select.only.contains(&s.name));
     }
-    let mut files = Vec::new();
-    for p in scenario_files(dir)? {
-        files.push((p.display().to_string(), load(&p)?));
-    }
-    let seed_list: Vec<u64> = (0..seeds).collect();
+    let seed_list = seeds.list();
     let mut work = Vec::new();
     for (path, scenario) in &files {
         work.extend(matrix.jobs(path, scenario, &seed_list));
     }
     let workers = jobs.unwrap_or_else(cores);
-    eprintln!(
-        "mcp-chaos compare: {} scenarios x {seeds} seeds x {} = {} runs on {workers} workers",
+    errln!(
+        "mcp-chaos compare: {} scenarios x seeds {} x {} = {} runs on {workers} workers",
         files.len(),
+        seeds.range(),
         matrix.describe(),
         work.len()
     );
-    let summary = execute(&work, workers)?;
+    let summary = execute(&work, workers, select.control)?;
+    if select.shrink {
+        shrink_failures(&summary, &files, out)?;
+    }
     write(
         &out.join("summary.json"),
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
@@ -829,9 +1211,9 @@ fn compare(
         &out.join("report.html"),
         &report::html(&summary, timeline.as_ref()),
     )?;
-    println!("{}", report::headline(&summary));
+    outln!("{}", report::headline(&summary));
     warn_uncovered(&summary);
-    println!(
+    outln!(
         "wrote {}, {} and {}",
         out.join("summary.json").display(),
         out.join("report.md").display(),
@@ -843,7 +1225,7 @@ fn compare(
 /// Flags scenarios whose declared hazards no run exercised.
 fn warn_uncovered(summary: &Summary) {
     for (sc, hz) in &summary.uncovered_hazards {
-        eprintln!(
+        errln!(
             "warning: scenario {sc} declares hazards no seed exercised: {} (its fault plan tests nothing there: add faults or seeds)",
             hz.join(", ")
         );
@@ -852,23 +1234,22 @@ fn warn_uncovered(summary: &Summary) {
 
 fn sweep_cmd(
     path: &Path,
-    seeds: &str,
-    shard: Option<&str>,
+    seeds: &Seeds,
     out: &Path,
     jobs: Option<usize>,
+    control: Control,
     junit: Option<&Path>,
     matrix: &Matrix,
 ) -> anyhow::Result<u8> {
-    let seeds = Seeds::parse(seeds, shard).map_err(anyhow::Error::msg)?;
     let scenario = load(path)?;
     let files = vec![(path.display().to_string(), scenario.clone())];
     let work = matrix.jobs(&path.display().to_string(), &scenario, &seeds.list());
-    let summary = execute(&work, jobs.unwrap_or_else(cores))?;
+    let summary = execute(&work, jobs.unwrap_or_else(cores), control)?;
     write(
         out,
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
-    println!("{}", report::headline(&summary));
+    outln!("{}", report::headline(&summary));
     warn_uncovered(&summary);
     finish(&summary, &files, junit)
 }
@@ -890,17 +1271,16 @@ fn calibrate(summary: &Path, sims: &Path, out: &Path, model: Arm, sdk: Arm) -> a
             sets: vec![("server.sdk".to_string(), "rmcp".to_string())],
         };
         let mut work = Vec::new();
-        for p in scenario_files(sims)? {
-            let sc = load(&p)?;
+        for (p, sc) in load_dir(sims)? {
             if s.runs.iter().any(|r| r.scenario == sc.name) {
-                work.extend(matrix.jobs(&p.display().to_string(), &sc, &seeds));
+                work.extend(matrix.jobs(&p, &sc, &seeds));
             }
         }
-        eprintln!(
+        errln!(
             "mcp-chaos calibrate: {} runs of {model} with sdk = \"rmcp\"",
             work.len()
         );
-        Some(execute(&work, cores())?)
+        Some(execute(&work, cores(), Control::default())?)
     } else {
         None
     };
@@ -919,7 +1299,7 @@ fn calibrate(summary: &Path, sims: &Path, out: &Path, model: Arm, sdk: Arm) -> a
         );
     };
     write(out, &text)?;
-    eprintln!("mcp-chaos: wrote {}", out.display());
+    errln!("mcp-chaos: wrote {}", out.display());
     Ok(0)
 }
 
@@ -939,7 +1319,7 @@ fn scale(
             ..base
         };
         let f = measure(side, t).map_err(anyhow::Error::msg)?;
-        println!("{}", serde_json::to_string(&f).expect("figures serialize"));
+        outln!("{}", serde_json::to_string(&f).expect("figures serialize"));
         return Ok(0);
     }
     if sizes.is_empty() || sizes.contains(&0) {
@@ -1013,7 +1393,7 @@ fn scale(
             ));
         }
     }
-    println!("{table}");
+    outln!("{table}");
     if let Some(p) = out {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
@@ -1049,7 +1429,7 @@ fn side_figures(
     n: u32,
     base: crate::scale::Traffic,
 ) -> anyhow::Result<crate::scale::Figures> {
-    eprintln!("mcp-chaos scale: {n} clients, {name}");
+    errln!("mcp-chaos scale: {n} clients, {name}");
     let o = std::process::Command::new(exe)
         .args(["scale", "--one", name, "--clients", &n.to_string()])
         .args(["--hosts", &base.hosts.to_string()])
@@ -1090,14 +1470,15 @@ fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
     for f in files {
         parts.push(read_summary(f, "mcp-chaos sweep --out FILE")?);
     }
-    let merged = Summary::merge(parts);
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let merged = Summary::merge(parts, &names).map_err(anyhow::Error::msg)?;
     let text = serde_json::to_string_pretty(&merged).expect("summary serializes");
     match out {
         Some(p) => {
             write(p, &text)?;
-            println!("{}", report::headline(&merged));
+            outln!("{}", report::headline(&merged));
         }
-        None => println!("{text}"),
+        None => outln!("{text}"),
     }
     Ok(merged.exit_code())
 }
@@ -1108,37 +1489,48 @@ fn repro(
     variant: Arm,
     opts: &Options,
     trace: Option<PathBuf>,
+    emit: Option<&Path>,
 ) -> anyhow::Result<u8> {
     let scenario = load(path)?;
     let effective = run::effective(&scenario, opts).map_err(anyhow::Error::msg)?;
-    let plan = FaultPlan::draw(&effective, seed);
-    println!(
+    let as_run = crate::shrink::as_run(&effective, seed);
+    outln!(
         "# mcp-chaos repro: {} seed {seed} server {} clients {}{}",
         scenario.name,
         variant.as_str(),
         opts.clients_label(),
         opts.flags()
     );
-    println!(
+    outln!(
         "# child seeds: faults={} turmoil={} client-start={} server-sessions/0={}",
         seed::child(seed, "faults"),
         seed::child(seed, "turmoil"),
         seed::child(seed, "client-start"),
         seed::child(seed, "server-sessions/0")
     );
-    println!("# the scenario as run (every derived option), then the whole fault plan:\n");
-    let mut shown = effective.clone();
-    shown.faults.explicit = Vec::new();
-    println!(
-        "{}",
-        toml::to_string(&shown).context("printing the scenario")?
+    let text = toml::to_string(&as_run).context("printing the scenario")?;
+    outln!(
+        "# the scenario as run (every derived option; the whole fault plan, {} faults, \
+         as explicit faults with the generators off):\n",
+        as_run.faults.explicit.len()
     );
-    println!(
-        "# fault plan ({} faults)\n[faults]\n{}",
-        plan.faults.len(),
-        plan.to_toml()
-            .replace("[[explicit]]", "[[faults.explicit]]")
-    );
+    outln!("{text}");
+    if let Some(f) = emit {
+        let header = format!(
+            "# {}\n# Written by `mcp-chaos repro --scenario {} --seed {seed} --server {}{} \
+             --emit-scenario {}`:\n# the scenario as run, its fault plan explicit; replay with \
+             `mcp-chaos run --scenario {} --seed {seed} --server {}`.\n",
+            as_run.description.lines().next().unwrap_or(""),
+            path.display(),
+            variant.as_str(),
+            opts.flags(),
+            f.display(),
+            f.display(),
+            variant.as_str()
+        );
+        write(f, &format!("{header}{text}"))?;
+        errln!("mcp-chaos: wrote {}", f.display());
+    }
     let trace = trace.unwrap_or_else(|| {
         PathBuf::from(format!(
             "target/repro/{}-{seed}-{}.jsonl",
@@ -1147,8 +1539,27 @@ fn repro(
         ))
     });
     let code = run_one(path, seed, variant, Some(&trace), Format::Text, opts)?;
-    println!("trace: {}", trace.display());
+    outln!("trace: {}", trace.display());
     Ok(code)
+}
+
+/// What a shrunk scenario's `[regression]` promises, one line.
+fn promise(s: &Scenario, seed: u64) -> String {
+    match &s.regression {
+        Some(r) => match r.kind {
+            RegressionKind::Hazard => format!(
+                "a hazard: seed {seed} on {} passes while it still shows {} (and fails once it no longer does)",
+                r.server,
+                r.metrics.join(", ")
+            ),
+            RegressionKind::Bug => format!(
+                "a bug: seed {seed} on {} fails while it shows {} (until fixed)",
+                r.server,
+                r.metrics.join(", ")
+            ),
+        },
+        None => format!("seed {seed}: its expectations pin the failure"),
+    }
 }
 
 fn shrink(
@@ -1156,34 +1567,158 @@ fn shrink(
     seed: u64,
     variant: Arm,
     opts: &Options,
+    goal: &crate::shrink::Goal,
     out: Option<PathBuf>,
 ) -> anyhow::Result<u8> {
     // The profile and overrides are baked into the shrunk scenario, so it
     // replays alone.
     let scenario = run::effective(&load(path)?, opts).map_err(anyhow::Error::msg)?;
-    let found = crate::shrink::shrink(&scenario, seed, variant).map_err(anyhow::Error::msg)?;
-    let out = out
-        .unwrap_or_else(|| PathBuf::from(format!("sims/regressions/{}.toml", found.scenario.name)));
-    let text = format!(
-        "# {}\n# Written by `mcp-chaos shrink --scenario {} --seed {seed} --server {}{}`.\n{}",
-        found.scenario.description,
+    let mut flags = opts.flags();
+    for m in &goal.until {
+        flags.push_str(&format!(" --until {m}"));
+    }
+    flags.push_str(&format!(" --kind {}", goal.kind.as_str()));
+    let command = format!(
+        "mcp-chaos shrink --scenario {} --seed {seed} --server {}{flags}",
         path.display(),
-        variant.as_str(),
-        opts.flags(),
-        toml::to_string(&found.scenario).context("printing the scenario")?
+        variant.as_str()
     );
-    write(&out, &text)?;
-    println!(
-        "shrunk {} faults to {} and {} clients to {} in {} runs, preserving {:?}; wrote {}",
+    let (out, found) = shrink_one(&scenario, seed, variant, goal, out, &command, None)?;
+    outln!(
+        "shrunk {} faults to {} and {} clients to {} in {} runs, preserving {:?}; wrote {} \
+         ({}; check with `mcp-chaos run --scenario {} --seed {seed} --server {}`)",
         found.faults_before,
         found.faults_after,
         found.clients.0,
         found.clients.1,
         found.runs,
         found.metrics,
-        out.display()
+        out.display(),
+        promise(&found.scenario, seed),
+        out.display(),
+        variant.as_str()
     );
     Ok(0)
+}
+
+/// Shrinks one run and writes the scenario (default:
+/// sims/regressions/NAME.toml); notes dropped bounds on stderr.
+fn shrink_one(
+    scenario: &Scenario,
+    seed: u64,
+    variant: Arm,
+    goal: &crate::shrink::Goal,
+    out: Option<PathBuf>,
+    command: &str,
+    name: Option<String>,
+) -> anyhow::Result<(PathBuf, crate::shrink::Shrunk)> {
+    let mut found =
+        crate::shrink::shrink_to(scenario, seed, variant, goal).map_err(anyhow::Error::msg)?;
+    if let Some(n) = name {
+        found.scenario.name = n;
+    }
+    let out = out
+        .unwrap_or_else(|| PathBuf::from(format!("sims/regressions/{}.toml", found.scenario.name)));
+    let text = format!(
+        "# {}\n# Written by `{command}`.\n# Pins {}.\n{}",
+        found.scenario.description,
+        promise(&found.scenario, seed),
+        toml::to_string(&found.scenario).context("printing the scenario")?
+    );
+    write(&out, &text)?;
+    for p in &found.pruned {
+        errln!(
+            "mcp-chaos: {}: dropped a bound that fails on the shrunk scenario: {p}",
+            out.display()
+        );
+    }
+    Ok((out, found))
+}
+
+/// `compare --shrink`: the lowest failing seed of each scenario x arm x
+/// profile (overrides included), shrunk to OUT/shrunk/NAME.toml and pinned
+/// as a bug (the comparison expected it to pass).
+fn shrink_failures(
+    summary: &Summary,
+    files: &[(String, Scenario)],
+    out: &Path,
+) -> anyhow::Result<()> {
+    let mut first: std::collections::BTreeMap<(&str, &str, &str, &[String]), &RunReport> =
+        Default::default();
+    for r in summary.runs.iter().filter(|r| r.failed()) {
+        first
+            .entry((&r.scenario, &r.server, &r.clients, &r.overrides))
+            .or_insert(r);
+    }
+    if first.is_empty() {
+        errln!("mcp-chaos: --shrink: no failing run to shrink");
+    }
+    for r in first.into_values() {
+        let what = format!(
+            "{} {} (clients {}) seed {}",
+            r.scenario, r.server, r.clients, r.seed
+        );
+        if r.verdict == sweep::TIMEOUT {
+            errln!("mcp-chaos: --shrink: {what} timed out: not shrunk");
+            continue;
+        }
+        let Some((path, sc)) = files.iter().find(|(_, s)| s.name == r.scenario) else {
+            continue;
+        };
+        let Ok(arm) = r.server.parse::<Arm>() else {
+            continue;
+        };
+        let opts = options_of(r);
+        let effective = run::effective(sc, &opts).map_err(anyhow::Error::msg)?;
+        let goal = crate::shrink::Goal {
+            until: Vec::new(),
+            kind: RegressionKind::Bug,
+        };
+        let mut name = format!("{}-seed{}-{}", r.scenario, r.seed, r.server);
+        if let Some(p) = opts.clients {
+            name.push_str(&format!("-{}", p.as_str().replace('+', "-")));
+        }
+        for (k, v) in &opts.sets {
+            let part: String = format!("{}-{v}", k.trim_start_matches("server."))
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            name.push_str(&format!("-{part}"));
+        }
+        let file = out.join("shrunk").join(format!("{name}.toml"));
+        let command = format!(
+            "mcp-chaos shrink --scenario {path} --seed {} --server {}{} --kind bug",
+            r.seed,
+            r.server,
+            opts.flags()
+        );
+        match shrink_one(
+            &effective,
+            r.seed,
+            arm,
+            &goal,
+            Some(file),
+            &command,
+            Some(name),
+        ) {
+            Ok((file, found)) => errln!(
+                "mcp-chaos: --shrink: {what}: {} of {} faults, {} of {} clients: wrote {}",
+                found.faults_after,
+                found.faults_before,
+                found.clients.1,
+                found.clients.0,
+                file.display()
+            ),
+            Err(e) => errln!("mcp-chaos: --shrink: {what}: not shrunk: {e:#}"),
+        }
+    }
+    Ok(())
 }
 
 fn serve(arm: Arm, addr: SocketAddr, delivery: Delivery, seed: u64) -> anyhow::Result<()> {
@@ -1206,7 +1741,7 @@ fn serve(arm: Arm, addr: SocketAddr, delivery: Delivery, seed: u64) -> anyhow::R
         let Some(variant) = arm.variant() else {
             return serve_sdk(arm, cfg, listener, history, ledger).await;
         };
-        eprintln!(
+        errln!(
             "mcp-chaos: {} server on http://{addr}/mcp ({}, session seed {seed})",
             variant.as_str(),
             variant.delivery(delivery).as_str()
@@ -1230,7 +1765,7 @@ async fn serve_sdk(
 ) -> anyhow::Result<()> {
     use crate::sut::{Host, SystemUnderTest};
     let seed = cfg.session_seed;
-    eprintln!(
+    errln!(
         "mcp-chaos: {arm} server (rmcp) on http://{}/mcp (post-stream, session seed {seed})",
         listener.local_addr().context("reading the bound address")?
     );

@@ -10,8 +10,9 @@ use crate::world::{self, WorldError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Version of the RunReport JSON.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of the RunReport JSON (3: `migration_latency_hist_us` names
+/// its unit; version 2 files' `migration_latency_hist` still reads).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Faults planned and applied, by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,9 +91,10 @@ pub struct RunReport {
     /// encoding (MessagePack, fields by position); see
     /// [`crate::history::trace_sha256`].
     pub trace_sha256: String,
-    /// Migration-latency histogram as (value µs, count) pairs, so that
+    /// Migration-latency histogram as (value in µs, count) pairs, so that
     /// sweeps merge histograms rather than rounded percentiles.
-    pub migration_latency_hist: Vec<(u64, u64)>,
+    #[serde(alias = "migration_latency_hist")]
+    pub migration_latency_hist_us: Vec<(u64, u64)>,
     /// The hazards the scenario declares it means to exercise.
     #[serde(default)]
     pub declared_hazards: Vec<String>,
@@ -415,7 +417,7 @@ fn run_effective<S: SystemUnderTest>(
         clients_finished: out.clients_finished,
         records,
         trace_sha256,
-        migration_latency_hist: j.latency_hist.clone(),
+        migration_latency_hist_us: j.latency_hist.clone(),
         operations: j.verdicts,
         declared_hazards: scenario.hazards.clone(),
         verdict: if out.not_applicable.len() == classes.len() {
@@ -588,6 +590,7 @@ impl RunReport {
         match self.verdict.as_str() {
             "pass" | NOT_APPLICABLE => 0,
             "safety" => 1,
+            // liveness, and a run past `--timeout`
             _ => 2,
         }
     }

@@ -284,13 +284,64 @@ pub struct Scenario {
     /// Expectations.
     #[serde(default)]
     pub expect: Expectations,
+    /// Set in a regression file (`sims/regressions/`): what it pins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regression: Option<Regression>,
+}
+
+/// What a regression scenario pins (`[regression]`): a failure of one arm
+/// on its seed, as a hazard the arm is expected to show or as a bug.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Regression {
+    /// Hazard or bug.
+    pub kind: RegressionKind,
+    /// The arm that shows it.
+    pub server: String,
+    /// The metrics that show it (each above 0 while it reproduces).
+    pub metrics: Vec<String>,
+}
+
+/// Whether a regression passes while its failure reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RegressionKind {
+    /// An arm expected to fail (e.g. unguarded duplicates): the file
+    /// passes while the failure reproduces (`min` = 1 on each metric) and
+    /// fails once it no longer does.
+    Hazard,
+    /// A failure that should not happen: the file fails until it is
+    /// fixed (`max` = 0 on each metric).
+    Bug,
+}
+
+impl RegressionKind {
+    /// `hazard` or `bug`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RegressionKind::Hazard => "hazard",
+            RegressionKind::Bug => "bug",
+        }
+    }
+}
+
+impl std::str::FromStr for RegressionKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hazard" => Ok(RegressionKind::Hazard),
+            "bug" => Ok(RegressionKind::Bug),
+            _ => Err(format!("unknown regression kind {s:?}: use hazard or bug")),
+        }
+    }
 }
 
 /// Why a scenario could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
-    /// The file could not be read.
-    #[error("cannot read scenario {path}: {source}")]
+    /// The file could not be read (the cause is the error's source, so a
+    /// chain prints it once).
+    #[error("cannot read scenario {path} (`mcp-chaos list DIR` shows the scenarios)")]
     Io {
         /// The path.
         path: String,
@@ -322,15 +373,71 @@ impl Scenario {
 
     /// Parses and validates scenario text.
     pub fn parse(text: &str) -> Result<Scenario, String> {
-        let s: Scenario = toml::from_str(text).map_err(|e| match e.span() {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| match e.span() {
             Some(span) => {
-                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: {}", e.message())
+                let (line, col) = line_col(text, span.start);
+                format!("line {line}, column {col}: {}", e.message().trim_end())
             }
-            None => e.message().to_string(),
+            None => e.message().trim_end().to_string(),
         })?;
+        s.apply_regression()?;
         s.validate()?;
         Ok(s)
+    }
+
+    /// A `[regression]` table implies its arm's bounds (hazard: each metric
+    /// at least 1; bug: at most 0): added when the file does not write
+    /// them, refused when it writes others.
+    fn apply_regression(&mut self) -> Result<(), String> {
+        let Some(r) = self.regression.clone() else {
+            return Ok(());
+        };
+        if !crate::sut::Arm::NAMES.contains(&r.server.as_str()) {
+            return Err(format!(
+                "regression.server: unknown server arm {:?}: use one of {}",
+                r.server,
+                crate::sut::Arm::NAMES.join(", ")
+            ));
+        }
+        if r.metrics.is_empty() {
+            return Err(
+                "regression.metrics is empty: name what the run shows, e.g. [\"duplicate_side_effects\"]"
+                    .into(),
+            );
+        }
+        let mut e = self.expect.of(&r.server);
+        for m in &r.metrics {
+            if !crate::oracle::Metrics::is_known(m) {
+                return Err(format!(
+                    "regression.metrics: unknown metric {m:?} (known: {}, and \
+                     failures_by_cause.CAUSE, hazards.HAZARD, rejections.REASON)",
+                    crate::oracle::Metrics::NAMES.join(", ")
+                ));
+            }
+            let (min, max) = (e.min.get(m).copied(), e.max.get(m).copied());
+            let fits = match r.kind {
+                RegressionKind::Hazard => min.unwrap_or(1) >= 1 && max.is_none_or(|x| x >= 1),
+                RegressionKind::Bug => max.unwrap_or(0) == 0 && min.unwrap_or(0) == 0,
+            };
+            if !fits {
+                return Err(format!(
+                    "expect.{}: a {} regression pins {m} {}; the file bounds it otherwise: \
+                     drop those bounds or change regression.kind",
+                    r.server,
+                    r.kind.as_str(),
+                    match r.kind {
+                        RegressionKind::Hazard => "at least 1 (passes while it reproduces)",
+                        RegressionKind::Bug => "at most 0 (fails until fixed)",
+                    }
+                ));
+            }
+            match r.kind {
+                RegressionKind::Hazard => e.min.insert(m.clone(), min.unwrap_or(1)),
+                RegressionKind::Bug => e.max.insert(m.clone(), 0),
+            };
+        }
+        self.expect.set(&r.server, e);
+        Ok(())
     }
 
     /// Overrides one setting (`--set server.KEY=VALUE`): VALUE is read as
@@ -807,6 +914,18 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut at = offset.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
 }
 
 /// Most clients in one scenario.

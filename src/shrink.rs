@@ -1,12 +1,49 @@
 //! Shrinking: delta-debug a failing run's fault plan down to a minimal set
 //! of faults that still produces the same violation, and write it as a
 //! scenario of explicit faults, ready to commit under `sims/regressions/`.
+//!
+//! What must be preserved is either the run's failed expectations (the
+//! default) or metrics the run shows above 0 (`--until`), whatever the
+//! scenario expects. The shrunk scenario pins it with a `[regression]`
+//! table: a hazard passes while it reproduces, a bug fails until fixed.
 
 use crate::fault::FaultPlan;
-use crate::run::{self, Options};
-use crate::scenario::{Expect, FaultSpec, Scenario};
+use crate::run::{self, Options, RunReport};
+use crate::scenario::{Expect, FaultSpec, Regression, RegressionKind, Scenario};
 use crate::sut::Arm;
 use std::collections::BTreeSet;
+
+/// What a shrink preserves and how the result pins it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Goal {
+    /// Metrics (names as `[expect.*]` writes them, e.g.
+    /// `duplicate_side_effects`, `failures_by_cause.gave_up`) that must
+    /// each stay above 0; empty: the run's failed expectations.
+    pub until: Vec<String>,
+    /// How the shrunk scenario pins it.
+    pub kind: RegressionKind,
+}
+
+impl Default for Goal {
+    fn default() -> Self {
+        Goal {
+            until: Vec::new(),
+            kind: RegressionKind::Hazard,
+        }
+    }
+}
+
+/// The metric named by a failed expectation line (`NAME = v, expected ...`).
+fn metric_of(failed: &str) -> Option<&str> {
+    failed.split_whitespace().next()
+}
+
+/// Whether `r` shows each of `until` above 0.
+fn shows(r: &RunReport, until: &[String]) -> bool {
+    until
+        .iter()
+        .all(|m| r.metrics.get(m).is_some_and(|v| v > 0))
+}
 
 /// A run's failed expectations as (metric, value, bound, "at most"|"at
 /// least"): the "violation" a shrink must preserve is the set of metrics.
@@ -36,6 +73,14 @@ fn with_faults(s: &Scenario, faults: &[crate::scenario::Fault]) -> Scenario {
         ..FaultSpec::default()
     };
     out
+}
+
+/// The scenario exactly as a run of `seed` plays it: the fault plan that
+/// seed draws, as an explicit list, with every generator off. Run under
+/// the same seed it replays the same trace (the plan is all the `faults`
+/// child seed decides).
+pub fn as_run(s: &Scenario, seed: u64) -> Scenario {
+    with_faults(s, &FaultPlan::draw(s, seed).faults)
 }
 
 /// `s` with group `g` cut to its first `keep` clients: faults naming a
@@ -95,27 +140,83 @@ pub struct Shrunk {
     pub metrics: BTreeSet<String>,
     /// Simulations run.
     pub runs: u64,
+    /// Bounds of the original scenario that fail on the shrunk one and
+    /// were dropped, as `expect.ARM: what failed`.
+    pub pruned: Vec<String>,
 }
 
-/// Shrinks the failing run (`scenario`, `seed`, `v`); errs when it does not
-/// fail, or its fault plan alone does not reproduce the failure.
+/// Shrinks the failing run (`scenario`, `seed`, `v`) preserving its failed
+/// expectations, pinned as a hazard; errs when it does not fail, or its
+/// fault plan alone does not reproduce the failure.
 pub fn shrink(scenario: &Scenario, seed: u64, v: impl Into<Arm>) -> Result<Shrunk, String> {
-    let v: Arm = v.into();
-    let failed = failures(scenario, seed, v)?;
-    let target: BTreeSet<String> = failed.iter().map(|(m, ..)| m.clone()).collect();
-    if target.is_empty() {
+    shrink_to(scenario, seed, v.into(), &Goal::default())
+}
+
+/// Shrinks the run (`scenario`, `seed`, `v`) to a minimal one that still
+/// shows what `goal` names; errs when the run does not show it, or its
+/// fault plan alone does not reproduce it.
+pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<Shrunk, String> {
+    let by_metric = !goal.until.is_empty();
+    for m in &goal.until {
+        if !crate::oracle::Metrics::is_known(m) {
+            return Err(format!(
+                "--until {m}: unknown metric (known: {}, and failures_by_cause.CAUSE, \
+                 hazards.HAZARD, rejections.REASON)",
+                crate::oracle::Metrics::NAMES.join(", ")
+            ));
+        }
+    }
+    let failed = if by_metric {
+        Vec::new()
+    } else {
+        failures(scenario, seed, v)?
+    };
+    let target: BTreeSet<String> = if by_metric {
+        goal.until.iter().cloned().collect()
+    } else {
+        failed.iter().map(|(m, ..)| m.clone()).collect()
+    };
+    if by_metric {
+        let (r, _) =
+            run::run_arm(scenario, seed, v, &Options::default()).map_err(|e| e.to_string())?;
+        if !shows(&r, &goal.until) {
+            let got: Vec<String> = goal
+                .until
+                .iter()
+                .map(|m| format!("{m} = {}", r.metrics.get(m).unwrap_or(0)))
+                .collect();
+            return Err(format!(
+                "{} seed {seed} on the {} server does not show {} ({}): nothing to shrink; \
+                 try another seed or server",
+                scenario.name,
+                v.as_str(),
+                goal.until.join(", "),
+                got.join(", ")
+            ));
+        }
+    } else if target.is_empty() {
         return Err(format!(
-            "{} seed {seed} on the {} server does not fail: nothing to shrink",
+            "{} seed {seed} on the {} server does not fail: nothing to shrink \
+             (name what it shows with --until METRIC, e.g. --until duplicate_side_effects)",
             scenario.name,
             v.as_str()
         ));
     }
+    let holds = |s: &Scenario| -> Result<bool, String> {
+        if by_metric {
+            let (r, _) =
+                run::run_arm(s, seed, v, &Options::default()).map_err(|e| e.to_string())?;
+            Ok(shows(&r, &goal.until))
+        } else {
+            let got = failing_metrics(s, seed, v)?;
+            Ok(target.iter().all(|m| got.contains(m)))
+        }
+    };
     let plan = FaultPlan::draw(scenario, seed);
     let mut runs = 1;
     let mut fails = |faults: &[crate::scenario::Fault]| -> Result<bool, String> {
         runs += 1;
-        let got = failing_metrics(&with_faults(scenario, faults), seed, v)?;
-        Ok(target.iter().all(|m| got.contains(m)))
+        holds(&with_faults(scenario, faults))
     };
     if !fails(&plan.faults)? {
         return Err("the explicit fault plan does not reproduce the failure on its own".into());
@@ -156,8 +257,7 @@ pub fn shrink(scenario: &Scenario, seed: u64, v: impl Into<Arm>) -> Result<Shrun
         while base.clients[g].count > 1 {
             let candidate = without_clients(&base, g, base.clients[g].count / 2);
             runs += 1;
-            let got = failing_metrics(&candidate, seed, v)?;
-            if target.iter().all(|m| got.contains(m)) {
+            if holds(&candidate)? {
                 base = candidate;
             } else {
                 break;
@@ -177,17 +277,41 @@ pub fn shrink(scenario: &Scenario, seed: u64, v: impl Into<Arm>) -> Result<Shrun
         v.as_str(),
         target.iter().cloned().collect::<Vec<_>>().join(", ")
     );
-    // Pin the violation as an expectation: the regression holds while the
-    // server keeps showing it (and the other server keeps its own).
-    let mut pin = Expect::default();
-    for (metric, most, bound) in failed {
-        if most {
-            pin.min.insert(metric, bound + 1);
-        } else {
-            pin.max.insert(metric, bound.saturating_sub(1));
+    let what = target.iter().cloned().collect::<Vec<_>>();
+    // Pin it: a hazard passes while it reproduces, a bug fails until fixed.
+    let mut pin = out.expect.of(v.as_str());
+    if by_metric {
+        for m in &what {
+            pin.min.remove(m);
+            pin.max.remove(m);
+            match goal.kind {
+                RegressionKind::Hazard => pin.min.insert(m.clone(), 1),
+                RegressionKind::Bug => pin.max.insert(m.clone(), 0),
+            };
+        }
+    } else if goal.kind == RegressionKind::Hazard {
+        pin = Expect::default();
+        for (metric, most, bound) in &failed {
+            if *most {
+                pin.min.insert(metric.clone(), bound + 1);
+            } else {
+                pin.max.insert(metric.clone(), bound.saturating_sub(1));
+            }
         }
     }
     out.expect.set(v.as_str(), pin);
+    out.regression = Some(Regression {
+        kind: goal.kind,
+        server: v.as_str().to_string(),
+        metrics: what.clone(),
+    });
+    // Without --until, a failure that is not a metric above 0 (a bound
+    // "at least" missed) has no [regression] form: the expectations alone
+    // pin it.
+    if Scenario::parse(&toml::to_string(&out).map_err(|e| e.to_string())?).is_err() {
+        out.regression = None;
+    }
+    let (out, pruned) = keep_what_holds(out, seed, v, &what, &mut runs)?;
     Ok(Shrunk {
         faults_before: plan.faults.len(),
         faults_after: current.len(),
@@ -195,5 +319,49 @@ pub fn shrink(scenario: &Scenario, seed: u64, v: impl Into<Arm>) -> Result<Shrun
         scenario: out,
         metrics: target,
         runs,
+        pruned,
     })
+}
+
+/// The shrunk scenario's other bounds that fail on it (its arm's, beside
+/// the pinned metrics, and every other arm's) are dropped, so that the file
+/// means exactly what its kind promises; returns the dropped bounds.
+fn keep_what_holds(
+    mut s: Scenario,
+    seed: u64,
+    v: Arm,
+    pinned: &[String],
+    runs: &mut u64,
+) -> Result<(Scenario, Vec<String>), String> {
+    let mut dropped = Vec::new();
+    let arms: Vec<String> = s.expect.0.keys().cloned().collect();
+    let text = toml::to_string(&s).map_err(|e| e.to_string())?;
+    let loaded = Scenario::parse(&text)?;
+    for arm in arms {
+        let Ok(a) = arm.parse::<Arm>() else { continue };
+        *runs += 1;
+        let failed: Vec<String> = match run::run_arm(&loaded, seed, a, &Options::default()) {
+            Ok((r, _)) => r.failed_expectations,
+            Err(_) => {
+                // An arm this build cannot run: its bounds are not checked.
+                if a != v {
+                    s.expect.0.remove(&arm);
+                    dropped.push(format!("expect.{arm} (cannot run here)"));
+                }
+                continue;
+            }
+        };
+        let mut e = s.expect.of(&arm);
+        for f in &failed {
+            let Some(m) = metric_of(f) else { continue };
+            if a == v && pinned.iter().any(|p| p == m) {
+                continue;
+            }
+            if e.min.remove(m).is_some() || e.max.remove(m).is_some() {
+                dropped.push(format!("expect.{arm}: {f}"));
+            }
+        }
+        s.expect.set(&arm, e);
+    }
+    Ok((s, dropped))
 }

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Version of the summary JSON.
-pub const SUMMARY_SCHEMA_VERSION: u32 = 2;
+/// Version of the summary JSON (3: runs name the histogram's unit,
+/// `migration_latency_hist_us`).
+pub const SUMMARY_SCHEMA_VERSION: u32 = 3;
 
 /// Totals for one scenario × server over its runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -105,21 +106,26 @@ pub struct ScenarioInfo {
     pub description: String,
 }
 
+/// What identifies a run in a summary: scenario, server, client profile,
+/// overrides, seed.
+type RunKey = (String, String, String, Vec<String>, u64);
+
+fn run_key(r: &RunReport) -> RunKey {
+    (
+        r.scenario.clone(),
+        r.server.clone(),
+        r.clients.clone(),
+        r.overrides.clone(),
+        r.seed,
+    )
+}
+
 impl Summary {
     /// A summary of these runs (any order, duplicates by (scenario, server,
     /// seed) removed).
     pub fn from_runs(mut runs: Vec<RunReport>) -> Summary {
-        let key = |r: &RunReport| {
-            (
-                r.scenario.clone(),
-                r.server.clone(),
-                r.clients.clone(),
-                r.overrides.clone(),
-                r.seed,
-            )
-        };
-        runs.sort_by_key(key);
-        runs.dedup_by(|a, b| key(a) == key(b));
+        runs.sort_by_key(run_key);
+        runs.dedup_by(|a, b| run_key(a) == run_key(b));
         let mut groups: BTreeMap<(String, String, String), Vec<&RunReport>> = BTreeMap::new();
         for r in &runs {
             groups
@@ -135,7 +141,7 @@ impl Summary {
                 let mut faults = run::Faults::default();
                 for r in &rs {
                     oracle::add(&mut metrics, &r.metrics);
-                    for &(v, n) in &r.migration_latency_hist {
+                    for &(v, n) in &r.migration_latency_hist_us {
                         hist.record_n(v, n)
                             .expect("values within the histogram's bounds");
                     }
@@ -180,8 +186,38 @@ impl Summary {
     }
 
     /// Merges summaries (shards): the runs of all, aggregates recomputed.
-    pub fn merge(parts: Vec<Summary>) -> Summary {
-        Summary::from_runs(parts.into_iter().flat_map(|s| s.runs).collect())
+    /// Refuses a summary of another schema version (its fields may mean
+    /// something else) and a run that two parts both hold (shards of one
+    /// range never overlap: the same shard given twice, or overlapping
+    /// ranges). `names` label the parts in errors.
+    pub fn merge(parts: Vec<Summary>, names: &[String]) -> Result<Summary, String> {
+        let mut seen: BTreeMap<RunKey, usize> = BTreeMap::new();
+        for (i, p) in parts.iter().enumerate() {
+            let name = names.get(i).map_or("a summary", String::as_str);
+            if p.schema_version != SUMMARY_SCHEMA_VERSION {
+                return Err(format!(
+                    "{name} is a summary of schema version {}, this mcp-chaos writes version \
+                     {SUMMARY_SCHEMA_VERSION}: rerun its sweep with this version before merging",
+                    p.schema_version
+                ));
+            }
+            for r in &p.runs {
+                if let Some(&j) = seen.get(&run_key(r)) {
+                    if j != i {
+                        let other = names.get(j).map_or("another summary", String::as_str);
+                        return Err(format!(
+                            "{name} and {other} both hold {} {} (clients {}) seed {}: \
+                             merge each shard once (the same file twice, or overlapping --seeds)",
+                            r.scenario, r.server, r.clients, r.seed
+                        ));
+                    }
+                }
+                seen.insert(run_key(r), i);
+            }
+        }
+        Ok(Summary::from_runs(
+            parts.into_iter().flat_map(|s| s.runs).collect(),
+        ))
     }
 
     /// The worst exit code of its runs (0 pass, 1 safety, 2 liveness).
@@ -216,14 +252,23 @@ pub struct Seeds {
 }
 
 impl Seeds {
-    /// Parses `A..B`; a one-line error names the input and the fix.
+    /// Parses `A..B` (B exclusive) or a bare `N` (= `0..N`), the one
+    /// meaning `--seeds` has in every command; a one-line error names the
+    /// input and the fix.
     pub fn parse(range: &str, shard: Option<&str>) -> Result<Seeds, String> {
-        let bad = || format!("bad seed range {range:?}: write A..B with A < B, e.g. 0..20");
-        let (a, b) = range.split_once("..").ok_or_else(bad)?;
-        let (start, end) = (
-            a.trim().parse::<u64>().map_err(|_| bad())?,
-            b.trim().parse::<u64>().map_err(|_| bad())?,
-        );
+        let bad = || {
+            format!(
+                "bad seeds {range:?}: write A..B (B exclusive, A < B), e.g. 0..20, \
+                 or N for 0..N, e.g. 6"
+            )
+        };
+        let (start, end) = match range.split_once("..") {
+            Some((a, b)) => (
+                a.trim().parse::<u64>().map_err(|_| bad())?,
+                b.trim().parse::<u64>().map_err(|_| bad())?,
+            ),
+            None => (0, range.trim().parse::<u64>().map_err(|_| bad())?),
+        };
         if start >= end {
             return Err(bad());
         }
@@ -245,6 +290,29 @@ impl Seeds {
         Ok(Seeds { start, end, shard })
     }
 
+    /// The seeds from `--seeds` when given, else from the environment
+    /// variable [`SEEDS_ENV`], else `default` (the flag wins).
+    pub fn from_flag_or_env(
+        flag: Option<&str>,
+        shard: Option<&str>,
+        default: Option<&str>,
+    ) -> Result<Seeds, String> {
+        let env = std::env::var(SEEDS_ENV).ok();
+        match (flag, env.as_deref(), default) {
+            (Some(f), ..) => Seeds::parse(f, shard),
+            (None, Some(e), _) => Seeds::parse(e, shard).map_err(|m| format!("{SEEDS_ENV}: {m}")),
+            (None, None, Some(d)) => Seeds::parse(d, shard),
+            (None, None, None) => Err(format!(
+                "no seeds: pass --seeds A..B (or N for 0..N), or set {SEEDS_ENV}"
+            )),
+        }
+    }
+
+    /// `A..B`, as provenance and messages write the range.
+    pub fn range(&self) -> String {
+        format!("{}..{}", self.start, self.end)
+    }
+
     /// The seeds of this shard, in order.
     pub fn list(&self) -> Vec<u64> {
         let (k, n) = self.shard;
@@ -253,6 +321,9 @@ impl Seeds {
             .collect()
     }
 }
+
+/// The environment variable `--seeds` falls back to (same syntax).
+pub const SEEDS_ENV: &str = "MCP_CHAOS_SEEDS";
 
 /// One unit of work.
 #[derive(Clone, Debug)]
@@ -272,42 +343,115 @@ pub struct Job {
 /// Called as each job finishes: (done, total, job, its outcome).
 pub type Progress<'a> = dyn Fn(usize, usize, &Job, &Result<RunReport, String>) + Sync + 'a;
 
+/// How a batch of runs is scheduled beyond its workers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Control {
+    /// Stop scheduling new runs once one run fails (runs already going
+    /// finish).
+    pub fail_fast: bool,
+    /// Longest wall-clock time one run may take; a run past it is reported
+    /// as failed with verdict [`TIMEOUT`] (the simulation is abandoned on
+    /// its thread). Runs that finish are unaffected: each is still one
+    /// deterministic single-threaded simulation.
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// The verdict of a run that exceeded `--timeout`.
+pub const TIMEOUT: &str = "timeout";
+
+/// Runs one job, on its own thread when a timeout bounds it.
+fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport, String> {
+    let repro = || run::repro_command(&job.path, job.seed, job.variant, &job.opts);
+    let Some(limit) = timeout else {
+        return run::run_arm(&job.scenario, job.seed, job.variant, &job.opts)
+            .map(|(report, _)| report)
+            .map_err(|e| format!("{e}\nreproduce with: {}", repro()));
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = job.clone();
+    std::thread::spawn(move || {
+        let r = run::run_arm(&owned.scenario, owned.seed, owned.variant, &owned.opts)
+            .map(|(report, _)| report)
+            .map_err(|e| e.to_string());
+        // The receiver is gone when the run timed out: nothing to tell.
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(limit) {
+        Ok(r) => r.map_err(|e| format!("{e}\nreproduce with: {}", repro())),
+        Err(_) => Ok(timed_out(job, limit)),
+    }
+}
+
+/// The report of a run abandoned after `limit`: no metrics, verdict
+/// [`TIMEOUT`], its failed expectation says so.
+fn timed_out(job: &Job, limit: std::time::Duration) -> RunReport {
+    RunReport {
+        schema_version: run::SCHEMA_VERSION,
+        scenario: job.scenario.name.clone(),
+        seed: job.seed,
+        server: job.variant.as_str().to_string(),
+        clients: job.opts.clients_label().to_string(),
+        overrides: job
+            .opts
+            .sets
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
+        metrics: Metrics::default(),
+        metrics_by_class: BTreeMap::new(),
+        faults: run::Faults::default(),
+        sim_ms: 0,
+        clients_finished: false,
+        records: 0,
+        trace_sha256: String::new(),
+        migration_latency_hist_us: Vec::new(),
+        declared_hazards: job.scenario.hazards.clone(),
+        operations: Vec::new(),
+        failed_expectations: vec![format!(
+            "the run took longer than --timeout {} s of wall-clock time",
+            limit.as_secs_f64()
+        )],
+        verdict: TIMEOUT.to_string(),
+        not_applicable_clients: 0,
+        meta: run::Meta {
+            wall_ms: limit.as_secs_f64() * 1e3,
+        },
+    }
+}
+
 /// Runs `jobs` on `workers` threads (each simulation single-threaded and
 /// deterministic); `progress(done, total, report)` is called as each
-/// finishes. Results come back in job order.
+/// finishes. Results come back in job order; `None` for a job that
+/// `control.fail_fast` kept from starting.
 pub fn run_all(
     jobs: &[Job],
     workers: usize,
+    control: Control,
     progress: &Progress<'_>,
-) -> Vec<Result<RunReport, String>> {
+) -> Vec<Option<Result<RunReport, String>>> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
     let results: Mutex<Vec<Option<Result<RunReport, String>>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|s| {
         for _ in 0..workers.max(1) {
             s.spawn(|| loop {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let r = run::run_arm(&job.scenario, job.seed, job.variant, &job.opts)
-                    .map(|(report, _)| report)
-                    .map_err(|e| {
-                        format!(
-                            "{e}\nreproduce with: {}",
-                            run::repro_command(&job.path, job.seed, job.variant, &job.opts)
-                        )
-                    });
+                let r = run_job(job, control.timeout);
+                if control.fail_fast && r.as_ref().map_or(true, RunReport::failed) {
+                    stop.store(true, Ordering::SeqCst);
+                }
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                 progress(n, jobs.len(), job, &r);
                 results.lock().expect("no worker panics while holding it")[i] = Some(r);
             });
         }
     });
-    results
-        .into_inner()
-        .expect("workers are done")
-        .into_iter()
-        .map(|r| r.expect("every job ran"))
-        .collect()
+    results.into_inner().expect("workers are done")
 }
 
 #[cfg(test)]
@@ -327,7 +471,14 @@ mod tests {
             .collect();
         union.sort();
         assert_eq!(union, all, "shards cover the range exactly once");
-        for bad in ["5..5", "9..2", "x..3", "3", "1..2..3"] {
+        assert_eq!(
+            Seeds::parse("5", None).unwrap().list(),
+            (0..5).collect::<Vec<_>>()
+        );
+        assert_eq!(Seeds::parse("3..7", None).unwrap().list(), vec![3, 4, 5, 6]);
+        for bad in [
+            "5..5", "9..2", "x..3", "0", "-1", "", "1..2..3", "3..", "..3",
+        ] {
             assert!(Seeds::parse(bad, None).is_err(), "{bad}");
         }
         for bad in ["0/3", "4/3", "1/0", "a/b", "2"] {

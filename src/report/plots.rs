@@ -92,7 +92,7 @@ pub fn cdf_svg(s: &Summary, profile: &str) -> String {
             .runs
             .iter()
             .filter(|r| r.server == server && r.clients == profile)
-            .flat_map(|r| r.migration_latency_hist.iter().copied())
+            .flat_map(|r| r.migration_latency_hist_us.iter().copied())
             .collect();
         pairs.sort();
         let total: u64 = pairs.iter().map(|p| p.1).sum();

@@ -3,6 +3,7 @@
 mod build;
 mod causes;
 mod cli;
+mod cli_loop;
 mod loopback;
 mod oracle;
 mod own_server;

@@ -1,0 +1,528 @@
+//! The reproduce loop and the command line's edges: shrink --until and its
+//! regression kinds, repro --emit-scenario, one meaning of --seeds,
+//! fail-fast and timeouts, merge refusals, scenario checks and closed pipes.
+
+use mcp_chaos::fault::FaultPlan;
+use mcp_chaos::scenario::{RegressionKind, Scenario};
+use mcp_chaos::sweep::Summary;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-chaos"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("MCP_CHAOS_SEEDS");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("the binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The seed case with `extra` as its only expectations.
+fn seed_case(extra: &str) -> String {
+    let base = std::fs::read_to_string(root().join("sims/seed-000-retry-by-post.toml")).unwrap();
+    let cut = base.find("[expect.unguarded.min]").unwrap();
+    format!("{}{extra}", &base[..cut])
+}
+
+fn json_report(scenario: &str, seed: &str, server: &str) -> serde_json::Value {
+    let o = run(&[
+        "run",
+        "--scenario",
+        scenario,
+        "--seed",
+        seed,
+        "--server",
+        server,
+        "--format",
+        "json",
+    ]);
+    assert!(code(&o) <= 2, "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn shrink_until_needs_no_editing_and_each_kind_keeps_its_promise() {
+    let dir = scratch("shrink-until");
+    let original = Scenario::load(&root().join("sims/half-open.toml")).unwrap();
+    let before = FaultPlan::draw(&original, 0).faults.len();
+    for (kind, want) in [("hazard", 0), ("bug", 1)] {
+        let out = dir.join(format!("{kind}.toml"));
+        let o = run(&[
+            "shrink",
+            "--until",
+            "duplicate_side_effects",
+            "--scenario",
+            "sims/half-open.toml",
+            "--seed",
+            "0",
+            "--server",
+            "unguarded",
+            "--kind",
+            kind,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let shrunk = Scenario::load(&out).unwrap();
+        assert!(
+            shrunk.faults.explicit.len() < before,
+            "{kind}: {} faults, the original plan has {before}",
+            shrunk.faults.explicit.len()
+        );
+        let reg = shrunk.regression.as_ref().expect("a [regression] table");
+        assert_eq!(reg.kind, kind.parse::<RegressionKind>().unwrap());
+        assert_eq!(reg.metrics, ["duplicate_side_effects"]);
+        // The kind's promise: a hazard passes while the duplicates
+        // reproduce, a bug fails while they do.
+        let o = run(&[
+            "run",
+            "--scenario",
+            out.to_str().unwrap(),
+            "--server",
+            "unguarded",
+        ]);
+        assert_eq!(code(&o), want, "{kind}: {}", stderr(&o));
+        let r = json_report(out.to_str().unwrap(), "0", "unguarded");
+        assert!(r["metrics"]["duplicate_side_effects"].as_u64().unwrap() >= 1);
+    }
+    // Without --until the unedited scenario has nothing failed to keep: the
+    // error says what to do.
+    let o = run(&[
+        "shrink",
+        "--scenario",
+        "sims/half-open.toml",
+        "--seed",
+        "0",
+        "--server",
+        "unguarded",
+        "--out",
+        dir.join("x.toml").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("--until"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_hazard_regression_that_no_longer_reproduces_fails() {
+    let dir = scratch("stale-hazard");
+    // The seed case with its one fault removed: nothing duplicates.
+    let text = seed_case(
+        "[regression]\nkind = \"hazard\"\nserver = \"unguarded\"\nmetrics = [\"duplicate_side_effects\"]\n",
+    );
+    let cut = text.find("[[faults.explicit]]").unwrap();
+    let rest = &text[cut..];
+    let end = rest
+        .find("\n[network]")
+        .or(rest.find("\n[regression]"))
+        .unwrap();
+    let f = dir.join("stale.toml");
+    std::fs::write(&f, format!("{}{}", &text[..cut], &rest[end..])).unwrap();
+    let o = run(&[
+        "run",
+        "--scenario",
+        f.to_str().unwrap(),
+        "--server",
+        "unguarded",
+    ]);
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no longer reproduces"),
+        "{}",
+        stderr(&o)
+    );
+    // A regression whose bounds contradict its kind is refused at load.
+    let f = dir.join("contradicts.toml");
+    std::fs::write(
+        &f,
+        seed_case("[expect.unguarded.max]\nduplicate_side_effects = 0\n[regression]\nkind = \"hazard\"\nserver = \"unguarded\"\nmetrics = [\"duplicate_side_effects\"]\n"),
+    )
+    .unwrap();
+    let o = run(&["validate", f.to_str().unwrap()]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("hazard regression"), "{}", stderr(&o));
+}
+
+#[test]
+fn repro_emits_a_scenario_that_replays_the_same_trace() {
+    let dir = scratch("emit");
+    // flaky-mobile's faults are generated (drops, partitions, latency);
+    // half-open mixes explicit and generated partitions.
+    for (sc, seed) in [("flaky-mobile", "3"), ("half-open", "1")] {
+        let file = dir.join(format!("{sc}.toml"));
+        let path = format!("sims/{sc}.toml");
+        let o = run(&[
+            "repro",
+            "--scenario",
+            &path,
+            "--seed",
+            seed,
+            "--server",
+            "unguarded",
+            "--trace",
+            dir.join(format!("{sc}.jsonl")).to_str().unwrap(),
+            "--emit-scenario",
+            file.to_str().unwrap(),
+        ]);
+        assert!(code(&o) <= 2, "{}", stderr(&o));
+        let printed = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            printed.lines().filter(|l| l.trim() == "[faults]").count(),
+            1,
+            "one [faults] table:\n{printed}"
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().filter(|l| l.trim() == "[faults]").count(), 1);
+        let emitted = Scenario::load(&file).unwrap();
+        let original = Scenario::load(&root().join(&path)).unwrap();
+        let plan = FaultPlan::draw(&original, seed.parse().unwrap());
+        assert_eq!(
+            emitted.faults.explicit, plan.faults,
+            "{sc}: the plan, explicit"
+        );
+        assert_eq!(emitted.faults.drop_rate, 0.0);
+        assert_eq!(emitted.faults.partitions, 0);
+        assert!(emitted.faults.explicit.len() > original.faults.explicit.len());
+        let a = json_report(&path, seed, "unguarded");
+        let b = json_report(file.to_str().unwrap(), seed, "unguarded");
+        assert_eq!(a["trace_sha256"], b["trace_sha256"], "{sc} seed {seed}");
+        assert!(!a["trace_sha256"].as_str().unwrap().is_empty());
+    }
+}
+
+fn sweep_seeds(env: Option<&str>, flag: Option<&str>, out: &Path) -> Output {
+    let mut c = bin();
+    c.args([
+        "sweep",
+        "--scenario",
+        "sims/seed-000-retry-by-post.toml",
+        "--servers",
+        "guarded",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    if let Some(f) = flag {
+        c.args(["--seeds", f]);
+    }
+    if let Some(e) = env {
+        c.env("MCP_CHAOS_SEEDS", e);
+    }
+    c.output().unwrap()
+}
+
+fn seeds_of(p: &Path) -> Vec<u64> {
+    let s: Summary = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    s.runs.iter().map(|r| r.seed).collect()
+}
+
+#[test]
+fn seeds_mean_one_thing_everywhere() {
+    let dir = scratch("seeds");
+    let out = dir.join("s.json");
+    for (env, flag, want) in [
+        (None, Some("3..7"), vec![3, 4, 5, 6]),
+        (None, Some("5"), vec![0, 1, 2, 3, 4]),
+        (Some("2..4"), None, vec![2, 3]),
+        (Some("2..4"), Some("1"), vec![0]),
+    ] {
+        let o = sweep_seeds(env, flag, &out);
+        assert_eq!(code(&o), 0, "{env:?} {flag:?}: {}", stderr(&o));
+        assert_eq!(seeds_of(&out), want, "env {env:?} flag {flag:?}");
+    }
+    for (env, flag, needle) in [
+        (None, Some("5..2"), "bad seeds \"5..2\""),
+        (None, Some("x"), "bad seeds \"x\""),
+        (Some("zz"), None, "MCP_CHAOS_SEEDS: bad seeds"),
+        (None, None, "no seeds"),
+    ] {
+        let o = sweep_seeds(env, flag, &out);
+        assert_eq!(code(&o), 3, "{env:?} {flag:?}");
+        assert!(stderr(&o).contains(needle), "{needle:?} in {}", stderr(&o));
+    }
+    // compare reads the same syntax (and an unknown --scenario lists the names).
+    let o = run(&[
+        "compare",
+        "--seeds",
+        "0..0",
+        "--out",
+        dir.join("c").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 3);
+    let o = run(&[
+        "compare",
+        "--scenario",
+        "nope",
+        "--out",
+        dir.join("c").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("half-open"), "{}", stderr(&o));
+}
+
+#[test]
+fn scenario_problems_exit_3_naming_them() {
+    let dir = scratch("scenario-problems");
+    let sims = dir.join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    let text = seed_case("");
+    std::fs::write(sims.join("a.toml"), &text).unwrap();
+    std::fs::write(sims.join("b.toml"), &text).unwrap();
+    for args in [
+        vec!["compare", "--sims", sims.to_str().unwrap(), "--seeds", "1"],
+        vec!["validate", sims.to_str().unwrap()],
+        vec!["list", sims.to_str().unwrap()],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 3, "{args:?}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("a.toml") && e.contains("b.toml"),
+            "{args:?}: {e}"
+        );
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    }
+    let bad = dir.join("metric.toml");
+    std::fs::write(&bad, seed_case("[expect.guarded.max]\nbogus_metric = 0\n")).unwrap();
+    for args in [
+        vec!["validate", bad.to_str().unwrap()],
+        vec![
+            "run",
+            "--scenario",
+            bad.to_str().unwrap(),
+            "--server",
+            "guarded",
+        ],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 3);
+        let e = stderr(&o);
+        assert!(
+            e.contains("bogus_metric") && e.contains("duplicate_side_effects"),
+            "{e}"
+        );
+    }
+    let malformed = dir.join("malformed.toml");
+    std::fs::write(
+        &malformed,
+        "name = \"x\"\nduration_ms = 10\n[[clients]]\nbehaviour = \"resume\"\ncount = \"two\"\n",
+    )
+    .unwrap();
+    let o = run(&["validate", malformed.to_str().unwrap()]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("line 5, column 9"), "{}", stderr(&o));
+    let o = run(&[
+        "run",
+        "--scenario",
+        "sims/no-such.toml",
+        "--server",
+        "guarded",
+    ]);
+    assert_eq!(code(&o), 3);
+    let e = stderr(&o);
+    let cause = std::io::Error::from(std::io::ErrorKind::NotFound).to_string();
+    assert!(e.contains("no-such.toml"), "{e}");
+    assert!(
+        e.matches("os error 2").count() == 1,
+        "the cause once ({cause}): {e}"
+    );
+    let o = run(&["list", "sims"]);
+    assert_eq!(code(&o), 0);
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(listed.contains("half-open") && listed.contains("sims/half-open.toml"));
+    for args in [
+        ["compare", "--jobs", "0"],
+        ["sweep", "--jobs", "0"],
+        ["compare", "--timeout", "0"],
+    ] {
+        let o = run(&args);
+        assert_eq!(code(&o), 3);
+        let e = stderr(&o);
+        assert!(e.contains(args[1]), "{e}");
+        assert_eq!(e.trim().lines().count(), 1, "one line: {e}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let mut child = bin()
+        .args([
+            "run",
+            "--scenario",
+            "sims/half-open.toml",
+            "--server",
+            "unguarded",
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the run prints anything.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let c = code(&o);
+    assert!(c == 0 || c == 141, "exit {c}: {}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
+#[test]
+fn merge_refuses_other_schemas_and_repeated_shards() {
+    let dir = scratch("merge-refuses");
+    let a = dir.join("a.json");
+    let o = sweep_seeds(None, Some("0..1"), &a);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = run(&["merge", a.to_str().unwrap(), a.to_str().unwrap()]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("both hold"), "{}", stderr(&o));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    v["schema_version"] = 2.into();
+    let old = dir.join("old.json");
+    std::fs::write(&old, serde_json::to_string(&v).unwrap()).unwrap();
+    let o = run(&["merge", old.to_str().unwrap()]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("schema version 2"), "{}", stderr(&o));
+}
+
+#[test]
+fn fail_fast_stops_and_timeouts_are_failures() {
+    let dir = scratch("fail-fast");
+    let failing = dir.join("failing.toml");
+    std::fs::write(
+        &failing,
+        seed_case("[expect.unguarded.max]\nduplicate_side_effects = 0\n"),
+    )
+    .unwrap();
+    let out = dir.join("s.json");
+    let o = run(&[
+        "sweep",
+        "--scenario",
+        failing.to_str().unwrap(),
+        "--seeds",
+        "0..8",
+        "--servers",
+        "unguarded",
+        "--jobs",
+        "1",
+        "--fail-fast",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--fail-fast"), "{}", stderr(&o));
+    let n = seeds_of(&out).len();
+    assert!(n < 8, "{n} of 8 runs made");
+    let o = run(&[
+        "sweep",
+        "--scenario",
+        "sims/half-open.toml",
+        "--seeds",
+        "1",
+        "--servers",
+        "guarded",
+        "--timeout",
+        "0.001",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    let s: Summary = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(s.runs[0].verdict, "timeout");
+    assert!(
+        stderr(&o).contains("repro --scenario sims/half-open.toml"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn compare_shrink_writes_each_failure_pinned_as_a_bug() {
+    let dir = scratch("compare-shrink");
+    let sims = dir.join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    std::fs::write(
+        sims.join("failing.toml"),
+        seed_case("[expect.unguarded.max]\nduplicate_side_effects = 0\n"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = run(&[
+        "compare",
+        "--sims",
+        sims.to_str().unwrap(),
+        "--seeds",
+        "2",
+        "--servers",
+        "unguarded,guarded",
+        "--shrink",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let shrunk = out.join("shrunk");
+    let files: Vec<_> = std::fs::read_dir(&shrunk).unwrap().collect();
+    assert_eq!(files.len(), 1, "one failing scenario x arm: {files:?}");
+    let f = files[0].as_ref().unwrap().path();
+    assert!(
+        stderr(&o).contains(&f.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+    let s = Scenario::load(&f).unwrap();
+    assert_eq!(s.regression.unwrap().kind, RegressionKind::Bug);
+    let o = run(&[
+        "run",
+        "--scenario",
+        f.to_str().unwrap(),
+        "--server",
+        "unguarded",
+    ]);
+    assert_eq!(code(&o), 1, "a bug fails until fixed: {}", stderr(&o));
+}
+
+#[test]
+fn every_command_has_an_example() {
+    for cmd in [
+        "compare",
+        "sweep",
+        "calibrate",
+        "scale",
+        "merge",
+        "repro",
+        "shrink",
+        "rules",
+        "list",
+        "validate",
+        "run",
+        "serve",
+    ] {
+        let o = run(&[cmd, "--help"]);
+        assert_eq!(code(&o), 0);
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            help.contains(&format!("mcp-chaos {cmd}")) && help.contains("Example"),
+            "{cmd}: {help}"
+        );
+    }
+}
