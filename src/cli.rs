@@ -293,6 +293,19 @@ enum Cmd {
     },
     /// Print Rule M, the guard's decision table, as the guard computes it.
     Rules,
+    /// Print one operation's timeline from a trace written by `repro` (or
+    /// `run --trace`): every record touching it, with simulated time, side
+    /// and what happened, then the oracle's verdict and cause.
+    ///
+    /// Example: mcp-chaos explain --trace target/repro/eviction-0-unguarded.jsonl --op c3-op1
+    Explain {
+        /// Trace file (JSON lines).
+        #[arg(long)]
+        trace: PathBuf,
+        /// Operation tag, `cCLIENT-opN` (e.g. c3-op1).
+        #[arg(long)]
+        op: String,
+    },
     /// Run one scenario under one seed against one server.
     Run {
         /// Scenario file (TOML).
@@ -456,6 +469,7 @@ pub fn main() -> ExitCode {
             print!("{}", decision_table());
             Ok(0)
         }
+        Cmd::Explain { trace, op } => explain(&trace, &op),
         Cmd::Run {
             scenario,
             seed,
@@ -519,9 +533,13 @@ fn run_one(
         }
         let f = std::fs::File::create(t)
             .with_context(|| format!("cannot write --trace {}", t.display()))?;
-        history
-            .write_jsonl(std::io::BufWriter::new(f))
-            .with_context(|| format!("writing --trace {}", t.display()))?;
+        crate::explain::write_trace(
+            std::io::BufWriter::new(f),
+            &history,
+            &report.operations,
+            &report.verdict,
+        )
+        .with_context(|| format!("writing --trace {}", t.display()))?;
     }
     match format {
         Format::Json => println!(
@@ -697,6 +715,14 @@ impl Matrix {
         out
     }
 
+    /// The client profiles' names (`scenario`: as written).
+    fn profile_names(&self) -> Vec<String> {
+        self.profiles
+            .iter()
+            .map(|p| p.map_or(run::AS_WRITTEN, run::Profile::as_str).to_string())
+            .collect()
+    }
+
     /// "3 arms x 2 profiles" for progress lines.
     fn describe(&self) -> String {
         format!(
@@ -791,44 +817,19 @@ fn compare(
         matrix.describe(),
         work.len()
     );
-    let summary = execute(&work, workers)?;
+    let mut summary = execute(&work, workers)?;
+    summary.provenance = report::provenance(
+        std::env::args().collect(),
+        (0, seeds),
+        matrix.arms.iter().map(|a| a.as_str().to_string()).collect(),
+        matrix.profile_names(),
+        &files,
+    );
     write(
         &out.join("summary.json"),
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
-    write(&out.join("report.md"), &report::markdown(&summary))?;
-    // The timeline shows the unguarded run with the most duplicate side
-    // effects (ties: first scenario, lowest seed), run again for its trace.
-    let pick = summary
-        .runs
-        .iter()
-        .filter(|r| r.server == "unguarded")
-        .max_by_key(|r| {
-            (
-                r.metrics.duplicate_side_effects,
-                std::cmp::Reverse((&r.scenario, r.seed)),
-            )
-        });
-    let timeline = match pick.and_then(|r| {
-        files
-            .iter()
-            .find(|(_, s)| s.name == r.scenario)
-            .map(|(_, s)| (r, s))
-    }) {
-        Some((r, sc)) => {
-            let (_, history) = run::run(sc, r.seed, Variant::Unguarded, &options_of(r))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            Some(report::Timeline::of(
-                format!("{} seed {} unguarded", r.scenario, r.seed),
-                &history,
-            ))
-        }
-        None => None,
-    };
-    write(
-        &out.join("report.html"),
-        &report::html(&summary, timeline.as_ref()),
-    )?;
+    report::write_reports(out, &summary, &files)?;
     println!("{}", report::headline(&summary));
     warn_uncovered(&summary);
     println!(
@@ -1149,6 +1150,15 @@ fn repro(
     let code = run_one(path, seed, variant, Some(&trace), Format::Text, opts)?;
     println!("trace: {}", trace.display());
     Ok(code)
+}
+
+/// `explain`: one operation's timeline from a trace.
+fn explain(trace: &Path, op: &str) -> anyhow::Result<u8> {
+    print!(
+        "{}",
+        crate::explain::explain(trace, op).map_err(anyhow::Error::msg)?
+    );
+    Ok(0)
 }
 
 fn shrink(

@@ -6,6 +6,7 @@ mod cli;
 mod loopback;
 mod oracle;
 mod own_server;
+mod report;
 mod rmcp;
 mod sim;
 mod turmoil_patch;
