@@ -90,6 +90,10 @@ fn describe(rec: &Value) -> String {
                 continue;
             }
             let v = match v {
+                // Session ids are long and random: their head tells them apart.
+                Value::String(s) if k == "session" && s.chars().count() > 12 => {
+                    format!("{}…", s.chars().take(8).collect::<String>())
+                }
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
@@ -144,24 +148,39 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
         }
     }
     let Some(client) = client else {
-        let known: Vec<&str> = tags.iter().take(8).map(String::as_str).collect();
-        return Err(if known.is_empty() {
-            format!(
+        if tags.is_empty() {
+            return Err(format!(
                 "no operation {tag:?} in {}: the trace has no operations (is it a trace from `repro`?)",
                 path.display()
-            )
-        } else {
-            format!(
-                "no operation {tag:?} in {}: known tags include {}{} (tags are cCLIENT-opN)",
-                path.display(),
-                known.join(", "),
-                if tags.len() > known.len() {
-                    format!(" and {} more", tags.len() - known.len())
-                } else {
-                    String::new()
-                }
-            )
-        });
+            ));
+        }
+        // The failed and degraded ones first: the ones worth explaining.
+        let mut known: Vec<&str> = recs
+            .iter()
+            .filter(|r| kind(r) == "op_verdict")
+            .filter_map(|r| r.get("tag").and_then(Value::as_str))
+            .take(5)
+            .collect();
+        let judged = !known.is_empty();
+        for t in &tags {
+            if known.len() >= 8 {
+                break;
+            }
+            if !known.contains(&t.as_str()) {
+                known.push(t);
+            }
+        }
+        return Err(format!(
+            "no operation {tag:?} in {}: try {}{} ({} operations, tags cCLIENT-opN)",
+            path.display(),
+            known.join(", "),
+            if judged {
+                " (failed or degraded ones first)"
+            } else {
+                ""
+            },
+            tags.len()
+        ));
     };
     // Sessions the client held, and the request ids its calls for the
     // operation used in them.
@@ -208,15 +227,27 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
         "{:>12}  {:<7} {:<22} what",
         "time (s)", "side", "record"
     );
+    // Its lifetime: a transport switch of its client inside it concerns it.
+    let (mut first, mut last) = (u64::MAX, 0);
+    for r in recs
+        .iter()
+        .filter(|r| r.get("tag").and_then(Value::as_str) == Some(tag))
+    {
+        let t = r.get("t_us").and_then(Value::as_u64).unwrap_or(0);
+        first = first.min(t);
+        last = last.max(t);
+    }
     let mut n = 0;
     for r in recs
         .iter()
         .filter(|r| !matches!(kind(r).as_str(), "op_verdict" | "oracle"))
     {
         let k = kind(r);
-        let client_mark = r.get("client").and_then(Value::as_u64) == Some(client)
-            && matches!(k.as_str(), "dropped" | "switched");
-        if !(touches(r, tag, &ids, &streams) || client_mark) {
+        let t_us = r.get("t_us").and_then(Value::as_u64).unwrap_or(0);
+        let switch = k == "switched"
+            && r.get("client").and_then(Value::as_u64) == Some(client)
+            && (first..=last).contains(&t_us);
+        if !(touches(r, tag, &ids, &streams) || switch) {
             continue;
         }
         n += 1;

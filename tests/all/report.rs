@@ -309,7 +309,10 @@ fn explain_tells_one_operations_story_or_names_the_bad_input() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3));
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("c99-op7") && err.contains("c0-op0"), "{err}");
+    assert!(
+        err.contains("c99-op7") && err.contains("c0-op0"),
+        "names the tag and a known one: {err}"
+    );
 
     let o = bin()
         .args([
