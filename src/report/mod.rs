@@ -152,7 +152,7 @@ pub(crate) fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> 
 /// each), every failing run, the mechanism matrix, then per scenario every
 /// metric with the arms (and client profiles) side by side.
 pub fn markdown(s: &Summary, timelines: &[Timeline]) -> String {
-    let mut out = String::from("# mcp-chaos comparison\n\n");
+    let mut out = String::from("# mcp-chaos comparison\n\nThe charts (failed operations per scenario, migration latency per scenario, one timeline per affected scenario) are in report.html next to this file.\n\n");
     out.push_str(&conclude::verdicts_markdown(s));
     for w in warnings(s) {
         let _ = writeln!(out, "**Warning:** {w}\n");
