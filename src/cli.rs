@@ -442,6 +442,20 @@ enum Cmd {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Print one operation's timeline from a trace written by `repro` (or
+    /// `run --trace`): every record touching it, with simulated time, side
+    /// and what happened, then the oracle's verdict and cause.
+    #[command(
+        after_help = "Example:\n  mcp-chaos repro --scenario sims/eviction.toml --seed 0 --server unguarded\n  mcp-chaos explain --trace target/repro/eviction-0-unguarded.jsonl --op c3-op1"
+    )]
+    Explain {
+        /// Trace file (JSON lines).
+        #[arg(long)]
+        trace: PathBuf,
+        /// Operation tag, `cCLIENT-opN` (e.g. c3-op1).
+        #[arg(long)]
+        op: String,
+    },
     /// Run one scenario under one seed against one server.
     #[command(
         after_help = "Examples:\n  mcp-chaos run --scenario sims/half-open.toml --seed 0 --server unguarded\n  mcp-chaos run --scenario sims/half-open.toml --server guarded --clients keys+cursors --format json"
@@ -651,6 +665,7 @@ pub fn main() -> ExitCode {
         }
         Cmd::List { dir } => list(&dir),
         Cmd::Validate { paths } => validate(&paths),
+        Cmd::Explain { trace, op } => explain(&trace, &op),
         Cmd::Run {
             scenario,
             seed,
@@ -839,9 +854,13 @@ fn run_one(
         }
         let f = std::fs::File::create(t)
             .with_context(|| format!("cannot write --trace {}", t.display()))?;
-        history
-            .write_jsonl(std::io::BufWriter::new(f))
-            .with_context(|| format!("writing --trace {}", t.display()))?;
+        crate::explain::write_trace(
+            std::io::BufWriter::new(f),
+            &history,
+            &report.operations,
+            &report.verdict,
+        )
+        .with_context(|| format!("writing --trace {}", t.display()))?;
     }
     match format {
         Format::Json => outln!(
@@ -1053,6 +1072,14 @@ impl Matrix {
         out
     }
 
+    /// The client profiles' names (`scenario`: as written).
+    fn profile_names(&self) -> Vec<String> {
+        self.profiles
+            .iter()
+            .map(|p| p.map_or(run::AS_WRITTEN, run::Profile::as_str).to_string())
+            .collect()
+    }
+
     /// "3 arms x 2 profiles" for progress lines.
     fn describe(&self) -> String {
         format!(
@@ -1170,7 +1197,14 @@ fn compare(
         matrix.describe(),
         work.len()
     );
-    let summary = execute(&work, workers, select.control)?;
+    let mut summary = execute(&work, workers, select.control)?;
+    summary.provenance = report::provenance(
+        std::env::args().collect(),
+        (seeds.start, seeds.end),
+        matrix.arms.iter().map(|a| a.as_str().to_string()).collect(),
+        matrix.profile_names(),
+        &files,
+    );
     if select.shrink {
         shrink_failures(&summary, &files, out)?;
     }
@@ -1178,39 +1212,7 @@ fn compare(
         &out.join("summary.json"),
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
-    write(&out.join("report.md"), &report::markdown(&summary))?;
-    // The timeline shows the unguarded run with the most duplicate side
-    // effects (ties: first scenario, lowest seed), run again for its trace.
-    let pick = summary
-        .runs
-        .iter()
-        .filter(|r| r.server == "unguarded")
-        .max_by_key(|r| {
-            (
-                r.metrics.duplicate_side_effects,
-                std::cmp::Reverse((&r.scenario, r.seed)),
-            )
-        });
-    let timeline = match pick.and_then(|r| {
-        files
-            .iter()
-            .find(|(_, s)| s.name == r.scenario)
-            .map(|(_, s)| (r, s))
-    }) {
-        Some((r, sc)) => {
-            let (_, history) = run::run(sc, r.seed, Variant::Unguarded, &options_of(r))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            Some(report::Timeline::of(
-                format!("{} seed {} unguarded", r.scenario, r.seed),
-                &history,
-            ))
-        }
-        None => None,
-    };
-    write(
-        &out.join("report.html"),
-        &report::html(&summary, timeline.as_ref()),
-    )?;
+    report::write_reports(out, &summary, &files)?;
     outln!("{}", report::headline(&summary));
     warn_uncovered(&summary);
     outln!(
@@ -1560,6 +1562,15 @@ fn promise(s: &Scenario, seed: u64) -> String {
         },
         None => format!("seed {seed}: its expectations pin the failure"),
     }
+}
+
+/// `explain`: one operation's timeline from a trace.
+fn explain(trace: &Path, op: &str) -> anyhow::Result<u8> {
+    out!(
+        "{}",
+        crate::explain::explain(trace, op).map_err(anyhow::Error::msg)?
+    );
+    Ok(0)
 }
 
 fn shrink(

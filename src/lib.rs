@@ -4,6 +4,7 @@
 mod bounded;
 pub mod cli;
 pub mod client;
+pub mod explain;
 pub mod fault;
 pub mod guard;
 pub mod history;

@@ -1,66 +1,219 @@
-//! `report.html`.
+//! `report.html`: one self-contained page (no scripts, no external files).
 
-use super::plots::{bars_svg, cdf_svg, timeline_svg, Timeline};
-use super::{details, matrix, warnings, xml};
+use super::conclude::{self, verdict};
+use super::plots::{bars_svg, cdf_panels, timeline_svg, Timeline};
+use super::{columns, details, matrix, scenarios, warnings, xml};
 use crate::sweep::Summary;
 use std::fmt::Write;
 
-/// `report.html`: one self-contained page (no scripts, no external files)
-/// with the Markdown report's tables and the three plots.
-pub fn html(s: &Summary, timeline: Option<&Timeline>) -> String {
-    let mut out = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>body{font-family:sans-serif;max-width:1800px;margin:2em auto}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;white-space:nowrap}th:first-child,td:first-child{text-align:left}table.matrix th{text-align:left}table.matrix{font-size:13px}table.matrix td{text-align:left;vertical-align:top;white-space:normal;min-width:10em}td.ok{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad{background:#fde0dd}td.na{background:#eee;color:#555}p.warn{background:#fff7bc;padding:4px}</style></head><body><h1>mcp-chaos comparison</h1>");
+const STYLE: &str = "body{font-family:sans-serif;max-width:1800px;margin:2em auto;padding:0 1em;line-height:1.4}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4}table.metrics td{text-align:right;white-space:nowrap}table.metrics td:first-child{text-align:left}table.matrix{font-size:13px}table.matrix td{min-width:10em}td.ok,td.pass{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad,td.fails{background:#fde0dd}td.na{background:#eee;color:#555}p.warn{background:#fff7bc;padding:4px}code{background:#f4f4f4;padding:0 3px;font-size:90%}div.panels{display:flex;flex-wrap:wrap;gap:8px}nav a{margin-right:1em}svg{max-width:100%;height:auto}";
+
+/// `report.html`: the verdicts, the headline, glossary, scenarios and
+/// provenance, the charts (failed operations per scenario, per-scenario
+/// migration-latency CDFs, one timeline per affected scenario), every
+/// failing run, the mechanism matrix and every metric.
+pub fn html(s: &Summary, timelines: &[Timeline]) -> String {
+    let mut out = format!("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>{STYLE}</style></head><body><h1>mcp-chaos comparison</h1>");
+    out.push_str("<nav><a href=\"#verdicts\">Verdicts</a><a href=\"#headline\">Headline</a><a href=\"#glossary\">Glossary</a><a href=\"#scenarios\">Scenarios</a><a href=\"#provenance\">Provenance</a><a href=\"#charts\">Charts</a><a href=\"#timelines\">Timelines</a><a href=\"#failing-runs\">Failing runs</a><a href=\"#mechanism-matrix\">Matrix</a><a href=\"#every-metric-per-scenario\">Every metric</a></nav>");
+    out.push_str(&verdicts_html(s));
     for w in warnings(s) {
         let _ = write!(out, "<p class=\"warn\">Warning: {}</p>", xml(&w));
     }
-    out.push_str(&matrix::html(s));
+    out.push_str(&md_html(&super::headline_markdown(s)));
+    out.push_str(&md_html(conclude::GLOSSARY));
+    out.push_str(&md_html(&conclude::scenarios_markdown(s)));
+    out.push_str(&md_html(&conclude::provenance_markdown(s)));
     let profiles = matrix::profiles(s);
-    out.push_str("<h2>Failed operations per scenario</h2>");
+    out.push_str("<h2 id=\"charts\">Charts</h2><h3>Failed operations per scenario</h3>");
     for p in &profiles {
         out.push_str(&bars_svg(s, p));
     }
-    out.push_str("<h2>Migration latency</h2>");
+    out.push_str("<h3>Migration latency, per scenario</h3><p>One panel per scenario, one curve per arm: the share of migrations (operations interrupted by a fault that still got their result) completed within a latency, from the interrupting fault to the handled result. The legend gives each arm's p90 and sample count.</p>");
     for p in &profiles {
-        out.push_str(&cdf_svg(s, p));
+        if profiles.len() > 1 {
+            let _ = write!(out, "<h4>clients {}</h4>", xml(p));
+        }
+        out.push_str("<div class=\"panels\">");
+        for panel in cdf_panels(s, p) {
+            out.push_str(&panel);
+        }
+        out.push_str("</div>");
     }
-    if let Some(t) = timeline {
-        let _ = write!(out, "<h2>Timeline of one run</h2>{}", timeline_svg(t));
+    out.push_str("<h2 id=\"timelines\">Timelines</h2>");
+    if timelines.is_empty() {
+        out.push_str("<p>No run had a failed or degraded operation: no timeline drawn.</p>");
+    } else {
+        out.push_str("<p>One run per affected scenario: the run with the most failed operations across arms and seeds (ties: arm order, then lowest seed), run again for its history. Hover a bar for the operation's tag, times and cause.</p>");
     }
-    // The Markdown tables, as HTML tables.
-    let mut open = false;
-    for line in details(s).lines() {
-        if let Some(h) = line.strip_prefix("### ") {
-            let _ = write!(out, "<h3>{}</h3>", xml(h));
-        } else if let Some(h) = line.strip_prefix("## ") {
-            let _ = write!(out, "<h2>{}</h2>", xml(h));
-        } else if line.starts_with("|---") {
-            continue;
-        } else if let Some(row) = line.strip_prefix('|') {
-            let cells: Vec<&str> = row
-                .trim_end_matches('|')
-                .split('|')
-                .map(str::trim)
-                .collect();
-            let tag = if cells.first() == Some(&"metric") {
-                "th"
-            } else {
-                "td"
-            };
-            if tag == "th" {
-                out.push_str("<table>");
-                open = true;
-            }
-            out.push_str("<tr>");
-            for c in cells {
-                let _ = write!(out, "<{tag}>{}</{tag}>", xml(c));
-            }
-            out.push_str("</tr>");
-        } else if line.is_empty() && open {
-            out.push_str("</table>");
-            open = false;
-        } else if !line.starts_with('#') {
-            let _ = write!(out, "<p>{}</p>", xml(line));
+    for t in timelines {
+        let _ = write!(
+            out,
+            "<h3>{}</h3><p>reproduce: <code>{}</code></p>{}",
+            xml(&t.title),
+            xml(&t.repro),
+            timeline_svg(t)
+        );
+    }
+    out.push_str(&md_html(&conclude::failing_markdown(s)));
+    out.push_str(&matrix::html(s).replacen("<h2>", "<h2 id=\"mechanism-matrix\">", 1));
+    out.push_str(&md_html(&details(s)).replace("<table>", "<table class=\"metrics\">"));
+    out.push_str("</body></html>\n");
+    out
+}
+
+/// The verdict table, each verdict cell coloured by its class.
+fn verdicts_html(s: &Summary) -> String {
+    let md = conclude::verdicts_markdown(s);
+    let intro = md.lines().nth(2).unwrap_or_default();
+    let many = matrix::profiles(s).len() > 1;
+    let mut out = format!(
+        "<h2 id=\"verdicts\">Verdicts</h2><p>{}</p><table><tr><th>scenario</th>{}<th>arm</th><th>verdict</th><th>why</th></tr>",
+        inline(intro),
+        if many { "<th>clients</th>" } else { "" }
+    );
+    for sc in scenarios(s) {
+        for a in columns(s, sc) {
+            let v = verdict(s, a);
+            let _ = write!(
+                out,
+                "<tr><td>{}</td>{}<td>{}</td><td class=\"{}\"><b>{}</b></td><td>{}</td></tr>",
+                xml(sc),
+                if many {
+                    format!("<td>{}</td>", xml(&a.clients))
+                } else {
+                    String::new()
+                },
+                xml(&a.server),
+                v.class,
+                xml(&v.label),
+                inline(&v.reason)
+            );
         }
     }
-    out.push_str("</body></html>\n");
+    out.push_str("</table>");
+    out
+}
+
+/// Inline Markdown as HTML: escaped, with `code`, **bold** and `<br>`.
+fn inline(text: &str) -> String {
+    let esc = xml(text).replace("&lt;br&gt;", "<br>");
+    let mut out = String::new();
+    let (mut code, mut bold) = (false, false);
+    let mut chars = esc.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '`' => {
+                out.push_str(if code { "</code>" } else { "<code>" });
+                code = !code;
+            }
+            '*' if !code && chars.peek() == Some(&'*') => {
+                chars.next();
+                out.push_str(if bold { "</b>" } else { "<b>" });
+                bold = !bold;
+            }
+            '\\' if chars.peek() == Some(&'|') => {}
+            c => out.push(c),
+        }
+    }
+    if code {
+        out.push_str("</code>");
+    }
+    if bold {
+        out.push_str("</b>");
+    }
+    out
+}
+
+/// A table row's cells (`\|` is a literal bar).
+fn cells(row: &str) -> Vec<String> {
+    let inner = row.trim().trim_start_matches('|');
+    let inner = inner.strip_suffix('|').unwrap_or(inner);
+    let mut out = vec![String::new()];
+    let mut prev = ' ';
+    for c in inner.chars() {
+        if c == '|' && prev != '\\' {
+            out.push(String::new());
+        } else {
+            out.last_mut().expect("non-empty").push(c);
+        }
+        prev = c;
+    }
+    out.into_iter().map(|c| c.trim().to_string()).collect()
+}
+
+/// The Markdown this module writes (headings, paragraphs, lists, tables)
+/// as HTML. Headings get ids from their text.
+pub(super) fn md_html(md: &str) -> String {
+    let mut out = String::new();
+    let (mut table, mut list) = (false, false);
+    let close = |out: &mut String, table: &mut bool, list: &mut bool| {
+        if *table {
+            out.push_str("</table>");
+            *table = false;
+        }
+        if *list {
+            out.push_str("</ul>");
+            *list = false;
+        }
+    };
+    for line in md.lines() {
+        if line.starts_with("|---") {
+            continue;
+        }
+        if line.starts_with('|') {
+            if list {
+                out.push_str("</ul>");
+                list = false;
+            }
+            let tag = if table { "td" } else { "th" };
+            if !table {
+                out.push_str("<table>");
+                table = true;
+            }
+            out.push_str("<tr>");
+            for c in cells(line) {
+                let _ = write!(out, "<{tag}>{}</{tag}>", inline(&c));
+            }
+            out.push_str("</tr>");
+            continue;
+        }
+        if let Some(item) = line.strip_prefix("- ") {
+            if table {
+                out.push_str("</table>");
+                table = false;
+            }
+            if !list {
+                out.push_str("<ul>");
+                list = true;
+            }
+            let _ = write!(out, "<li>{}</li>", inline(item));
+            continue;
+        }
+        close(&mut out, &mut table, &mut list);
+        if line.is_empty() {
+            continue;
+        }
+        let heading = [("### ", "h3"), ("## ", "h2"), ("# ", "h1")]
+            .iter()
+            .find_map(|(p, h)| line.strip_prefix(p).map(|t| (t, *h)));
+        match heading {
+            Some((text, h)) => {
+                let id: String = text
+                    .to_lowercase()
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                    .collect::<String>()
+                    .split('-')
+                    .filter(|p| !p.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("-");
+                let _ = write!(out, "<{h} id=\"{id}\">{}</{h}>", inline(text));
+            }
+            None => {
+                let _ = write!(out, "<p>{}</p>", inline(line));
+            }
+        }
+    }
+    close(&mut out, &mut table, &mut list);
     out
 }

@@ -3,16 +3,22 @@
 //! XML for CI systems.
 
 mod calibration;
+mod conclude;
 mod html;
 mod junit;
 mod matrix;
 mod plots;
+mod provenance;
+mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
+pub use conclude::{repro, verdict, Verdict, GLOSSARY};
 pub use html::html;
 pub use junit::junit;
 pub use matrix::headline;
-pub use plots::Timeline;
+pub use plots::{bars_svg, cdf_panels, timeline_svg, FaultWindow, Lane, OpBar, Timeline};
+pub use provenance::{provenance, sha256_hex};
+pub use write::{pick_timeline_runs, timelines, write_reports};
 
 use crate::oracle::Metrics;
 use crate::sweep::{Aggregate, Summary};
@@ -125,7 +131,7 @@ fn row(out: &mut String, label: &str, cols: &[&Aggregate], f: impl Fn(&Aggregate
 
 /// The columns of one scenario: its aggregates, arms in the order of
 /// `Variant::ALL`, then client profiles as written first.
-fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> {
+pub(crate) fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> {
     let mut cols: Vec<&Aggregate> = s
         .aggregates
         .iter()
@@ -140,15 +146,58 @@ fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> {
     cols
 }
 
-/// `report.md`: warnings, the mechanism matrix, then per scenario every
+/// `report.md`: the verdicts first (one line per scenario × arm with its
+/// reason), warnings, the headline, the glossary, the scenarios, the
+/// provenance, the timelines drawn in report.html (with how to reproduce
+/// each), every failing run, the mechanism matrix, then per scenario every
 /// metric with the arms (and client profiles) side by side.
-pub fn markdown(s: &Summary) -> String {
-    let mut out = String::from("# mcp-chaos comparison\n\n");
+pub fn markdown(s: &Summary, timelines: &[Timeline]) -> String {
+    let mut out = String::from("# mcp-chaos comparison\n\nThe charts (failed operations per scenario, migration latency per scenario, one timeline per affected scenario) are in report.html next to this file.\n\n");
+    out.push_str(&conclude::verdicts_markdown(s));
     for w in warnings(s) {
         let _ = writeln!(out, "**Warning:** {w}\n");
     }
+    out.push_str(&headline_markdown(s));
+    out.push_str(conclude::GLOSSARY);
+    out.push_str(&conclude::scenarios_markdown(s));
+    out.push_str(&conclude::provenance_markdown(s));
+    out.push_str(&timelines_markdown(timelines));
+    out.push_str(&conclude::failing_markdown(s));
     out.push_str(&matrix::markdown(s));
     out.push_str(&details(s));
+    out
+}
+
+/// The headline table (what `compare` prints) as a report section.
+fn headline_markdown(s: &Summary) -> String {
+    format!(
+        "## Headline\n\nPer scenario and client profile: operations per run, then per arm the failed operations with their causes (totals over all seeds), and the guard audit's disputed decisions.\n\n{}\n",
+        matrix::headline(s)
+    )
+}
+
+/// The runs report.html draws as timelines, with how to reproduce each.
+fn timelines_markdown(ts: &[Timeline]) -> String {
+    let mut out = String::from("## Timelines\n\n");
+    if ts.is_empty() {
+        out.push_str("No run had a failed or degraded operation: no timeline drawn.\n\n");
+        return out;
+    }
+    out.push_str("report.html draws one run per affected scenario (the run with the most failed operations, across arms and seeds), one lane per client, operations as bars coloured by outcome, faults as shaded windows and marks:\n\n");
+    for t in ts {
+        let _ = writeln!(
+            out,
+            "- {}: {} (reproduce: `{}`)",
+            t.title,
+            t.outcomes
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            t.repro
+        );
+    }
+    out.push('\n');
     out
 }
 
@@ -164,6 +213,13 @@ fn warnings(s: &Summary) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The scenarios of a summary, in summary order.
+pub(crate) fn scenarios(s: &Summary) -> Vec<&str> {
+    let mut v: Vec<&str> = s.aggregates.iter().map(|a| a.scenario.as_str()).collect();
+    v.dedup();
+    v
 }
 
 /// Per scenario, every metric, one column per arm and profile.

@@ -7,6 +7,7 @@ mod cli_loop;
 mod loopback;
 mod oracle;
 mod own_server;
+mod report;
 mod rmcp;
 mod sim;
 mod turmoil_patch;

@@ -1,0 +1,144 @@
+//! Writing a comparison's reports: report.md and report.html, with the
+//! runs drawn as timelines run again (deterministically) for their
+//! histories.
+
+use super::matrix::{arm_rank, profile_rank};
+use super::plots::Timeline;
+use crate::run::{self, Options, RunReport};
+use crate::scenario::Scenario;
+use crate::sut::Arm;
+use crate::sweep::Summary;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Per scenario with any failed or degraded operation (or a run failing
+/// its expectations), the one run a timeline draws: most failed
+/// operations, then failing expectations, then most degraded; ties go to
+/// the arm and client profile first in report order, then the lowest seed.
+/// At most one run per scenario, so compare re-runs at most as many runs
+/// as there are scenarios.
+pub fn pick_timeline_runs(s: &Summary) -> Vec<&RunReport> {
+    let mut out = Vec::new();
+    for sc in super::scenarios(s) {
+        let best = s
+            .runs
+            .iter()
+            .filter(|r| r.scenario == sc)
+            .filter(|r| r.metrics.ops_failed > 0 || r.metrics.ops_degraded > 0 || r.failed())
+            .max_by_key(|r| {
+                (
+                    r.metrics.ops_failed,
+                    r.failed(),
+                    r.metrics.ops_degraded,
+                    std::cmp::Reverse((
+                        profile_rank(&r.clients),
+                        arm_rank(&r.server),
+                        r.server.as_str(),
+                        r.seed,
+                    )),
+                )
+            });
+        out.extend(best);
+    }
+    out
+}
+
+/// The timelines of the picked runs, each run again from its scenario in
+/// `files` (path, scenario) on up to `workers` threads; in pick order.
+pub fn timelines(
+    s: &Summary,
+    files: &[(String, Scenario)],
+    workers: usize,
+) -> anyhow::Result<Vec<Timeline>> {
+    let picks = pick_timeline_runs(s);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<anyhow::Result<Timeline>>>> =
+        Mutex::new((0..picks.len()).map(|_| None).collect());
+    std::thread::scope(|sc| {
+        for _ in 0..workers.max(1).min(picks.len().max(1)) {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(r) = picks.get(i) else { break };
+                let t = timeline_of(s, r, files);
+                results.lock().expect("no worker panics holding it")[i] = Some(t);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("workers are done")
+        .into_iter()
+        .map(|t| t.expect("every pick ran"))
+        .collect()
+}
+
+/// Runs `r` again and reads its timeline.
+fn timeline_of(
+    s: &Summary,
+    r: &RunReport,
+    files: &[(String, Scenario)],
+) -> anyhow::Result<Timeline> {
+    let scenario = files
+        .iter()
+        .find(|(_, sc)| sc.name == r.scenario)
+        .map(|(_, sc)| sc)
+        .with_context(|| format!("no scenario file for {} to draw its timeline", r.scenario))?;
+    let arm: Arm = r
+        .server
+        .parse()
+        .map_err(|e| anyhow::anyhow!("timeline of {}: {e}", r.scenario))?;
+    let opts = Options {
+        clients: r.clients.parse().ok(),
+        sets: r
+            .overrides
+            .iter()
+            .filter_map(|o| Options::parse_set(o).ok())
+            .collect(),
+    };
+    let (report, history) = run::run_arm(scenario, r.seed, arm, &opts).map_err(|e| {
+        anyhow::anyhow!(
+            "re-running {} seed {} {}: {e}",
+            r.scenario,
+            r.seed,
+            r.server
+        )
+    })?;
+    let mut t = Timeline::of(
+        format!(
+            "{} · seed {} · {} · clients {} ({} failed ops)",
+            r.scenario, r.seed, r.server, r.clients, report.metrics.ops_failed
+        ),
+        &history,
+        &report.operations,
+        scenario.network.client_hosts,
+    );
+    t.repro = super::conclude::repro(s, r);
+    Ok(t)
+}
+
+/// Writes `report.md` and `report.html` into `out`, re-running one run
+/// per affected scenario for its timeline (on the machine's cores);
+/// returns the paths written.
+pub fn write_reports(
+    out: &Path,
+    s: &Summary,
+    files: &[(String, Scenario)],
+) -> anyhow::Result<Vec<PathBuf>> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ts = timelines(s, files, workers)?;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("cannot create {}: check the --out path", out.display()))?;
+    let md = out.join("report.md");
+    let html = out.join("report.html");
+    for (path, text) in [(&md, super::markdown(s, &ts)), (&html, super::html(s, &ts))] {
+        std::fs::write(path, text).with_context(|| {
+            format!(
+                "cannot write {}: check the path and permissions",
+                path.display()
+            )
+        })?;
+    }
+    Ok(vec![md, html])
+}

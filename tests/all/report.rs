@@ -1,0 +1,331 @@
+//! Reports that conclude: verdicts first, charts that say what they show,
+//! timelines with axes and lanes, provenance, `explain`, and the same
+//! bytes from the same summary.
+
+use mcp_chaos::report;
+use mcp_chaos::run::{self, Options};
+use mcp_chaos::scenario::Scenario;
+use mcp_chaos::sut::Arm;
+use mcp_chaos::sweep::Summary;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const RETRY: &str = "sims/seed-000-retry-by-post.toml";
+const RESUME: &str = "sims/seed-000-resume-then-post.toml";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn files(paths: &[&str]) -> Vec<(String, Scenario)> {
+    paths
+        .iter()
+        .map(|p| (p.to_string(), Scenario::load(&root().join(p)).unwrap()))
+        .collect()
+}
+
+/// The runs of `files` × `arms` × seeds 0..2, summarized, with provenance.
+fn summary(files: &[(String, Scenario)], arms: &[Arm]) -> Summary {
+    let mut runs = Vec::new();
+    for (_, sc) in files {
+        for &arm in arms {
+            for seed in 0..2 {
+                runs.push(run::run_arm(sc, seed, arm, &Options::default()).unwrap().0);
+            }
+        }
+    }
+    let mut s = Summary::from_runs(runs);
+    let abs: Vec<(String, Scenario)> = files
+        .iter()
+        .map(|(p, sc)| (root().join(p).display().to_string(), sc.clone()))
+        .collect();
+    s.provenance = report::provenance(
+        vec!["mcp-chaos".into(), "compare".into()],
+        (0, 2),
+        arms.iter().map(|a| a.as_str().to_string()).collect(),
+        vec![run::AS_WRITTEN.to_string()],
+        &abs,
+    );
+    s
+}
+
+fn two_arms() -> Vec<Arm> {
+    vec!["unguarded".parse().unwrap(), "guarded".parse().unwrap()]
+}
+
+#[test]
+fn the_report_opens_with_a_verdict_per_scenario_and_arm() {
+    let s = summary(&files(&[RETRY, RESUME]), &two_arms());
+    let md = report::markdown(&s, &[]);
+    let at = |h: &str| md.find(h).unwrap_or_else(|| panic!("no {h} in\n{md}"));
+    let verdicts = at("## Verdicts");
+    assert!(verdicts < at("## Headline"));
+    assert!(at("## Headline") < at("## Glossary"));
+    assert!(at("## Glossary") < at("## Mechanism matrix"));
+    let section = &md[verdicts..at("## Headline")];
+    assert_eq!(s.aggregates.len(), 4);
+    for a in &s.aggregates {
+        let prefix = format!("| {} | {} | ", a.scenario, a.server);
+        let line = section
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no verdict for {prefix} in\n{section}"));
+        let v = report::verdict(&s, a);
+        assert!(line.contains(&v.label), "{line}");
+        if a.metrics.ops_failed > 0 {
+            assert!(
+                line.contains(&format!("fails: {} failed ops", a.metrics.ops_failed)),
+                "{line}"
+            );
+            let top = a
+                .metrics
+                .failures_by_cause
+                .iter()
+                .max_by_key(|(c, n)| (**n, std::cmp::Reverse(*c)))
+                .unwrap()
+                .0;
+            assert!(line.contains(top.as_str()), "the dominant cause: {line}");
+        } else {
+            assert!(!line.contains("fails"), "{line}");
+        }
+    }
+    // The glossary, the scenarios' descriptions and the provenance too.
+    for (_, sc) in files(&[RETRY, RESUME]) {
+        assert!(md.contains(sc.description.trim()), "{}", sc.name);
+    }
+    for cause in ["retry_without_key", "run_ended", "restart_mid_execution"] {
+        assert!(md.contains(&format!("- `{cause}`: ")), "glossary: {cause}");
+    }
+    assert!(md.contains(&format!("- git commit: `{}`", s.provenance.commit)));
+    let html = report::html(&s, &[]);
+    let rows = html.matches("<td class=\"fails\">").count()
+        + html.matches("<td class=\"pass\">").count()
+        + html.matches("<td class=\"degraded\">").count();
+    assert_eq!(rows, 4, "one coloured verdict cell per scenario x arm");
+}
+
+#[test]
+fn no_failed_operations_is_said_not_drawn() {
+    let mut s = summary(&files(&[RETRY]), &two_arms());
+    for a in &mut s.aggregates {
+        a.metrics.ops_failed = 0;
+    }
+    let svg = report::bars_svg(&s, run::AS_WRITTEN);
+    assert!(svg.contains("No failed operations"), "{svg}");
+    assert!(!svg.contains("class=\"bar\""), "{svg}");
+    // With failures, bars on a labelled linear axis, colours as the legend.
+    s.aggregates[0].metrics.ops_failed = 7;
+    let svg = report::bars_svg(&s, run::AS_WRITTEN);
+    assert!(!svg.contains("No failed operations"));
+    assert_eq!(svg.matches("class=\"bar\"").count(), 2, "{svg}");
+    assert!(svg.contains("linear axis") && svg.contains(">failed operations<"));
+    for a in &s.aggregates {
+        let bar_fill = svg
+            .split("class=\"bar\"")
+            .skip(1)
+            .find(|b| b.contains(&format!(" · {}: ", a.server)))
+            .and_then(|b| b.split("fill=\"").nth(1))
+            .map(|f| f[..7].to_string())
+            .unwrap();
+        let label = svg
+            .find(&format!("y=\"36\">{}</text>", a.server))
+            .expect("a legend entry per arm");
+        let swatch = &svg[label.saturating_sub(120)..label];
+        assert!(
+            swatch.contains(&format!("fill=\"{bar_fill}\"")),
+            "legend swatch of {} has its bar's colour {bar_fill}: {swatch}",
+            a.server
+        );
+    }
+}
+
+#[test]
+fn one_latency_cdf_panel_per_scenario() {
+    let s = summary(&files(&[RETRY, RESUME]), &two_arms());
+    let panels = report::cdf_panels(&s, run::AS_WRITTEN);
+    assert_eq!(panels.len(), 2);
+    for (panel, name) in panels
+        .iter()
+        .zip(["seed-000-resume-then-post", "seed-000-retry-by-post"])
+    {
+        assert!(panel.contains(&format!(">{name}</text>")), "{panel}");
+        assert!(panel.contains("migration latency (ms, log scale)"));
+        assert!(panel.contains("share of migrations done"));
+    }
+    let html = report::html(&s, &[]);
+    assert_eq!(html.matches("class=\"cdf-panel\"").count(), 2);
+}
+
+#[test]
+fn a_timeline_has_a_time_axis_and_a_lane_per_chosen_client() {
+    let sc = Scenario::load(&root().join("sims/flaky-mobile.toml")).unwrap();
+    let arm: Arm = "unguarded".parse().unwrap();
+    let (r, h) = run::run_arm(&sc, 0, arm, &Options::default()).unwrap();
+    let t = report::Timeline::of("flaky".into(), &h, &r.operations, sc.network.client_hosts);
+    assert!(!t.lanes.is_empty() && t.lanes.len() <= report::Timeline::MAX_LANES);
+    let failing: std::collections::BTreeSet<u32> = r
+        .operations
+        .iter()
+        .filter(|o| o.cause.is_some())
+        .map(|o| o.client)
+        .collect();
+    if failing.len() <= report::Timeline::MAX_LANES {
+        for c in &failing {
+            assert!(t.lanes.iter().any(|l| l.client == *c), "client {c} failed");
+        }
+    }
+    let svg = report::timeline_svg(&t);
+    assert!(svg.matches("class=\"tick\"").count() >= 3, "ticks");
+    assert!(svg.contains("simulated time (s)"));
+    for l in &t.lanes {
+        assert!(
+            svg.contains(&format!(">client {} (host {})</text>", l.client, l.host)),
+            "lane of client {}",
+            l.client
+        );
+    }
+    let ops: usize = t.lanes.iter().map(|l| l.ops.len()).sum();
+    assert_eq!(svg.matches("class=\"op\"").count(), ops);
+    let failed_bars = t
+        .lanes
+        .iter()
+        .flat_map(|l| &l.ops)
+        .filter(|o| o.outcome == "failed")
+        .count();
+    assert_eq!(failed_bars > 0, r.metrics.ops_failed > 0);
+}
+
+#[test]
+fn provenance_names_the_command_commit_and_each_file_hash() {
+    let fs = files(&[RETRY, RESUME]);
+    let abs: Vec<(String, Scenario)> = fs
+        .iter()
+        .map(|(p, sc)| (root().join(p).display().to_string(), sc.clone()))
+        .collect();
+    let p = report::provenance(
+        vec!["mcp-chaos".into(), "compare".into()],
+        (3, 9),
+        vec!["guarded".into()],
+        vec!["scenario".into()],
+        &abs,
+    );
+    assert_eq!(p.command, ["mcp-chaos", "compare"]);
+    assert_eq!(p.seeds, "3..9");
+    assert!(!p.commit.is_empty());
+    assert_eq!(p.version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(p.scenarios.len(), 2);
+    for (path, sc) in &abs {
+        let info = &p.scenarios[&sc.name];
+        assert_eq!(info.sha256.len(), 64);
+        assert!(info.sha256.chars().all(|c| c.is_ascii_hexdigit()));
+        let want: String = Sha256::digest(std::fs::read(path).unwrap())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(info.sha256, want, "{path}");
+        assert_eq!(info.description, sc.description.trim());
+    }
+}
+
+#[test]
+fn writing_the_reports_twice_gives_the_same_bytes() {
+    let fs = files(&[RETRY]);
+    let s = summary(&fs, &two_arms());
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-twice");
+    let _ = std::fs::remove_dir_all(&dir);
+    let a = report::write_reports(&dir.join("a"), &s, &fs).unwrap();
+    let b = report::write_reports(&dir.join("b"), &s, &fs).unwrap();
+    assert_eq!(a.len(), 2);
+    for (x, y) in a.iter().zip(&b) {
+        let (x, y) = (std::fs::read(x).unwrap(), std::fs::read(y).unwrap());
+        assert!(!x.is_empty());
+        assert!(x == y, "same summary, same bytes");
+    }
+    let html = std::fs::read_to_string(&a[1]).unwrap();
+    let picked = report::pick_timeline_runs(&s).len();
+    assert_eq!(html.matches("class=\"timeline\"").count(), picked);
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-chaos"));
+    c.current_dir(root());
+    c
+}
+
+#[test]
+fn explain_tells_one_operations_story_or_names_the_bad_input() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explain");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.jsonl");
+    let o = bin()
+        .args([
+            "repro",
+            "--scenario",
+            RETRY,
+            "--seed",
+            "0",
+            "--server",
+            "unguarded",
+            "--trace",
+        ])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(trace.exists(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sc = Scenario::load(&root().join(RETRY)).unwrap();
+    let (r, _) = run::run_arm(&sc, 0, "unguarded".parse().unwrap(), &Options::default()).unwrap();
+
+    let o = bin()
+        .args(["explain", "--op", "c0-op0", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.starts_with("operation c0-op0 (client 0)"), "{out}");
+    assert!(out.contains("client  op_started"), "{out}");
+    assert!(out.contains("ledger  execution"), "{out}");
+    assert!(out.contains("server  request_received"), "{out}");
+    match r.operations.iter().find(|v| v.tag == "c0-op0") {
+        Some(v) => match &v.cause {
+            Some(c) => assert!(out.contains(&format!("primary cause {c}")), "{out}"),
+            None => assert!(out.contains("oracle: degraded"), "{out}"),
+        },
+        None => assert!(out.contains("oracle: ok"), "{out}"),
+    }
+
+    let o = bin()
+        .args(["explain", "--op", "c99-op7", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("c99-op7") && err.contains("c0-op0"),
+        "names the tag and a known one: {err}"
+    );
+
+    let o = bin()
+        .args([
+            "explain",
+            "--op",
+            "c0-op0",
+            "--trace",
+            "no/such/trace.jsonl",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no/such/trace.jsonl"), "{err}");
+}
