@@ -24,6 +24,27 @@ pub const MESSAGE: &str = "notifications/message";
 pub const CANCELLED: &str = "notifications/cancelled";
 /// `ping` request.
 pub const PING: &str = "ping";
+/// `logging/setLevel` request: the least severe log level the client wants.
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// The log levels, least severe first (RFC 5424's, as MCP names them).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+/// The level of the server's log messages (a call's progress when it has no
+/// progress token): `info`.
+pub const PROGRESS_LOG_LEVEL: u8 = 1;
+
+/// The rank of a log level in [`LOG_LEVELS`], if it is one.
+pub fn log_level(name: &str) -> Option<u8> {
+    LOG_LEVELS.iter().position(|l| *l == name).map(|i| i as u8)
+}
 /// `resources/subscribe` request.
 pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 /// Resource-changed notification.
@@ -270,7 +291,7 @@ pub fn progress_notification(
                     request_id: id,
                     total,
                 },
-                level: "info",
+                level: LOG_LEVELS[PROGRESS_LOG_LEVEL as usize],
             }),
         ),
     }

@@ -7,5 +7,6 @@ mod loopback;
 mod oracle;
 mod own_server;
 mod rmcp;
+mod serve;
 mod sim;
 mod turmoil_patch;
