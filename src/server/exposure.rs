@@ -106,7 +106,7 @@ impl Exposure {
             return true;
         };
         let origin = origin.trim().to_ascii_lowercase();
-        is_loopback_origin(&origin) || extra.iter().any(|o| *o == origin)
+        is_loopback_origin(&origin) || extra.contains(&origin)
     }
 }
 
