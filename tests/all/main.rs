@@ -1,5 +1,6 @@
 //! One integration-test binary (faster to build than many), with modules.
 
+mod bad_input;
 mod build;
 mod causes;
 mod cli;

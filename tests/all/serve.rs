@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-chaos");
 
 /// A running `serve`, killed when dropped.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Served {
     /// `serve --addr 127.0.0.1:0 ARGS`, optionally with an fd limit.
-    fn start(args: &[&str]) -> Served {
+    pub(crate) fn start(args: &[&str]) -> Served {
         Self::start_limited(None, args)
     }
 
@@ -55,7 +55,7 @@ impl Served {
         Served { child, addr }
     }
 
-    fn alive(&mut self) -> bool {
+    pub(crate) fn alive(&mut self) -> bool {
         self.child.try_wait().expect("waitable").is_none()
     }
 
@@ -71,7 +71,7 @@ impl Served {
             .expect("a VmRSS line")
     }
 
-    fn connect(&self) -> Conn {
+    pub(crate) fn connect(&self) -> Conn {
         Conn::new(TcpStream::connect(self.addr).expect("connects"))
     }
 }
@@ -85,14 +85,14 @@ impl Drop for Served {
 
 /// One HTTP/1.1 response.
 #[derive(Debug)]
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -101,12 +101,12 @@ impl Resp {
 }
 
 /// A kept-alive client connection.
-struct Conn {
-    r: BufReader<TcpStream>,
+pub(crate) struct Conn {
+    pub(crate) r: BufReader<TcpStream>,
 }
 
 impl Conn {
-    fn new(s: TcpStream) -> Conn {
+    pub(crate) fn new(s: TcpStream) -> Conn {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.set_nodelay(true).unwrap();
         Conn {
@@ -114,7 +114,7 @@ impl Conn {
         }
     }
 
-    fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+    pub(crate) fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> Resp {
         let mut req = format!("{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
         for (k, v) in headers {
             req.push_str(&format!("{k}: {v}\r\n"));
@@ -131,7 +131,7 @@ impl Conn {
         self.read()
     }
 
-    fn read(&mut self) -> Resp {
+    pub(crate) fn read(&mut self) -> Resp {
         let mut line = String::new();
         self.r.read_line(&mut line).unwrap();
         let status = line
@@ -176,9 +176,9 @@ impl Conn {
     }
 }
 
-const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+pub(crate) const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
-fn initialize(c: &mut Conn, extra: &[(&str, &str)]) -> String {
+pub(crate) fn initialize(c: &mut Conn, extra: &[(&str, &str)]) -> String {
     let r = c.send("POST", extra, INIT);
     assert_eq!(r.status, 200, "{r:?}");
     r.header("mcp-session-id")
