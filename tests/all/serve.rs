@@ -553,3 +553,34 @@ fn memory_returns_after_sessions_end() {
     eprintln!("RSS at start {start} KiB, after each round of 5,000 calls: {rss:?} KiB; growth over round 1: {growth} KiB");
     assert!(growth < 5 * 1024, "RSS grew {growth} KiB: {rss:?}");
 }
+
+#[test]
+fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
+    let mut s = Served::start(&["--max-connections", "2"]);
+    // Two connections each busy with a standalone stream.
+    let streams: Vec<Conn> = (0..2)
+        .map(|_| {
+            let mut c = s.connect();
+            let sid = initialize(&mut c, &[]);
+            let get = format!(
+                "GET /mcp HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n\r\n"
+            );
+            c.r.get_mut().write_all(get.as_bytes()).unwrap();
+            let mut line = String::new();
+            c.r.read_line(&mut line).unwrap();
+            assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+            c
+        })
+        .collect();
+    let mut third = s.connect();
+    let r = third.read();
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.body.contains("too many connections"), "{}", r.body);
+    // A stream ends: its connection is idle or gone, and the next client
+    // is served.
+    drop(streams);
+    std::thread::sleep(Duration::from_millis(100));
+    initialize(&mut s.connect(), &[]);
+    assert!(s.alive());
+}
