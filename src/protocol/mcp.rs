@@ -47,6 +47,12 @@ pub fn log_level(name: &str) -> Option<u8> {
 }
 /// `resources/subscribe` request.
 pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// `resources/unsubscribe` request.
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// `resources/list` request.
+pub const RESOURCES_LIST: &str = "resources/list";
+/// `resources/read` request.
+pub const RESOURCES_READ: &str = "resources/read";
 /// Resource-changed notification.
 pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 /// The one resource: a clock that changes over simulated time.
@@ -141,7 +147,11 @@ pub fn initialize_params(version: &str, capabilities: Value, client_name: &str) 
 pub fn initialize_result(version: &str) -> Json {
     Json::from(json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "logging": {},
+            "resources": {"subscribe": true, "listChanged": false},
+        },
         "serverInfo": {"name": "mcp-chaos", "version": env!("CARGO_PKG_VERSION")},
     }))
 }
@@ -305,6 +315,25 @@ struct UpdatedParams<'a> {
 }
 
 /// The params of the clock's `notifications/resources/updated`.
+pub fn resources_list_result() -> Json {
+    Json::from(json!({"resources": [{
+        "uri": CLOCK_URI,
+        "name": "clock",
+        "description": "A version number the server advances every resource_interval_ms.",
+        "mimeType": "application/json",
+    }]}))
+}
+
+/// The `resources/read` result for the clock at `version`.
+pub fn clock_read_result(version: u64) -> Json {
+    Json::from(json!({"contents": [{
+        "uri": CLOCK_URI,
+        "mimeType": "application/json",
+        "text": json!({"version": version}).to_string(),
+    }]}))
+}
+
+/// `notifications/resources/updated` params for the clock at `version`.
 pub fn resource_updated_params(version: u64) -> Json {
     Json::ser(&UpdatedParams {
         uri: CLOCK_URI,

@@ -371,6 +371,8 @@ impl Default for ServerConfig {
 /// Mutable server state.
 pub(crate) struct State {
     pub sessions: BTreeMap<SessionId, Session>,
+    /// The clock resource's version (`resources/read`).
+    pub clock: u64,
     pub rng: ChaCha20Rng,
     pub dedup: DedupTable,
     pub next_conn: ConnId,
@@ -506,6 +508,7 @@ impl Server {
                 exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),
+                    clock: 0,
                     rng,
                     dedup,
                     next_conn: 0,

@@ -174,6 +174,15 @@ async fn request(
             }
         }
         mcp::PING | mcp::TOOLS_LIST => {}
+        mcp::RESOURCES_LIST | mcp::RESOURCES_READ | mcp::RESOURCES_UNSUBSCRIBE => {
+            return match super::legacy::resources(shared, sid, method, params.as_ref()) {
+                Ok(result) => Reply::new(json_response(
+                    StatusCode::OK,
+                    &Message::Result { id, result },
+                )),
+                Err(e) => Reply::new(error_with(StatusCode::OK, Some(id), e)),
+            };
+        }
         mcp::LOGGING_SET_LEVEL => {
             let Some(level) = params
                 .as_ref()
@@ -218,7 +227,7 @@ async fn request(
                 Some(id),
                 jsonrpc::METHOD_NOT_FOUND,
                 &format!(
-                "method {other:?} not found: this server offers ping, tools/list, tools/call, resources/subscribe and logging/setLevel"
+                "method {other:?} not found: this server offers ping, tools/list, tools/call, resources/list, resources/read, resources/subscribe, resources/unsubscribe and logging/setLevel"
             ),
             ))
         }

@@ -441,6 +441,32 @@ fn every_advertised_capability_works() {
         "{}",
         r.body
     );
+    // resources: advertised with subscribe, and each method answers.
+    assert_eq!(caps["resources"]["subscribe"], true, "{caps}");
+    let rpc = |id: u32, method: &str, params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#)
+    };
+    let r = c.send("POST", &h, &rpc(7, "resources/list", "{}"));
+    assert!(r.body.contains(r#""uri":"clock://tick""#), "{}", r.body);
+    let r = c.send(
+        "POST",
+        &h,
+        &rpc(8, "resources/read", r#"{"uri":"clock://tick"}"#),
+    );
+    assert!(r.body.contains(r#""contents":[{"#), "{}", r.body);
+    let r = c.send(
+        "POST",
+        &h,
+        &rpc(9, "resources/read", r#"{"uri":"file:///etc/passwd"}"#),
+    );
+    assert!(r.body.contains("-32602"), "{}", r.body);
+    for (id, m) in [(10, "resources/subscribe"), (11, "resources/unsubscribe")] {
+        let r = c.send("POST", &h, &rpc(id, m, r#"{"uri":"clock://tick"}"#));
+        assert_eq!(
+            r.body,
+            format!(r#"{{"id":{id},"jsonrpc":"2.0","result":{{}}}}"#)
+        );
+    }
 }
 
 #[test]
