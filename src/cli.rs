@@ -11,15 +11,15 @@ use crate::run::{self, Options, RunReport};
 use crate::scenario::RegressionKind;
 use crate::scenario::Scenario;
 use crate::seed;
-use crate::server::{Delivery, Pacing, Server, ServerConfig, Variant};
+use crate::server::{self, Delivery, Exposure, Pacing, Server, ServerConfig, Variant};
 use crate::sut::Arm;
 use crate::sweep::{self, Control, Job, Seeds, Summary};
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Writes to standard output; a closed pipe (`| head`) ends the program
 /// quietly with 141 (as a shell reports SIGPIPE), never a panic.
@@ -485,15 +485,35 @@ enum Cmd {
         /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long, default_value = "guarded")]
         server: Arm,
-        /// Address to listen on.
+        /// Address to listen on, HOST:PORT (a host name is resolved:
+        /// localhost:8080). Loopback by default: anything else exposes the
+        /// server beyond this machine.
         #[arg(long, default_value = "127.0.0.1:8080")]
-        addr: SocketAddr,
+        addr: String,
         /// Where tool-call responses go: post-stream or session-stream.
         #[arg(long, default_value = "post-stream", value_parser = parse_delivery)]
         delivery: Delivery,
-        /// Seed of the session-id generator.
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
+        /// A browser origin allowed besides the loopback ones
+        /// (scheme://host[:port]; repeatable). Requests with any other
+        /// Origin get 403; requests without one are served.
+        #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = server::parse_origin)]
+        allow_origin: Vec<String>,
+        /// Most connections held at once (default: 1024, or fewer when the
+        /// file-descriptor limit is lower); past it the oldest idle
+        /// connection is closed, or the new one gets 503.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        max_connections: Option<u64>,
+        /// Longest a client may take to send a request head, ms (also how
+        /// long an idle connection is kept).
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+        header_timeout_ms: u64,
+        /// Longest a client may take to send a request body, ms (past it:
+        /// 408 and the connection is closed).
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+        body_timeout_ms: u64,
+        /// A session unused this long, with no stream open, ends, seconds.
+        #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+        session_idle_secs: u64,
     },
 }
 
@@ -680,8 +700,23 @@ pub fn main() -> ExitCode {
             server,
             addr,
             delivery,
-            seed,
-        } => serve(server, addr, delivery, seed).map(|()| 0),
+            allow_origin,
+            max_connections,
+            header_timeout_ms,
+            body_timeout_ms,
+            session_idle_secs,
+        } => {
+            let mut exposure = Exposure::served();
+            exposure.allowed_origins = Some(allow_origin);
+            exposure.max_connections =
+                Some(max_connections.map_or_else(default_max_connections, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }));
+            exposure.header_timeout = Some(Duration::from_millis(header_timeout_ms));
+            exposure.body_timeout = Some(Duration::from_millis(body_timeout_ms));
+            exposure.session_idle = Some(Duration::from_secs(session_idle_secs));
+            serve(server, &addr, delivery, exposure).map(|()| 0)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -1732,32 +1767,72 @@ fn shrink_failures(
     Ok(())
 }
 
-fn serve(arm: Arm, addr: SocketAddr, delivery: Delivery, seed: u64) -> anyhow::Result<()> {
+/// The connection cap when `--max-connections` is not given: 1024, or the
+/// file-descriptor limit less a reserve for the server's own files when
+/// that is lower (Linux: read from /proc/self/limits).
+fn default_max_connections() -> usize {
+    const CAP: usize = 1024;
+    const RESERVE: usize = 32;
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|n| n.parse::<usize>().ok())
+        });
+    soft.map_or(CAP, |n| CAP.min(n.saturating_sub(RESERVE).max(1)))
+}
+
+/// `serve`'s server settings: the defaults, bounded for a real socket
+/// (sims/README.md names each).
+fn served_config(delivery: Delivery) -> ServerConfig {
+    ServerConfig {
+        delivery,
+        max_body_bytes: 64 * 1024,
+        max_chunks: 1_000,
+        max_sessions: 10_000,
+        store_capacity: 256,
+        dedup_capacity: 4_096,
+        session_seed: rand::random(),
+        ..ServerConfig::default()
+    }
+}
+
+fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on --addr {addr}: pick a free port"))?;
-        let history = History::tokio_clock();
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+            format!("cannot listen on --addr {addr}: give HOST:PORT with a free port, e.g. 127.0.0.1:8080")
+        })?;
+        let bound = listener
+            .local_addr()
+            .context("reading the bound address")?;
+        let history = History::off();
         let ledger = Ledger::new(history.clone());
-        let cfg = ServerConfig {
-            delivery,
-            session_seed: seed,
-            ..ServerConfig::default()
-        };
+        let cfg = served_config(delivery);
         let Some(variant) = arm.variant() else {
             return serve_sdk(arm, cfg, listener, history, ledger).await;
         };
+        let origins = exposure
+            .allowed_origins
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect::<Vec<_>>();
         errln!(
-            "mcp-chaos: {} server on http://{addr}/mcp ({}, session seed {seed})",
+            "mcp-chaos: {} server on http://{bound}/mcp ({}; session ids from the OS; origins: loopback{}{}; at most {} connections)",
             variant.as_str(),
-            variant.delivery(delivery).as_str()
+            variant.delivery(delivery).as_str(),
+            if origins.is_empty() { "" } else { ", " },
+            origins.join(", "),
+            exposure.max_connections.unwrap_or(usize::MAX),
         );
-        Server::new(variant, cfg, history, ledger, Pacing::Timer)
+        Server::exposed(variant, cfg, history, ledger, Pacing::Timer, exposure)
             .serve(listener)
             .await
             .context("accepting connections")
@@ -1777,7 +1852,7 @@ async fn serve_sdk(
     use crate::sut::{Host, SystemUnderTest};
     let seed = cfg.session_seed;
     errln!(
-        "mcp-chaos: {arm} server (rmcp) on http://{}/mcp (post-stream, session seed {seed})",
+        "mcp-chaos: {arm} server (rmcp) on http://{}/mcp (post-stream)",
         listener.local_addr().context("reading the bound address")?
     );
     let sut = crate::sdk::Rmcp {

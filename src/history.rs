@@ -838,6 +838,9 @@ pub type Clock = Rc<dyn Fn() -> Duration>;
 struct Inner {
     entries: Vec<Entry>,
     clock: Clock,
+    /// Whether records are kept (off: a server on a real socket, where
+    /// nothing reads them and they would only grow).
+    keep: bool,
 }
 
 /// A shared, append-only history. Cloning shares it.
@@ -853,8 +856,18 @@ impl History {
             inner: Rc::new(RefCell::new(Inner {
                 entries: Vec::new(),
                 clock,
+                keep: true,
             })),
         }
+    }
+
+    /// A history that keeps nothing (`mcp-chaos serve`: no oracle reads it,
+    /// and a long-running server must not grow with its traffic); its clock
+    /// is tokio's, as [`History::tokio_clock`]'s.
+    pub fn off() -> Self {
+        let h = Self::tokio_clock();
+        h.inner.borrow_mut().keep = false;
+        h
     }
 
     /// A history stamped with tokio's clock, from now (simulated time under
@@ -867,6 +880,9 @@ impl History {
     /// Appends a record.
     pub fn record(&self, record: impl Into<Rec>) {
         let mut inner = self.inner.borrow_mut();
+        if !inner.keep {
+            return;
+        }
         let t_us = u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX);
         let seq = inner.entries.len() as u64;
         inner.entries.push(Entry {

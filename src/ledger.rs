@@ -21,7 +21,7 @@ use crate::protocol::Json;
 use crate::protocol::RequestId;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 
 /// Who an execution ran for: the bearer token when the request carried one,
@@ -57,6 +57,11 @@ struct Inner {
     /// outlive server incarnations. Key → (tool name and arguments,
     /// result); bounded by the first server's key-table capacity.
     durable: Option<Bounded<Scoped, (Value, Json)>>,
+    /// Most tags remembered (a server on a real socket): past it the
+    /// oldest tag is forgotten, its counts with it. `None`: every tag.
+    max_tags: Option<usize>,
+    /// Tags in the order first seen, while `max_tags` is set.
+    tag_order: VecDeque<String>,
 }
 
 /// The side-effect ledger: executions per operation tag. Cloning shares it.
@@ -87,6 +92,9 @@ impl Ledger {
         deferred: bool,
     ) -> u32 {
         let mut inner = self.inner.borrow_mut();
+        if inner.max_tags.is_some() && !inner.started.contains_key(tag) {
+            inner.remember_tag(tag);
+        }
         let n = inner.started.entry(tag.to_string()).or_insert(0);
         *n += 1;
         let n = *n;
@@ -144,6 +152,24 @@ impl Ledger {
         });
     }
 
+    /// Remembers at most `max` tags from now on (a server on a real socket,
+    /// where nothing reads the whole ledger): the oldest tag is forgotten,
+    /// its executions and effects with it, so a later execution of it is
+    /// numbered from 1 again.
+    pub fn bound_tags(&self, max: usize) {
+        let mut inner = self.inner.borrow_mut();
+        inner.max_tags = Some(max.max(1));
+        inner.tag_order = inner.started.keys().cloned().collect();
+    }
+
+    /// Forgets the effects taken for `principal` (its session ended, and a
+    /// session's principal never comes back), and keys it committed.
+    pub fn forget_principal(&self, principal: &str) {
+        let mut inner = self.inner.borrow_mut();
+        inner.by_principal.remove(principal);
+        inner.committed_keys.retain(|(p, _), _| &**p != principal);
+    }
+
     /// Effects taken for one tag (executions that committed).
     pub fn executions(&self, tag: &str) -> u32 {
         self.inner.borrow().committed.get(tag).copied().unwrap_or(0)
@@ -181,6 +207,23 @@ impl Ledger {
 }
 
 impl Inner {
+    /// A new tag under `max_tags`: forgets the oldest ones to make room.
+    fn remember_tag(&mut self, tag: &str) {
+        let max = self.max_tags.unwrap_or(usize::MAX);
+        while self.tag_order.len() >= max {
+            let Some(old) = self.tag_order.pop_front() else {
+                break;
+            };
+            self.started.remove(&old);
+            self.committed.remove(&old);
+            self.by_principal.retain(|_, tags| {
+                tags.remove(&old);
+                !tags.is_empty()
+            });
+        }
+        self.tag_order.push_back(tag.to_string());
+    }
+
     /// Counts one effect of `tag` for `principal`; returns the tag's total.
     fn take_effect(&mut self, tag: &str, principal: &Principal) -> u32 {
         *self

@@ -28,6 +28,53 @@ pub const MCP_STREAM_FIRST_EVENT_ID: &str = "mcp-stream-first-event-id";
 /// Set on guarded POST responses while the session has a dropped stream.
 pub const MCP_STREAM_RESUMABLE: &str = "mcp-stream-resumable";
 
+/// Whether `Accept` header values admit the media type `wanted`
+/// (`type/subtype`): of the ranges that match it, the most specific
+/// (`type/subtype`, then `type/*`, then `*/*`) decides, and one whose
+/// `q` is zero refuses. Media types compare case-insensitively; a `q` that
+/// is not a number counts as acceptance, as before any `q` was read.
+pub fn accepts<'a>(values: impl IntoIterator<Item = &'a str>, wanted: &str) -> bool {
+    let ty = wanted.split_once('/').map_or(wanted, |(t, _)| t);
+    // (specificity, acceptable) of the most specific matching range.
+    let mut best: Option<(u8, bool)> = None;
+    for range in values.into_iter().flat_map(|v| v.split(',')) {
+        let mut parts = range.split(';');
+        let m = parts.next().unwrap_or("").trim();
+        let specificity = if m.eq_ignore_ascii_case(wanted) {
+            2
+        } else if m
+            .strip_suffix("/*")
+            .is_some_and(|t| t.eq_ignore_ascii_case(ty))
+        {
+            1
+        } else if m == "*/*" {
+            0
+        } else {
+            continue;
+        };
+        let ok = !parts
+            .filter_map(|p| p.split_once('='))
+            .any(|(k, v)| k.trim().eq_ignore_ascii_case("q") && q_is_zero(v.trim()));
+        best = match best {
+            Some((s, _)) if s > specificity => best,
+            Some((s, was)) if s == specificity => Some((s, was || ok)),
+            _ => Some((specificity, ok)),
+        };
+    }
+    best.is_some_and(|(_, ok)| ok)
+}
+
+/// `0`, `0.`, `0.0` … `0.000`: a zero quality value.
+fn q_is_zero(v: &str) -> bool {
+    match v.strip_prefix('0') {
+        Some("") => true,
+        Some(rest) => rest
+            .strip_prefix('.')
+            .is_some_and(|d| d.len() <= 3 && d.bytes().all(|b| b == b'0')),
+        None => false,
+    }
+}
+
 /// One entry of a cursor list: the last event id a client saw on a stream
 /// it holds unfinished, and whether its connection to that stream is gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -24,8 +24,35 @@ pub const MESSAGE: &str = "notifications/message";
 pub const CANCELLED: &str = "notifications/cancelled";
 /// `ping` request.
 pub const PING: &str = "ping";
+/// `logging/setLevel` request: the least severe log level the client wants.
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// The log levels, least severe first (RFC 5424's, as MCP names them).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+/// The level of the server's log messages (a call's progress when it has no
+/// progress token): `info`.
+pub const PROGRESS_LOG_LEVEL: u8 = 1;
+
+/// The rank of a log level in [`LOG_LEVELS`], if it is one.
+pub fn log_level(name: &str) -> Option<u8> {
+    LOG_LEVELS.iter().position(|l| *l == name).map(|i| i as u8)
+}
 /// `resources/subscribe` request.
 pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// `resources/unsubscribe` request.
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// `resources/list` request.
+pub const RESOURCES_LIST: &str = "resources/list";
+/// `resources/read` request.
+pub const RESOURCES_READ: &str = "resources/read";
 /// Resource-changed notification.
 pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 /// The one resource: a clock that changes over simulated time.
@@ -120,7 +147,11 @@ pub fn initialize_params(version: &str, capabilities: Value, client_name: &str) 
 pub fn initialize_result(version: &str) -> Json {
     Json::from(json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "logging": {},
+            "resources": {"subscribe": true, "listChanged": false},
+        },
         "serverInfo": {"name": "mcp-chaos", "version": env!("CARGO_PKG_VERSION")},
     }))
 }
@@ -270,7 +301,7 @@ pub fn progress_notification(
                     request_id: id,
                     total,
                 },
-                level: "info",
+                level: LOG_LEVELS[PROGRESS_LOG_LEVEL as usize],
             }),
         ),
     }
@@ -284,6 +315,25 @@ struct UpdatedParams<'a> {
 }
 
 /// The params of the clock's `notifications/resources/updated`.
+pub fn resources_list_result() -> Json {
+    Json::from(json!({"resources": [{
+        "uri": CLOCK_URI,
+        "name": "clock",
+        "description": "A version number the server advances every resource_interval_ms.",
+        "mimeType": "application/json",
+    }]}))
+}
+
+/// The `resources/read` result for the clock at `version`.
+pub fn clock_read_result(version: u64) -> Json {
+    Json::from(json!({"contents": [{
+        "uri": CLOCK_URI,
+        "mimeType": "application/json",
+        "text": json!({"version": version}).to_string(),
+    }]}))
+}
+
+/// `notifications/resources/updated` params for the clock at `version`.
 pub fn resource_updated_params(version: u64) -> Json {
     Json::ser(&UpdatedParams {
         uri: CLOCK_URI,

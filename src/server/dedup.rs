@@ -120,11 +120,15 @@ impl DedupTable {
 /// Who a request acts for (keys per principal): its
 /// `Authorization: Bearer` token when it has one, else its session.
 pub(super) fn principal(h: &HeaderMap, sid: &SessionId) -> Rc<str> {
+    bearer(h).unwrap_or_else(|| sid.clone())
+}
+
+/// The request's `Authorization: Bearer` token, if any.
+pub(super) fn bearer(h: &HeaderMap) -> Option<Rc<str>> {
     h.get(::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|t| Rc::from(t.trim()))
-        .unwrap_or_else(|| sid.clone())
 }
 
 /// What the key table says about `who`'s `key` presented with `call`.

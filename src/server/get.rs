@@ -102,6 +102,9 @@ fn empty_resume(
 /// A plain GET: opens the session's standalone stream (409 when one is
 /// attached already).
 fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply {
+    if let Err(r) = super::reply::session_full(shared, sid, None) {
+        return Reply::new(r);
+    }
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("session_of found it");
     if sess.standalone_attached().is_some() {
@@ -237,7 +240,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             why: ServerClose::TakenOver,
         });
         sess.guard.taken_over(s);
-        if let Some(h) = st.conns.remove(&old) {
+        if let Some((h, _)) = st.conns.remove(&old) {
             h.abort();
         }
     }

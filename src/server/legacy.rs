@@ -41,14 +41,10 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
             "Accept must list text/event-stream",
         ));
     }
-    if shared.state.borrow().sessions.len() >= shared.cfg.max_sessions {
-        return reply(reply::error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            jsonrpc::TRANSPORT_ERROR,
-            "session limit reached: retry later",
-        ));
-    }
+    let owner = match reply::admit_session(shared, req.headers(), None) {
+        Ok(o) => o,
+        Err(r) => return reply(r),
+    };
     let sid = shared.new_session_id();
     let mut session = Session::new(
         sid.clone(),
@@ -56,6 +52,7 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         shared.cfg.first_event_id,
         shared.cfg.store_capacity,
     );
+    session.owner = owner;
     shared.history.record(Record::SessionCreated {
         session: sid.clone(),
         transport: Transport::Legacy,
@@ -112,7 +109,10 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         .borrow()
         .sessions
         .get_key_value(sid.as_str())
-        .map(|(k, _)| k.clone());
+        .map(|(k, s)| {
+            s.last_active.set(tokio::time::Instant::now());
+            k.clone()
+        });
     let Some(sid) = known else {
         return reply(reply::error(
             StatusCode::NOT_FOUND,
@@ -219,6 +219,23 @@ fn request(
             _ => answer(bad("initialize needs protocolVersion")),
         },
         mcp::PING => answer(Ok(json!({}).into())),
+        mcp::RESOURCES_LIST | mcp::RESOURCES_READ | mcp::RESOURCES_UNSUBSCRIBE => {
+            answer(resources(shared, sid, method, params.as_ref()))
+        }
+        mcp::LOGGING_SET_LEVEL => match params
+            .as_ref()
+            .and_then(|p| p.get("level"))
+            .and_then(|l| l.as_str())
+            .and_then(|l| mcp::log_level(&l))
+        {
+            Some(level) => {
+                if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                    sess.log_level = level;
+                }
+                answer(Ok(json!({}).into()));
+            }
+            None => answer(bad("logging/setLevel needs a level: debug, info, notice, warning, error, critical, alert or emergency")),
+        },
         mcp::TOOLS_LIST => answer(Ok(mcp::tools_list_result().into())),
         mcp::RESOURCES_SUBSCRIBE => match params
             .as_ref()
@@ -248,6 +265,7 @@ fn request(
                     return Ok(());
                 }
             };
+            reply::session_full(shared, sid, Some(&id))?;
             shared.history.record(Record::request_received(
                 sid,
                 conn,
@@ -303,15 +321,54 @@ fn request(
     Ok(())
 }
 
+/// `resources/list`, `resources/read` and `resources/unsubscribe` for
+/// session `sid`: the one resource is the clock.
+pub(super) fn resources(
+    shared: &Shared,
+    sid: &SessionId,
+    method: &str,
+    params: Option<&Json>,
+) -> Result<Json, ErrorObject> {
+    let uri = params.and_then(|p| p.get("uri")).and_then(|u| u.as_str());
+    let need_uri = || {
+        ErrorObject::new(
+            jsonrpc::INVALID_PARAMS,
+            format!("{method} needs a uri: the server has {}", mcp::CLOCK_URI),
+            None,
+        )
+    };
+    match method {
+        mcp::RESOURCES_LIST => Ok(mcp::resources_list_result()),
+        mcp::RESOURCES_READ => match uri {
+            Some(u) if u == mcp::CLOCK_URI => {
+                Ok(mcp::clock_read_result(shared.state.borrow().clock))
+            }
+            _ => Err(need_uri()),
+        },
+        _ => match uri {
+            Some(u) => {
+                if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                    sess.subscriptions.remove(u.as_ref());
+                }
+                Ok(json!({}).into())
+            }
+            None => Err(need_uri()),
+        },
+    }
+}
+
 /// The clock resource changes every `resource_interval_ms`; each session
 /// subscribed to it gets `notifications/resources/updated` on its
 /// notification stream (the legacy stream, or the standalone GET stream).
 pub(super) async fn tick_resources(shared: Rc<Shared>) {
     let every = Duration::from_millis(shared.cfg.resource_interval_ms);
-    let mut version: u64 = 0;
     loop {
         tokio::time::sleep(every).await;
-        version += 1;
+        let version = {
+            let mut st = shared.state.borrow_mut();
+            st.clock += 1;
+            st.clock
+        };
         let msg = Message::Notification {
             method: mcp::RESOURCES_UPDATED.into(),
             params: Some(mcp::resource_updated_params(version)),

@@ -23,7 +23,9 @@
 
 mod body;
 mod cancel;
+mod conn;
 mod dedup;
+mod exposure;
 mod get;
 mod legacy;
 mod post;
@@ -37,6 +39,7 @@ mod transport;
 mod writer;
 
 pub use body::ServerBody;
+pub use exposure::{parse_origin, Exposure, SessionIds};
 
 /// The longest pause between chunks a `ledger_append` call may ask for, ms
 /// (longer ones are refused with invalid params).
@@ -45,11 +48,11 @@ pub const MAX_CHUNK_INTERVAL_MS: u64 = 3_600_000;
 use crate::history::{ConnId, History, Record, SessionId};
 use crate::ledger::Ledger;
 use dedup::DedupTable;
-use rand::{RngCore, SeedableRng};
+use rand::{RngCore, SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 use session::Session;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -368,11 +371,14 @@ impl Default for ServerConfig {
 /// Mutable server state.
 pub(crate) struct State {
     pub sessions: BTreeMap<SessionId, Session>,
+    /// The clock resource's version (`resources/read`).
+    pub clock: u64,
     pub rng: ChaCha20Rng,
     pub dedup: DedupTable,
     pub next_conn: ConnId,
-    /// Live connection tasks, so the server can close one itself.
-    pub conns: BTreeMap<ConnId, AbortHandle>,
+    /// Live connection tasks, so the server can close one itself, with
+    /// the number of requests each is serving (0: idle).
+    pub conns: BTreeMap<ConnId, (AbortHandle, Rc<Cell<u32>>)>,
 }
 
 /// What every handler shares.
@@ -382,6 +388,7 @@ pub(crate) struct Shared {
     pub history: History,
     pub ledger: Ledger,
     pub pacing: Pacing,
+    pub exposure: Exposure,
     pub state: RefCell<State>,
 }
 
@@ -392,15 +399,22 @@ impl Shared {
 
     /// Closes a connection from the server side (drops its socket).
     pub fn close_conn(&self, conn: ConnId) {
-        if let Some(h) = self.state.borrow_mut().conns.remove(&conn) {
+        if let Some((h, _)) = self.state.borrow_mut().conns.remove(&conn) {
             h.abort();
         }
     }
 
-    /// A fresh 128-bit session id, hex, from the seeded generator.
+    /// A fresh 128-bit session id, hex: from the seeded generator, or from
+    /// the operating system's CSPRNG ([`SessionIds`]).
     pub fn new_session_id(&self) -> SessionId {
         let mut bytes = [0u8; 16];
-        self.state.borrow_mut().rng.fill_bytes(&mut bytes);
+        match self.exposure.session_ids {
+            SessionIds::Seeded => self.state.borrow_mut().rng.fill_bytes(&mut bytes),
+            // An OS without a working random source cannot serve safely.
+            SessionIds::Os => rand::rngs::OsRng
+                .try_fill_bytes(&mut bytes)
+                .expect("the operating system's random source works"),
+        }
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         hex.into()
     }
@@ -432,7 +446,8 @@ pub struct Server {
 
 impl Server {
     /// A server of `variant` with `cfg`, recording to `history` and
-    /// executing tools against `ledger` (which outlives the server).
+    /// executing tools against `ledger` (which outlives the server), as the
+    /// simulator runs it ([`Exposure::simulated`]).
     pub fn new(
         variant: Variant,
         cfg: ServerConfig,
@@ -440,6 +455,22 @@ impl Server {
         ledger: Ledger,
         pacing: Pacing,
     ) -> Self {
+        Self::exposed(variant, cfg, history, ledger, pacing, Exposure::simulated())
+    }
+
+    /// [`Server::new`] with the settings of a server on a real socket
+    /// (`mcp-chaos serve`: [`Exposure::served`]).
+    pub fn exposed(
+        variant: Variant,
+        cfg: ServerConfig,
+        history: History,
+        ledger: Ledger,
+        pacing: Pacing,
+        exposure: Exposure,
+    ) -> Self {
+        if let Some(n) = exposure.ledger_tags {
+            ledger.bound_tags(n);
+        }
         let mut cfg = cfg;
         cfg.delivery = variant.delivery(cfg.delivery);
         // The effective resume quirks, resolved once: none on the arms they
@@ -474,8 +505,10 @@ impl Server {
                 history,
                 ledger,
                 pacing,
+                exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),
+                    clock: 0,
                     rng,
                     dedup,
                     next_conn: 0,
@@ -491,13 +524,44 @@ impl Server {
     }
 
     /// Accepts connections forever, serving each on its own local task.
-    /// Must run inside a `LocalSet`. Returns only on an accept error.
+    /// Must run inside a `LocalSet`. In the simulator it returns only on an
+    /// accept error; exposed ([`Exposure::max_connections`] set), an accept
+    /// error (out of file descriptors, say) closes the oldest idle
+    /// connection, waits a moment and accepts again: it never returns.
     pub async fn serve<L: Listener>(self, mut listener: L) -> io::Result<()> {
         if self.shared.cfg.resource_interval_ms > 0 {
             tokio::task::spawn_local(legacy::tick_resources(self.shared.clone()));
         }
+        if let Some(idle) = self.shared.exposure.session_idle {
+            tokio::task::spawn_local(routes::expire_idle_sessions(self.shared.clone(), idle));
+        }
+        let mut failing = false;
         loop {
-            let io = listener.accept().await?;
+            let io = match listener.accept().await {
+                Ok(io) => io,
+                Err(e) if self.shared.exposure.max_connections.is_some() => {
+                    if !failing {
+                        eprintln!("mcp-chaos: accepting a connection failed ({e}); closing idle connections and retrying");
+                    }
+                    failing = true;
+                    conn::close_oldest_idle(&self.shared);
+                    tokio::time::sleep(conn::ACCEPT_BACKOFF).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            failing = false;
+            if let Some(cap) = self.shared.exposure.max_connections {
+                if self.shared.state.borrow().conns.len() >= cap {
+                    if !conn::close_oldest_idle(&self.shared) {
+                        conn::refuse(io);
+                        continue;
+                    }
+                    // Let the closed connection's task go (and its socket
+                    // with it) before this one takes a descriptor.
+                    tokio::task::yield_now().await;
+                }
+            }
             self.serve_connection(io);
         }
     }
@@ -513,18 +577,29 @@ impl Server {
             st.next_conn += 1;
             st.next_conn
         };
+        let busy = Rc::new(Cell::new(0u32));
         let task_shared = shared.clone();
+        let task_busy = busy.clone();
         let handle = tokio::task::spawn_local(async move {
             let svc_shared = task_shared.clone();
             let service = hyper::service::service_fn(move |req| {
                 let s = svc_shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(routes::handle(s, req, conn).await) }
+                let busy = conn::Busy::enter(&task_busy);
+                async move {
+                    let resp = routes::handle(s, req, conn).await;
+                    Ok::<_, std::convert::Infallible>(resp.map(|b| conn::Tracked::new(b, busy)))
+                }
             });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .max_buf_size(16 * 1024);
+            if let Some(t) = task_shared.exposure.header_timeout {
+                builder.header_read_timeout(t);
+            }
             // Errors here are the peer going away; the writers observe
             // that through their channels and record it.
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .max_buf_size(16 * 1024)
+            let _ = builder
                 .serve_connection(hyper_util::rt::TokioIo::new(io), service)
                 .await;
             task_shared.state.borrow_mut().conns.remove(&conn);
@@ -533,6 +608,6 @@ impl Server {
             .state
             .borrow_mut()
             .conns
-            .insert(conn, handle.abort_handle());
+            .insert(conn, (handle.abort_handle(), busy));
     }
 }

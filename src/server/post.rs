@@ -4,7 +4,8 @@
 
 use super::dedup::{self, KeyState, Lookup};
 use super::reply::{
-    accepted, error, error_with, header_str, json_response, read_message, session_of, Reply,
+    accepted, admit_session, error, error_with, header_str, json_response, read_message,
+    session_full, session_of, Reply,
 };
 use super::session::{Session, ToolCall};
 use super::tools::{self, Invocation};
@@ -30,7 +31,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     };
     if let Message::Request { id, method, params } = &msg {
         if method == mcp::INITIALIZE {
-            return initialize(shared, id, params.as_ref());
+            return initialize(shared, h, id, params.as_ref());
         }
     }
     let sid = match session_of(shared, h, msg.id()) {
@@ -80,7 +81,7 @@ fn resumable_header(shared: &Shared, sid: &SessionId, mut reply: Reply) -> Reply
     reply
 }
 
-fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Json>) -> Reply {
+fn initialize(shared: &Rc<Shared>, h: &HeaderMap, id: &RequestId, params: Option<&Json>) -> Reply {
     let p: InitializeParams = match params.map(Json::parse_as_value) {
         Some(Ok(p)) => p,
         _ => {
@@ -99,15 +100,10 @@ fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Json>) -> Rep
     } else {
         mcp::LATEST_VERSION.to_string()
     };
-    if shared.state.borrow().sessions.len() >= shared.cfg.max_sessions {
-        return Reply::new(error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Some(id.clone()),
-            jsonrpc::TRANSPORT_ERROR,
-            "session limit reached: retry later",
-        ))
-        .about(None, Some(id));
-    }
+    let owner = match admit_session(shared, h, Some(id)) {
+        Ok(o) => o,
+        Err(r) => return Reply::new(r).about(None, Some(id)),
+    };
     let sid = shared.new_session_id();
     let mut session = Session::new(
         sid.clone(),
@@ -115,6 +111,7 @@ fn initialize(shared: &Rc<Shared>, id: &RequestId, params: Option<&Json>) -> Rep
         shared.cfg.first_event_id,
         shared.cfg.store_capacity,
     );
+    session.owner = owner;
     session.protocol_version = Some(version.clone());
     session.capabilities = p.capabilities.clone();
     shared
@@ -172,8 +169,41 @@ async fn request(
                 Ok(inv) => call = Some((p, inv)),
                 Err(e) => return Reply::new(error_with(StatusCode::OK, Some(id), e)),
             }
+            if let Err(r) = session_full(shared, sid, Some(&id)) {
+                return Reply::new(r);
+            }
         }
         mcp::PING | mcp::TOOLS_LIST => {}
+        mcp::RESOURCES_LIST | mcp::RESOURCES_READ | mcp::RESOURCES_UNSUBSCRIBE => {
+            return match super::legacy::resources(shared, sid, method, params.as_ref()) {
+                Ok(result) => Reply::new(json_response(
+                    StatusCode::OK,
+                    &Message::Result { id, result },
+                )),
+                Err(e) => Reply::new(error_with(StatusCode::OK, Some(id), e)),
+            };
+        }
+        mcp::LOGGING_SET_LEVEL => {
+            let Some(level) = params
+                .as_ref()
+                .and_then(|p| p.get("level"))
+                .and_then(|l| l.as_str())
+                .and_then(|l| mcp::log_level(&l))
+            else {
+                return Reply::new(error(
+                    StatusCode::OK,
+                    Some(id),
+                    jsonrpc::INVALID_PARAMS,
+                    &format!(
+                        "logging/setLevel needs a level: one of {}",
+                        mcp::LOG_LEVELS.join(", ")
+                    ),
+                ));
+            };
+            if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                sess.log_level = level;
+            }
+        }
         mcp::RESOURCES_SUBSCRIBE => {
             let Some(uri) = params
                 .as_ref()
@@ -197,7 +227,7 @@ async fn request(
                 Some(id),
                 jsonrpc::METHOD_NOT_FOUND,
                 &format!(
-                "method {other:?} not found: this server offers ping, tools/list, tools/call and resources/subscribe"
+                "method {other:?} not found: this server offers ping, tools/list, tools/call, resources/list, resources/read, resources/subscribe, resources/unsubscribe and logging/setLevel"
             ),
             ))
         }
@@ -294,7 +324,7 @@ async fn request(
         ));
     }
     let result = match method {
-        mcp::PING | mcp::RESOURCES_SUBSCRIBE => json!({}).into(),
+        mcp::PING | mcp::RESOURCES_SUBSCRIBE | mcp::LOGGING_SET_LEVEL => json!({}).into(),
         mcp::TOOLS_LIST => mcp::tools_list_result().into(),
         _ => {
             let (p, inv) = call.expect("tools/call validated above");

@@ -17,6 +17,7 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
+use std::rc::Rc;
 
 /// A response plus what the trace should say about it.
 pub(super) struct Reply {
@@ -70,17 +71,17 @@ pub(super) fn error(
     error_with(status, id, ErrorObject::new(code, message, None))
 }
 
+/// Whether `Accept` admits `wanted`: the most specific media range that
+/// matches it (`type/subtype`, then `type/*`, then `*/*`) decides, and a
+/// range with `q=0` refuses.
 pub(super) fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
-    let (ty, _) = wanted.split_once('/').expect("a media type");
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',')
-                .map(|m| m.split(';').next().unwrap_or("").trim())
-                .any(|m| m == wanted || m == "*/*" || m.strip_suffix("/*") == Some(ty))
-        })
+    headers::accepts(
+        headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+        wanted,
+    )
 }
 
 pub(super) fn header_str<'a>(
@@ -133,7 +134,10 @@ pub(super) fn session_of(
     };
     let st = shared.state.borrow();
     match st.sessions.get_key_value(sid) {
-        Some((k, _)) => Ok(k.clone()),
+        Some((k, s)) => {
+            s.last_active.set(tokio::time::Instant::now());
+            Ok(k.clone())
+        }
         None => Err(error(
             StatusCode::NOT_FOUND,
             id.cloned(),
@@ -184,7 +188,25 @@ pub(super) async fn read_message(
     if declared.is_some_and(|n| n > max as u64) {
         return refuse(StatusCode::PAYLOAD_TOO_LARGE, &too_large);
     }
-    let bytes = match Limited::new(body, max).collect().await {
+    let collect = Limited::new(body, max).collect();
+    let collected = match shared.exposure.body_timeout {
+        None => collect.await,
+        Some(t) => match tokio::time::timeout(t, collect).await {
+            Ok(c) => c,
+            Err(_) => {
+                let mut r = error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    None,
+                    jsonrpc::TRANSPORT_ERROR,
+                    &format!("request body not received within {} ms", t.as_millis()),
+                );
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return Err(Reply::new(r));
+            }
+        },
+    };
+    let bytes = match collected {
         Ok(c) => c.to_bytes(),
         Err(e)
             if e.downcast_ref::<http_body_util::LengthLimitError>()
@@ -196,6 +218,35 @@ pub(super) async fn read_message(
     };
     let msg = Message::decode(&bytes)
         .map_err(|e| Reply::new(error_with(StatusCode::BAD_REQUEST, None, e.to_error())))?;
+    if let Some(max) = shared.exposure.max_request_id_bytes {
+        if msg.id().is_some_and(|id| id_len(id) > max) {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                &format!("request id longer than {max} bytes: use a shorter id"),
+            );
+        }
+    }
+    if let Some(max) = shared.exposure.max_params_bytes {
+        let params = match &msg {
+            Message::Request { params, .. } | Message::Notification { params, .. } => {
+                params.as_ref()
+            }
+            _ => None,
+        };
+        if params.is_some_and(|p| p.text().len() > max) {
+            return Err(Reply::new(error(
+                StatusCode::BAD_REQUEST,
+                msg.id().cloned().filter(|id| {
+                    shared
+                        .exposure
+                        .max_request_id_bytes
+                        .is_none_or(|m| id_len(id) <= m)
+                }),
+                jsonrpc::INVALID_PARAMS,
+                &format!("params longer than {max} bytes"),
+            )));
+        }
+    }
     if let Err(r) = check_version(h) {
         return Err(Reply::new(r).about(None, msg.id()));
     }
@@ -206,4 +257,76 @@ pub(super) fn accepted() -> Response<ServerBody> {
     let mut r = Response::new(ServerBody::empty());
     *r.status_mut() = StatusCode::ACCEPTED;
     r
+}
+
+/// Whether a new session may open: 503 when the server holds
+/// `max_sessions`, 429 when the request's bearer token holds
+/// `max_sessions_per_principal` (exposed). `Ok` carries the token, the
+/// session's owner.
+pub(super) fn admit_session(
+    shared: &Shared,
+    h: &HeaderMap,
+    id: Option<&RequestId>,
+) -> Result<Option<Rc<str>>, Response<ServerBody>> {
+    let st = shared.state.borrow();
+    if st.sessions.len() >= shared.cfg.max_sessions {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            id.cloned(),
+            jsonrpc::TRANSPORT_ERROR,
+            "session limit reached: retry later",
+        ));
+    }
+    let owner = super::dedup::bearer(h);
+    if let (Some(max), Some(who)) = (shared.exposure.max_sessions_per_principal, &owner) {
+        let held = st
+            .sessions
+            .values()
+            .filter(|s| s.owner.as_ref() == Some(who))
+            .count();
+        if held >= max {
+            return Err(error(
+                StatusCode::TOO_MANY_REQUESTS,
+                id.cloned(),
+                jsonrpc::TRANSPORT_ERROR,
+                &format!(
+                    "this bearer token holds {held} sessions, the most allowed: DELETE one first"
+                ),
+            ));
+        }
+    }
+    Ok(owner)
+}
+
+/// A request id's length as it travels (a string's bytes, a number's
+/// digits).
+fn id_len(id: &RequestId) -> usize {
+    match id {
+        RequestId::Num(n) => n.to_string().len(),
+        RequestId::Str(s) => s.len(),
+    }
+}
+
+/// 503 when the session is full ([`super::session::Session::full`]).
+pub(super) fn session_full(
+    shared: &Shared,
+    sid: &SessionId,
+    id: Option<&RequestId>,
+) -> Result<(), Response<ServerBody>> {
+    let max = shared.exposure.max_streams_per_session;
+    if shared
+        .state
+        .borrow()
+        .sessions
+        .get(sid)
+        .is_some_and(|s| s.full(max))
+    {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            id.cloned(),
+            jsonrpc::TRANSPORT_ERROR,
+            "this session holds all the streams and events it may: DELETE it and initialize a new one",
+        ));
+    }
+    Ok(())
 }

@@ -4,12 +4,15 @@
 
 use super::body::ServerBody;
 use super::reply::{error, session_of, Reply};
+use super::transport::transport_gate;
 use super::Shared;
-use crate::history::{ConnId, Record, ServerClose};
+use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
 use crate::protocol::jsonrpc;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use std::rc::Rc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// Entry point for one HTTP request on connection `conn`.
 pub(crate) async fn handle(
@@ -17,7 +20,17 @@ pub(crate) async fn handle(
     req: Request<Incoming>,
     conn: ConnId,
 ) -> Response<ServerBody> {
+    let foreign = req
+        .headers()
+        .get(header::ORIGIN)
+        .is_some_and(|o| !o.to_str().is_ok_and(|o| shared.exposure.origin_allowed(o)));
     let reply = match (req.uri().path(), req.method()) {
+        _ if foreign => Reply::new(error(
+            StatusCode::FORBIDDEN,
+            None,
+            jsonrpc::TRANSPORT_ERROR,
+            "Origin not allowed: serve from a loopback origin or start the server with --allow-origin",
+        )),
         ("/mcp", &Method::POST) => super::post::post(&shared, req, conn).await,
         ("/mcp", &Method::GET) => super::get::get(&shared, req, conn),
         ("/mcp", &Method::DELETE) => delete(&shared, req),
@@ -57,12 +70,23 @@ fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
         Ok(s) => s,
         Err(r) => return Reply::new(r),
     };
-    let sess = shared
-        .state
-        .borrow_mut()
-        .sessions
-        .remove(&sid)
-        .expect("session_of found it");
+    // Rule T applies to DELETE as to POST and GET: a legacy session is not
+    // this transport's to end (guarded).
+    if let Err(r) = transport_gate(shared, &sid, Transport::Streamable, None) {
+        return Reply::new(r).about(Some(&sid), None);
+    }
+    end_session(shared, &sid);
+    let mut r = Response::new(ServerBody::empty());
+    *r.status_mut() = StatusCode::OK;
+    Reply::new(r).about(Some(&sid), None)
+}
+
+/// Ends a session (DELETE, idle expiry): closes its connections, cancels
+/// its running tools; exposed, the ledger forgets what ran for it.
+pub(super) fn end_session(shared: &Shared, sid: &SessionId) {
+    let Some(sess) = shared.state.borrow_mut().sessions.remove(sid) else {
+        return;
+    };
     for (s, c) in sess.conns() {
         shared.history.record(Record::ServerClosed {
             session: sid.clone(),
@@ -75,10 +99,34 @@ fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
     for f in sess.in_flight.values().flatten() {
         f.cancelled.set(true);
     }
+    if shared.exposure.ledger_tags.is_some() {
+        shared.ledger.forget_principal(sid);
+    }
     shared.history.record(Record::SessionDeleted {
         session: sid.clone(),
     });
-    let mut r = Response::new(ServerBody::empty());
-    *r.status_mut() = StatusCode::OK;
-    Reply::new(r).about(Some(&sid), None)
+}
+
+/// Exposed: ends every session idle for `idle` (no request naming it, no
+/// connection attached), checking every quarter of `idle` (at most every
+/// 30 s).
+pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        let now = Instant::now();
+        let idle_ones: Vec<SessionId> = shared
+            .state
+            .borrow()
+            .sessions
+            .iter()
+            .filter(|(_, s)| {
+                now.duration_since(s.last_active.get()) >= idle && s.conns().is_empty()
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for sid in idle_ones {
+            end_session(&shared, &sid);
+        }
+    }
 }

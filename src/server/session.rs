@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// One stored event: its stream and its data (one JSON-RPC message; empty
 /// for a priming event). Frames are encoded per connection, because a
@@ -57,6 +58,9 @@ pub(crate) struct Session {
     pub capabilities: Value,
     /// Resource URIs the client subscribed to.
     pub subscriptions: BTreeSet<String>,
+    /// The least severe log level the client asked for (`logging/setLevel`,
+    /// a rank in `mcp::LOG_LEVELS`): log messages below it are not sent.
+    pub log_level: u8,
     /// The legacy HTTP+SSE stream, for sessions issued under it.
     pub legacy_stream: Option<StreamIdx>,
     /// A registered mapping already translated the legacy cursor: cursors
@@ -77,6 +81,10 @@ pub(crate) struct Session {
     pub routes: BTreeMap<RequestId, StreamIdx>,
     /// Woken whenever replay backlog is written or abandoned.
     pub drained: Rc<Notify>,
+    /// When a request last named the session (idle expiry, exposed).
+    pub last_active: Cell<Instant>,
+    /// The bearer token that opened it, if any (sessions per principal).
+    pub owner: Option<Rc<str>>,
     first_event_id: EventId,
     next_event_id: EventId,
     /// Stream of every event id ever issued (index: id − first id).
@@ -104,6 +112,7 @@ impl Session {
             protocol_version: None,
             capabilities: Value::Null,
             subscriptions: BTreeSet::new(),
+            log_level: 0,
             legacy_stream: None,
             cursor_translated: false,
             guard: SessionGuard::new(),
@@ -113,6 +122,8 @@ impl Session {
             post_streams: BTreeMap::new(),
             routes: BTreeMap::new(),
             drained: Rc::new(Notify::new()),
+            last_active: Cell::new(Instant::now()),
+            owner: None,
             first_event_id,
             next_event_id: first_event_id,
             event_stream: Vec::new(),
@@ -255,6 +266,15 @@ impl Session {
     /// The oldest event id still stored (or the next id, when empty).
     pub fn oldest_stored(&self) -> EventId {
         self.store_base
+    }
+
+    /// Whether the session holds as much as it may (exposed: each stream
+    /// and event keeps a little state for the session's life): at least
+    /// `max_streams` streams, or ten times as many events.
+    pub fn full(&self, max_streams: Option<usize>) -> bool {
+        max_streams.is_some_and(|m| {
+            self.streams.len() >= m || self.event_stream.len() >= m.saturating_mul(10)
+        })
     }
 
     /// The stream an issued event id belongs to.

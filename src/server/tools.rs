@@ -244,6 +244,14 @@ async fn run(
             break;
         };
         finished = last;
+        // Progress without a token travels as an `info` log message: not
+        // sent to a session that asked for more severe ones only.
+        if kind == EventKind::Progress
+            && call.progress_token.is_none()
+            && sess.log_level > mcp::PROGRESS_LOG_LEVEL
+        {
+            continue;
+        }
         // Progress goes on the execution's own stream; a POST stream's
         // result on the stream its id is routed to, which it ends.
         let post = sess.streams[s as usize].kind == StreamKind::Post;

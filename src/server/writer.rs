@@ -205,6 +205,7 @@ async fn run(
                 with_session(&shared, &sid, |sess| {
                     if sess.streams[s as usize].conn == Some(conn) {
                         sess.streams[s as usize].conn = None;
+                        sess.last_active.set(tokio::time::Instant::now());
                         sess.guard.finished(s);
                         shared.history.record(Record::StreamFinished {
                             session: sid.clone(),
@@ -379,6 +380,8 @@ fn on_close(
         }
         rt.conn = None;
         let rt_kind = rt.kind;
+        // Idle from now on, not from the request that opened the stream.
+        sess.last_active.set(tokio::time::Instant::now());
         if let Some(why) = why {
             shared.history.record(Record::ServerClosed {
                 session: sid.clone(),

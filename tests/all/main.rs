@@ -1,5 +1,6 @@
 //! One integration-test binary (faster to build than many), with modules.
 
+mod bad_input;
 mod build;
 mod causes;
 mod cli;
@@ -9,5 +10,6 @@ mod oracle;
 mod own_server;
 mod report;
 mod rmcp;
+mod serve;
 mod sim;
 mod turmoil_patch;

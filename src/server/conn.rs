@@ -1,0 +1,120 @@
+//! Connections of an exposed server: which are idle (no request in
+//! service, no response still being sent), closing the oldest idle one
+//! when the server needs room, and the 503 a connection gets past the cap
+//! when none is idle.
+
+use super::body::ServerBody;
+use super::Shared;
+use crate::protocol::jsonrpc::{self, ErrorObject, Message};
+use bytes::Bytes;
+use hyper::body::{Body, Frame, SizeHint};
+use std::cell::Cell;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// How long the accept loop waits after an accept error.
+pub(super) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How long a refused connection gets to take its 503.
+const REFUSAL_DEADLINE: Duration = Duration::from_secs(1);
+
+/// One request in service on a connection, from its head until its
+/// response body is done (or dropped).
+pub(super) struct Busy(Rc<Cell<u32>>);
+
+impl Busy {
+    pub fn enter(count: &Rc<Cell<u32>>) -> Self {
+        count.set(count.get() + 1);
+        Busy(count.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
+/// A response body that keeps its connection busy until it is dropped;
+/// otherwise the body itself, frame for frame.
+pub(crate) struct Tracked {
+    body: ServerBody,
+    _busy: Busy,
+}
+
+impl Tracked {
+    pub(super) fn new(body: ServerBody, busy: Busy) -> Self {
+        Tracked { body, _busy: busy }
+    }
+}
+
+impl Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Closes the oldest connection serving nothing (one that has not sent a
+/// whole request head yet, or a kept-alive one between requests). Whether
+/// there was one.
+pub(super) fn close_oldest_idle(shared: &Shared) -> bool {
+    let mut st = shared.state.borrow_mut();
+    let Some(conn) = st
+        .conns
+        .iter()
+        .find(|(_, (_, busy))| busy.get() == 0)
+        .map(|(c, _)| *c)
+    else {
+        return false;
+    };
+    if let Some((h, _)) = st.conns.remove(&conn) {
+        h.abort();
+    }
+    true
+}
+
+/// Answers a connection past the cap with 503 and closes it.
+pub(super) fn refuse<I>(mut io: I)
+where
+    I: tokio::io::AsyncWrite + Unpin + 'static,
+{
+    let body = Message::Error {
+        id: None,
+        error: ErrorObject::new(
+            jsonrpc::TRANSPORT_ERROR,
+            "too many connections: retry later",
+            None,
+        ),
+    }
+    .encode();
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    tokio::task::spawn_local(async move {
+        let _ = tokio::time::timeout(REFUSAL_DEADLINE, async {
+            io.write_all(head.as_bytes()).await?;
+            io.write_all(body.as_bytes()).await?;
+            io.shutdown().await
+        })
+        .await;
+    });
+}

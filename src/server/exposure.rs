@@ -1,0 +1,202 @@
+//! What a server on a real socket needs and the simulator must not have:
+//! unpredictable session ids, an `Origin` allow-list, and a bound on every
+//! resource one client can make the server hold (connections, time to send
+//! a request, sessions, per-session streams, sizes). [`Exposure::simulated`]
+//! (the default) turns every one of them off, so that a simulated run is the
+//! function of its seed it always was; `mcp-chaos serve` uses
+//! [`Exposure::served`].
+
+use std::time::Duration;
+
+/// Where session ids come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionIds {
+    /// ChaCha20 seeded by `[server] session_seed`: the same ids every run
+    /// (the simulator's determinism).
+    Seeded,
+    /// The operating system's CSPRNG: nobody can predict an id, and a
+    /// restarted server never hands out (nor knows) an old one.
+    Os,
+}
+
+/// Settings of a server exposed on a real socket. Each bound is `None`
+/// (unbounded) in the simulator.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Exposure {
+    /// Where session ids come from.
+    pub session_ids: SessionIds,
+    /// Browser origins allowed to talk to the server (`scheme://host[:port]`,
+    /// lowercase); a request with any other `Origin` gets 403. `None`: no
+    /// check. A request without `Origin` (not a browser) is always served.
+    pub allowed_origins: Option<Vec<String>>,
+    /// Most connections held at once. At the cap the oldest idle one is
+    /// closed to make room; when none is idle the new one gets 503.
+    pub max_connections: Option<usize>,
+    /// Longest a client may take to send a request head (and longest a
+    /// kept-alive connection may stay idle). `None`: hyper's 30 s.
+    pub header_timeout: Option<Duration>,
+    /// Longest a client may take to send a request body: past it, 408 and
+    /// the connection is closed.
+    pub body_timeout: Option<Duration>,
+    /// Longest JSON-RPC request id, bytes as encoded (a longer one: 400).
+    pub max_request_id_bytes: Option<usize>,
+    /// Longest `params`, bytes as sent (a longer one: 400).
+    pub max_params_bytes: Option<usize>,
+    /// Most live sessions one bearer token may hold (429 past it).
+    pub max_sessions_per_principal: Option<usize>,
+    /// A session nobody used for this long, with no stream attached, ends
+    /// as if deleted.
+    pub session_idle: Option<Duration>,
+    /// Most streams one session may open (POST streams, the standalone
+    /// stream): each keeps a little state for the session's life. Past it
+    /// the session is full: 503, start a new one.
+    pub max_streams_per_session: Option<usize>,
+    /// The side-effect ledger forgets a session's own executions when the
+    /// session ends, and keeps at most this many tags.
+    pub ledger_tags: Option<usize>,
+}
+
+impl Default for Exposure {
+    fn default() -> Self {
+        Exposure::simulated()
+    }
+}
+
+impl Exposure {
+    /// The simulator's: seeded ids, no checks, no new bounds.
+    pub fn simulated() -> Self {
+        Exposure {
+            session_ids: SessionIds::Seeded,
+            allowed_origins: None,
+            max_connections: None,
+            header_timeout: None,
+            body_timeout: None,
+            max_request_id_bytes: None,
+            max_params_bytes: None,
+            max_sessions_per_principal: None,
+            session_idle: None,
+            max_streams_per_session: None,
+            ledger_tags: None,
+        }
+    }
+
+    /// `mcp-chaos serve`'s defaults: OS ids, loopback origins, and every
+    /// bound on.
+    pub fn served() -> Self {
+        Exposure {
+            session_ids: SessionIds::Os,
+            allowed_origins: Some(Vec::new()),
+            max_connections: Some(1024),
+            header_timeout: Some(Duration::from_secs(10)),
+            body_timeout: Some(Duration::from_secs(10)),
+            max_request_id_bytes: Some(256),
+            max_params_bytes: Some(4096),
+            max_sessions_per_principal: Some(64),
+            session_idle: Some(Duration::from_secs(600)),
+            max_streams_per_session: Some(10_000),
+            ledger_tags: Some(10_000),
+        }
+    }
+
+    /// Whether a request's `Origin` may be served: always when the check is
+    /// off; else a loopback origin (`localhost`, `127.0.0.1`, `[::1]`, any
+    /// port, http or https) or one on the allow-list.
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        let Some(extra) = &self.allowed_origins else {
+            return true;
+        };
+        let origin = origin.trim().to_ascii_lowercase();
+        is_loopback_origin(&origin) || extra.contains(&origin)
+    }
+}
+
+/// `http(s)://localhost`, `127.0.0.1` or `[::1]`, with or without a port.
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = match rest.strip_prefix("[::1]") {
+        Some(port) => return port.is_empty() || is_port(port),
+        None => rest,
+    };
+    let (name, port) = match host.split_once(':') {
+        Some((n, p)) => (n, Some(p)),
+        None => (host, None),
+    };
+    matches!(name, "localhost" | "127.0.0.1") && port.is_none_or(|p| is_port(&format!(":{p}")))
+}
+
+/// `:` and 1 to 5 digits.
+fn is_port(s: &str) -> bool {
+    s.strip_prefix(':')
+        .is_some_and(|d| !d.is_empty() && d.len() <= 5 && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Normalises an `--allow-origin` value: `scheme://host[:port]`, lowercase,
+/// no path. `Err` names what is wrong.
+pub fn parse_origin(s: &str) -> Result<String, String> {
+    let o = s.trim().trim_end_matches('/').to_ascii_lowercase();
+    let ok = o.split_once("://").is_some_and(|(scheme, host)| {
+        !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+            && !host.is_empty()
+            && !host.contains(['/', '?', '#', ' ', '@'])
+    });
+    if ok {
+        Ok(o)
+    } else {
+        Err(format!(
+            "{s:?} is not an origin: write scheme://host[:port], e.g. https://app.example"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_origins_pass_and_others_need_the_list() {
+        let mut e = Exposure::served();
+        for ok in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://127.0.0.1:8443",
+            "http://[::1]:8080",
+            "HTTP://LOCALHOST:1",
+        ] {
+            assert!(e.origin_allowed(ok), "{ok}");
+        }
+        for no in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.evil.example",
+            "http://localhost:80x",
+            "null",
+            "file://localhost",
+            "",
+        ] {
+            assert!(!e.origin_allowed(no), "{no}");
+        }
+        e.allowed_origins = Some(vec![parse_origin("https://App.example/").unwrap()]);
+        assert!(e.origin_allowed("https://app.example"));
+        assert!(!e.origin_allowed("http://app.example"));
+        assert!(Exposure::simulated().origin_allowed("http://evil.example"));
+    }
+
+    #[test]
+    fn allow_origin_values_are_checked() {
+        assert_eq!(
+            parse_origin("https://a.example:8443").unwrap(),
+            "https://a.example:8443"
+        );
+        for bad in ["a.example", "https://", "https://a/b", "://x"] {
+            assert!(parse_origin(bad).is_err(), "{bad}");
+        }
+    }
+}
