@@ -1858,6 +1858,7 @@ async fn serve_sdk(
     let sut = crate::sdk::Rmcp {
         event_store: arm == Arm::RmcpEs,
         cfg,
+        session_ids: crate::server::SessionIds::Os,
     };
     sut.serve(Host {
         listener,

@@ -47,6 +47,9 @@ pub struct Rmcp {
     /// Events the store keeps per stream; most chunks per call (from the
     /// scenario's `[server]` table: `store_capacity`, `max_chunks`).
     pub cfg: ServerConfig,
+    /// Where the session ids clients see come from: seeded inside the
+    /// simulator (the same ids every run), the OS CSPRNG under `serve`.
+    pub session_ids: crate::server::SessionIds,
 }
 
 impl SystemUnderTest for Rmcp {
@@ -94,7 +97,7 @@ impl SystemUnderTest for Rmcp {
                 .with_allowed_hosts([HOST, "localhost", "127.0.0.1", "::1"])
                 .with_sse_keep_alive(None),
         );
-        let ids = Arc::new(Mutex::new(SessionIds::new(host.seed)));
+        let ids = Arc::new(Mutex::new(SessionIds::new(host.seed, self.session_ids)));
         let mut listener = host.listener;
         async move {
             // Spawned on the incarnation's own runtime, when it first runs.
@@ -156,19 +159,21 @@ fn session_of(h: &http::HeaderMap) -> Option<String> {
         .map(str::to_string)
 }
 
-/// rmcp's session ids and the ones clients see, drawn from the seed in the
-/// order rmcp issues them.
+/// rmcp's session ids and the ones clients see: drawn from the seed in the
+/// order rmcp issues them, or from the OS CSPRNG (`serve`).
 struct SessionIds {
     seed: u64,
+    source: crate::server::SessionIds,
     issued: u64,
     to_wire: BTreeMap<String, String>,
     to_inner: BTreeMap<String, String>,
 }
 
 impl SessionIds {
-    fn new(seed: u64) -> Self {
+    fn new(seed: u64, source: crate::server::SessionIds) -> Self {
         SessionIds {
             seed,
+            source,
             issued: 0,
             to_wire: BTreeMap::new(),
             to_inner: BTreeMap::new(),
@@ -184,10 +189,22 @@ impl SessionIds {
             return w.clone();
         }
         self.issued += 1;
-        let wire = format!(
-            "rmcp-{:016x}",
-            seed::child(self.seed, &format!("session/{}", self.issued))
-        );
+        let wire = match self.source {
+            crate::server::SessionIds::Seeded => format!(
+                "rmcp-{:016x}",
+                seed::child(self.seed, &format!("session/{}", self.issued))
+            ),
+            crate::server::SessionIds::Os => {
+                use rand::TryRngCore;
+                let mut bytes = [0u8; 16];
+                // An OS without a working random source cannot serve safely.
+                rand::rngs::OsRng
+                    .try_fill_bytes(&mut bytes)
+                    .expect("the operating system's random source works");
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                format!("rmcp-{hex}")
+            }
+        };
         self.to_wire.insert(inner.to_string(), wire.clone());
         self.to_inner.insert(wire.clone(), inner.to_string());
         wire

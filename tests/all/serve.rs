@@ -206,6 +206,22 @@ fn two_fresh_servers_hand_out_different_first_session_ids() {
     assert_ne!(ids[0], ids[1], "ids must not repeat across starts");
 }
 
+/// The official SDK's arm too: its ids are rewritten to ones from the OS
+/// under `serve` (seeded ones are only for the simulator).
+#[cfg(feature = "rmcp")]
+#[test]
+fn two_fresh_rmcp_servers_hand_out_different_first_session_ids() {
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let s = Served::start(&["--server", "rmcp"]);
+            initialize(&mut s.connect(), &[])
+        })
+        .collect();
+    let hex = ids[0].strip_prefix("rmcp-").expect("an rmcp- id");
+    assert_eq!(hex.len(), 32, "128 bits from the OS: {}", ids[0]);
+    assert_ne!(ids[0], ids[1], "ids must not repeat across starts");
+}
+
 #[test]
 fn a_restarted_server_refuses_an_old_session_id() {
     let old = {
