@@ -54,8 +54,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// `git rev-parse HEAD`, `-dirty` appended when `git status --porcelain`
-/// lists anything; `unknown` when git is missing or this is no checkout.
+/// `git rev-parse HEAD`, `-dirty` appended when the files the binary is
+/// built from (`src/`, `vendor/`, `Cargo.toml`, `Cargo.lock`, `.cargo/`)
+/// differ from it; `unknown` when git is missing or this is no checkout.
+/// Outputs (`results/`) and scenarios (hashed one by one) do not count.
 fn git_commit() -> String {
     let git = |args: &[&str]| {
         Command::new("git")
@@ -66,7 +68,16 @@ fn git_commit() -> String {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
     match git(&["rev-parse", "HEAD"]) {
-        Some(head) if !head.is_empty() => match git(&["status", "--porcelain"]) {
+        Some(head) if !head.is_empty() => match git(&[
+            "status",
+            "--porcelain",
+            "--",
+            "src",
+            "vendor",
+            "Cargo.toml",
+            "Cargo.lock",
+            ".cargo",
+        ]) {
             Some(s) if s.is_empty() => head,
             Some(_) => format!("{head}-dirty"),
             None => format!("{head}-unknown-status"),
