@@ -1135,18 +1135,6 @@ impl Matrix {
     }
 }
 
-/// The options a report was run with (its profile and overrides).
-fn options_of(r: &RunReport) -> Options {
-    Options {
-        clients: r.clients.parse().ok(),
-        sets: r
-            .overrides
-            .iter()
-            .filter_map(|s| Options::parse_set(s).ok())
-            .collect(),
-    }
-}
-
 fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&RunReport) -> String + '_ {
     move |r: &RunReport| {
         let path = files
@@ -1154,7 +1142,7 @@ fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&RunReport) -> String + '_
             .find(|(_, s)| s.name == r.scenario)
             .map_or("sims/?.toml", |(p, _)| p.as_str());
         let v = r.server.parse().unwrap_or(Arm::BuiltIn(Variant::Guarded));
-        run::repro_command(path, r.seed, v, &options_of(r))
+        run::repro_command(path, r.seed, v, &r.options())
     }
 }
 
@@ -1714,7 +1702,7 @@ fn shrink_failures(
         let Ok(arm) = r.server.parse::<Arm>() else {
             continue;
         };
-        let opts = options_of(r);
+        let opts = r.options();
         let effective = run::effective(sc, &opts).map_err(anyhow::Error::msg)?;
         let goal = crate::shrink::Goal {
             until: Vec::new(),

@@ -586,6 +586,19 @@ fn verdict(failed: &[String]) -> &'static str {
 }
 
 impl RunReport {
+    /// The options this run was made with (its client profile and
+    /// overrides), so it can be made again.
+    pub fn options(&self) -> Options {
+        Options {
+            clients: self.clients.parse().ok(),
+            sets: self
+                .overrides
+                .iter()
+                .filter_map(|s| Options::parse_set(s).ok())
+                .collect(),
+        }
+    }
+
     /// Exit code of this run: 0 pass, 1 safety violation, 2 liveness failure.
     pub fn exit_code(&self) -> u8 {
         match self.verdict.as_str() {

@@ -4,7 +4,7 @@
 
 use super::matrix::{arm_rank, profile_rank, profiles};
 use super::{causes_line, columns};
-use crate::run::{self, Options, RunReport};
+use crate::run::{self, RunReport};
 use crate::sut::Arm;
 use crate::sweep::{Aggregate, Summary};
 use std::collections::BTreeMap;
@@ -305,14 +305,7 @@ pub fn repro(s: &Summary, r: &RunReport) -> String {
         .scenarios
         .get(&r.scenario)
         .map_or_else(|| format!("sims/{}.toml", r.scenario), |i| i.file.clone());
-    let opts = Options {
-        clients: r.clients.parse().ok(),
-        sets: r
-            .overrides
-            .iter()
-            .filter_map(|o| Options::parse_set(o).ok())
-            .collect(),
-    };
+    let opts = r.options();
     match r.server.parse::<Arm>() {
         Ok(arm) => run::repro_command(&path, r.seed, arm, &opts),
         Err(_) => format!(

@@ -4,7 +4,7 @@
 
 use super::matrix::{arm_rank, profile_rank};
 use super::plots::Timeline;
-use crate::run::{self, Options, RunReport};
+use crate::run::{self, RunReport};
 use crate::scenario::Scenario;
 use crate::sut::Arm;
 use crate::sweep::Summary;
@@ -89,14 +89,7 @@ fn timeline_of(
         .server
         .parse()
         .map_err(|e| anyhow::anyhow!("timeline of {}: {e}", r.scenario))?;
-    let opts = Options {
-        clients: r.clients.parse().ok(),
-        sets: r
-            .overrides
-            .iter()
-            .filter_map(|o| Options::parse_set(o).ok())
-            .collect(),
-    };
+    let opts = r.options();
     let (report, history) = run::run_arm(scenario, r.seed, arm, &opts).map_err(|e| {
         anyhow::anyhow!(
             "re-running {} seed {} {}: {e}",
