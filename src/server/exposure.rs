@@ -54,6 +54,11 @@ pub struct Exposure {
     /// The side-effect ledger forgets a session's own executions when the
     /// session ends, and keeps at most this many tags.
     pub ledger_tags: Option<usize>,
+    /// Most bytes every session's event store holds together. Past it, the
+    /// session storing an event gives up its own oldest events first (a
+    /// resume then gets a `gap`, or 410 when a result went), so one client
+    /// filling the budget costs only its own and later events' history.
+    pub store_bytes: Option<usize>,
 }
 
 impl Default for Exposure {
@@ -77,6 +82,7 @@ impl Exposure {
             session_idle: None,
             max_streams_per_session: None,
             ledger_tags: None,
+            store_bytes: None,
         }
     }
 
@@ -95,6 +101,7 @@ impl Exposure {
             session_idle: Some(Duration::from_secs(600)),
             max_streams_per_session: Some(10_000),
             ledger_tags: Some(10_000),
+            store_bytes: Some(64 * 1024 * 1024),
         }
     }
 

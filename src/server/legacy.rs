@@ -53,6 +53,7 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         shared.cfg.store_capacity,
     );
     session.owner = owner;
+    session.budget = shared.store_budget.clone();
     shared.history.record(Record::SessionCreated {
         session: sid.clone(),
         transport: Transport::Legacy,

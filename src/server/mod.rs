@@ -389,6 +389,8 @@ pub(crate) struct Shared {
     pub ledger: Ledger,
     pub pacing: Pacing,
     pub exposure: Exposure,
+    /// Bytes all event stores hold, bounded (`Exposure::store_bytes`).
+    pub store_budget: Option<Rc<session::StoreBudget>>,
     pub state: RefCell<State>,
 }
 
@@ -505,6 +507,7 @@ impl Server {
                 history,
                 ledger,
                 pacing,
+                store_budget: exposure.store_bytes.map(session::StoreBudget::new),
                 exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),

@@ -112,6 +112,7 @@ fn initialize(shared: &Rc<Shared>, h: &HeaderMap, id: &RequestId, params: Option
         shared.cfg.store_capacity,
     );
     session.owner = owner;
+    session.budget = shared.store_budget.clone();
     session.protocol_version = Some(version.clone());
     session.capabilities = p.capabilities.clone();
     shared

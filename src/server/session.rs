@@ -25,6 +25,32 @@ pub(crate) struct Stored {
     pub result: bool,
 }
 
+/// Bytes all event stores of a server hold together, and their bound
+/// (`Exposure::store_bytes`).
+pub(crate) struct StoreBudget {
+    limit: usize,
+    used: Cell<usize>,
+}
+
+impl StoreBudget {
+    /// A budget of `limit` bytes, none used.
+    pub fn new(limit: usize) -> Rc<Self> {
+        Rc::new(StoreBudget {
+            limit,
+            used: Cell::new(0),
+        })
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        self.used.get()
+    }
+
+    fn over(&self) -> bool {
+        self.used() > self.limit
+    }
+}
+
 /// Runtime state of one stream, beside its [`crate::guard::StreamState`].
 pub(crate) struct StreamRt {
     pub kind: StreamKind,
@@ -93,6 +119,18 @@ pub(crate) struct Session {
     store: VecDeque<Stored>,
     store_base: EventId,
     store_capacity: usize,
+    /// Bytes of data in `store`.
+    store_bytes: usize,
+    /// The server-wide bound on stored bytes, if any.
+    pub budget: Option<Rc<StoreBudget>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(b) = &self.budget {
+            b.used.set(b.used.get() - self.store_bytes);
+        }
+    }
 }
 
 impl Session {
@@ -130,6 +168,8 @@ impl Session {
             store: VecDeque::new(),
             store_base: first_event_id,
             store_capacity,
+            store_bytes: 0,
+            budget: None,
         }
     }
 
@@ -208,6 +248,10 @@ impl Session {
         if result {
             self.streams[s as usize].results.push(id);
         }
+        self.store_bytes += data.len();
+        if let Some(b) = &self.budget {
+            b.used.set(b.used.get() + data.len());
+        }
         self.store.push_back(Stored {
             stream: s,
             data,
@@ -221,7 +265,9 @@ impl Session {
             rpc_id,
             tag,
         });
-        while self.store.len() > self.store_capacity {
+        let over_budget = |s: &Session| s.budget.as_ref().is_some_and(|b| b.over());
+        while self.store.len() > self.store_capacity || (self.store.len() > 1 && over_budget(self))
+        {
             self.evict_oldest(history);
         }
         id
@@ -229,6 +275,10 @@ impl Session {
 
     fn evict_oldest(&mut self, history: &History) {
         let e = self.store.pop_front().expect("store is not empty");
+        self.store_bytes -= e.data.len();
+        if let Some(b) = &self.budget {
+            b.used.set(b.used.get() - e.data.len());
+        }
         let id = self.store_base;
         self.store_base += 1;
         let owed = Some(id) > self.guard.stream(e.stream).delivered();
@@ -416,6 +466,38 @@ mod tests {
             .collect();
         assert_eq!(evicted, vec![(100, false), (101, true)]);
     }
+    #[test]
+    fn a_shared_budget_evicts_the_storing_sessions_oldest_and_is_released_on_drop() {
+        let h = history();
+        // Room for 4 events of 10 bytes across all sessions, 100 per store.
+        let budget = StoreBudget::new(40);
+        let mut a = Session::new("a".into(), Transport::Streamable, 1, 100);
+        a.budget = Some(budget.clone());
+        let sa = a.open_stream(StreamKind::Post, None, 1, &h); // priming: 0 bytes
+        for _ in 0..3 {
+            a.produce(sa, EventKind::Progress, "0123456789", None, None, &h);
+        }
+        assert_eq!(budget.used(), 30);
+        let mut b = Session::new("b".into(), Transport::Streamable, 1, 100);
+        b.budget = Some(budget.clone());
+        let sb = b.open_stream(StreamKind::Post, None, 2, &h);
+        b.produce(sb, EventKind::Progress, "0123456789", None, None, &h);
+        assert_eq!(budget.used(), 40, "at the limit, nothing evicted");
+        b.produce(sb, EventKind::Progress, "0123456789", None, None, &h);
+        // Over by 10: b gives up its own oldest (the priming event, 0
+        // bytes, then its first progress event); a keeps all it stored.
+        assert_eq!(budget.used(), 40);
+        assert!(b.data(2).is_none());
+        assert!(b.data(3).is_some());
+        assert!(a.data(2).is_some() && a.data(4).is_some());
+        drop(a);
+        assert_eq!(budget.used(), 10, "a's 30 bytes released with it");
+        // The newest event always stays, even alone over the budget.
+        b.produce(sb, EventKind::Progress, &"x".repeat(100), None, None, &h);
+        assert_eq!(budget.used(), 100);
+        assert!(b.data(4).is_some());
+    }
+
     #[test]
     fn missing_ranges_name_exactly_the_streams_evicted_ids() {
         let h = history();
