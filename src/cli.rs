@@ -1804,7 +1804,7 @@ fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow
         let ledger = Ledger::new(history.clone());
         let cfg = served_config(delivery);
         let Some(variant) = arm.variant() else {
-            return serve_sdk(arm, cfg, listener, history, ledger).await;
+            return serve_sdk(arm, cfg, listener, history, ledger, exposure).await;
         };
         let origins = exposure
             .allowed_origins
@@ -1836,6 +1836,7 @@ async fn serve_sdk(
     listener: tokio::net::TcpListener,
     history: History,
     ledger: Ledger,
+    exposure: Exposure,
 ) -> anyhow::Result<()> {
     use crate::sut::{Host, SystemUnderTest};
     let seed = cfg.session_seed;
@@ -1846,7 +1847,7 @@ async fn serve_sdk(
     let sut = crate::sdk::Rmcp {
         event_store: arm == Arm::RmcpEs,
         cfg,
-        session_ids: crate::server::SessionIds::Os,
+        exposure,
     };
     sut.serve(Host {
         listener,
@@ -1866,6 +1867,7 @@ async fn serve_sdk(
     _: tokio::net::TcpListener,
     _: History,
     _: Ledger,
+    _: Exposure,
 ) -> anyhow::Result<()> {
     anyhow::bail!("server {arm} needs the rmcp feature: build without --no-default-features")
 }

@@ -288,7 +288,7 @@ pub fn run_arm(
             let sut = crate::sdk::Rmcp {
                 event_store: arm == Arm::RmcpEs,
                 cfg: scenario.server.clone(),
-                session_ids: crate::server::SessionIds::Seeded,
+                exposure: crate::server::Exposure::simulated(),
             };
             run_effective(&scenario, seed, &sut, opts)
         }

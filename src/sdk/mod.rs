@@ -47,9 +47,11 @@ pub struct Rmcp {
     /// Events the store keeps per stream; most chunks per call (from the
     /// scenario's `[server]` table: `store_capacity`, `max_chunks`).
     pub cfg: ServerConfig,
-    /// Where the session ids clients see come from: seeded inside the
-    /// simulator (the same ids every run), the OS CSPRNG under `serve`.
-    pub session_ids: crate::server::SessionIds,
+    /// How it faces its clients: inside the simulator (seeded ids, no
+    /// checks) or on a real socket under `serve` (ids from the OS CSPRNG,
+    /// the `Origin` allow-list, accept errors survived). rmcp's own limits
+    /// and Host check are as shipped.
+    pub exposure: crate::server::Exposure,
 }
 
 impl SystemUnderTest for Rmcp {
@@ -97,18 +99,41 @@ impl SystemUnderTest for Rmcp {
                 .with_allowed_hosts([HOST, "localhost", "127.0.0.1", "::1"])
                 .with_sse_keep_alive(None),
         );
-        let ids = Arc::new(Mutex::new(SessionIds::new(host.seed, self.session_ids)));
+        let ids = Arc::new(Mutex::new(SessionIds::new(
+            host.seed,
+            self.exposure.session_ids,
+        )));
         let mut listener = host.listener;
+        let exposure = Arc::new(self.exposure.clone());
         async move {
             // Spawned on the incarnation's own runtime, when it first runs.
             tokio::task::spawn_local(ledger_task);
+            let mut failing = false;
             loop {
-                let io = listener.accept().await?;
-                let (service, ids) = (service.clone(), ids.clone());
+                // On a real socket an accept error (out of descriptors) is
+                // waited out, as the built-in server does; in the simulator
+                // it is how a restart ends the incarnation.
+                let io = match listener.accept().await {
+                    Ok(io) => io,
+                    Err(e) if exposure.max_connections.is_some() => {
+                        if !failing {
+                            eprintln!("mcp-chaos: accepting a connection failed ({e}); retrying");
+                        }
+                        failing = true;
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                failing = false;
+                let (service, ids, exposure) = (service.clone(), ids.clone(), exposure.clone());
                 tokio::task::spawn_local(async move {
                     let svc = hyper::service::service_fn(move |req| {
-                        let (service, ids) = (service.clone(), ids.clone());
-                        async move { Ok::<_, Infallible>(exchange(&service, &ids, req).await) }
+                        let (service, ids, exposure) =
+                            (service.clone(), ids.clone(), exposure.clone());
+                        async move {
+                            Ok::<_, Infallible>(exchange(&service, &ids, &exposure, req).await)
+                        }
                     });
                     // An error here is the peer going away.
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -128,8 +153,25 @@ type Service = StreamableHttpService<LedgerTools, LocalSessionManager>;
 async fn exchange(
     service: &Service,
     ids: &Mutex<SessionIds>,
+    exposure: &crate::server::Exposure,
     mut req: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
+    let foreign = req
+        .headers()
+        .get(http::header::ORIGIN)
+        .is_some_and(|o| !o.to_str().is_ok_and(|o| exposure.origin_allowed(o)));
+    if foreign {
+        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"Origin not allowed: serve from a loopback origin or start the server with --allow-origin"}}"#;
+        use http_body_util::BodyExt;
+        let mut resp =
+            Response::new(http_body_util::Full::new(Bytes::from_static(body.as_bytes())).boxed());
+        *resp.status_mut() = http::StatusCode::FORBIDDEN;
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        return resp;
+    }
     if let Some(wire) = session_of(req.headers()) {
         // An id rmcp never issued (another incarnation's, or made up) goes
         // through as it came: rmcp answers it as unknown.

@@ -222,6 +222,21 @@ fn two_fresh_rmcp_servers_hand_out_different_first_session_ids() {
     assert_ne!(ids[0], ids[1], "ids must not repeat across starts");
 }
 
+/// The Origin allow-list holds for the SDK's arm as for ours.
+#[cfg(feature = "rmcp")]
+#[test]
+fn rmcp_under_serve_refuses_a_foreign_origin() {
+    let s = Served::start(&["--server", "rmcp"]);
+    let r = s
+        .connect()
+        .send("POST", &[("origin", "http://evil.example")], INIT);
+    assert_eq!(r.status, 403, "{r:?}");
+    let ok = s
+        .connect()
+        .send("POST", &[("origin", "http://localhost:3000")], INIT);
+    assert_eq!(ok.status, 200, "{ok:?}");
+}
+
 #[test]
 fn a_restarted_server_refuses_an_old_session_id() {
     let old = {
