@@ -5,28 +5,33 @@ use mcp_chaos::sweep::Summary;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn bin() -> Command {
+/// The binary, run from the repository's root, with no seed window from
+/// the environment (`MCP_CHAOS_SEEDS` would change what every command runs).
+pub(crate) fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-chaos"));
     c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.env_remove("MCP_CHAOS_SEEDS");
     c
 }
 
-fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     bin().args(args).output().expect("the binary runs")
 }
 
-fn code(o: &Output) -> i32 {
+pub(crate) fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// An empty directory under the target's scratch space.
+pub(crate) fn scratch(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-fn seed_case(extra: &str) -> String {
+/// Seed case 1 with `extra` as its only expectations.
+pub(crate) fn seed_case(extra: &str) -> String {
     let base = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/seed-000-retry-by-post.toml"),
     )

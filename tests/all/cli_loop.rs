@@ -2,47 +2,19 @@
 //! regression kinds, repro --emit-scenario, one meaning of --seeds,
 //! fail-fast and timeouts, merge refusals, scenario checks and closed pipes.
 
+use super::cli::{bin, code, run, scratch, seed_case};
 use mcp_chaos::fault::FaultPlan;
 use mcp_chaos::scenario::{RegressionKind, Scenario};
 use mcp_chaos::sweep::Summary;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-chaos"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c.env_remove("MCP_CHAOS_SEEDS");
-    c
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("the binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited")
-}
+use std::path::Path;
+use std::process::{Output, Stdio};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The seed case with `extra` as its only expectations.
-fn seed_case(extra: &str) -> String {
-    let base = std::fs::read_to_string(root().join("sims/seed-000-retry-by-post.toml")).unwrap();
-    let cut = base.find("[expect.unguarded.min]").unwrap();
-    format!("{}{extra}", &base[..cut])
 }
 
 fn json_report(scenario: &str, seed: &str, server: &str) -> serde_json::Value {

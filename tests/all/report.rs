@@ -2,14 +2,14 @@
 //! timelines with axes and lanes, provenance, `explain`, and the same
 //! bytes from the same summary.
 
+use super::cli::{bin, scratch};
 use mcp_chaos::report;
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::sut::Arm;
 use mcp_chaos::sweep::Summary;
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const RETRY: &str = "sims/seed-000-retry-by-post.toml";
 const RESUME: &str = "sims/seed-000-resume-then-post.toml";
@@ -232,8 +232,7 @@ fn provenance_names_the_command_commit_and_each_file_hash() {
 fn writing_the_reports_twice_gives_the_same_bytes() {
     let fs = files(&[RETRY]);
     let s = summary(&fs, &two_arms());
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-twice");
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = scratch("report-twice");
     let a = report::write_reports(&dir.join("a"), &s, &fs).unwrap();
     let b = report::write_reports(&dir.join("b"), &s, &fs).unwrap();
     assert_eq!(a.len(), 2);
@@ -247,17 +246,9 @@ fn writing_the_reports_twice_gives_the_same_bytes() {
     assert_eq!(html.matches("class=\"timeline\"").count(), picked);
 }
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mcp-chaos"));
-    c.current_dir(root());
-    c
-}
-
 #[test]
 fn explain_tells_one_operations_story_or_names_the_bad_input() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("explain");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("explain");
     let trace = dir.join("t.jsonl");
     let o = bin()
         .args([
