@@ -156,15 +156,16 @@ async fn exchange(
     exposure: &crate::server::Exposure,
     mut req: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    let foreign = req
-        .headers()
-        .get(http::header::ORIGIN)
-        .is_some_and(|o| !o.to_str().is_ok_and(|o| exposure.origin_allowed(o)));
+    let foreign = exposure.refuses_origin(req.headers());
     if foreign {
-        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"Origin not allowed: serve from a loopback origin or start the server with --allow-origin"}}"#;
+        use crate::protocol::jsonrpc::{ErrorObject, Message, TRANSPORT_ERROR};
+        let body = Message::Error {
+            id: None,
+            error: ErrorObject::new(TRANSPORT_ERROR, crate::server::ORIGIN_REFUSED, None),
+        }
+        .encode();
         use http_body_util::BodyExt;
-        let mut resp =
-            Response::new(http_body_util::Full::new(Bytes::from_static(body.as_bytes())).boxed());
+        let mut resp = Response::new(http_body_util::Full::new(Bytes::from(body)).boxed());
         *resp.status_mut() = http::StatusCode::FORBIDDEN;
         resp.headers_mut().insert(
             http::header::CONTENT_TYPE,

@@ -117,6 +117,20 @@ impl Exposure {
     }
 }
 
+impl Exposure {
+    /// A request whose `Origin` header is present and not allowed (an
+    /// unreadable one included); a request without one is never refused.
+    pub fn refuses_origin(&self, headers: &http::HeaderMap) -> bool {
+        headers
+            .get(http::header::ORIGIN)
+            .is_some_and(|o| !o.to_str().is_ok_and(|o| self.origin_allowed(o)))
+    }
+}
+
+/// What a refused `Origin` is told (403).
+pub const ORIGIN_REFUSED: &str =
+    "Origin not allowed: serve from a loopback origin or start the server with --allow-origin";
+
 /// `http(s)://localhost`, `127.0.0.1` or `[::1]`, with or without a port.
 fn is_loopback_origin(origin: &str) -> bool {
     let Some(rest) = origin

@@ -39,7 +39,7 @@ mod transport;
 mod writer;
 
 pub use body::ServerBody;
-pub use exposure::{parse_origin, Exposure, SessionIds};
+pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
 
 /// The longest pause between chunks a `ledger_append` call may ask for, ms
 /// (longer ones are refused with invalid params).

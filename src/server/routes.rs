@@ -20,16 +20,13 @@ pub(crate) async fn handle(
     req: Request<Incoming>,
     conn: ConnId,
 ) -> Response<ServerBody> {
-    let foreign = req
-        .headers()
-        .get(header::ORIGIN)
-        .is_some_and(|o| !o.to_str().is_ok_and(|o| shared.exposure.origin_allowed(o)));
+    let foreign = shared.exposure.refuses_origin(req.headers());
     let reply = match (req.uri().path(), req.method()) {
         _ if foreign => Reply::new(error(
             StatusCode::FORBIDDEN,
             None,
             jsonrpc::TRANSPORT_ERROR,
-            "Origin not allowed: serve from a loopback origin or start the server with --allow-origin",
+            super::exposure::ORIGIN_REFUSED,
         )),
         ("/mcp", &Method::POST) => super::post::post(&shared, req, conn).await,
         ("/mcp", &Method::GET) => super::get::get(&shared, req, conn),
