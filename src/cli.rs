@@ -515,6 +515,12 @@ enum Cmd {
         #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
         session_idle_secs: u64,
     },
+    /// Try the transport hazards against a live MCP server over real TCP
+    /// (real time, not simulated); one verdict per hazard.
+    #[command(
+        after_help = "Exit: 0 no hazard present, 1 one or more present, 3 usage or connection error.\n\nExamples:\n  mcp-chaos serve --server unguarded --addr 127.0.0.1:8080 &\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp\n  mcp-chaos probe --url http://127.0.0.1:3000/mcp --header 'Authorization: Bearer TOKEN' --format markdown\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp --profile keys --format json --only retry-new-id"
+    )]
+    Probe(crate::probe::ProbeArgs),
 }
 
 fn parse_delivery(s: &str) -> Result<Delivery, String> {
@@ -717,6 +723,10 @@ pub fn main() -> ExitCode {
             exposure.session_idle = Some(Duration::from_secs(session_idle_secs));
             serve(server, &addr, delivery, exposure).map(|()| 0)
         }
+        Cmd::Probe(args) => crate::probe::main(&args).map(|(report, code)| {
+            outln!("{report}");
+            code
+        }),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod history;
 pub mod ledger;
 pub mod oracle;
+pub mod probe;
 pub mod protocol;
 pub mod report;
 pub mod run;

@@ -1,0 +1,354 @@
+//! `mcp-chaos probe`: the seed hazards against a live streamable-HTTP MCP
+//! server over real TCP, in real time. Unlike the simulator this is not
+//! deterministic (a real server, real timing); each verdict follows a
+//! written rule ([`hazards::HAZARDS`]) from what one client can see, and
+//! executions are counted through the documented ledger tools or one
+//! counter tool, never by calling anything else.
+
+pub mod hazards;
+pub mod peer;
+mod resume;
+mod retry;
+mod sessions;
+
+use hazards::{Counter, Ctx, Finding, Verdict, HAZARDS};
+use http::HeaderMap;
+use peer::{Peer, Target};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A verdict per line, evidence below.
+    Text,
+    /// A Markdown table, then the rules.
+    Markdown,
+    /// A JSON list of `{hazard, title, verdict, evidence}`.
+    Json,
+}
+
+/// The probe's client profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// No idempotency key.
+    Plain,
+    /// `Idempotency-Key` on every tool call (the same on each retry).
+    Keys,
+}
+
+/// `mcp-chaos probe`'s command line.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// The server's streamable-HTTP endpoint, http://HOST:PORT/PATH
+    /// (loopback unless --allow-remote).
+    #[arg(long)]
+    url: String,
+    /// Send an Idempotency-Key on every tool call (the same on a retry).
+    #[arg(long, value_enum, default_value = "plain")]
+    profile: Profile,
+    /// Count executions with this tool instead of ledger_append/ledger_read:
+    /// each call runs it once, and the first number in its text result is
+    /// how many times it has run. No other tool is ever called.
+    #[arg(long)]
+    tool: Option<String>,
+    /// The counter tool's arguments, a JSON object.
+    #[arg(long, requires = "tool", value_name = "JSON")]
+    tool_args: Option<String>,
+    /// A header sent on every request, 'Name: value' (repeatable), e.g.
+    /// 'Authorization: Bearer TOKEN'.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// The legacy HTTP+SSE endpoint (default: /sse on the same server).
+    #[arg(long, value_name = "URL")]
+    legacy_url: Option<String>,
+    /// Only this hazard (repeatable); all by default.
+    #[arg(long, value_name = "HAZARD")]
+    only: Vec<String>,
+    /// Output: text, markdown or json.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Bound on the whole probe, seconds.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    timeout: u64,
+    /// Bound on one response or result, milliseconds.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    request_timeout_ms: u64,
+    /// Most requests the probe sends.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    max_requests: u32,
+    /// Allow a --url that is not a loopback address.
+    #[arg(long)]
+    allow_remote: bool,
+}
+
+/// Runs `probe` from its command line: the report to print, and the exit
+/// code.
+pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8)> {
+    let opts = Options {
+        url: args.url.clone(),
+        legacy_url: args.legacy_url.clone(),
+        profile: args.profile,
+        tool: args.tool.clone(),
+        tool_args: args.tool_args.clone(),
+        headers: args.headers.clone(),
+        only: args.only.clone(),
+        timeout: Duration::from_secs(args.timeout),
+        request_timeout: Duration::from_millis(args.request_timeout_ms),
+        max_requests: args.max_requests,
+        allow_remote: args.allow_remote,
+    };
+    let report = run(&opts)?;
+    let code = if report.any_present() { 1 } else { 0 };
+    Ok((report.render(args.format).trim_end().to_string(), code))
+}
+
+/// Everything `probe` needs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The server's streamable-HTTP endpoint.
+    pub url: String,
+    /// The legacy transport's SSE endpoint (default: `/sse` beside it).
+    pub legacy_url: Option<String>,
+    /// Key-sending or not.
+    pub profile: Profile,
+    /// A counter tool to use instead of the ledger tools.
+    pub tool: Option<String>,
+    /// Its arguments (a JSON object).
+    pub tool_args: Option<String>,
+    /// Extra headers, `Name: value`.
+    pub headers: Vec<String>,
+    /// Only these hazards (all when empty).
+    pub only: Vec<String>,
+    /// The whole probe's time bound.
+    pub timeout: Duration,
+    /// One response's time bound.
+    pub request_timeout: Duration,
+    /// Most requests sent.
+    pub max_requests: u32,
+    /// Probe a non-loopback address.
+    pub allow_remote: bool,
+}
+
+/// What the probe found.
+#[derive(Debug)]
+pub struct Report {
+    /// The endpoint probed.
+    pub target: String,
+    /// How executions were counted.
+    pub counting: String,
+    /// The profile.
+    pub profile: Profile,
+    /// One finding per hazard tried, in [`HAZARDS`] order.
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Whether any hazard is present (exit 1).
+    pub fn any_present(&self) -> bool {
+        self.findings.iter().any(|f| f.verdict == Verdict::Present)
+    }
+
+    fn tally(&self) -> String {
+        let n = |v| self.findings.iter().filter(|f| f.verdict == v).count();
+        format!(
+            "{} present, {} absent, {} untestable",
+            n(Verdict::Present),
+            n(Verdict::Absent),
+            n(Verdict::Untestable)
+        )
+    }
+
+    /// The report in `format`.
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Json => {
+                let mut s = serde_json::to_string_pretty(&self.findings).unwrap_or_default();
+                s.push('\n');
+                s
+            }
+            Format::Text => {
+                let mut s = format!(
+                    "probe {} ({}, profile {}): {}\n",
+                    self.target,
+                    self.counting,
+                    profile_name(self.profile),
+                    self.tally()
+                );
+                for f in &self.findings {
+                    let _ = writeln!(s, "{:<10} {:<24} {}", f.verdict.as_str(), f.hazard, f.title);
+                    let _ = writeln!(s, "{:<10} {}", "", f.evidence);
+                }
+                s
+            }
+            Format::Markdown => {
+                let mut s = format!(
+                    "# Probe of {}\n\nCounting: {}. Profile: {}. {}.\n\n| hazard | verdict | evidence |\n|---|---|---|\n",
+                    self.target,
+                    self.counting,
+                    profile_name(self.profile),
+                    self.tally()
+                );
+                for f in &self.findings {
+                    let _ = writeln!(
+                        s,
+                        "| {} (`{}`) | **{}** | {} |",
+                        f.title,
+                        f.hazard,
+                        f.verdict.as_str(),
+                        f.evidence.replace('|', "\\|")
+                    );
+                }
+                s.push_str("\n## Rules\n\n");
+                for h in HAZARDS
+                    .iter()
+                    .filter(|h| self.findings.iter().any(|f| f.hazard == h.name))
+                {
+                    let _ = writeln!(s, "- `{}`: {}", h.name, h.rule);
+                }
+                s
+            }
+        }
+    }
+}
+
+fn profile_name(p: Profile) -> &'static str {
+    match p {
+        Profile::Plain => "plain",
+        Profile::Keys => "keys",
+    }
+}
+
+/// Why the probe could not run (exit 3): one line naming the input and
+/// the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Checks the options and runs every chosen hazard against the server.
+pub fn run(opts: &Options) -> Result<Report, UsageError> {
+    let target = Target::parse(&opts.url).map_err(UsageError)?;
+    let legacy = match &opts.legacy_url {
+        Some(u) => Target::parse(u).map_err(|e| UsageError(e.replace("--url", "--legacy-url")))?,
+        None => target.with_path("/sse"),
+    };
+    let mut extra = HeaderMap::new();
+    for h in &opts.headers {
+        let (name, value) = peer::parse_header(h).map_err(UsageError)?;
+        extra.append(name, value);
+    }
+    for name in &opts.only {
+        if !HAZARDS.iter().any(|h| h.name == name) {
+            let known: Vec<_> = HAZARDS.iter().map(|h| h.name).collect();
+            return Err(UsageError(format!(
+                "--only {name:?} is no hazard (known: {})",
+                known.join(", ")
+            )));
+        }
+    }
+    let tool_args = match &opts.tool_args {
+        None => serde_json::json!({}),
+        Some(a) => match serde_json::from_str::<serde_json::Value>(a) {
+            Ok(v) if v.is_object() => v,
+            _ => {
+                return Err(UsageError(format!(
+                    "--tool-args {a:?} is not a JSON object: give e.g. '{{\"name\":\"x\"}}'"
+                )))
+            }
+        },
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        check_loopback(&target, opts.allow_remote).await?;
+        let deadline = tokio::time::Instant::now() + opts.timeout;
+        let peer = Peer::new(
+            target.clone(),
+            extra,
+            opts.request_timeout,
+            opts.max_requests,
+            deadline,
+        );
+        let unreachable = |e: String| {
+            UsageError(format!(
+                "{target}: {e}: start the server, or fix --url (and --header for a server that needs one)"
+            ))
+        };
+        let session = peer.initialize().await.map_err(unreachable)?;
+        let tools = peer.tool_names(&session).await.map_err(unreachable)?;
+        peer.end(&session).await;
+        let has = |t: &str| tools.iter().any(|n| n == t);
+        let counter = match &opts.tool {
+            Some(name) if !has(name) => {
+                return Err(UsageError(format!(
+                    "--tool {name:?}: {target} lists no such tool (it lists: {})",
+                    if tools.is_empty() { "none".to_string() } else { tools.join(", ") }
+                )))
+            }
+            Some(name) => Counter::Tool {
+                name: name.clone(),
+                args: tool_args,
+            },
+            None if has(crate::protocol::mcp::LEDGER_APPEND) && has(crate::protocol::mcp::LEDGER_READ) => {
+                Counter::Ledger
+            }
+            None => Counter::None,
+        };
+        let counting = match &counter {
+            Counter::Ledger => "executions counted with ledger_append/ledger_read".to_string(),
+            Counter::Tool { name, .. } => format!("executions counted with the counter tool {name}"),
+            Counter::None => "no counting tool: only what a client sees".to_string(),
+        };
+        let ctx = Ctx {
+            peer: &peer,
+            counter,
+            keys: opts.profile == Profile::Keys,
+            legacy,
+            wait: opts.request_timeout,
+        };
+        let mut findings = Vec::new();
+        for h in HAZARDS
+            .iter()
+            .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == h.name))
+        {
+            findings.push(ctx.run(h).await);
+        }
+        Ok(Report {
+            target: target.to_string(),
+            counting,
+            profile: opts.profile,
+            findings,
+        })
+    })
+}
+
+/// Refuses a target that resolves beyond this machine unless allowed.
+async fn check_loopback(target: &Target, allow_remote: bool) -> Result<(), UsageError> {
+    let addrs: Vec<_> = tokio::net::lookup_host((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| {
+            UsageError(format!(
+                "--url host {:?} does not resolve: {e}",
+                target.host
+            ))
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(UsageError(format!(
+            "--url host {:?} has no address",
+            target.host
+        )));
+    }
+    if !allow_remote {
+        if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+            return Err(UsageError(format!(
+                "--url {target} resolves to {}, not a loopback address: pass --allow-remote to probe a server on another machine",
+                a.ip()
+            )));
+        }
+    }
+    Ok(())
+}
