@@ -27,7 +27,7 @@ pub const HAZARDS: &[Hazard] = &[
     Hazard {
         name: "retry-new-id",
         title: "retried tool runs twice",
-        rule: "Call the tool, drop the connection after its first event (or before the response head when none comes), re-POST the same call with a new request id (and the same Idempotency-Key under --profile keys), following the server's answers (a 409 with a Last-Event-ID hint: resume by GET; a 409 without: back off and retry). Present when the tool ran more than once for the one call; absent when once.",
+        rule: "Call the tool, drop the connection after its first event (or before the response head when none comes), wait 250 ms, re-POST the same call with a new request id (and the same Idempotency-Key under --profile keys), following the server's answers (a 409 with a Last-Event-ID hint: resume by GET; a 409 without: back off and retry). Present when the tool ran more than once for the one call; absent when once.",
     },
     Hazard {
         name: "retry-same-id",
@@ -132,6 +132,10 @@ pub enum Counter {
 /// Timing of the probe's ledger calls: chunks and the pause before each.
 pub(super) const CHUNKS: u32 = 5;
 pub(super) const INTERVAL: Duration = Duration::from_millis(200);
+/// A client's pause after losing a connection, before it acts again: more
+/// than the server needs to see the close on loopback (a retry sent
+/// sooner races the close, which is a different hazard).
+pub(super) const BACKOFF: Duration = Duration::from_millis(250);
 /// Long enough for a call of `CHUNKS` chunks to have finished.
 pub(super) const SETTLE: Duration = Duration::from_millis(CHUNKS as u64 * 200 + 600);
 
@@ -322,7 +326,7 @@ impl Ctx<'_> {
                 .fire(s, &msg, key.as_deref())
                 .await
                 .map_err(|e| format!("the call failed: {e}"))?;
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(BACKOFF).await;
             return Ok(Dropped {
                 id,
                 tag,
@@ -358,6 +362,7 @@ impl Ctx<'_> {
         let status = Some(reply.status);
         let seen = std::mem::take(&mut reply.seen);
         drop(reply);
+        tokio::time::sleep(BACKOFF).await;
         Ok(Dropped {
             id,
             tag,

@@ -46,7 +46,7 @@ impl Ctx<'_> {
             _ => self.peer.fresh_id(),
         };
         let settled = self.settle(&s, &d, id).await;
-        let n = self.executions(&s, &d.tag, base).await?;
+        let n = self.executions(&s, &d.tag, base).await;
         self.peer.end(&s).await;
         let story = format!(
             "dropped {}, retried: {}; {}",
@@ -58,6 +58,7 @@ impl Ctx<'_> {
                 "no result arrived"
             }
         );
+        let n = n.map_err(|e| format!("{e} ({story})"))?;
         Ok(match n {
             0 => (Verdict::Untestable, format!("the tool never ran ({story})")),
             1 => (Verdict::Absent, format!("the tool ran once ({story})")),

@@ -8,6 +8,7 @@ mod cli_loop;
 mod loopback;
 mod oracle;
 mod own_server;
+mod probe;
 mod report;
 mod rmcp;
 mod serve;

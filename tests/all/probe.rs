@@ -1,0 +1,214 @@
+//! `mcp-chaos probe` against `serve` on a real socket: the hazards the
+//! model has are found on the unguarded arm and none on the guarded arm
+//! with a key-sending client; usage and connection errors exit 3 with one
+//! line.
+
+use crate::cli::{code, run};
+use crate::serve::Served;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Every hazard the probe knows, as `probe --help` and the docs name them.
+const HAZARDS: [&str; 10] = [
+    "retry-new-id",
+    "retry-same-id",
+    "retry-after-completion",
+    "resume-inclusive",
+    "resume-after-completion",
+    "resume-malformed",
+    "resume-foreign-session",
+    "resume-then-post",
+    "legacy-session",
+    "second-get",
+];
+
+/// `probe --url <served> --format json ARGS`: exit code and verdict per
+/// hazard (evidence printed on failure).
+fn probe(s: &Served, args: &[&str]) -> (i32, BTreeMap<String, String>, String) {
+    let url = format!("http://{}/mcp", s.addr);
+    let mut all = vec!["probe", "--url", url.as_str(), "--format", "json"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let list: Vec<Value> = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "probe printed no JSON list ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let verdicts = list
+        .iter()
+        .map(|f| {
+            assert!(f["evidence"].as_str().is_some_and(|e| !e.is_empty()), "{f}");
+            (
+                f["hazard"].as_str().expect("a name").to_string(),
+                f["verdict"].as_str().expect("a verdict").to_string(),
+            )
+        })
+        .collect();
+    (code(&out), verdicts, stdout)
+}
+
+#[test]
+fn the_unguarded_server_has_the_models_hazards() {
+    let s = Served::start(&["--server", "unguarded"]);
+    let (exit, v, out) = probe(&s, &[]);
+    assert_eq!(exit, 1, "a present hazard exits 1: {out}");
+    assert_eq!(
+        v.keys().cloned().collect::<Vec<_>>().len(),
+        HAZARDS.len(),
+        "{out}"
+    );
+    // The unguarded arm models today's SDKs: a retry by POST runs the tool
+    // again whatever its id, a malformed cursor gets an empty 200, and a
+    // legacy session id is served on the streamable endpoint.
+    for h in [
+        "retry-new-id",
+        "retry-same-id",
+        "retry-after-completion",
+        "resume-malformed",
+        "legacy-session",
+    ] {
+        assert_eq!(v[h], "present", "{h}: {out}");
+    }
+    // Its replay is exclusive, per session, and keeps the result; a second
+    // standalone GET gets 409.
+    for h in [
+        "resume-inclusive",
+        "resume-after-completion",
+        "resume-foreign-session",
+        "second-get",
+    ] {
+        assert_eq!(v[h], "absent", "{h}: {out}");
+    }
+}
+
+#[test]
+fn the_guarded_server_with_keys_has_none() {
+    let s = Served::start(&["--server", "guarded"]);
+    let (exit, v, out) = probe(&s, &["--profile", "keys"]);
+    assert_eq!(exit, 0, "{out}");
+    for h in HAZARDS {
+        assert_eq!(v[h], "absent", "{h} must be tested and absent: {out}");
+    }
+}
+
+#[test]
+fn without_keys_the_guarded_server_still_runs_a_retried_tool_once() {
+    // Rule M refuses the retry (409 with a resume hint); the probe resumes.
+    let s = Served::start(&["--server", "guarded"]);
+    let (exit, v, out) = probe(
+        &s,
+        &["--only", "retry-new-id", "--only", "retry-after-completion"],
+    );
+    assert_eq!(exit, 0, "{out}");
+    assert_eq!(v.len(), 2, "--only keeps the named hazards: {out}");
+    assert!(
+        out.contains("409") && out.contains("GET Last-Event-ID"),
+        "{out}"
+    );
+    assert!(v.values().all(|x| x == "absent"), "{out}");
+}
+
+#[test]
+fn a_counter_tool_counts_executions_instead_of_the_ledger() {
+    // ledger_append with a fixed tag counts its own runs: the execution
+    // number is the first number in its result text.
+    let args = [
+        "--tool",
+        "ledger_append",
+        "--tool-args",
+        r#"{"tag":"counted"}"#,
+        "--only",
+        "retry-new-id",
+        "--only",
+        "resume-inclusive",
+    ];
+    let u = Served::start(&["--server", "unguarded"]);
+    let (exit, v, out) = probe(&u, &args);
+    assert_eq!((exit, v["retry-new-id"].as_str()), (1, "present"), "{out}");
+    assert_eq!(v["resume-inclusive"], "untestable", "{out}");
+    let mut keyed = args.to_vec();
+    keyed.extend(["--profile", "keys"]);
+    let g = Served::start(&["--server", "guarded"]);
+    let (exit, v, out) = probe(&g, &keyed);
+    assert_eq!((exit, v["retry-new-id"].as_str()), (0, "absent"), "{out}");
+}
+
+#[test]
+fn text_and_markdown_name_each_hazard_its_verdict_and_rule() {
+    let s = Served::start(&["--server", "unguarded"]);
+    let url = format!("http://{}/mcp", s.addr);
+    let base = ["probe", "--url", url.as_str(), "--only", "retry-new-id"];
+    let text = run(&base);
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(code(&text), 1, "{t}");
+    assert!(
+        t.contains("present    retry-new-id") && t.contains("retried tool runs twice"),
+        "{t}"
+    );
+    assert!(t.contains("1 present, 0 absent, 0 untestable"), "{t}");
+    let mut md_args = base.to_vec();
+    md_args.extend(["--format", "markdown"]);
+    let md = String::from_utf8_lossy(&run(&md_args).stdout).to_string();
+    assert!(
+        md.contains("| retried tool runs twice (`retry-new-id`) | **present** |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Rules") && md.contains("- `retry-new-id`: Call the tool"),
+        "{md}"
+    );
+}
+
+#[test]
+fn usage_and_connection_errors_exit_3_with_one_line() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let refused = format!("http://{closed}/mcp");
+    let s = Served::start(&["--server", "guarded"]);
+    let served = format!("http://{}/mcp", s.addr);
+    for (args, says) in [
+        (vec!["--url", "https://127.0.0.1:1/mcp"], "plain HTTP"),
+        (vec!["--url", "127.0.0.1:8080"], "needs http://"),
+        (
+            vec!["--url", refused.as_str()],
+            "start the server, or fix --url",
+        ),
+        (vec!["--url", "http://192.0.2.1:8080/mcp"], "--allow-remote"),
+        (
+            vec!["--url", served.as_str(), "--only", "nope"],
+            "is no hazard",
+        ),
+        (
+            vec!["--url", served.as_str(), "--tool", "rm_rf"],
+            "lists no such tool",
+        ),
+        (
+            vec!["--url", served.as_str(), "--header", "no colon"],
+            "NAME: VALUE",
+        ),
+        (
+            vec![
+                "--url",
+                served.as_str(),
+                "--tool",
+                "ledger_read",
+                "--tool-args",
+                "[1]",
+            ],
+            "not a JSON object",
+        ),
+    ] {
+        let mut all = vec!["probe"];
+        all.extend(args.iter());
+        let out = run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 3, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} should say {says:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
