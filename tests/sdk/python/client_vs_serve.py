@@ -156,7 +156,7 @@ def is_ledger_append(body: bytes) -> bool:
 def first_progress_passed(down: bytearray) -> bool:
     """True once a whole SSE frame carrying notifications/progress is in `down`."""
     at = down.find(b"notifications/progress")
-    return at >= 0 and down.find(b"\n\n", at) >= 0
+    return at >= 0 and any(down.find(end, at) >= 0 for end in (b"\n\n", b"\r\n\r\n", b"\r\r"))
 
 
 async def run(url: str, chunks: int, interval_ms: int) -> str:
