@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import re
 import sys
 import uuid
@@ -257,6 +258,7 @@ def main() -> int:
     ap.add_argument("--interval-ms", type=int, default=400)
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds for the whole exchange")
     args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(name)s %(levelname)s: %(message)s")
     if args.chunks < 2:
         ap.error("--chunks must be at least 2: the cut needs one progress event")
 
