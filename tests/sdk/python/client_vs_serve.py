@@ -51,6 +51,7 @@ class Seen:
     downstream: list[bytearray] = field(default_factory=list)
     cut: bool = False
     requests_at_cut: int = 0
+    unreadable: str = ""  # a request the proxy could not frame
 
 
 class CuttingProxy:
@@ -87,7 +88,7 @@ class CuttingProxy:
         self.open[task] = (cwriter, swriter)
         down = bytearray()
         self.seen.downstream.append(down)
-        armed = asyncio.Event()
+        armed_at: list[int] = []  # where the ledger_append response begins in `down`
         done = asyncio.Event()
 
         def close_both() -> None:
@@ -108,11 +109,13 @@ class CuttingProxy:
                             k, v = line.split(":", 1)
                             headers[k.strip().lower()] = v.strip()
                     body = b""
+                    if "transfer-encoding" in headers:
+                        self.seen.unreadable = f"{method} with Transfer-Encoding: {headers['transfer-encoding']}"
                     if "content-length" in headers:
                         body = await creader.readexactly(int(headers["content-length"]))
                     self.seen.requests.append((method, headers, body))
-                    if method == "POST" and not self.seen.cut and is_ledger_append(body):
-                        armed.set()
+                    if method == "POST" and not self.seen.cut and not armed_at and is_ledger_append(body):
+                        armed_at.append(len(down))
                     swriter.write(head + body)
                     await swriter.drain()
             except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
@@ -128,7 +131,7 @@ class CuttingProxy:
                     down.extend(data)
                     cwriter.write(data)
                     await cwriter.drain()
-                    if armed.is_set() and not self.seen.cut and first_progress_passed(down):
+                    if armed_at and not self.seen.cut and first_progress_passed(down, armed_at[0]):
                         self.seen.cut = True
                         self.seen.requests_at_cut = len(self.seen.requests)
                         break
@@ -154,9 +157,9 @@ def is_ledger_append(body: bytes) -> bool:
     )
 
 
-def first_progress_passed(down: bytearray) -> bool:
-    """True once a whole SSE frame carrying notifications/progress is in `down`."""
-    at = down.find(b"notifications/progress")
+def first_progress_passed(down: bytearray, start: int) -> bool:
+    """True once a whole SSE frame carrying notifications/progress is in `down[start:]`."""
+    at = down.find(b"notifications/progress", start)
     return at >= 0 and any(down.find(end, at) >= 0 for end in (b"\n\n", b"\r\n\r\n", b"\r\r"))
 
 
@@ -208,6 +211,8 @@ async def run(url: str, chunks: int, interval_ms: int) -> str:
             raise Failure(f"progress message {message!r} is not a chunk of execution 1 of {tag}")
     if not progress:
         raise Failure("no progress notification reached the progress callback")
+    if proxy.seen.unreadable:
+        raise Failure(f"the proxy cannot frame a {proxy.seen.unreadable} request")
     if not proxy.seen.cut:
         raise Failure("the proxy never cut the stream: no progress event passed before the result")
     resumes = [
