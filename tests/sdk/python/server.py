@@ -17,24 +17,29 @@ import sys
 from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
-from mcp.types import ToolAnnotations
+from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
+from mcp.types import JSONRPCMessage, ToolAnnotations
 from pydantic import Field
 
 
 class MemoryEventStore(EventStore):
-    """Every event of every stream, numbered 1, 2, 3... across the process."""
+    """Every event of every stream, numbered 1, 2, 3... across the process,
+    kept until the process ends (an example, not a bounded store).
+
+    The SDK hands this one store to every session, and the interface names
+    streams (by request id) but no session.
+    """
 
     def __init__(self) -> None:
         self.ids = itertools.count(1)
-        self.events: dict[str, tuple[str, object]] = {}  # event id -> (stream id, message or None)
+        self.events: dict[EventId, tuple[StreamId, JSONRPCMessage | None]] = {}  # None: a priming event
 
-    async def store_event(self, stream_id, message):
+    async def store_event(self, stream_id: StreamId, message: JSONRPCMessage | None) -> EventId:
         event_id = str(next(self.ids))
         self.events[event_id] = (stream_id, message)
         return event_id
 
-    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback):
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
         if last_event_id not in self.events:
             return None
         stream_id = self.events[last_event_id][0]
