@@ -62,7 +62,7 @@ pub const HAZARDS: &[Hazard] = &[
     Hazard {
         name: "resume-then-post",
         title: "a resume interleaves replayed and live events out of order",
-        rule: "Drop call 1's stream after its first event while it still runs, resume it by GET and at once POST call 2. Present when call 1's chunks arrive out of order or twice on the resumed stream, when call 2's response arrives on call 1's stream, or when either result arrives twice; absent otherwise.",
+        rule: "Drop call 1's stream after its first event while it still runs, resume it by GET and at once POST call 2. Present when call 1's new chunks (those the client did not have) arrive out of order or twice on the resumed stream, when call 2's response arrives on call 1's stream, or when either result arrives twice; absent otherwise.",
     },
     Hazard {
         name: "legacy-session",
@@ -383,5 +383,34 @@ pub(super) fn dropped_at(d: &Dropped) -> String {
             if n == 1 { "" } else { "s" },
             d.last_id().unwrap_or("none")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HAZARDS;
+
+    #[test]
+    fn the_docs_state_every_rule_as_the_probe_applies_it() {
+        let doc = include_str!("../../docs/probe.md");
+        for h in HAZARDS {
+            let row = format!("| `{}` | {} | {} |", h.name, h.title, h.rule);
+            assert!(
+                doc.contains(&row),
+                "docs/probe.md lacks the row of {}",
+                h.name
+            );
+        }
+    }
+
+    #[test]
+    fn hazard_names_are_unique_kebab_case() {
+        let mut names: Vec<_> = HAZARDS.iter().map(|h| h.name).collect();
+        assert!(names
+            .iter()
+            .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '-')));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), HAZARDS.len());
     }
 }

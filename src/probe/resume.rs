@@ -225,18 +225,16 @@ impl Ctx<'_> {
         );
         self.peer.end(&s).await;
         let mut wrong = Vec::new();
-        let mut index = d
-            .seen
-            .iter()
-            .filter_map(Got::chunk)
-            .map(|c| c.index)
-            .max()
-            .unwrap_or(0);
+        // Chunks the client had before the drop coming again are
+        // resume-inclusive's finding, not counted twice here: order and
+        // repeats are judged among the rest.
+        let had: Vec<_> = d.seen.iter().filter_map(Got::chunk).collect();
+        let mut index = 0;
         for c in g
             .seen
             .iter()
             .filter_map(Got::chunk)
-            .filter(|c| *c.tag == d.tag)
+            .filter(|c| *c.tag == d.tag && !had.contains(c))
         {
             if c.index <= index {
                 wrong.push(format!(

@@ -67,7 +67,12 @@ def cell(text: str) -> str:
     return oneline(text).replace("|", "\\|")
 
 
-def render(command: str, versions: list[tuple[str, str]], servers: list[tuple[str, list[dict] | None, str]]) -> str:
+def render(
+    command: str,
+    versions: list[tuple[str, str]],
+    servers: list[tuple[str, list[dict] | None, str]],
+    notes: list[str],
+) -> str:
     seen = [e["hazard"] for _, found, _ in servers for e in found or []]
     hazards = [h for h in ORDER if h in seen] + sorted({h for h in seen if h not in ORDER})
     titles: dict[str, str] = {}
@@ -100,6 +105,9 @@ def render(command: str, versions: list[tuple[str, str]], servers: list[tuple[st
     if titles:
         out += ["", "Hazards:", ""]
         out += [f"- `{h}`: {cell(titles[h])}" for h in hazards]
+    if notes:
+        out += ["", "Notes:", ""]
+        out += [f"- {oneline(n)}" for n in notes]
     for label, found, why in servers:
         out += ["", f"## {label}", ""]
         if found is None:
@@ -117,6 +125,7 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--command", required=True, help="the command that made the file, shown in it")
     ap.add_argument("--version", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--note", action="append", default=[], metavar="TEXT", help="a note below the table")
     ap.add_argument("--server", action="append", nargs=4, required=True, metavar=("LABEL", "JSON", "EXIT", "STDERR"))
     args = ap.parse_args()
     versions = []
@@ -134,7 +143,7 @@ def main() -> int:
         found, why = load(json_path, code, stderr_path)
         servers.append((label, found, why))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(render(args.command, versions, servers), encoding="utf-8")
+    Path(args.out).write_text(render(args.command, versions, servers, args.note), encoding="utf-8")
     failed = [label for label, found, _ in servers if found is None]
     if failed:
         print(f"sdk_probe_md: no verdicts for {', '.join(failed)} (see {args.out})", file=sys.stderr)
