@@ -518,7 +518,7 @@ enum Cmd {
     /// Try the transport hazards against a live MCP server over real TCP
     /// (real time, not simulated); one verdict per hazard.
     #[command(
-        after_help = "Exit: 0 no hazard present, 1 one or more present, 3 usage or connection error.\n\nExamples:\n  mcp-chaos serve --server unguarded --addr 127.0.0.1:8080 &\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp\n  mcp-chaos probe --url http://127.0.0.1:3000/mcp --header 'Authorization: Bearer TOKEN' --format markdown\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp --profile keys --format json --only retry-new-id"
+        after_help = "Exit: 0 no hazard present, 1 one or more present, 3 usage or connection error, or the budget ran out before every hazard was tried.\n\nExamples:\n  mcp-chaos serve --server unguarded --addr 127.0.0.1:8080 &\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp\n  mcp-chaos probe --url http://127.0.0.1:3000/mcp --header 'Authorization: Bearer TOKEN' --format markdown\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp --profile keys --format json --only retry-new-id"
     )]
     Probe(crate::probe::ProbeArgs),
 }
@@ -723,8 +723,11 @@ pub fn main() -> ExitCode {
             exposure.session_idle = Some(Duration::from_secs(session_idle_secs));
             serve(server, &addr, delivery, exposure).map(|()| 0)
         }
-        Cmd::Probe(args) => crate::probe::main(&args).map(|(report, code)| {
+        Cmd::Probe(args) => crate::probe::main(&args).map(|(report, code, warning)| {
             outln!("{report}");
+            if let Some(w) = warning {
+                errln!("mcp-chaos: {w}");
+            }
             code
         }),
     };

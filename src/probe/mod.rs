@@ -62,7 +62,10 @@ pub struct ProbeArgs {
     /// The legacy HTTP+SSE endpoint (default: /sse on the same server).
     #[arg(long, value_name = "URL")]
     legacy_url: Option<String>,
-    /// Only this hazard (repeatable); all by default.
+    /// Only this hazard (repeatable; all by default): retry-new-id,
+    /// retry-same-id, retry-after-completion, resume-inclusive,
+    /// resume-after-completion, resume-malformed, resume-foreign-session,
+    /// resume-then-post, legacy-session, second-get (docs/probe.md).
     #[arg(long, value_name = "HAZARD")]
     only: Vec<String>,
     /// Output: text, markdown or json.
@@ -82,9 +85,9 @@ pub struct ProbeArgs {
     allow_remote: bool,
 }
 
-/// Runs `probe` from its command line: the report to print, and the exit
-/// code.
-pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8)> {
+/// Runs `probe` from its command line: the report to print, the exit code,
+/// and a line for standard error when the budget ran out first.
+pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8, Option<String>)> {
     let opts = Options {
         url: args.url.clone(),
         legacy_url: args.legacy_url.clone(),
@@ -99,8 +102,17 @@ pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8)> {
         allow_remote: args.allow_remote,
     };
     let report = run(&opts)?;
-    let code = if report.any_present() { 1 } else { 0 };
-    Ok((report.render(args.format).trim_end().to_string(), code))
+    let text = report.render(args.format).trim_end().to_string();
+    Ok(match (report.any_present(), report.budget_spent) {
+        (true, _) => (text, 1, None),
+        // Nothing present, but not everything was tried: not a pass.
+        (false, true) => (
+            text,
+            3,
+            Some("the probe's budget ran out before every hazard was tried: raise --timeout or --max-requests".into()),
+        ),
+        (false, false) => (text, 0, None),
+    })
 }
 
 /// Everything `probe` needs.
@@ -141,6 +153,8 @@ pub struct Report {
     pub profile: Profile,
     /// One finding per hazard tried, in [`HAZARDS`] order.
     pub findings: Vec<Finding>,
+    /// The request or time budget ran out before every hazard was tried.
+    pub budget_spent: bool,
 }
 
 impl Report {
@@ -321,6 +335,7 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
             counting,
             profile: opts.profile,
             findings,
+            budget_spent: peer.spent(),
         })
     })
 }

@@ -296,6 +296,7 @@ pub struct Peer {
     deadline: Instant,
     nonce: String,
     next_id: Cell<u64>,
+    spent: Cell<bool>,
 }
 
 impl Peer {
@@ -319,12 +320,30 @@ impl Peer {
             deadline,
             nonce,
             next_id: Cell::new(1),
+            spent: Cell::new(false),
         }
     }
 
     /// The server's URL.
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Whether a request was refused for the budget (or the time) spent:
+    /// some hazard was then not fully tried.
+    pub fn spent(&self) -> bool {
+        self.spent.get()
+    }
+
+    /// Takes one request from the budget.
+    fn take(&self) -> Result<(), Failure> {
+        let left = self.requests_left.get();
+        if left == 0 || Instant::now() >= self.deadline {
+            self.spent.set(true);
+            return Err(Failure::Budget);
+        }
+        self.requests_left.set(left - 1);
+        Ok(())
     }
 
     /// When the whole probe must end.
@@ -353,11 +372,7 @@ impl Peer {
     /// head arrived. Adds `Host` and the `--header`s; `target` (default:
     /// the probe's) chooses the path.
     pub async fn send(&self, mut out: Outgoing, target: Option<&Target>) -> Result<Reply, Failure> {
-        let left = self.requests_left.get();
-        if left == 0 || Instant::now() >= self.deadline {
-            return Err(Failure::Budget);
-        }
-        self.requests_left.set(left - 1);
+        self.take()?;
         let target = target.unwrap_or(&self.target);
         out.path = target.path.clone();
         out.headers.insert(
@@ -378,7 +393,10 @@ impl Peer {
                 .map_err(|e| Failure::Http(e.to_string()))
         };
         let ex = match tokio::time::timeout_at(until, exchange).await {
-            Err(_) if until >= self.deadline => return Err(Failure::Budget),
+            Err(_) if until >= self.deadline => {
+                self.spent.set(true);
+                return Err(Failure::Budget);
+            }
             Err(_) => return Err(Failure::Timeout),
             Ok(r) => r?,
         };
@@ -424,11 +442,7 @@ impl Peer {
         key: Option<&str>,
     ) -> Result<(), Failure> {
         use tokio::io::AsyncWriteExt;
-        let left = self.requests_left.get();
-        if left == 0 || Instant::now() >= self.deadline {
-            return Err(Failure::Budget);
-        }
-        self.requests_left.set(left - 1);
+        self.take()?;
         let mut out = Outgoing::post(session.id.as_deref(), msg);
         set(
             &mut out.headers,

@@ -212,3 +212,24 @@ fn usage_and_connection_errors_exit_3_with_one_line() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn a_spent_budget_is_not_a_pass() {
+    let s = Served::start(&["--server", "guarded"]);
+    let url = format!("http://{}/mcp", s.addr);
+    let out = run(&[
+        "probe",
+        "--url",
+        &url,
+        "--max-requests",
+        "8",
+        "--format",
+        "json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(code(&out), 3, "{err}");
+    assert!(err.contains("raise --timeout or --max-requests"), "{err}");
+    let list: Vec<Value> = serde_json::from_slice(&out.stdout).expect("the report is printed");
+    assert!(list.iter().any(|f| f["verdict"] == "untestable"
+        && f["evidence"].as_str().is_some_and(|e| e.contains("budget"))));
+}
