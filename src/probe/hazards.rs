@@ -167,6 +167,16 @@ pub(super) struct Dropped {
 }
 
 impl Dropped {
+    /// A call dropped before any answer came.
+    fn unanswered(id: RequestId, tag: String, key: Option<String>) -> Dropped {
+        Dropped {
+            id,
+            tag,
+            key,
+            seen: Vec::new(),
+            status: None,
+        }
+    }
     pub(super) fn last_id(&self) -> Option<&str> {
         self.seen.iter().rev().find_map(|g| g.id.as_deref())
     }
@@ -327,27 +337,13 @@ impl Ctx<'_> {
                 .await
                 .map_err(|e| format!("the call failed: {e}"))?;
             tokio::time::sleep(BACKOFF).await;
-            return Ok(Dropped {
-                id,
-                tag,
-                key,
-                seen: Vec::new(),
-                status: None,
-            });
+            return Ok(Dropped::unanswered(id, tag, key));
         }
         let drop_at = self.peer.within(INTERVAL * 3 / 2);
         let sent = tokio::time::timeout_at(drop_at, self.peer.post(s, &msg, key.as_deref())).await;
         let mut reply = match sent {
             // No head in time: the connection goes (a lost response head).
-            Err(_) => {
-                return Ok(Dropped {
-                    id,
-                    tag,
-                    key,
-                    seen: Vec::new(),
-                    status: None,
-                })
-            }
+            Err(_) => return Ok(Dropped::unanswered(id, tag, key)),
             Ok(r) => r.map_err(|e| format!("the call failed: {e}"))?,
         };
         if !reply.status.is_success() {

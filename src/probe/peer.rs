@@ -419,16 +419,7 @@ impl Peer {
         msg: &Message,
         key: Option<&str>,
     ) -> Result<Reply, Failure> {
-        let mut out = Outgoing::post(session.id.as_deref(), msg);
-        set(
-            &mut out.headers,
-            headers::MCP_PROTOCOL_VERSION,
-            &session.version,
-        );
-        if let Some(k) = key {
-            set(&mut out.headers, headers::IDEMPOTENCY_KEY, k);
-        }
-        self.send(out, None).await
+        self.send(posting(session, msg, key), None).await
     }
 
     /// Sends a POST of `msg` and closes the connection as soon as the
@@ -443,15 +434,7 @@ impl Peer {
     ) -> Result<(), Failure> {
         use tokio::io::AsyncWriteExt;
         self.take()?;
-        let mut out = Outgoing::post(session.id.as_deref(), msg);
-        set(
-            &mut out.headers,
-            headers::MCP_PROTOCOL_VERSION,
-            &session.version,
-        );
-        if let Some(k) = key {
-            set(&mut out.headers, headers::IDEMPOTENCY_KEY, k);
-        }
+        let mut out = posting(session, msg, key);
         for (name, value) in &self.extra {
             out.headers.insert(name.clone(), value.clone());
         }
@@ -638,6 +621,20 @@ impl Peer {
         };
         let _ = self.send(out, None).await;
     }
+}
+
+/// The POST of `msg` in `session`: version header, and the key if any.
+fn posting(session: &Session, msg: &Message, key: Option<&str>) -> Outgoing {
+    let mut out = Outgoing::post(session.id.as_deref(), msg);
+    set(
+        &mut out.headers,
+        headers::MCP_PROTOCOL_VERSION,
+        &session.version,
+    );
+    if let Some(k) = key {
+        set(&mut out.headers, headers::IDEMPOTENCY_KEY, k);
+    }
+    out
 }
 
 /// A `tools/call` request of `tool` with `arguments`, its progress on

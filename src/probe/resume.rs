@@ -2,7 +2,7 @@
 //! right behind it.
 
 use super::hazards::{dropped_at, Counter, Ctx, Dropped, Step, Verdict, CHUNKS, SETTLE};
-use super::peer::{End, Failure, Got, Session};
+use super::peer::{End, Failure, Got, Reply, Session};
 use crate::protocol::jsonrpc::RequestId;
 use ::http::StatusCode;
 use std::time::Duration;
@@ -33,18 +33,25 @@ impl Ctx<'_> {
         Ok((s, d, last))
     }
 
-    pub(super) async fn resume_inclusive(&self) -> Step<(Verdict, String)> {
-        let (s, d, last) = self.dropped_with_cursor("resume-inclusive", CHUNKS).await?;
+    /// A GET resuming from `last`, which the server must accept for the
+    /// hazard to be tested (a refusal ends the session: untestable).
+    async fn resumed(&self, s: &Session, last: &str) -> Step<Reply> {
         let mut g = self
             .peer
-            .get(&s, Some(&last))
+            .get(s, Some(last))
             .await
             .map_err(|e| e.to_string())?;
         if !g.status.is_success() {
             g.read_until(self.peer.within(self.wait), |_| false).await;
-            self.peer.end(&s).await;
+            self.peer.end(s).await;
             return Err(format!("the resume was refused: GET {}", g.describe()));
         }
+        Ok(g)
+    }
+
+    pub(super) async fn resume_inclusive(&self) -> Step<(Verdict, String)> {
+        let (s, d, last) = self.dropped_with_cursor("resume-inclusive", CHUNKS).await?;
+        let mut g = self.resumed(&s, &last).await?;
         g.read_response(&d.id, self.peer.within(self.wait + SETTLE))
             .await;
         self.peer.end(&s).await;
@@ -194,15 +201,7 @@ impl Ctx<'_> {
 
     pub(super) async fn resume_then_post(&self) -> Step<(Verdict, String)> {
         let (s, d, last) = self.dropped_with_cursor("resume-then-post-1", 6).await?;
-        let mut g = self
-            .peer
-            .get(&s, Some(&last))
-            .await
-            .map_err(|e| e.to_string())?;
-        if !g.status.is_success() {
-            self.peer.end(&s).await;
-            return Err(format!("the resume was refused: GET {}", g.describe()));
-        }
+        let mut g = self.resumed(&s, &last).await?;
         let id2 = self.peer.fresh_id();
         let tag2 = self.peer.tag("resume-then-post-2");
         let msg2 = self.op(&id2, &tag2, 1, Duration::ZERO);
