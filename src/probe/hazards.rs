@@ -210,12 +210,12 @@ impl Ctx<'_> {
         }
     }
 
-    pub(super) fn no_tool(&self) -> Step<(Verdict, String)> {
-        Err("needs a tool to call: the server lists no ledger_append/ledger_read and --tool names none".into())
-    }
-
-    pub(super) fn needs_tool(&self) -> bool {
-        matches!(self.counter, Counter::None)
+    /// Refuses a test that needs a tool to call when there is none.
+    pub(super) fn need_tool(&self) -> Step<()> {
+        match self.counter {
+            Counter::None => Err("needs a tool to call: the server lists no ledger_append/ledger_read and --tool names none".into()),
+            _ => Ok(()),
+        }
     }
 
     pub(super) async fn session(&self) -> Step<Session> {

@@ -346,11 +346,6 @@ impl Peer {
         Ok(())
     }
 
-    /// When the whole probe must end.
-    pub fn deadline(&self) -> Instant {
-        self.deadline
-    }
-
     /// A deadline `d` from now, never past the probe's own.
     pub fn within(&self, d: Duration) -> Instant {
         (Instant::now() + d).min(self.deadline)
@@ -371,24 +366,12 @@ impl Peer {
     /// Sends one request on a new connection and returns once its response
     /// head arrived. Adds `Host` and the `--header`s; `target` (default:
     /// the probe's) chooses the path.
-    pub async fn send(&self, mut out: Outgoing, target: Option<&Target>) -> Result<Reply, Failure> {
-        self.take()?;
+    pub async fn send(&self, out: Outgoing, target: Option<&Target>) -> Result<Reply, Failure> {
         let target = target.unwrap_or(&self.target);
-        out.path = target.path.clone();
-        out.headers.insert(
-            header::HOST,
-            HeaderValue::from_str(&target.authority()).map_err(|e| Failure::Http(e.to_string()))?,
-        );
-        for (name, value) in &self.extra {
-            out.headers.insert(name.clone(), value.clone());
-        }
+        let out = self.prepare(out, target)?;
         let until = self.within(self.request_timeout);
         let exchange = async {
-            let tcp = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
-                .await
-                .map_err(|e| Failure::Connect(e.to_string()))?;
-            let _ = tcp.set_nodelay(true);
-            wire::send(tcp, out)
+            wire::send(connect(target).await?, out)
                 .await
                 .map_err(|e| Failure::Http(e.to_string()))
         };
@@ -433,16 +416,11 @@ impl Peer {
         key: Option<&str>,
     ) -> Result<(), Failure> {
         use tokio::io::AsyncWriteExt;
-        self.take()?;
-        let mut out = posting(session, msg, key);
-        for (name, value) in &self.extra {
-            out.headers.insert(name.clone(), value.clone());
-        }
+        let out = self.prepare(posting(session, msg, key), &self.target)?;
         let body = out.body.unwrap_or_default();
         let mut head = format!(
-            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-length: {}\r\n",
-            self.target.path,
-            self.target.authority(),
+            "POST {} HTTP/1.1\r\ncontent-length: {}\r\n",
+            out.path,
             body.len()
         )
         .into_bytes();
@@ -456,10 +434,7 @@ impl Peer {
         head.extend_from_slice(&body);
         let until = self.within(self.request_timeout);
         let write = async {
-            let mut tcp =
-                tokio::net::TcpStream::connect((self.target.host.as_str(), self.target.port))
-                    .await
-                    .map_err(|e| Failure::Connect(e.to_string()))?;
+            let mut tcp = connect(&self.target).await?;
             tcp.write_all(&head)
                 .await
                 .map_err(|e| Failure::Http(e.to_string()))?;
@@ -477,60 +452,46 @@ impl Peer {
         session: &Session,
         last_event_id: Option<&str>,
     ) -> Result<Reply, Failure> {
-        let mut h = HeaderMap::new();
-        h.insert(
+        let mut out = bare(Method::GET, Some(session));
+        out.headers.insert(
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        if let Some(s) = &session.id {
-            set(&mut h, headers::MCP_SESSION_ID, s);
-        }
-        set(&mut h, headers::MCP_PROTOCOL_VERSION, &session.version);
         if let Some(l) = last_event_id {
-            set(&mut h, headers::LAST_EVENT_ID, l);
+            set(&mut out.headers, headers::LAST_EVENT_ID, l);
         }
-        let out = Outgoing {
-            method: Method::GET,
-            path: String::new(),
-            headers: h,
-            body: None,
-        };
         self.send(out, None).await
     }
 
     /// A plain GET of another path (the legacy transport's SSE endpoint).
     pub async fn get_at(&self, target: &Target) -> Result<Reply, Failure> {
-        let mut h = HeaderMap::new();
-        h.insert(
+        let mut out = bare(Method::GET, None);
+        out.headers.insert(
             header::ACCEPT,
             HeaderValue::from_static("text/event-stream"),
         );
-        let out = Outgoing {
-            method: Method::GET,
-            path: String::new(),
-            headers: h,
-            body: None,
-        };
         self.send(out, Some(target)).await
+    }
+
+    /// Takes a request from the budget and gives it what every request of
+    /// the probe carries: `target`'s path, `Host`, the `--header`s.
+    fn prepare(&self, mut out: Outgoing, target: &Target) -> Result<Outgoing, Failure> {
+        self.take()?;
+        out.path = target.path.clone();
+        out.headers.insert(
+            header::HOST,
+            HeaderValue::from_str(&target.authority()).map_err(|e| Failure::Http(e.to_string()))?,
+        );
+        for (name, value) in &self.extra {
+            out.headers.insert(name.clone(), value.clone());
+        }
+        Ok(out)
     }
 
     /// `initialize`, then `notifications/initialized`: a new session.
     pub async fn initialize(&self) -> Result<Session, String> {
         let id = self.fresh_id();
-        let init = Message::Request {
-            id: id.clone(),
-            method: mcp::INITIALIZE.into(),
-            params: Some(mcp::initialize_params(
-                mcp::LATEST_VERSION,
-                json!({}),
-                "mcp-chaos-probe",
-            )),
-        };
-        let fresh = Session {
-            id: None,
-            version: mcp::LATEST_VERSION.into(),
-        };
-        let out = Outgoing::post(None, &init);
+        let out = Outgoing::post(None, &initialize_request(&id, mcp::LATEST_VERSION));
         let mut reply = self.send(out, None).await.map_err(|e| e.to_string())?;
         if !reply.status.is_success() {
             let _ = reply
@@ -545,7 +506,7 @@ impl Peer {
             Some(Message::Result { result, .. }) => result
                 .get("protocolVersion")
                 .and_then(|v| v.as_str().map(|s| s.into_owned()))
-                .unwrap_or_else(|| fresh.version.clone()),
+                .unwrap_or_else(|| mcp::LATEST_VERSION.into()),
             Some(Message::Error { error, .. }) => {
                 return Err(format!(
                     "initialize failed: {} {}",
@@ -609,17 +570,49 @@ impl Peer {
     /// Ends a session (DELETE); errors are ignored: the server may not
     /// allow it, and the probe is done with the session either way.
     pub async fn end(&self, session: &Session) {
-        let Some(sid) = &session.id else { return };
-        let mut h = HeaderMap::new();
-        set(&mut h, headers::MCP_SESSION_ID, sid);
-        set(&mut h, headers::MCP_PROTOCOL_VERSION, &session.version);
-        let out = Outgoing {
-            method: Method::DELETE,
-            path: String::new(),
-            headers: h,
-            body: None,
-        };
-        let _ = self.send(out, None).await;
+        if session.id.is_some() {
+            let _ = self.send(bare(Method::DELETE, Some(session)), None).await;
+        }
+    }
+}
+
+/// A request without a body, naming `session` (its id, when it has one,
+/// and its version); path and `Host` come in [`Peer::send`].
+fn bare(method: Method, session: Option<&Session>) -> Outgoing {
+    let mut out = Outgoing {
+        method,
+        path: String::new(),
+        headers: HeaderMap::new(),
+        body: None,
+    };
+    if let Some(s) = session {
+        if let Some(id) = &s.id {
+            set(&mut out.headers, headers::MCP_SESSION_ID, id);
+        }
+        set(&mut out.headers, headers::MCP_PROTOCOL_VERSION, &s.version);
+    }
+    out
+}
+
+/// A new connection to `target`.
+async fn connect(target: &Target) -> Result<tokio::net::TcpStream, Failure> {
+    let tcp = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| Failure::Connect(e.to_string()))?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
+/// `initialize` as request `id`, for protocol revision `version`.
+pub fn initialize_request(id: &RequestId, version: &str) -> Message {
+    Message::Request {
+        id: id.clone(),
+        method: mcp::INITIALIZE.into(),
+        params: Some(mcp::initialize_params(
+            version,
+            json!({}),
+            "mcp-chaos-probe",
+        )),
     }
 }
 

@@ -14,12 +14,9 @@ impl Ctx<'_> {
         name: &str,
         chunks: u32,
     ) -> Step<(Session, Dropped, String)> {
-        match self.counter {
-            Counter::None => return Err(self.no_tool().unwrap_err()),
-            Counter::Tool { .. } => {
-                return Err("needs a tool that streams events before its result (the ledger tools); a counter tool's call is dropped before any answer".into())
-            }
-            Counter::Ledger => {}
+        self.need_tool()?;
+        if let Counter::Tool { .. } = self.counter {
+            return Err("needs a tool that streams events before its result (the ledger tools); a counter tool's call is dropped before any answer".into());
         }
         let s = self.session().await?;
         let d = self.start_and_drop(&s, name, chunks).await?;
@@ -146,9 +143,7 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn resume_foreign(&self) -> Step<(Verdict, String)> {
-        if self.needs_tool() {
-            return self.no_tool();
-        }
+        self.need_tool()?;
         let a = self.session().await?;
         let id = self.peer.fresh_id();
         let tag = self.peer.tag("resume-foreign-session");

@@ -24,9 +24,7 @@ struct Settled {
 
 impl Ctx<'_> {
     pub(super) async fn retry(&self, how: Retry) -> Step<(Verdict, String)> {
-        if self.needs_tool() {
-            return self.no_tool();
-        }
+        self.need_tool()?;
         let s = self.session().await?;
         let base = self.baseline(&s).await?;
         let name = match how {

@@ -2,10 +2,9 @@
 //! second standalone GET.
 
 use super::hazards::{Ctx, Step, Verdict};
-use super::peer::{clip, Session};
+use super::peer::{clip, initialize_request, Session};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::mcp;
-use serde_json::json;
 use std::time::Duration;
 
 impl Ctx<'_> {
@@ -46,19 +45,12 @@ impl Ctx<'_> {
             id: None,
             version: mcp::LEGACY_VERSION.into(),
         };
-        let init = Message::Request {
-            id: init_id.clone(),
-            method: mcp::INITIALIZE.into(),
-            params: Some(mcp::initialize_params(
-                mcp::LEGACY_VERSION,
-                json!({}),
-                "mcp-chaos-probe",
-            )),
-        };
+        let init = initialize_request(&init_id, mcp::LEGACY_VERSION);
         let send = |m: Message| {
-            let mut out = crate::client::http::Outgoing::post(None, &m);
-            out.path = post_to.path.clone();
-            self.peer.send(out, Some(&post_to))
+            self.peer.send(
+                crate::client::http::Outgoing::post(None, &m),
+                Some(&post_to),
+            )
         };
         send(init)
             .await
