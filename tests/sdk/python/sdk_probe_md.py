@@ -19,19 +19,6 @@ import json
 import sys
 from pathlib import Path
 
-# The hazards in the order the probe plans them; others follow as first seen.
-ORDER = [
-    "retry-same-id",
-    "retry-new-id",
-    "retry-after-completion",
-    "resume-inclusive",
-    "resume-after-completion",
-    "resume-malformed",
-    "resume-foreign-session",
-    "resume-then-post",
-    "legacy-session",
-    "second-get",
-]
 VERDICTS = ("present", "absent", "untestable")
 
 
@@ -74,7 +61,7 @@ def render(
     notes: list[str],
 ) -> str:
     seen = [e["hazard"] for _, found, _ in servers for e in found or []]
-    hazards = [h for h in ORDER if h in seen] + sorted({h for h in seen if h not in ORDER})
+    hazards = list(dict.fromkeys(seen))  # the order the probe reports them in
     titles: dict[str, str] = {}
     for _, found, _ in servers:
         for e in found or []:
