@@ -64,6 +64,35 @@ pub(crate) struct StreamRt {
     pub done_producing: bool,
     /// Ids of the stream's result events, increasing.
     pub results: Vec<EventId>,
+    /// How far its current connection's writer has got.
+    pub sent: Sent,
+}
+
+/// How far a stream's writer has got on its connection: which of the
+/// stream's events it has yet to write. Until its writer starts, a stream
+/// owes every event (even the priming one is not on the wire yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sent {
+    /// Written (or passed over, when evicted) in id order up to here; in an
+    /// interleaved replay, the backlog walked so far.
+    pub last: Option<EventId>,
+    /// An interleaved replay (the unguarded resume: live events go out
+    /// between backlog events): the live events written up to here, and
+    /// where its backlog ends.
+    pub interleaved: Option<(Option<EventId>, Option<EventId>)>,
+}
+
+impl Sent {
+    /// Whether event `id` of the stream is still to be written.
+    pub fn owes(&self, id: EventId) -> bool {
+        let id = Some(id);
+        match self.interleaved {
+            None => id > self.last,
+            Some((live_last, replay_until)) => {
+                (id > self.last && id <= replay_until) || id > live_last
+            }
+        }
+    }
 }
 
 /// One execution of a request still running (a reused id can have two).
@@ -107,6 +136,9 @@ pub(crate) struct Session {
     pub routes: BTreeMap<RequestId, StreamIdx>,
     /// Woken whenever replay backlog is written or abandoned.
     pub drained: Rc<Notify>,
+    /// Woken whenever a writer writes or loses its connection, and when the
+    /// session ends: a tool waiting for room in the store looks again.
+    pub room: Rc<Notify>,
     /// When a request last named the session (idle expiry, exposed).
     pub last_active: Cell<Instant>,
     /// The bearer token that opened it, if any (sessions per principal).
@@ -130,6 +162,8 @@ impl Drop for Session {
         if let Some(b) = &self.budget {
             b.used.set(b.used.get() - self.store_bytes);
         }
+        // A tool waiting for room must learn that nobody is owed anything.
+        self.room.notify_waiters();
     }
 }
 
@@ -160,6 +194,7 @@ impl Session {
             post_streams: BTreeMap::new(),
             routes: BTreeMap::new(),
             drained: Rc::new(Notify::new()),
+            room: Rc::new(Notify::new()),
             last_active: Cell::new(Instant::now()),
             owner: None,
             first_event_id,
@@ -196,6 +231,7 @@ impl Session {
             wake: Rc::new(Notify::new()),
             done_producing: false,
             results: Vec::new(),
+            sent: Sent::default(),
         });
         history.record(Record::StreamOpened {
             session: self.id.clone(),
@@ -271,6 +307,42 @@ impl Session {
             self.evict_oldest(history);
         }
         id
+    }
+
+    /// How many of the oldest stored events storing one more event of
+    /// `len` bytes would evict: past the store's capacity, and past the
+    /// server-wide byte budget (never the new event itself).
+    fn evictions_for(&self, len: usize) -> usize {
+        let mut n = (self.store.len() + 1).saturating_sub(self.store_capacity);
+        if let Some(b) = &self.budget {
+            let mut over = (b.used() + len).saturating_sub(b.limit);
+            let by_bytes = self
+                .store
+                .iter()
+                .take_while(|e| {
+                    let go = over > 0;
+                    over = over.saturating_sub(e.data.len());
+                    go
+                })
+                .count();
+            n = n.max(by_bytes);
+        }
+        n.min(self.store.len())
+    }
+
+    /// Whether storing one more event of `len` bytes would evict an event a
+    /// live connection has yet to write: then a tool waits (backpressure,
+    /// as the SDKs' bounded channels give) instead of losing it. An event
+    /// of a stream whose connection is gone (seen closed, or past its write
+    /// deadline) does not hold a tool back: it is evicted oldest first.
+    pub fn would_evict_unsent(&self, len: usize) -> bool {
+        let n = self.evictions_for(len);
+        (self.store_base..)
+            .zip(self.store.iter().take(n))
+            .any(|(id, e)| {
+                let rt = &self.streams[e.stream as usize];
+                rt.conn.is_some() && rt.sent.owes(id)
+            })
     }
 
     fn evict_oldest(&mut self, history: &History) {
@@ -496,6 +568,64 @@ mod tests {
         b.produce(sb, EventKind::Progress, &"x".repeat(100), None, None, &h);
         assert_eq!(budget.used(), 100);
         assert!(b.data(4).is_some());
+    }
+
+    #[test]
+    fn a_full_store_holds_a_tool_back_only_for_events_a_live_connection_owes() {
+        let h = history();
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 3);
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1: priming
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 2
+        assert!(!s.would_evict_unsent(2), "room for a third event");
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 3
+        assert!(
+            s.would_evict_unsent(2),
+            "full, and the writer has not started: even the priming event is owed"
+        );
+        s.streams[a as usize].sent.last = Some(1);
+        assert!(!s.would_evict_unsent(2), "the oldest (1) is on the wire");
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 4 evicts 1
+        assert!(s.would_evict_unsent(2), "2 is next to go and still owed");
+        s.streams[a as usize].conn = None;
+        assert!(
+            !s.would_evict_unsent(2),
+            "a connection seen closed holds nothing back"
+        );
+        // An interleaved replay owes its backlog up to `replay_until` and
+        // its live events after `live`.
+        s.streams[a as usize].conn = Some(2);
+        s.streams[a as usize].sent = Sent {
+            last: Some(1),
+            interleaved: Some((Some(4), Some(3))),
+        };
+        assert!(s.would_evict_unsent(2), "backlog event 2 is owed");
+        let sent = Sent {
+            last: Some(3),
+            interleaved: Some((Some(4), Some(3))),
+        };
+        assert!(!sent.owes(2) && !sent.owes(4) && sent.owes(5));
+        let sent = Sent {
+            last: Some(1),
+            interleaved: Some((Some(5), Some(3))),
+        };
+        assert!(sent.owes(2) && sent.owes(3) && !sent.owes(4) && sent.owes(6));
+    }
+
+    #[test]
+    fn a_byte_budget_holds_a_tool_back_for_every_event_it_would_evict() {
+        let h = history();
+        let budget = StoreBudget::new(20);
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 100);
+        s.budget = Some(budget);
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1: 0 bytes
+        s.produce(a, EventKind::Progress, "0123456789", None, None, &h); // 2
+        s.produce(a, EventKind::Progress, "0123456789", None, None, &h); // 3
+        s.streams[a as usize].sent.last = Some(2);
+        assert!(!s.would_evict_unsent(1), "1 and 2 make room, both written");
+        assert!(
+            s.would_evict_unsent(11),
+            "11 bytes need 3 gone too, and it is owed"
+        );
     }
 
     #[test]

@@ -236,6 +236,8 @@ async fn run(
                 },
             )
         };
+        let encoded = msg.encode();
+        room_for(&shared, &sid, encoded.len()).await;
         let mut st = shared.state.borrow_mut();
         let Some(sess) = st.sessions.get_mut(&sid) else {
             // Session deleted: nothing to deliver to. The tool still ends
@@ -273,7 +275,7 @@ async fn run(
         sess.produce(
             to,
             kind,
-            &msg.encode(),
+            &encoded,
             Some(call.rpc_id.clone()),
             tag.clone(),
             &shared.history,
@@ -322,6 +324,23 @@ async fn run(
         rpc_id: call.rpc_id,
         cancelled: !finished,
     });
+}
+
+/// Waits until the session's store can take an event of `len` bytes
+/// without evicting one a live connection has yet to write (or the session
+/// is gone). A tool that outruns its writers waits for them, as one behind
+/// an SDK's bounded channel does; it never waits on a connection the
+/// server saw close or whose write deadline passed.
+async fn room_for(shared: &Shared, sid: &SessionId, len: usize) {
+    loop {
+        let room = match shared.state.borrow().sessions.get(sid) {
+            Some(sess) if sess.would_evict_unsent(len) => sess.room.clone(),
+            _ => return,
+        };
+        // Nothing else runs between the look and this wait (one thread):
+        // a writer's notification cannot fall between them.
+        room.notified().await;
+    }
 }
 
 async fn pace(pacing: &Pacing, interval: Duration) {

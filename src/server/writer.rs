@@ -8,6 +8,7 @@
 //! backlog events.
 
 use super::body::ServerBody;
+use super::session::Sent;
 use super::Shared;
 use crate::guard::{EventId, StreamIdx};
 use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
@@ -82,6 +83,20 @@ pub(crate) fn spawn(
     tx: mpsc::Sender<Bytes>,
     plan: Plan,
 ) {
+    // From now on the stream owes what this connection has yet to write
+    // (a resume owes the events after its cursor, not what an older
+    // connection wrote).
+    let interleave = plan.replay && !shared.guarded();
+    with_session(&shared, &sid, |sess| {
+        let rt = &mut sess.streams[s as usize];
+        if rt.conn == Some(conn) {
+            rt.sent = Sent {
+                last: plan.after,
+                interleaved: interleave
+                    .then_some((plan.replay_until.max(plan.after), plan.replay_until)),
+            };
+        }
+    });
     tokio::task::spawn_local(run(shared, sid, s, conn, tx, plan));
 }
 
@@ -205,6 +220,7 @@ async fn run(
                 with_session(&shared, &sid, |sess| {
                     if sess.streams[s as usize].conn == Some(conn) {
                         sess.streams[s as usize].conn = None;
+                        sess.room.notify_waiters();
                         sess.last_active.set(tokio::time::Instant::now());
                         sess.guard.finished(s);
                         shared.history.record(Record::StreamFinished {
@@ -308,6 +324,12 @@ fn advance(
         if sess.streams[s as usize].conn != Some(conn) {
             return;
         }
+        let sent = &mut sess.streams[s as usize].sent;
+        match &mut sent.interleaved {
+            Some((live, _)) if !backlog => *live = Some(id),
+            _ => sent.last = Some(id),
+        }
+        sess.room.notify_waiters();
         if written {
             sess.guard.written(s, id);
         }
@@ -399,6 +421,7 @@ fn on_close(
         sess.guard.close_seen(s);
         super::cancel::on_close_seen(shared, sid, sess, s, conn);
         sess.drained.notify_waiters();
+        sess.room.notify_waiters();
         if rt_kind == crate::history::StreamKind::Legacy {
             super::session::schedule_expiry(shared.clone(), sid.clone(), s);
         }

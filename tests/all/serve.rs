@@ -641,3 +641,44 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
     initialize(&mut s.connect(), &[]);
     assert!(s.alive());
 }
+
+/// The `progress` numbers of a call's SSE body, in arrival order, whether
+/// the body ended with the call's result, and whether a `gap` came.
+fn progress_in(body: &str) -> (Vec<u32>, bool, bool) {
+    let mut progress = Vec::new();
+    let mut result = false;
+    for data in body.lines().filter_map(|l| l.strip_prefix("data:")) {
+        if let Some(rest) = data.split(r#""progress":"#).nth(1) {
+            let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            progress.push(n.parse().expect("a progress number"));
+        } else if data.contains(r#""result""#) {
+            result = true;
+        }
+    }
+    (progress, result, body.contains("event: gap"))
+}
+
+/// A 1000-chunk call produced without pause outruns the 256-event store;
+/// on a healthy connection it still arrives whole, on every built-in arm:
+/// the tool waits for its writer instead of evicting unsent events.
+#[test]
+fn a_call_of_more_chunks_than_the_store_holds_arrives_whole() {
+    for arm in ["unguarded", "keys", "guarded", "cancel"] {
+        let s = Served::start(&["--server", arm]);
+        let mut c = s.connect();
+        let sid = initialize(&mut c, &[]);
+        let r = c.send(
+            "POST",
+            &[("mcp-session-id", sid.as_str())],
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ledger_append","arguments":{"tag":"long","chunks":1000,"chunk_interval_ms":0}}}"#,
+        );
+        assert_eq!(r.status, 200, "{arm}: {r:?}");
+        let (progress, result, gap) = progress_in(&r.body);
+        assert!(!gap, "{arm}: a gap on a healthy connection");
+        assert_eq!(progress, (1..=999).collect::<Vec<u32>>(), "{arm}");
+        assert!(result, "{arm}: the result arrived");
+        // The next call on the session is served, not refused.
+        let r = call(&mut c, &sid, 3, "after");
+        assert_eq!(r.status, 200, "{arm}: {r:?}");
+    }
+}
