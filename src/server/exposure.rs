@@ -59,6 +59,11 @@ pub struct Exposure {
     /// resume then gets a `gap`, or 410 when a result went), so one client
     /// filling the budget costs only its own and later events' history.
     pub store_bytes: Option<usize>,
+    /// A session forgets a POST stream once its response ended and none
+    /// of its events is stored any more (`Session::release_if_done`), so
+    /// that what a live session keeps follows what it holds, not how many
+    /// calls it ever made.
+    pub release_streams: bool,
 }
 
 impl Default for Exposure {
@@ -83,6 +88,7 @@ impl Exposure {
             max_streams_per_session: None,
             ledger_tags: None,
             store_bytes: None,
+            release_streams: false,
         }
     }
 
@@ -102,6 +108,7 @@ impl Exposure {
             max_streams_per_session: Some(10_000),
             ledger_tags: Some(10_000),
             store_bytes: Some(64 * 1024 * 1024),
+            release_streams: true,
         }
     }
 

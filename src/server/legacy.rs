@@ -10,7 +10,7 @@
 use super::cancel;
 use super::dedup::{self, KeyState, Lookup};
 use super::reply::{self, Reply};
-use super::session::{Session, ToolCall};
+use super::session::ToolCall;
 use super::tools;
 use super::transport;
 use super::writer::{self, Plan};
@@ -46,14 +46,8 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         Err(r) => return reply(r),
     };
     let sid = shared.new_session_id();
-    let mut session = Session::new(
-        sid.clone(),
-        Transport::Legacy,
-        shared.cfg.first_event_id,
-        shared.cfg.store_capacity,
-    );
+    let mut session = shared.new_session(sid.clone(), Transport::Legacy);
     session.owner = owner;
-    session.budget = shared.store_budget.clone();
     shared.history.record(Record::SessionCreated {
         session: sid.clone(),
         transport: Transport::Legacy,

@@ -45,7 +45,7 @@ pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
 /// (longer ones are refused with invalid params).
 pub const MAX_CHUNK_INTERVAL_MS: u64 = 3_600_000;
 
-use crate::history::{ConnId, History, Record, SessionId};
+use crate::history::{ConnId, History, Record, SessionId, Transport};
 use crate::ledger::Ledger;
 use dedup::DedupTable;
 use rand::{RngCore, SeedableRng, TryRngCore};
@@ -397,6 +397,20 @@ pub(crate) struct Shared {
 impl Shared {
     pub fn guarded(&self) -> bool {
         self.variant == Variant::Guarded
+    }
+
+    /// A new session issued under `issued`, with the server's store
+    /// settings and what the exposure bounds.
+    pub fn new_session(&self, sid: SessionId, issued: Transport) -> session::Session {
+        let mut s = session::Session::new(
+            sid,
+            issued,
+            self.cfg.first_event_id,
+            self.cfg.store_capacity,
+        );
+        s.budget = self.store_budget.clone();
+        s.release_streams = self.exposure.release_streams;
+        s
     }
 
     /// Closes a connection from the server side (drops its socket).

@@ -7,7 +7,7 @@ use super::reply::{
     accepted, admit_session, error, error_with, header_str, json_response, read_message,
     session_full, session_of, Reply,
 };
-use super::session::{Session, ToolCall};
+use super::session::ToolCall;
 use super::tools::{self, Invocation};
 use super::transport::transport_gate;
 use super::writer::{sse_response, Plan};
@@ -105,14 +105,8 @@ fn initialize(shared: &Rc<Shared>, h: &HeaderMap, id: &RequestId, params: Option
         Err(r) => return Reply::new(r).about(None, Some(id)),
     };
     let sid = shared.new_session_id();
-    let mut session = Session::new(
-        sid.clone(),
-        Transport::Streamable,
-        shared.cfg.first_event_id,
-        shared.cfg.store_capacity,
-    );
+    let mut session = shared.new_session(sid.clone(), Transport::Streamable);
     session.owner = owner;
-    session.budget = shared.store_budget.clone();
     session.protocol_version = Some(version.clone());
     session.capabilities = p.capabilities.clone();
     shared

@@ -54,6 +54,8 @@ impl StoreBudget {
 /// Runtime state of one stream, beside its [`crate::guard::StreamState`].
 pub(crate) struct StreamRt {
     pub kind: StreamKind,
+    /// The request whose POST opened it (POST streams).
+    pub rpc: Option<RequestId>,
     /// Every event id ever produced for the stream, increasing.
     pub ids: Vec<EventId>,
     /// The connection currently writing it.
@@ -95,6 +97,48 @@ impl Sent {
     }
 }
 
+/// A session's streams by index: every stream opened, but those released
+/// (finished, nothing of them stored: see [`Session::release_if_done`]).
+#[derive(Default)]
+pub(crate) struct Streams(BTreeMap<StreamIdx, StreamRt>);
+
+impl Streams {
+    /// A stream opened and not released.
+    pub fn get(&self, s: StreamIdx) -> Option<&StreamRt> {
+        self.0.get(&s)
+    }
+
+    /// A stream opened and not released.
+    pub fn get_mut(&mut self, s: StreamIdx) -> Option<&mut StreamRt> {
+        self.0.get_mut(&s)
+    }
+
+    /// The streams not released, by index.
+    pub fn iter(&self) -> impl Iterator<Item = (StreamIdx, &StreamRt)> + '_ {
+        self.0.iter().map(|(&s, rt)| (s, rt))
+    }
+
+    /// How many are not released.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl std::ops::Index<StreamIdx> for Streams {
+    type Output = StreamRt;
+    fn index(&self, s: StreamIdx) -> &StreamRt {
+        self.0.get(&s).expect("a stream opened and not released")
+    }
+}
+
+impl std::ops::IndexMut<StreamIdx> for Streams {
+    fn index_mut(&mut self, s: StreamIdx) -> &mut StreamRt {
+        self.0
+            .get_mut(&s)
+            .expect("a stream opened and not released")
+    }
+}
+
 /// One execution of a request still running (a reused id can have two).
 pub(crate) struct InFlight {
     /// The stream it was started on: its own progress goes there.
@@ -122,7 +166,7 @@ pub(crate) struct Session {
     /// from now on are in the streamable namespace.
     pub cursor_translated: bool,
     pub guard: SessionGuard,
-    pub streams: Vec<StreamRt>,
+    pub streams: Streams,
     /// The standalone GET stream, once opened.
     pub standalone: Option<StreamIdx>,
     /// The executions of each request id still running, oldest first
@@ -145,8 +189,12 @@ pub(crate) struct Session {
     pub owner: Option<Rc<str>>,
     first_event_id: EventId,
     next_event_id: EventId,
-    /// Stream of every event id ever issued (index: id − first id).
-    event_stream: Vec<StreamIdx>,
+    /// Event ids the streams not released hold (their `ids`, together).
+    live_events: usize,
+    /// Release a stream's bookkeeping once it is finished and nothing of
+    /// it is stored (exposed: a long session's memory then follows what it
+    /// holds, not what it ever did; the simulator keeps everything).
+    pub release_streams: bool,
     /// The bounded store: contiguous ids from `store_base`.
     store: VecDeque<Stored>,
     store_base: EventId,
@@ -188,7 +236,7 @@ impl Session {
             legacy_stream: None,
             cursor_translated: false,
             guard: SessionGuard::new(),
-            streams: Vec::new(),
+            streams: Streams::default(),
             standalone: None,
             in_flight: BTreeMap::new(),
             post_streams: BTreeMap::new(),
@@ -199,7 +247,8 @@ impl Session {
             owner: None,
             first_event_id,
             next_event_id: first_event_id,
-            event_stream: Vec::new(),
+            live_events: 0,
+            release_streams: false,
             store: VecDeque::new(),
             store_base: first_event_id,
             store_capacity,
@@ -223,16 +272,19 @@ impl Session {
         } else {
             self.guard.open_unprimed()
         };
-        debug_assert_eq!(s as usize, self.streams.len());
-        self.streams.push(StreamRt {
-            kind,
-            ids: Vec::new(),
-            conn: Some(conn),
-            wake: Rc::new(Notify::new()),
-            done_producing: false,
-            results: Vec::new(),
-            sent: Sent::default(),
-        });
+        self.streams.0.insert(
+            s,
+            StreamRt {
+                kind,
+                rpc: rpc_id.clone().filter(|_| kind == StreamKind::Post),
+                ids: Vec::new(),
+                conn: Some(conn),
+                wake: Rc::new(Notify::new()),
+                done_producing: false,
+                results: Vec::new(),
+                sent: Sent::default(),
+            },
+        );
         history.record(Record::StreamOpened {
             session: self.id.clone(),
             stream: s,
@@ -263,7 +315,7 @@ impl Session {
         let data = Bytes::copy_from_slice(message.as_bytes());
         let id = self.push_event(s, data, kind, rpc_id, tag, history);
         self.guard.produced(s, id);
-        self.streams[s as usize].wake.notify_waiters();
+        self.streams[s].wake.notify_waiters();
         id
     }
 
@@ -278,11 +330,11 @@ impl Session {
     ) -> EventId {
         let id = self.next_event_id;
         self.next_event_id += 1;
-        self.event_stream.push(s);
-        self.streams[s as usize].ids.push(id);
+        self.live_events += 1;
+        self.streams[s].ids.push(id);
         let result = kind == EventKind::Result;
         if result {
-            self.streams[s as usize].results.push(id);
+            self.streams[s].results.push(id);
         }
         self.store_bytes += data.len();
         if let Some(b) = &self.budget {
@@ -340,7 +392,7 @@ impl Session {
         (self.store_base..)
             .zip(self.store.iter().take(n))
             .any(|(id, e)| {
-                let rt = &self.streams[e.stream as usize];
+                let rt = &self.streams[e.stream];
                 rt.conn.is_some() && rt.sent.owes(id)
             })
     }
@@ -366,17 +418,60 @@ impl Session {
             owed,
             result: e.result,
         });
+        self.release_if_done(e.stream);
+    }
+
+    /// Releases stream `s`'s bookkeeping (exposed only) once nothing can
+    /// need it: a POST stream whose response ended (or that retired), with
+    /// no connection, nothing in flight or routed to it, Rule M done with
+    /// it, and none of its events left in the store. A resume after
+    /// completion replays from the store as before while any of its events
+    /// is stored; once the stream is released, a cursor into it is an id
+    /// this session issued on a stream it has forgotten
+    /// ([`Session::released`]).
+    pub fn release_if_done(&mut self, s: StreamIdx) {
+        if !self.release_streams {
+            return;
+        }
+        let Some(rt) = self.streams.get(s) else {
+            return;
+        };
+        let stored = rt.ids.last().is_some_and(|&l| l >= self.store_base);
+        if rt.kind != StreamKind::Post || rt.conn.is_some() || !rt.done_producing || stored {
+            return;
+        }
+        let needed = self.routes.values().any(|&t| t == s)
+            || self.in_flight.values().flatten().any(|r| r.stream == s);
+        if needed || !self.guard.release(s) {
+            return;
+        }
+        let rt = self.streams.0.remove(&s).expect("looked up above");
+        self.live_events -= rt.ids.len();
+        if let Some(r) = rt.rpc {
+            if self.post_streams.get(&r) == Some(&s) {
+                self.post_streams.remove(&r);
+            }
+        }
+    }
+
+    /// Whether `id` was issued in this session on a stream since released.
+    pub fn released(&self, id: EventId) -> bool {
+        (self.first_event_id..self.next_event_id).contains(&id) && self.stream_of(id).is_none()
     }
 
     /// The stored data of an event, if it was not evicted.
     pub fn data(&self, id: EventId) -> Option<&Bytes> {
+        self.stored(id).map(|e| &e.data)
+    }
+
+    fn stored(&self, id: EventId) -> Option<&Stored> {
         let idx = id.checked_sub(self.store_base)?;
-        self.store.get(usize::try_from(idx).ok()?).map(|e| &e.data)
+        self.store.get(usize::try_from(idx).ok()?)
     }
 
     /// The legacy stream's own number for one of its events (1-based).
     pub fn legacy_id(&self, s: StreamIdx, id: EventId) -> u64 {
-        self.streams[s as usize].ids.partition_point(|&e| e < id) as u64 + 1
+        self.streams[s].ids.partition_point(|&e| e < id) as u64 + 1
     }
 
     /// The stream that carries the session's notifications: the legacy
@@ -391,24 +486,30 @@ impl Session {
     }
 
     /// Whether the session holds as much as it may (exposed: each stream
-    /// and event keeps a little state for the session's life): at least
-    /// `max_streams` streams, or ten times as many events.
+    /// not released and each of its events keeps a little state): at least
+    /// `max_streams` such streams, or ten times as many events.
     pub fn full(&self, max_streams: Option<usize>) -> bool {
-        max_streams.is_some_and(|m| {
-            self.streams.len() >= m || self.event_stream.len() >= m.saturating_mul(10)
-        })
+        max_streams
+            .is_some_and(|m| self.streams.len() >= m || self.live_events >= m.saturating_mul(10))
     }
 
-    /// The stream an issued event id belongs to.
+    /// The stream an issued event id belongs to (`None`: never issued, or
+    /// its stream was released): the stored event's, else the stream whose
+    /// ids hold it.
     pub fn stream_of(&self, id: EventId) -> Option<StreamIdx> {
-        let idx = id.checked_sub(self.first_event_id)?;
-        self.event_stream.get(usize::try_from(idx).ok()?).copied()
+        if let Some(e) = self.stored(id) {
+            return Some(e.stream);
+        }
+        self.streams
+            .iter()
+            .find(|(_, rt)| rt.ids.binary_search(&id).is_ok())
+            .map(|(s, _)| s)
     }
 
     /// Events of stream `s` after `cursor` (`None`: all of them) that are
     /// still stored, and whether any event of it after `cursor` was evicted.
     pub fn replayable_after(&self, s: StreamIdx, cursor: Option<EventId>) -> (u32, bool) {
-        let ids = &self.streams[s as usize].ids;
+        let ids = &self.streams[s].ids;
         let start = ids.partition_point(|&i| Some(i) <= cursor);
         let after = &ids[start..];
         let evicted = after.partition_point(|&i| i < self.store_base);
@@ -420,7 +521,7 @@ impl Session {
     /// them), as inclusive ranges of consecutive event ids: what a gap
     /// event announces. Every id in a range is one of the stream's.
     pub fn missing_after(&self, s: StreamIdx, cursor: Option<EventId>) -> Vec<(EventId, EventId)> {
-        let ids = &self.streams[s as usize].ids;
+        let ids = &self.streams[s].ids;
         let start = ids.partition_point(|&i| Some(i) <= cursor);
         let mut out: Vec<(EventId, EventId)> = Vec::new();
         for &i in ids[start..].iter().take_while(|&&i| i < self.store_base) {
@@ -435,7 +536,7 @@ impl Session {
     /// Whether a result event of stream `s` after `cursor` was evicted:
     /// then a resume has nothing to complete the operation with.
     pub fn result_evicted_after(&self, s: StreamIdx, cursor: Option<EventId>) -> bool {
-        self.streams[s as usize]
+        self.streams[s]
             .results
             .iter()
             .any(|&r| Some(r) > cursor && r < self.store_base)
@@ -445,15 +546,14 @@ impl Session {
     pub fn standalone_attached(&self) -> Option<StreamIdx> {
         let s = self.standalone?;
         let st = self.guard.stream(s);
-        (self.streams[s as usize].conn.is_some() && st.connected && !st.dropped).then_some(s)
+        (self.streams[s].conn.is_some() && st.connected && !st.dropped).then_some(s)
     }
 
     /// Every connection currently writing one of the session's streams.
     pub fn conns(&self) -> Vec<(StreamIdx, ConnId)> {
         self.streams
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.conn.map(|c| (i as StreamIdx, c)))
+            .filter_map(|(i, s)| s.conn.map(|c| (i, c)))
             .collect()
     }
 }
@@ -482,7 +582,7 @@ pub(super) fn schedule_expiry(shared: Rc<Shared>, sid: SessionId, s: StreamIdx) 
         tokio::time::sleep(ttl).await;
         let mut st = shared.state.borrow_mut();
         let idle = st.sessions.get(&sid).is_some_and(|x| {
-            x.streams[s as usize].conn.is_none() && !x.cursor_translated && x.conns().is_empty()
+            x.streams[s].conn.is_none() && !x.cursor_translated && x.conns().is_empty()
         });
         if idle {
             st.sessions.remove(&sid);
@@ -582,19 +682,19 @@ mod tests {
             s.would_evict_unsent(2),
             "full, and the writer has not started: even the priming event is owed"
         );
-        s.streams[a as usize].sent.last = Some(1);
+        s.streams[a].sent.last = Some(1);
         assert!(!s.would_evict_unsent(2), "the oldest (1) is on the wire");
         s.produce(a, EventKind::Progress, "{}", None, None, &h); // 4 evicts 1
         assert!(s.would_evict_unsent(2), "2 is next to go and still owed");
-        s.streams[a as usize].conn = None;
+        s.streams[a].conn = None;
         assert!(
             !s.would_evict_unsent(2),
             "a connection seen closed holds nothing back"
         );
         // An interleaved replay owes its backlog up to `replay_until` and
         // its live events after `live`.
-        s.streams[a as usize].conn = Some(2);
-        s.streams[a as usize].sent = Sent {
+        s.streams[a].conn = Some(2);
+        s.streams[a].sent = Sent {
             last: Some(1),
             interleaved: Some((Some(4), Some(3))),
         };
@@ -620,12 +720,67 @@ mod tests {
         let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1: 0 bytes
         s.produce(a, EventKind::Progress, "0123456789", None, None, &h); // 2
         s.produce(a, EventKind::Progress, "0123456789", None, None, &h); // 3
-        s.streams[a as usize].sent.last = Some(2);
+        s.streams[a].sent.last = Some(2);
         assert!(!s.would_evict_unsent(1), "1 and 2 make room, both written");
         assert!(
             s.would_evict_unsent(11),
             "11 bytes need 3 gone too, and it is owed"
         );
+    }
+
+    /// A POST stream whose response ended, as the writer leaves it.
+    fn finish(s: &mut Session, a: StreamIdx, h: &History) {
+        s.produce(a, EventKind::Result, "{}", None, None, h);
+        s.streams[a].done_producing = true;
+        s.streams[a].conn = None;
+        s.guard.finished(a);
+        s.release_if_done(a);
+    }
+
+    #[test]
+    fn a_finished_stream_is_released_once_none_of_its_events_is_stored() {
+        let h = history();
+        for release in [false, true] {
+            let mut s = Session::new("s".into(), Transport::Streamable, 1, 3);
+            s.release_streams = release;
+            let a = s.open_stream(StreamKind::Post, Some(RequestId::Num(7)), 1, &h); // 1
+            finish(&mut s, a, &h); // 2
+            assert!(s.streams.get(a).is_some(), "its events 1 and 2 are stored");
+            assert_eq!(s.stream_of(1), Some(a));
+            let b = s.open_stream(StreamKind::Post, Some(RequestId::Num(8)), 2, &h); // 3
+            s.streams[b].sent.last = Some(3);
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 4 evicts 1
+            assert!(s.streams.get(a).is_some(), "event 2 is still stored");
+            s.streams[b].sent.last = Some(4);
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 5 evicts 2
+            assert_eq!(s.streams.get(a).is_none(), release, "release {release}");
+            assert_eq!(s.post_streams.contains_key(&RequestId::Num(7)), !release);
+            assert_eq!(s.stream_of(2), (!release).then_some(a));
+            assert_eq!(s.released(2), release);
+            assert!(!s.released(6), "never issued");
+            assert!(s.streams.get(b).is_some(), "b is live");
+            assert_eq!(s.stream_of(3), Some(b), "a live stream's id");
+        }
+    }
+
+    #[test]
+    fn a_stream_in_flight_or_dropped_is_kept() {
+        let h = history();
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 2);
+        s.release_streams = true;
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1
+        s.guard.request_started(a);
+        s.streams[a].sent.last = Some(1);
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 2
+                                                                 // Dropped before the result: Rule M still needs it.
+        s.streams[a].conn = None;
+        s.guard.close_seen(a);
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 3 evicts 1
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 4 evicts 2
+        s.release_if_done(a);
+        assert!(s.streams.get(a).is_some(), "dropped, in flight");
+        let st = *s.guard.stream(a);
+        assert!(st.dropped && st.in_flight == 1);
     }
 
     #[test]

@@ -88,8 +88,7 @@ pub(crate) fn spawn(
     // connection wrote).
     let interleave = plan.replay && !shared.guarded();
     with_session(&shared, &sid, |sess| {
-        let rt = &mut sess.streams[s as usize];
-        if rt.conn == Some(conn) {
+        if let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) {
             rt.sent = Sent {
                 last: plan.after,
                 interleaved: interleave
@@ -120,8 +119,10 @@ async fn run(
     let mut pace_until: Option<(EventId, tokio::time::Instant)> = None;
     let pace = Duration::from_millis(shared.cfg.replay_interval_ms);
     let deadline = Duration::from_millis(shared.cfg.write_deadline_ms);
-    let Some(wake) = with_session(&shared, &sid, |sess| sess.streams[s as usize].wake.clone())
-    else {
+    let Some(wake) = with_session(&shared, &sid, |sess| {
+        sess.streams.get(s).map(|rt| rt.wake.clone())
+    })
+    .flatten() else {
         return;
     };
     if let Some(pre) = plan.preamble.clone() {
@@ -218,8 +219,8 @@ async fn run(
             Next::Finish => {
                 drop(tx);
                 with_session(&shared, &sid, |sess| {
-                    if sess.streams[s as usize].conn == Some(conn) {
-                        sess.streams[s as usize].conn = None;
+                    if let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) {
+                        rt.conn = None;
                         sess.room.notify_waiters();
                         sess.last_active.set(tokio::time::Instant::now());
                         sess.guard.finished(s);
@@ -227,6 +228,7 @@ async fn run(
                             session: sid.clone(),
                             stream: s,
                         });
+                        sess.release_if_done(s);
                     }
                 });
                 return;
@@ -250,10 +252,9 @@ fn next_action(
     pace: Duration,
 ) -> Next {
     with_session(shared, sid, |sess| {
-        let rt = &sess.streams[s as usize];
-        if rt.conn != Some(conn) {
+        let Some(rt) = sess.streams.get(s).filter(|rt| rt.conn == Some(conn)) else {
             return Next::Exit; // taken over
-        }
+        };
         let first_after = |x: Option<EventId>| {
             let i = rt.ids.partition_point(|&e| Some(e) <= x);
             rt.ids.get(i).copied()
@@ -321,10 +322,10 @@ fn advance(
                 transport,
             });
         }
-        if sess.streams[s as usize].conn != Some(conn) {
+        let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) else {
             return;
-        }
-        let sent = &mut sess.streams[s as usize].sent;
+        };
+        let sent = &mut rt.sent;
         match &mut sent.interleaved {
             Some((live, _)) if !backlog => *live = Some(id),
             _ => sent.last = Some(id),
@@ -396,10 +397,9 @@ fn on_close(
     why: Option<ServerClose>,
 ) {
     with_session(shared, sid, |sess| {
-        let rt = &mut sess.streams[s as usize];
-        if rt.conn != Some(conn) {
+        let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) else {
             return;
-        }
+        };
         rt.conn = None;
         let rt_kind = rt.kind;
         // Idle from now on, not from the request that opened the stream.
