@@ -3,15 +3,16 @@
 //! of its own (as the simulator's clients do), so dropping a [`Reply`] is
 //! exactly a client losing its connection.
 
-use crate::client::http::{self as wire, Exchange, Outgoing};
+use crate::client::http::{self as wire, Exchange, Limit, Limits, Outgoing};
 use crate::protocol::headers;
 use crate::protocol::json::Json;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
 use ::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::json;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -24,26 +25,33 @@ pub struct Target {
     pub port: u16,
     /// Request path (`/mcp`), with its query if any.
     pub path: String,
+    /// Where the URL came from (`--url`, `--legacy-url`, a server's
+    /// `endpoint` event), for the messages that refuse it.
+    pub from: &'static str,
 }
 
 impl Target {
-    /// Reads `--url`. Only plain `http://` URLs: the probe speaks no TLS.
-    pub fn parse(url: &str) -> Result<Target, String> {
+    /// Reads a URL given as `from` (a flag, or what a server sent). Only
+    /// plain `http://` URLs: the probe speaks no TLS.
+    pub fn parse(url: &str, from: &'static str) -> Result<Target, String> {
         let uri: ::http::Uri = url
             .parse()
-            .map_err(|e| format!("--url {url:?} is not a URL ({e}): give http://HOST:PORT/mcp"))?;
+            .map_err(|e| format!("{from} {url:?} is not a URL ({e}): give http://HOST:PORT/mcp"))?;
         match uri.scheme_str() {
             Some("http") => {}
             Some("https") => {
                 return Err(format!(
-                    "--url {url:?}: the probe speaks plain HTTP; point it at the server's own port, not its TLS front"
+                    "{from} {url:?}: the probe speaks plain HTTP; point it at the server's own port, not its TLS front"
                 ))
             }
-            _ => return Err(format!("--url {url:?} needs http://, e.g. http://127.0.0.1:8080/mcp")),
+            _ => return Err(format!("{from} {url:?} needs http://, e.g. http://127.0.0.1:8080/mcp")),
         }
         let host = uri
             .host()
-            .ok_or_else(|| format!("--url {url:?} names no host: give http://HOST:PORT/mcp"))?;
+            .ok_or_else(|| format!("{from} {url:?} names no host: give http://HOST:PORT/mcp"))?;
+        let port = port_of(uri.authority().map_or("", |a| a.as_str())).ok_or_else(|| {
+            format!("{from} {url:?}: the port is not a number in 1..=65535: give http://HOST:PORT/mcp with PORT in 1..=65535")
+        })?;
         let path = uri
             .path_and_query()
             .map(|p| p.as_str().to_string())
@@ -54,8 +62,32 @@ impl Target {
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .to_string(),
-            port: uri.port_u16().unwrap_or(80),
+            port,
             path,
+            from,
+        })
+    }
+
+    /// Where `reference` (a legacy server's `endpoint` event: a path, a
+    /// relative path or a whole URL) points, seen from this URL.
+    pub fn join(&self, reference: &str) -> Result<Target, String> {
+        const FROM: &str = "the server's endpoint event";
+        if reference.starts_with("//") {
+            return Target::parse(&format!("http:{reference}"), FROM);
+        }
+        if reference.contains("://") {
+            return Target::parse(reference, FROM);
+        }
+        let path = if reference.starts_with('/') {
+            reference.to_string()
+        } else {
+            let dir = self.path.split('?').next().unwrap_or("/");
+            let dir = &dir[..dir.rfind('/').map_or(0, |i| i + 1)];
+            format!("{}{reference}", if dir.is_empty() { "/" } else { dir })
+        };
+        Ok(Target {
+            from: FROM,
+            ..self.with_path(&path)
         })
     }
 
@@ -77,6 +109,59 @@ impl Target {
     }
 }
 
+/// The port an authority (`[userinfo@]host[:port]`) names: 80 when none,
+/// `None` when it is no number in 1..=65535 (the `http` crate alone reads
+/// such a port as absent, which would probe port 80).
+fn port_of(authority: &str) -> Option<u16> {
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let port = match hostport.rfind(']') {
+        Some(end) => hostport[end + 1..].strip_prefix(':'),
+        None => hostport.rsplit_once(':').map(|(_, p)| p),
+    };
+    match port {
+        None => Some(80),
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+            p.parse().ok().filter(|&n: &u16| n != 0)
+        }
+        Some(_) => None,
+    }
+}
+
+/// Why a URL may not be connected.
+#[derive(Debug)]
+pub enum Refused {
+    /// Its host has no address.
+    Unresolved(String),
+    /// An address of its host is not on this machine (without
+    /// `--allow-remote`).
+    Remote(String),
+}
+
+/// The addresses of `target`, every one of them loopback unless
+/// `allow_remote`: the one check for every URL the probe connects to.
+/// The probe then connects to these addresses, never to the name again
+/// (a second lookup could answer differently).
+pub async fn resolve(target: &Target, allow_remote: bool) -> Result<Vec<SocketAddr>, Refused> {
+    let host = target.host.as_str();
+    let from = target.from;
+    let addrs: Vec<_> = tokio::net::lookup_host((host, target.port))
+        .await
+        .map_err(|e| Refused::Unresolved(format!("{from} host {host:?} does not resolve: {e}")))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Refused::Unresolved(format!("{from} host {host:?} has no address")));
+    }
+    if !allow_remote {
+        if let Some(a) = addrs.iter().find(|a| !a.ip().to_canonical().is_loopback()) {
+            return Err(Refused::Remote(format!(
+                "{from} {target} resolves to {}, not a loopback address: pass --allow-remote to probe a server on another machine",
+                a.ip()
+            )));
+        }
+    }
+    Ok(addrs)
+}
+
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "http://{}{}", self.authority(), self.path)
@@ -90,10 +175,15 @@ pub enum Failure {
     Connect(String),
     /// The server closed or reset before a response head, or sent no HTTP.
     Http(String),
-    /// No response head within the request timeout.
+    /// No answer within `--request-timeout-ms`.
     Timeout,
     /// The probe's request or time budget is spent.
     Budget,
+    /// The probe stopped: a limit on what it reads was reached, or a URL
+    /// was refused as remote. The line names the bound and its flag.
+    Stopped(String),
+    /// The server answered, but not as the step needs.
+    Answer(String),
 }
 
 impl fmt::Display for Failure {
@@ -101,8 +191,10 @@ impl fmt::Display for Failure {
         match self {
             Failure::Connect(e) => write!(f, "connect failed: {e}"),
             Failure::Http(e) => write!(f, "no HTTP response: {e}"),
-            Failure::Timeout => write!(f, "no response head within the request timeout"),
+            Failure::Timeout => write!(f, "no answer within --request-timeout-ms"),
             Failure::Budget => write!(f, "the probe's request or time budget is spent"),
+            Failure::Stopped(line) => write!(f, "not tried, the probe stopped: {line}"),
+            Failure::Answer(e) => f.write_str(e),
         }
     }
 }
@@ -259,8 +351,19 @@ impl Reply {
             }
             _ => None,
         });
+        // A redirect is an answer like any other: the probe follows none.
+        let redirect = self
+            .status
+            .is_redirection()
+            .then(|| {
+                format!(
+                    ", a redirect to {}, not followed",
+                    clip(self.header("location").unwrap_or("nowhere"))
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "{} ({kind}, {} event{}{})",
+            "{} ({kind}, {} event{}{}{redirect})",
             self.status.as_u16(),
             self.seen.len(),
             if self.seen.len() == 1 { "" } else { "s" },
@@ -287,41 +390,66 @@ pub struct Session {
     pub version: String,
 }
 
+/// What the probe may spend on a server.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    /// One response or result.
+    pub request_timeout: Duration,
+    /// Most requests sent.
+    pub max_requests: u32,
+    /// The whole probe's end.
+    pub deadline: Instant,
+    /// What one response may carry, and the bytes of all of them (its
+    /// budget is the probe's).
+    pub limits: Limits,
+    /// Connect to addresses beyond this machine.
+    pub allow_remote: bool,
+}
+
 /// The probe's handle on the server: target, extra headers, bounds.
 pub struct Peer {
     target: Target,
     extra: HeaderMap,
-    request_timeout: Duration,
+    bounds: Bounds,
     requests_left: Cell<u32>,
-    deadline: Instant,
     nonce: String,
     next_id: Cell<u64>,
     spent: Cell<bool>,
+    refused: RefCell<Option<String>>,
 }
 
 impl Peer {
-    /// A peer for `target`, sending `extra` headers on every request, at
-    /// most `max_requests` requests before `deadline`.
-    pub fn new(
-        target: Target,
-        extra: HeaderMap,
-        request_timeout: Duration,
-        max_requests: u32,
-        deadline: Instant,
-    ) -> Peer {
+    /// A peer for `target`, sending `extra` headers on every request,
+    /// within `bounds`.
+    pub fn new(target: Target, extra: HeaderMap, bounds: Bounds) -> Peer {
         // Tags and request ids must not collide with an earlier probe of
         // the same long-lived server: a nonce from the OS, never printed.
         let nonce = format!("{:08x}", rand::random::<u32>());
         Peer {
             target,
             extra,
-            request_timeout,
-            requests_left: Cell::new(max_requests),
-            deadline,
+            requests_left: Cell::new(bounds.max_requests),
+            bounds,
             nonce,
             next_id: Cell::new(1),
             spent: Cell::new(false),
+            refused: RefCell::new(None),
         }
+    }
+
+    /// Why the probe stopped, if it did: the first limit a response
+    /// reached, or a URL refused as remote; one line naming the flag that
+    /// allows more. Once stopped, the peer sends nothing more.
+    pub fn stopped(&self) -> Option<String> {
+        let limit = self.bounds.limits.budget.as_ref().and_then(|b| b.hit());
+        limit
+            .map(limit_line)
+            .or_else(|| self.refused.borrow().clone())
+    }
+
+    /// Whether the whole probe's time is up.
+    pub fn out_of_time(&self) -> bool {
+        Instant::now() >= self.bounds.deadline
     }
 
     /// The server's URL.
@@ -337,8 +465,11 @@ impl Peer {
 
     /// Takes one request from the budget.
     fn take(&self) -> Result<(), Failure> {
+        if let Some(line) = self.stopped() {
+            return Err(Failure::Stopped(line));
+        }
         let left = self.requests_left.get();
-        if left == 0 || Instant::now() >= self.deadline {
+        if left == 0 || self.out_of_time() {
             self.spent.set(true);
             return Err(Failure::Budget);
         }
@@ -348,7 +479,7 @@ impl Peer {
 
     /// A deadline `d` from now, never past the probe's own.
     pub fn within(&self, d: Duration) -> Instant {
-        (Instant::now() + d).min(self.deadline)
+        (Instant::now() + d).min(self.bounds.deadline)
     }
 
     /// A request id no earlier probe of this server used.
@@ -369,14 +500,18 @@ impl Peer {
     pub async fn send(&self, out: Outgoing, target: Option<&Target>) -> Result<Reply, Failure> {
         let target = target.unwrap_or(&self.target);
         let out = self.prepare(out, target)?;
-        let until = self.within(self.request_timeout);
+        let until = self.within(self.bounds.request_timeout);
         let exchange = async {
-            wire::send(connect(target).await?, out)
+            let io = self.connect(target).await?;
+            wire::send_bounded(io, out, self.bounds.limits.clone())
                 .await
-                .map_err(|e| Failure::Http(e.to_string()))
+                .map_err(|e| match e {
+                    wire::Error::Limit(l) => Failure::Stopped(limit_line(l)),
+                    e => Failure::Http(e.to_string()),
+                })
         };
         let ex = match tokio::time::timeout_at(until, exchange).await {
-            Err(_) if until >= self.deadline => {
+            Err(_) if until >= self.bounds.deadline => {
                 self.spent.set(true);
                 return Err(Failure::Budget);
             }
@@ -432,9 +567,9 @@ impl Peer {
         }
         head.extend_from_slice(b"\r\n");
         head.extend_from_slice(&body);
-        let until = self.within(self.request_timeout);
+        let until = self.within(self.bounds.request_timeout);
         let write = async {
-            let mut tcp = connect(&self.target).await?;
+            let mut tcp = self.connect(&self.target).await?;
             tcp.write_all(&head)
                 .await
                 .map_err(|e| Failure::Http(e.to_string()))?;
@@ -488,33 +623,69 @@ impl Peer {
         Ok(out)
     }
 
+    /// A new connection to `target`, after [`resolve`]'s check; a remote
+    /// address stops the probe.
+    async fn connect(&self, target: &Target) -> Result<tokio::net::TcpStream, Failure> {
+        let addrs = match resolve(target, self.bounds.allow_remote).await {
+            Ok(a) => a,
+            Err(Refused::Unresolved(e)) => return Err(Failure::Connect(e)),
+            Err(Refused::Remote(line)) => {
+                self.refused.borrow_mut().get_or_insert(line.clone());
+                return Err(Failure::Stopped(line));
+            }
+        };
+        let tcp = tokio::net::TcpStream::connect(&addrs[..])
+            .await
+            .map_err(|e| Failure::Connect(e.to_string()))?;
+        let _ = tcp.set_nodelay(true);
+        Ok(tcp)
+    }
+
+    /// Reads the response to `id` within the request timeout; a time-out
+    /// is the failure it is (the request's, or the whole probe's).
+    async fn answer(&self, reply: &mut Reply, id: &RequestId) -> Result<(), Failure> {
+        let until = self.within(self.bounds.request_timeout);
+        match reply.read_response(id, until).await {
+            End::TimedOut if until >= self.bounds.deadline => {
+                self.spent.set(true);
+                Err(Failure::Budget)
+            }
+            End::TimedOut => Err(Failure::Timeout),
+            _ => Ok(()),
+        }
+    }
+
     /// `initialize`, then `notifications/initialized`: a new session.
-    pub async fn initialize(&self) -> Result<Session, String> {
+    pub async fn initialize(&self) -> Result<Session, Failure> {
         let id = self.fresh_id();
         let out = Outgoing::post(None, &initialize_request(&id, mcp::LATEST_VERSION));
-        let mut reply = self.send(out, None).await.map_err(|e| e.to_string())?;
+        let mut reply = self.send(out, None).await?;
         if !reply.status.is_success() {
-            let _ = reply
-                .read_response(&id, self.within(self.request_timeout))
-                .await;
-            return Err(format!("initialize answered {}", reply.describe()));
+            let _ = self.answer(&mut reply, &id).await;
+            return Err(Failure::Answer(format!(
+                "initialize answered {}",
+                reply.describe()
+            )));
         }
-        let end = reply
-            .read_response(&id, self.within(self.request_timeout))
-            .await;
+        self.answer(&mut reply, &id).await?;
         let version = match reply.response(&id).and_then(|g| g.msg.as_ref()) {
             Some(Message::Result { result, .. }) => result
                 .get("protocolVersion")
                 .and_then(|v| v.as_str().map(|s| s.into_owned()))
                 .unwrap_or_else(|| mcp::LATEST_VERSION.into()),
             Some(Message::Error { error, .. }) => {
-                return Err(format!(
+                return Err(Failure::Answer(format!(
                     "initialize failed: {} {}",
                     error.code,
                     clip(&error.message)
-                ))
+                )))
             }
-            _ => return Err(format!("initialize got no result ({end:?})")),
+            _ => {
+                return Err(Failure::Answer(format!(
+                    "initialize got no result: {}",
+                    reply.describe()
+                )))
+            }
         };
         let session = Session {
             id: reply.header(headers::MCP_SESSION_ID).map(str::to_string),
@@ -525,34 +696,26 @@ impl Peer {
             method: mcp::INITIALIZED.into(),
             params: None,
         };
-        let ack = self
-            .post(&session, &done, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let ack = self.post(&session, &done, None).await?;
         if !ack.status.is_success() {
-            return Err(format!(
+            return Err(Failure::Answer(format!(
                 "notifications/initialized answered {}",
-                ack.status.as_u16()
-            ));
+                ack.describe()
+            )));
         }
         Ok(session)
     }
 
     /// The names of the tools the server lists (first page only).
-    pub async fn tool_names(&self, session: &Session) -> Result<Vec<String>, String> {
+    pub async fn tool_names(&self, session: &Session) -> Result<Vec<String>, Failure> {
         let id = self.fresh_id();
         let req = Message::Request {
             id: id.clone(),
             method: mcp::TOOLS_LIST.into(),
             params: None,
         };
-        let mut reply = self
-            .post(session, &req, None)
-            .await
-            .map_err(|e| e.to_string())?;
-        reply
-            .read_response(&id, self.within(self.request_timeout))
-            .await;
+        let mut reply = self.post(session, &req, None).await?;
+        self.answer(&mut reply, &id).await?;
         match reply.response(&id).and_then(|g| g.msg.as_ref()) {
             Some(Message::Result { result, .. }) => Ok(result
                 .get("tools")
@@ -563,7 +726,10 @@ impl Peer {
                         .collect()
                 })
                 .unwrap_or_default()),
-            _ => Err(format!("tools/list answered {}", reply.describe())),
+            _ => Err(Failure::Answer(format!(
+                "tools/list answered {}",
+                reply.describe()
+            ))),
         }
     }
 
@@ -594,13 +760,17 @@ fn bare(method: Method, session: Option<&Session>) -> Outgoing {
     out
 }
 
-/// A new connection to `target`.
-async fn connect(target: &Target) -> Result<tokio::net::TcpStream, Failure> {
-    let tcp = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
-        .await
-        .map_err(|e| Failure::Connect(e.to_string()))?;
-    let _ = tcp.set_nodelay(true);
-    Ok(tcp)
+/// The line a reached limit stops the probe with: what the server sent
+/// and the flag that allows more.
+fn limit_line(l: Limit) -> String {
+    let flag = match l {
+        Limit::Head(_) => "--max-header-bytes",
+        Limit::Body(_) => "--max-body-bytes",
+        Limit::Line(_) | Limit::Event(_) => "--max-event-bytes",
+        Limit::Events(_) => "--max-events",
+        Limit::Total(_) => "--max-total-bytes",
+    };
+    format!("the server sent {l}: raise {flag} to read more from it")
 }
 
 /// `initialize` as request `id`, for protocol revision `version`.
