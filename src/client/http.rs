@@ -80,7 +80,7 @@ impl fmt::Display for Limit {
             Limit::Line(n) => write!(f, "an SSE line longer than {n} bytes"),
             Limit::Event(n) => write!(f, "an SSE event longer than {n} bytes"),
             Limit::Events(n) => write!(f, "a response of more than {n} SSE events"),
-            Limit::Total(n) => write!(f, "more than {n} bytes read from the server in all"),
+            Limit::Total(n) => write!(f, "more than {n} bytes in all"),
         }
     }
 }
@@ -284,9 +284,7 @@ where
     if let Some(n) = limits.head_bytes {
         builder.max_header_size(n).max_buf_size(n.max(8192));
     }
-    let (mut sender, conn) = builder
-        .handshake(hyper_util::rt::TokioIo::new(io))
-        .await?;
+    let (mut sender, conn) = builder.handshake(hyper_util::rt::TokioIo::new(io)).await?;
     let task = tokio::task::spawn_local(async move {
         let _ = conn.await;
     });

@@ -10,13 +10,15 @@ pub mod peer;
 mod resume;
 mod retry;
 mod sessions;
+pub mod target;
 
 use crate::client::http::{Budget, Limits};
 use hazards::{Counter, Ctx, Finding, Verdict, HAZARDS};
 use http::HeaderMap;
-use peer::{Bounds, Failure, Peer, Refused, Target};
+use peer::{Bounds, Failure, Peer};
 use std::fmt::Write as _;
 use std::time::Duration;
+use target::{Refused, Target};
 
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -345,7 +347,7 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
     let report = local.block_on(&rt, async move {
         for t in [&target, &legacy] {
             let checked =
-                tokio::time::timeout(opts.request_timeout, peer::resolve(t, opts.allow_remote));
+                tokio::time::timeout(opts.request_timeout, target::resolve(t, opts.allow_remote));
             match checked.await {
                 Ok(Ok(_)) => {}
                 Ok(Err(Refused::Unresolved(e) | Refused::Remote(e))) => return Err(UsageError(e)),
@@ -377,7 +379,9 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
             let fix = match (&f, peer.stopped()) {
                 (_, Some(line)) => return UsageError(format!("{target}: {line}")),
                 (Failure::Budget, _) => "raise --timeout or --max-requests",
-                (Failure::Timeout, _) => "raise --request-timeout-ms for a slow server, or fix --url",
+                (Failure::Timeout, _) => {
+                    "raise --request-timeout-ms for a slow server, or fix --url"
+                }
                 (Failure::Answer(e), _) if e.contains("not followed") => {
                     "point --url at the endpoint itself (probe follows no redirect)"
                 }
@@ -393,21 +397,29 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
             Some(name) if !has(name) => {
                 return Err(UsageError(format!(
                     "--tool {name:?}: {target} lists no such tool (it lists: {})",
-                    if tools.is_empty() { "none".to_string() } else { tools.join(", ") }
+                    if tools.is_empty() {
+                        "none".to_string()
+                    } else {
+                        tools.join(", ")
+                    }
                 )))
             }
             Some(name) => Counter::Tool {
                 name: name.clone(),
                 args: tool_args,
             },
-            None if has(crate::protocol::mcp::LEDGER_APPEND) && has(crate::protocol::mcp::LEDGER_READ) => {
+            None if has(crate::protocol::mcp::LEDGER_APPEND)
+                && has(crate::protocol::mcp::LEDGER_READ) =>
+            {
                 Counter::Ledger
             }
             None => Counter::None,
         };
         let counting = match &counter {
             Counter::Ledger => "executions counted with ledger_append/ledger_read".to_string(),
-            Counter::Tool { name, .. } => format!("executions counted with the counter tool {name}"),
+            Counter::Tool { name, .. } => {
+                format!("executions counted with the counter tool {name}")
+            }
             Counter::None => "no counting tool: only what a client sees".to_string(),
         };
         let ctx = Ctx {
