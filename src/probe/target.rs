@@ -64,7 +64,14 @@ impl Target {
         if reference.starts_with("//") {
             return Target::parse(&format!("http:{reference}"), FROM);
         }
-        if reference.contains("://") {
+        // A scheme (RFC 3986: a letter, then letters, digits, `+-.`, then
+        // `:`) makes it a whole URL; a `://` later, in a query, does not.
+        let scheme = reference.split_once(':').map(|(s, _)| s);
+        if scheme.is_some_and(|s| {
+            s.starts_with(|c: char| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        }) {
             return Target::parse(reference, FROM);
         }
         let path = if reference.starts_with('/') {
@@ -200,11 +207,17 @@ mod tests {
             ),
             ("http://192.0.2.1/m", "http://192.0.2.1:80/m"),
             ("//localhost:7/m", "http://localhost:7/m"),
+            (
+                "/m?back=http://192.0.2.1/x",
+                "http://127.0.0.1:9000/m?back=http://192.0.2.1/x",
+            ),
         ] {
             let t = sse.join(reference).unwrap();
             assert_eq!(t.to_string(), url, "{reference}");
             assert_eq!(t.from, "the server's endpoint event");
         }
+        let err = sse.join("https://127.0.0.1/m").unwrap_err();
+        assert!(err.contains("plain HTTP"), "{err}");
     }
 
     #[test]
