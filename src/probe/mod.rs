@@ -194,19 +194,6 @@ pub struct ReadLimits {
     pub total_bytes: u64,
 }
 
-impl Default for ReadLimits {
-    /// The flags' defaults.
-    fn default() -> Self {
-        ReadLimits {
-            head_bytes: 64 << 10,
-            body_bytes: 4 << 20,
-            event_bytes: 1 << 20,
-            events: 10_000,
-            total_bytes: 64 << 20,
-        }
-    }
-}
-
 /// What the probe found.
 #[derive(Debug)]
 pub struct Report {
@@ -382,7 +369,7 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
                 (Failure::Timeout, _) => {
                     "raise --request-timeout-ms for a slow server, or fix --url"
                 }
-                (Failure::Answer(e), _) if e.contains("not followed") => {
+                (Failure::Redirected(_), _) => {
                     "point --url at the endpoint itself (probe follows no redirect)"
                 }
                 _ => "start the server, or fix --url (and --header for a server that needs one)",

@@ -34,6 +34,8 @@ pub enum Failure {
     Stopped(String),
     /// The server answered, but not as the step needs.
     Answer(String),
+    /// The server answered with a redirect, which the probe never follows.
+    Redirected(String),
 }
 
 impl fmt::Display for Failure {
@@ -44,7 +46,7 @@ impl fmt::Display for Failure {
             Failure::Timeout => write!(f, "no answer within --request-timeout-ms"),
             Failure::Budget => write!(f, "the probe's request or time budget is spent"),
             Failure::Stopped(line) => write!(f, "not tried, the probe stopped: {line}"),
-            Failure::Answer(e) => f.write_str(e),
+            Failure::Answer(e) | Failure::Redirected(e) => f.write_str(e),
         }
     }
 }
@@ -510,10 +512,12 @@ impl Peer {
         let mut reply = self.send(out, None).await?;
         if !reply.status.is_success() {
             let _ = self.answer(&mut reply, &id).await;
-            return Err(Failure::Answer(format!(
-                "initialize answered {}",
-                reply.describe()
-            )));
+            let answered = format!("initialize answered {}", reply.describe());
+            return Err(if reply.status.is_redirection() {
+                Failure::Redirected(answered)
+            } else {
+                Failure::Answer(answered)
+            });
         }
         self.answer(&mut reply, &id).await?;
         let version = match reply.response(&id).and_then(|g| g.msg.as_ref()) {
