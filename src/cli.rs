@@ -518,7 +518,7 @@ enum Cmd {
     /// Try the transport hazards against a live MCP server over real TCP
     /// (real time, not simulated); one verdict per hazard.
     #[command(
-        after_help = "Exit: 0 no hazard present, 1 one or more present, 3 usage or connection error, or the budget ran out before every hazard was tried.\n\nExamples:\n  mcp-chaos serve --server unguarded --addr 127.0.0.1:8080 &\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp\n  mcp-chaos probe --url http://127.0.0.1:3000/mcp --header 'Authorization: Bearer TOKEN' --format markdown\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp --profile keys --format json --only retry-new-id"
+        after_help = "Exit: 0 no hazard present, 1 one or more present, 3 usage or connection error, the budget ran out before every hazard was tried, or a read limit (--max-*) was reached.\n\nProbe follows no redirect and connects only to loopback addresses (--url, --legacy-url, a legacy endpoint event) unless --allow-remote.\n\nExamples:\n  mcp-chaos serve --server unguarded --addr 127.0.0.1:8080 &\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp\n  mcp-chaos probe --url http://127.0.0.1:3000/mcp --header 'Authorization: Bearer TOKEN' --format markdown\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp --profile keys --format json --only retry-new-id"
     )]
     Probe(crate::probe::ProbeArgs),
 }
