@@ -41,7 +41,8 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
             "Accept must list text/event-stream",
         ));
     }
-    let owner = match reply::admit_session(shared, req.headers(), None) {
+    let peer = super::holds::peer_of(req.extensions());
+    let owner = match reply::admit_session(shared, req.headers(), peer, None) {
         Ok(o) => o,
         Err(r) => return reply(r),
     };
@@ -53,6 +54,12 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         shared.cfg.store_capacity,
     );
     session.owner = owner;
+    session.peer = peer;
+    // Its stream is one its holder has open (the session's first).
+    let slot = match super::holds::stream_slot(shared, &session, false, None) {
+        Ok(s) => s,
+        Err(r) => return reply(r),
+    };
     session.budget = shared.store_budget.clone();
     shared.history.record(Record::SessionCreated {
         session: sid.clone(),
@@ -78,7 +85,9 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         transport: Transport::Legacy,
         preamble: Some(endpoint),
     };
-    reply(writer::sse_response(shared, &sid, s, conn, plan)).about(Some(&sid), None)
+    reply(writer::sse_response(shared, &sid, s, conn, plan))
+        .about(Some(&sid), None)
+        .holding(slot)
 }
 
 /// `POST /messages?sessionId=…`: every client message; 202, the answer
@@ -110,6 +119,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         .borrow()
         .sessions
         .get_key_value(sid.as_str())
+        .filter(|(_, s)| super::holds::may_name(shared, s, &parts.headers))
         .map(|(k, s)| {
             s.last_active.set(tokio::time::Instant::now());
             k.clone()

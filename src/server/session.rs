@@ -111,6 +111,9 @@ pub(crate) struct Session {
     pub last_active: Cell<Instant>,
     /// The bearer token that opened it, if any (sessions per principal).
     pub owner: Option<Rc<str>>,
+    /// The peer address that opened it, when known (sessions without a
+    /// token are counted per address).
+    pub peer: Option<std::net::IpAddr>,
     first_event_id: EventId,
     next_event_id: EventId,
     /// Stream of every event id ever issued (index: id − first id).
@@ -162,6 +165,7 @@ impl Session {
             drained: Rc::new(Notify::new()),
             last_active: Cell::new(Instant::now()),
             owner: None,
+            peer: None,
             first_event_id,
             next_event_id: first_event_id,
             event_stream: Vec::new(),
