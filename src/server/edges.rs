@@ -82,9 +82,9 @@ impl Exposure {
                 .map(|h| h.to_str().ok())
                 .chain(uri.authority().map(|a| Some(a.as_str())));
             for h in named {
-                let ok = h.and_then(host_name).is_some_and(|n| {
-                    LOOPBACK_HOSTS.contains(&n.as_str()) || extra.contains(&n)
-                });
+                let ok = h
+                    .and_then(host_name)
+                    .is_some_and(|n| LOOPBACK_HOSTS.contains(&n.as_str()) || extra.contains(&n));
                 if !ok {
                     return refuse(StatusCode::FORBIDDEN, HOST_REFUSED, false);
                 }
@@ -237,7 +237,10 @@ mod tests {
             (&[("transfer-encoding", "gzip, chunked")][..], 501),
             (&[("transfer-encoding", "chunked, chunked")][..], 501),
             (
-                &[("transfer-encoding", "gzip"), ("transfer-encoding", "chunked")][..],
+                &[
+                    ("transfer-encoding", "gzip"),
+                    ("transfer-encoding", "chunked"),
+                ][..],
                 501,
             ),
             (&[("transfer-encoding", "")][..], 501),

@@ -120,8 +120,16 @@ pub(super) fn stream_slot(
     if let Some(m) = refusal {
         return Err(too_many(id.cloned(), &m, Duration::from_secs(1)));
     }
-    *open.by_session.borrow_mut().entry(sess.id.clone()).or_insert(0) += 1;
-    *open.by_holder.borrow_mut().entry(holder.clone()).or_insert(0) += 1;
+    *open
+        .by_session
+        .borrow_mut()
+        .entry(sess.id.clone())
+        .or_insert(0) += 1;
+    *open
+        .by_holder
+        .borrow_mut()
+        .entry(holder.clone())
+        .or_insert(0) += 1;
     Ok(Some(SseSlot {
         open: shared.open_streams.clone(),
         sid: sess.id.clone(),

@@ -336,7 +336,7 @@ fn a_trickled_body_is_cut_off_within_the_body_timeout() {
     let mut sock = TcpStream::connect(s.addr).unwrap();
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     sock.write_all(head.as_bytes()).unwrap();
@@ -380,7 +380,7 @@ fn a_trickled_body_is_cut_off_within_the_body_timeout() {
 fn guarded_delete_refuses_a_legacy_session() {
     let s = Served::start(&[]);
     let mut sse = TcpStream::connect(s.addr).unwrap();
-    sse.write_all(b"GET /sse HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n\r\n")
+    sse.write_all(b"GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n")
         .unwrap();
     sse.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut got = String::new();
@@ -423,7 +423,7 @@ fn accept_with_q_zero_is_refused() {
         ("text/*;q=0, text/event-stream, application/*", 200),
     ] {
         let req = format!(
-            "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: {accept}\r\ncontent-length: {}\r\n\r\n{INIT}",
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: {accept}\r\ncontent-length: {}\r\n\r\n{INIT}",
             INIT.len()
         );
         sock.r.get_mut().write_all(req.as_bytes()).unwrap();
@@ -564,7 +564,7 @@ fn the_unguarded_server_ignores_a_non_ascii_key() {
     let sid = initialize(&mut sock, &[]);
     let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ledger_append","arguments":{"tag":"k"}}}"#;
     let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nhost: x\r\nmcp-session-id: {sid}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nidempotency-key: ",
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nmcp-session-id: {sid}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nidempotency-key: ",
         body.len()
     )
     .into_bytes();
@@ -620,7 +620,7 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
             let mut c = s.connect();
             let sid = initialize(&mut c, &[]);
             let get = format!(
-                "GET /mcp HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n\r\n"
+                "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n\r\n"
             );
             c.r.get_mut().write_all(get.as_bytes()).unwrap();
             let mut line = String::new();
