@@ -6,6 +6,9 @@
 //! client can hold neither every session slot nor every connection. The
 //! caps are `serve`'s ([`super::Exposure`]); the simulator has none.
 
+// Refusals travel as ready-made responses, as in `reply`: the cold path.
+#![allow(clippy::result_large_err)]
+
 use super::body::ServerBody;
 use super::reply::error;
 use super::session::Session;

@@ -355,6 +355,7 @@ async fn request(
 
 /// The slot a call's POST stream takes ([`super::holds::stream_slot`]):
 /// none when its events will go on the attached standalone stream.
+#[allow(clippy::result_large_err)] // a refusal, the cold path (as in `reply`)
 fn call_stream_slot(
     shared: &Shared,
     sid: &SessionId,

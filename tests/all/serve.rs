@@ -376,12 +376,13 @@ fn a_trickled_body_is_cut_off_within_the_body_timeout() {
     );
 }
 
-#[test]
-fn guarded_delete_refuses_a_legacy_session() {
-    let s = Served::start(&[]);
+/// Opens a legacy session with `GET /sse` (with header lines `extra`):
+/// the open stream and the session id its `endpoint` event names.
+pub(crate) fn open_legacy(s: &Served, extra: &str) -> (TcpStream, String) {
     let mut sse = TcpStream::connect(s.addr).unwrap();
-    sse.write_all(b"GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n\r\n")
-        .unwrap();
+    let req =
+        format!("GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n{extra}\r\n");
+    sse.write_all(req.as_bytes()).unwrap();
     sse.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut got = String::new();
     let mut buf = [0u8; 1024];
@@ -402,6 +403,13 @@ fn guarded_delete_refuses_a_legacy_session() {
         .take_while(char::is_ascii_hexdigit)
         .collect();
     assert_eq!(legacy.len(), 32, "{got}");
+    (sse, legacy)
+}
+
+#[test]
+fn guarded_delete_refuses_a_legacy_session() {
+    let s = Served::start(&[]);
+    let (_sse, legacy) = open_legacy(&s, "");
     let mut c = s.connect();
     let r = c.send("DELETE", &[("mcp-session-id", &legacy)], "");
     assert_eq!(r.status, 404, "{r:?}");

@@ -172,27 +172,7 @@ fn a_session_answers_only_the_token_that_opened_it() {
     let r = send(&mut c, "DELETE", &h(Some("alice"), &sid), "", &[]);
     assert_eq!(r.status, 200, "{r:?}");
     // The legacy transport: a stream opened by alice, a message from bob.
-    let mut sse = s.connect();
-    let open = "GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nauthorization: Bearer alice\r\n\r\n";
-    assert_eq!(open_stream(&mut sse, open), 200);
-    let mut got = String::new();
-    while !got
-        .split("sessionId=")
-        .nth(1)
-        .is_some_and(|rest| rest.contains('\n'))
-    {
-        let mut buf = [0u8; 512];
-        let n = sse.r.read(&mut buf).unwrap();
-        assert!(n > 0, "the stream ended: {got}");
-        got.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
-    let legacy: String = got
-        .split("sessionId=")
-        .nth(1)
-        .unwrap()
-        .chars()
-        .take(32)
-        .collect();
+    let (_sse, legacy) = crate::serve::open_legacy(&s, "authorization: Bearer alice\r\n");
     let message = |auth: &str, sid: &str| {
         let req = format!(
             "POST /messages?sessionId={sid} HTTP/1.1\r\nhost: 127.0.0.1\r\n{auth}content-type: application/json\r\ncontent-length: {}\r\n\r\n{PING}",
