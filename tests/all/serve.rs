@@ -132,29 +132,8 @@ impl Conn {
     }
 
     pub(crate) fn read(&mut self) -> Resp {
+        let mut resp = self.read_head();
         let mut line = String::new();
-        self.r.read_line(&mut line).unwrap();
-        let status = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("a status line, got {line:?}"));
-        let mut headers = Vec::new();
-        loop {
-            line.clear();
-            self.r.read_line(&mut line).unwrap();
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            let (k, v) = l.split_once(':').expect("a header");
-            headers.push((k.trim().to_string(), v.trim().to_string()));
-        }
-        let mut resp = Resp {
-            status,
-            headers,
-            body: String::new(),
-        };
         if resp.header("transfer-encoding") == Some("chunked") {
             loop {
                 line.clear();
@@ -173,6 +152,34 @@ impl Conn {
             resp.body = String::from_utf8_lossy(&b).into_owned();
         }
         resp
+    }
+
+    /// Reads a response's status line and headers, leaving its body (an
+    /// open stream, say) unread.
+    pub(crate) fn read_head(&mut self) -> Resp {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("a status line, got {line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.r.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (k, v) = l.split_once(':').expect("a header");
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Resp {
+            status,
+            headers,
+            body: String::new(),
+        }
     }
 }
 

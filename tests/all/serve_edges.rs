@@ -39,20 +39,7 @@ fn post_head(extra: &str, body: &str) -> Vec<u8> {
 /// status line and headers, leaving the stream open; the status.
 fn open_stream(c: &mut Conn, req: &str) -> u16 {
     c.r.get_mut().write_all(req.as_bytes()).unwrap();
-    let mut line = String::new();
-    c.r.read_line(&mut line).unwrap();
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("a status line, got {line:?}"));
-    loop {
-        line.clear();
-        c.r.read_line(&mut line).unwrap();
-        if line.trim_end().is_empty() {
-            return status;
-        }
-    }
+    c.read_head().status
 }
 
 fn get_stream(sid: &str, extra: &str) -> String {
