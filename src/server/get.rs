@@ -115,6 +115,10 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
             "a standalone stream is already open for this session: resume with Last-Event-ID instead",
         ));
     }
+    let slot = match super::holds::stream_slot(shared, sess, false, None) {
+        Ok(s) => s,
+        Err(r) => return Reply::new(r),
+    };
     let s = sess.open_stream(StreamKind::Standalone, None, conn, &shared.history);
     if shared.cfg.delivery == Delivery::PostStream {
         // Responses ride their POSTs: this stream carries notifications
@@ -123,7 +127,7 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
     }
     sess.standalone = Some(s);
     drop(st);
-    Reply::new(sse_response(shared, sid, s, conn, Plan::live()))
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live())).holding(slot)
 }
 
 /// A GET with `Last-Event-ID`: replays that id's stream after it, taking
@@ -189,6 +193,13 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
         drop(st);
         return empty_resume(shared, sid, Some(s), conn, EmptyResume::Completed);
     }
+    // A resume of a stream still attached replaces its connection: never
+    // refused for the slot it will give back.
+    let takes_over = sess.streams[s as usize].conn.is_some();
+    let slot = match super::holds::stream_slot(shared, sess, takes_over, None) {
+        Ok(slot) => slot,
+        Err(r) => return Reply::new(r),
+    };
     if translate {
         sess.cursor_translated = true;
         shared.history.record(Record::MappingApplied {
@@ -298,5 +309,5 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
                 .insert(headers::MCP_STREAM_FIRST_EVENT_ID, HeaderValue::from(first));
         }
     }
-    Reply::new(resp)
+    Reply::new(resp).holding(slot)
 }

@@ -41,13 +41,20 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
             "Accept must list text/event-stream",
         ));
     }
-    let owner = match reply::admit_session(shared, req.headers(), None) {
+    let peer = super::holds::peer_of(req.extensions());
+    let owner = match reply::admit_session(shared, req.headers(), peer, None) {
         Ok(o) => o,
         Err(r) => return reply(r),
     };
     let sid = shared.new_session_id();
     let mut session = shared.new_session(sid.clone(), Transport::Legacy);
     session.owner = owner;
+    session.peer = peer;
+    // Its stream is one its holder has open (the session's first).
+    let slot = match super::holds::stream_slot(shared, &session, false, None) {
+        Ok(s) => s,
+        Err(r) => return reply(r),
+    };
     shared.history.record(Record::SessionCreated {
         session: sid.clone(),
         transport: Transport::Legacy,
@@ -72,7 +79,9 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         transport: Transport::Legacy,
         preamble: Some(endpoint),
     };
-    reply(writer::sse_response(shared, &sid, s, conn, plan)).about(Some(&sid), None)
+    reply(writer::sse_response(shared, &sid, s, conn, plan))
+        .about(Some(&sid), None)
+        .holding(slot)
 }
 
 /// `POST /messages?sessionId=…`: every client message; 202, the answer
@@ -104,6 +113,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         .borrow()
         .sessions
         .get_key_value(sid.as_str())
+        .filter(|(_, s)| super::holds::may_name(shared, s, &parts.headers))
         .map(|(k, s)| {
             s.last_active.set(tokio::time::Instant::now());
             k.clone()

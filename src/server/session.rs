@@ -187,6 +187,9 @@ pub(crate) struct Session {
     pub last_active: Cell<Instant>,
     /// The bearer token that opened it, if any (sessions per principal).
     pub owner: Option<Rc<str>>,
+    /// The peer address that opened it, when known (sessions without a
+    /// token are counted per address).
+    pub peer: Option<std::net::IpAddr>,
     first_event_id: EventId,
     next_event_id: EventId,
     /// Event ids the streams not released hold (their `ids`, together).
@@ -245,6 +248,7 @@ impl Session {
             room: Rc::new(Notify::new()),
             last_active: Cell::new(Instant::now()),
             owner: None,
+            peer: None,
             first_event_id,
             next_event_id: first_event_id,
             live_events: 0,

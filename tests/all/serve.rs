@@ -132,29 +132,8 @@ impl Conn {
     }
 
     pub(crate) fn read(&mut self) -> Resp {
+        let mut resp = self.read_head();
         let mut line = String::new();
-        self.r.read_line(&mut line).unwrap();
-        let status = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("a status line, got {line:?}"));
-        let mut headers = Vec::new();
-        loop {
-            line.clear();
-            self.r.read_line(&mut line).unwrap();
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            let (k, v) = l.split_once(':').expect("a header");
-            headers.push((k.trim().to_string(), v.trim().to_string()));
-        }
-        let mut resp = Resp {
-            status,
-            headers,
-            body: String::new(),
-        };
         if resp.header("transfer-encoding") == Some("chunked") {
             loop {
                 line.clear();
@@ -173,6 +152,34 @@ impl Conn {
             resp.body = String::from_utf8_lossy(&b).into_owned();
         }
         resp
+    }
+
+    /// Reads a response's status line and headers, leaving its body (an
+    /// open stream, say) unread.
+    pub(crate) fn read_head(&mut self) -> Resp {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("a status line, got {line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.r.read_line(&mut line).unwrap();
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (k, v) = l.split_once(':').expect("a header");
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Resp {
+            status,
+            headers,
+            body: String::new(),
+        }
     }
 }
 
@@ -336,7 +343,7 @@ fn a_trickled_body_is_cut_off_within_the_body_timeout() {
     let mut sock = TcpStream::connect(s.addr).unwrap();
     let body = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
         body.len()
     );
     sock.write_all(head.as_bytes()).unwrap();
@@ -376,12 +383,13 @@ fn a_trickled_body_is_cut_off_within_the_body_timeout() {
     );
 }
 
-#[test]
-fn guarded_delete_refuses_a_legacy_session() {
-    let s = Served::start(&[]);
+/// Opens a legacy session with `GET /sse` (with header lines `extra`):
+/// the open stream and the session id its `endpoint` event names.
+pub(crate) fn open_legacy(s: &Served, extra: &str) -> (TcpStream, String) {
     let mut sse = TcpStream::connect(s.addr).unwrap();
-    sse.write_all(b"GET /sse HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n\r\n")
-        .unwrap();
+    let req =
+        format!("GET /sse HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\n{extra}\r\n");
+    sse.write_all(req.as_bytes()).unwrap();
     sse.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut got = String::new();
     let mut buf = [0u8; 1024];
@@ -402,6 +410,13 @@ fn guarded_delete_refuses_a_legacy_session() {
         .take_while(char::is_ascii_hexdigit)
         .collect();
     assert_eq!(legacy.len(), 32, "{got}");
+    (sse, legacy)
+}
+
+#[test]
+fn guarded_delete_refuses_a_legacy_session() {
+    let s = Served::start(&[]);
+    let (_sse, legacy) = open_legacy(&s, "");
     let mut c = s.connect();
     let r = c.send("DELETE", &[("mcp-session-id", &legacy)], "");
     assert_eq!(r.status, 404, "{r:?}");
@@ -423,7 +438,7 @@ fn accept_with_q_zero_is_refused() {
         ("text/*;q=0, text/event-stream, application/*", 200),
     ] {
         let req = format!(
-            "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: {accept}\r\ncontent-length: {}\r\n\r\n{INIT}",
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: {accept}\r\ncontent-length: {}\r\n\r\n{INIT}",
             INIT.len()
         );
         sock.r.get_mut().write_all(req.as_bytes()).unwrap();
@@ -564,7 +579,7 @@ fn the_unguarded_server_ignores_a_non_ascii_key() {
     let sid = initialize(&mut sock, &[]);
     let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ledger_append","arguments":{"tag":"k"}}}"#;
     let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nhost: x\r\nmcp-session-id: {sid}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nidempotency-key: ",
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nmcp-session-id: {sid}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\nidempotency-key: ",
         body.len()
     )
     .into_bytes();
@@ -620,7 +635,7 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
             let mut c = s.connect();
             let sid = initialize(&mut c, &[]);
             let get = format!(
-                "GET /mcp HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n\r\n"
+                "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n\r\n"
             );
             c.r.get_mut().write_all(get.as_bytes()).unwrap();
             let mut line = String::new();
