@@ -195,7 +195,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     }
     // A resume of a stream still attached replaces its connection: never
     // refused for the slot it will give back.
-    let takes_over = sess.streams[s as usize].conn.is_some();
+    let takes_over = sess.streams[s].conn.is_some();
     let slot = match super::holds::stream_slot(shared, sess, takes_over, None) {
         Ok(slot) => slot,
         Err(r) => return Reply::new(r),
