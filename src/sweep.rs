@@ -253,13 +253,21 @@ pub struct Seeds {
 
 impl Seeds {
     /// Parses `A..B` (B exclusive) or a bare `N` (= `0..N`), the one
-    /// meaning `--seeds` has in every command; a one-line error names the
-    /// input and the fix.
+    /// meaning `--seeds` has in every command, of at most
+    /// [`MAX_SEEDS`](crate::flags::MAX_SEEDS) seeds; a one-line error names
+    /// the input, the bound and the fix.
     pub fn parse(range: &str, shard: Option<&str>) -> Result<Seeds, String> {
+        Self::parse_as("--seeds", range, shard)
+    }
+
+    /// [`Seeds::parse`], errors naming the range's source (`label`: the
+    /// flag or the environment variable).
+    fn parse_as(label: &str, range: &str, shard: Option<&str>) -> Result<Seeds, String> {
+        use crate::flags::MAX_SEEDS;
         let bad = || {
             format!(
-                "bad seeds {range:?}: write A..B (B exclusive, A < B), e.g. 0..20, \
-                 or N for 0..N, e.g. 6"
+                "{label}: bad seeds {range:?}: write A..B (B exclusive, A < B), e.g. 0..20, \
+                 or N for 0..N, e.g. 6; at most {MAX_SEEDS} seeds"
             )
         };
         let (start, end) = match range.split_once("..") {
@@ -272,16 +280,29 @@ impl Seeds {
         if start >= end {
             return Err(bad());
         }
+        if end - start > MAX_SEEDS {
+            return Err(format!(
+                "{label} {range}: {} seeds is above the maximum of {MAX_SEEDS}: sweep at most \
+                 {MAX_SEEDS} seeds at once (e.g. {start}..{}), the rest as further ranges",
+                end - start,
+                start.saturating_add(MAX_SEEDS)
+            ));
+        }
         let shard = match shard {
             None => (1, 1),
             Some(s) => {
-                let bad = || format!("bad shard {s:?}: write K/N with 1 <= K <= N, e.g. 2/4");
+                let bad = || {
+                    format!(
+                        "--shard {s:?}: write K/N with 1 <= K <= N <= {MAX_SEEDS} (the maximum \
+                         shard count), e.g. 2/4"
+                    )
+                };
                 let (k, n) = s.split_once('/').ok_or_else(bad)?;
                 let (k, n) = (
                     k.trim().parse::<u64>().map_err(|_| bad())?,
                     n.trim().parse::<u64>().map_err(|_| bad())?,
                 );
-                if k == 0 || n == 0 || k > n {
+                if k == 0 || n == 0 || k > n || n > MAX_SEEDS {
                     return Err(bad());
                 }
                 (k, n)
@@ -300,7 +321,7 @@ impl Seeds {
         let env = std::env::var(SEEDS_ENV).ok();
         match (flag, env.as_deref(), default) {
             (Some(f), ..) => Seeds::parse(f, shard),
-            (None, Some(e), _) => Seeds::parse(e, shard).map_err(|m| format!("{SEEDS_ENV}: {m}")),
+            (None, Some(e), _) => Seeds::parse_as(SEEDS_ENV, e, shard),
             (None, None, Some(d)) => Seeds::parse(d, shard),
             (None, None, None) => Err(format!(
                 "no seeds: pass --seeds A..B (or N for 0..N), or set {SEEDS_ENV}"
@@ -316,8 +337,9 @@ impl Seeds {
     /// The seeds of this shard, in order.
     pub fn list(&self) -> Vec<u64> {
         let (k, n) = self.shard;
-        (self.start..self.end)
-            .filter(|s| (s - self.start) % n == k - 1)
+        let step = usize::try_from(n).expect("a shard count is at most MAX_SEEDS");
+        (self.start.saturating_add(k - 1)..self.end)
+            .step_by(step)
             .collect()
     }
 }
@@ -434,7 +456,8 @@ pub fn run_all(
     let stop = std::sync::atomic::AtomicBool::new(false);
     let results: Mutex<Vec<Option<Result<RunReport, String>>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|s| {
-        for _ in 0..workers.max(1) {
+        // No more threads than jobs: a worker without a job only costs a stack.
+        for _ in 0..workers.clamp(1, jobs.len().max(1)) {
             s.spawn(|| loop {
                 if stop.load(Ordering::SeqCst) {
                     break;

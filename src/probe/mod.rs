@@ -71,14 +71,14 @@ pub struct ProbeArgs {
     /// Output: text, markdown or json.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// Bound on the whole probe, seconds.
-    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    /// Bound on the whole probe, seconds, 1 to 3600.
+    #[arg(long, default_value_t = 120, value_parser = crate::flags::whole("--timeout", 1, 3_600))]
     timeout: u64,
-    /// Bound on one response or result, milliseconds.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    /// Bound on one response or result, milliseconds, 100 to 600000.
+    #[arg(long, default_value_t = 10_000, value_parser = crate::flags::whole("--request-timeout-ms", 100, 600_000))]
     request_timeout_ms: u64,
-    /// Most requests the probe sends.
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Most requests the probe sends, 1 to 1000000.
+    #[arg(long, default_value_t = 500, value_parser = crate::flags::whole32("--max-requests", 1, crate::flags::MAX_PROBE_REQUESTS as u32))]
     max_requests: u32,
     /// Allow a --url that is not a loopback address.
     #[arg(long)]

@@ -44,6 +44,18 @@ impl Target {
         let host = uri
             .host()
             .ok_or_else(|| format!("--url {url:?} names no host: give http://HOST:PORT/mcp"))?;
+        // A port the URL writes but no TCP port can be (99999) is an
+        // error, not port 80.
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        let after_host = authority.rsplit_once(']').map_or(authority, |(_, p)| p);
+        let port = match after_host.rsplit_once(':') {
+            None => 80,
+            Some((_, p)) => p.parse::<u16>().map_err(|_| {
+                format!(
+                    "--url {url:?}: port {p:?} is not a TCP port (0 to 65535): give http://HOST:PORT/mcp"
+                )
+            })?,
+        };
         let path = uri
             .path_and_query()
             .map(|p| p.as_str().to_string())
@@ -54,7 +66,7 @@ impl Target {
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .to_string(),
-            port: uri.port_u16().unwrap_or(80),
+            port,
             path,
         })
     }
