@@ -1494,7 +1494,9 @@ fn side_figures(
 ) -> anyhow::Result<crate::scale::Figures> {
     errln!("mcp-chaos scale: {n} clients, {name}");
     let o = std::process::Command::new(exe)
-        .args(["scale", "--one", name, "--clients", &n.to_string()])
+        // The mixed-fleet side runs its own 264 clients (n = 0); --clients
+        // still takes a valid size.
+        .args(["scale", "--one", name, "--clients", &n.max(1).to_string()])
         .args(["--hosts", &base.hosts.to_string()])
         .args(["--calls", &base.calls.to_string()])
         .args(["--chunks", &base.chunks.to_string()])

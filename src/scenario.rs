@@ -1281,6 +1281,18 @@ behaviour = "retry-by-post"
     }
 
     #[test]
+    fn derived_names_are_fitted_to_the_name_rule() {
+        let long = format!("{}-seed18446744073709551615-rmcp-es-shrunk", "n".repeat(64));
+        let a = fit_name(&long);
+        let b = fit_name(&long.replace("rmcp-es", "guarded"));
+        assert!(check_name(&a).is_ok() && check_name(&b).is_ok(), "{a} {b}");
+        assert_eq!(a.len(), MAX_NAME_LEN);
+        assert_ne!(a, b, "names differing past the cut stay distinct");
+        assert_eq!(fit_name("half-open-seed3-guarded"), "half-open-seed3-guarded");
+        assert_eq!(fit_name("a/b c"), "a-b-c");
+    }
+
+    #[test]
     fn ports_scale_with_hosts_and_cut_off_time() {
         let text = |count: u32, hosts: u32, partition_ms: u64| {
             format!(
