@@ -1085,11 +1085,15 @@ impl Matrix {
     /// The jobs of one scenario file over `seeds`.
     fn jobs(&self, path: &str, scenario: &Scenario, seeds: &[u64]) -> Vec<Job> {
         let mut out = Vec::new();
+        let (path, scenario) = (
+            std::sync::Arc::<str>::from(path),
+            std::sync::Arc::new(scenario.clone()),
+        );
         for &seed in seeds {
             for &profile in &self.profiles {
                 for &variant in &self.arms {
                     out.push(Job {
-                        path: path.to_string(),
+                        path: path.clone(),
                         scenario: scenario.clone(),
                         seed,
                         variant,

@@ -1288,7 +1288,10 @@ behaviour = "retry-by-post"
         assert!(check_name(&a).is_ok() && check_name(&b).is_ok(), "{a} {b}");
         assert_eq!(a.len(), MAX_NAME_LEN);
         assert_ne!(a, b, "names differing past the cut stay distinct");
-        assert_eq!(fit_name("half-open-seed3-guarded"), "half-open-seed3-guarded");
+        assert_eq!(
+            fit_name("half-open-seed3-guarded"),
+            "half-open-seed3-guarded"
+        );
         assert_eq!(fit_name("a/b c"), "a-b-c");
     }
 

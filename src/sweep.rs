@@ -518,9 +518,10 @@ pub const SEEDS_ENV: &str = "MCP_CHAOS_SEEDS";
 #[derive(Clone, Debug)]
 pub struct Job {
     /// The scenario file, for repro commands.
-    pub path: String,
-    /// The scenario.
-    pub scenario: Scenario,
+    pub path: std::sync::Arc<str>,
+    /// The scenario, shared by every job of its file (a sweep queues
+    /// seeds x arms x profiles jobs before the first runs).
+    pub scenario: std::sync::Arc<Scenario>,
     /// Root seed.
     pub seed: u64,
     /// Server.
