@@ -212,7 +212,7 @@ enum Cmd {
         #[command(flatten)]
         control: ControlArgs,
         /// Parallel simulations (default: the core count).
-        #[arg(long, value_parser = flags::jobs)]
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
         jobs: Option<usize>,
         /// Output directory.
         #[arg(long, default_value = "results")]
@@ -252,7 +252,7 @@ enum Cmd {
         #[command(flatten)]
         control: ControlArgs,
         /// Parallel simulations (default: the core count).
-        #[arg(long, value_parser = flags::jobs)]
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
         jobs: Option<usize>,
         /// Also write JUnit XML here.
         #[arg(long)]
@@ -349,7 +349,7 @@ enum Cmd {
         #[arg(long)]
         scenario: PathBuf,
         /// Root seed (0 to 18446744073709551615).
-        #[arg(long, value_parser = flags::seed)]
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
         /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long)]
@@ -379,7 +379,7 @@ enum Cmd {
         #[arg(long)]
         scenario: PathBuf,
         /// Root seed of the failing run (0 to 18446744073709551615).
-        #[arg(long, value_parser = flags::seed)]
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
         /// The server arm that fails.
         #[arg(long)]
@@ -447,7 +447,7 @@ enum Cmd {
         #[arg(long)]
         scenario: PathBuf,
         /// Root seed (0 to 18446744073709551615).
-        #[arg(long, default_value_t = 0, value_parser = flags::seed)]
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
         /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long)]
@@ -1297,7 +1297,16 @@ fn sweep_cmd(
     matrix.check(&path.display().to_string(), &scenario)?;
     let files = vec![(path.display().to_string(), scenario.clone())];
     let work = matrix.jobs(&path.display().to_string(), &scenario, &seeds.list());
-    let summary = execute(&work, jobs.unwrap_or_else(cores), control)?;
+    let mut summary = execute(&work, jobs.unwrap_or_else(cores), control)?;
+    // What `merge` checks shards against: the scenario file's hash, the
+    // range, the arms and profiles.
+    summary.provenance = report::provenance(
+        std::env::args().collect(),
+        (seeds.start, seeds.end),
+        matrix.arms.iter().map(|a| a.as_str().to_string()).collect(),
+        matrix.profile_names(),
+        &files,
+    );
     write(
         out,
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
@@ -1540,7 +1549,10 @@ fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
         parts.push(read_summary(f, "mcp-chaos sweep --out FILE")?);
     }
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let merged = Summary::merge(parts, &names).map_err(anyhow::Error::msg)?;
+    let mut merged = Summary::merge(parts, &names).map_err(anyhow::Error::msg)?;
+    if !merged.provenance.scenarios.is_empty() {
+        merged.provenance.command = std::env::args().collect();
+    }
     let text = serde_json::to_string_pretty(&merged).expect("summary serializes");
     match out {
         Some(p) => {

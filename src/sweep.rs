@@ -252,11 +252,14 @@ impl Summary {
             }
         }
         same_matrix(&parts, &name_of)?;
+        let provenance = merged_provenance(&parts, &name_of)?;
         let runs: Vec<RunReport> = parts.into_iter().flat_map(|s| s.runs).collect();
-        Self::aggregate(runs, &|r| {
+        let mut merged = Self::aggregate(runs, &|r| {
             seen.get(&run_key(r))
                 .map_or_else(|| "a summary".to_string(), |&i| name_of(i))
-        })
+        })?;
+        merged.provenance = provenance;
+        Ok(merged)
     }
 
     /// The worst exit code of its runs (0 pass, 1 safety, 2 liveness).
@@ -365,6 +368,65 @@ fn same_matrix(parts: &[Summary], name_of: &dyn Fn(usize) -> String) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The provenance of merged parts (those that record one): one scenario
+/// name must be one file's content in every part (else the shards ran
+/// different scenarios under one name, refused naming both files and
+/// hashes); seeds, arms, profiles, version and commit are the parts'
+/// (joined by `,` where they differ). The command is left for the caller.
+fn merged_provenance(
+    parts: &[Summary],
+    name_of: &dyn Fn(usize) -> String,
+) -> Result<Provenance, String> {
+    let mut out = Provenance::default();
+    let mut from: BTreeMap<String, usize> = BTreeMap::new();
+    let join = |dst: &mut String, v: &str| {
+        if !dst.split(',').any(|x| x == v) {
+            if !dst.is_empty() {
+                dst.push(',');
+            }
+            dst.push_str(v);
+        }
+    };
+    for (i, p) in parts.iter().enumerate() {
+        let p = &p.provenance;
+        if p.scenarios.is_empty() {
+            continue;
+        }
+        for (name, info) in &p.scenarios {
+            match out.scenarios.get(name) {
+                Some(seen) if seen.sha256 != info.sha256 => {
+                    return Err(format!(
+                        "{} and {} ran scenario {name} from different files ({} sha256 {:.12} vs \
+                         {} sha256 {:.12}): merge only shards of one scenario file",
+                        name_of(from[name]),
+                        name_of(i),
+                        seen.file,
+                        seen.sha256,
+                        info.file,
+                        info.sha256
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    out.scenarios.insert(name.clone(), info.clone());
+                    from.insert(name.clone(), i);
+                }
+            }
+        }
+        join(&mut out.seeds, &p.seeds);
+        join(&mut out.version, &p.version);
+        join(&mut out.commit, &p.commit);
+        for (dst, src) in [(&mut out.arms, &p.arms), (&mut out.clients, &p.clients)] {
+            for v in src {
+                if !dst.contains(v) {
+                    dst.push(v.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Figures no run can have: a histogram with a value outside its bounds

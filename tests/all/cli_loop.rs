@@ -529,6 +529,30 @@ fn merge_refuses_mixed_shards_and_corrupt_figures() {
         &["--servers", "guarded", "--set", "server.store_capacity=64"],
     );
     let arm = shard("arm", "2/2", &["--servers", "unguarded"]);
+    // The same name, another file's content.
+    let edited = dir.join("edited.toml");
+    let original = Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/seed-000-retry-by-post.toml");
+    let text = std::fs::read_to_string(original).unwrap();
+    std::fs::write(
+        &edited,
+        text.replace("description = \"", "description = \"Edited. "),
+    )
+    .unwrap();
+    let other = dir.join("other.json");
+    let o = bin()
+        .args([
+            "sweep",
+            "--scenario",
+            edited.to_str().unwrap(),
+            "--seeds",
+            "0..2",
+        ])
+        .args(["--shard", "2/2", "--servers", "guarded", "--out"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let other = other.display().to_string();
     let merged = dir.join("merged.json");
     let merge = |x: &str, y: &str| {
         bin()
@@ -549,6 +573,11 @@ fn merge_refuses_mixed_shards_and_corrupt_figures() {
         &merge(&a, &arm),
         &[&a, &arm, "guarded/scenario", "unguarded/scenario"],
         "mixed arms",
+    );
+    refused(
+        &merge(&a, &other),
+        &[&a, &other, "different files", "seed-000-retry-by-post"],
+        "one name, two files",
     );
     // Crafted figures, each in a copy of shard b.
     let text = std::fs::read_to_string(&b).unwrap();
