@@ -1122,6 +1122,18 @@ impl Matrix {
         Ok(())
     }
 
+    /// The provenance of this matrix run over `seeds` of `files`, with
+    /// this process's command line.
+    fn provenance(&self, seeds: &Seeds, files: &[(String, Scenario)]) -> sweep::Provenance {
+        report::provenance(
+            std::env::args().collect(),
+            (seeds.start, seeds.end),
+            self.arms.iter().map(|a| a.as_str().to_string()).collect(),
+            self.profile_names(),
+            files,
+        )
+    }
+
     /// The client profiles' names (`scenario`: as written).
     fn profile_names(&self) -> Vec<String> {
         self.profiles
@@ -1248,13 +1260,7 @@ fn compare(
         work.len()
     );
     let mut summary = execute(&work, workers, select.control)?;
-    summary.provenance = report::provenance(
-        std::env::args().collect(),
-        (seeds.start, seeds.end),
-        matrix.arms.iter().map(|a| a.as_str().to_string()).collect(),
-        matrix.profile_names(),
-        &files,
-    );
+    summary.provenance = matrix.provenance(seeds, &files);
     if select.shrink {
         shrink_failures(&summary, &files, out)?;
     }
@@ -1300,13 +1306,7 @@ fn sweep_cmd(
     let mut summary = execute(&work, jobs.unwrap_or_else(cores), control)?;
     // What `merge` checks shards against: the scenario file's hash, the
     // range, the arms and profiles.
-    summary.provenance = report::provenance(
-        std::env::args().collect(),
-        (seeds.start, seeds.end),
-        matrix.arms.iter().map(|a| a.as_str().to_string()).collect(),
-        matrix.profile_names(),
-        &files,
-    );
+    summary.provenance = matrix.provenance(seeds, &files);
     write(
         out,
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
