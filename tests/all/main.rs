@@ -12,5 +12,6 @@ mod probe;
 mod report;
 mod rmcp;
 mod serve;
+mod serve_edges;
 mod sim;
 mod turmoil_patch;
