@@ -3,6 +3,7 @@
 //! expectation holds, 1 on a safety violation, 2 on a liveness failure, 3 on
 //! a usage or I/O error.
 
+use crate::flags;
 use crate::guard::{Limits, PostFacts, Reason, SessionGuard, Verdict};
 use crate::history::History;
 use crate::ledger::Ledger;
@@ -105,27 +106,6 @@ impl RunArgs {
     }
 }
 
-fn parse_jobs(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(0) => {
-            Err("0 workers run nothing: use --jobs 1 or more (default: the core count)".into())
-        }
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!(
-            "{s:?} is not a number of workers: use e.g. --jobs 2"
-        )),
-    }
-}
-
-fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
-    match s.trim().parse::<f64>() {
-        Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(std::time::Duration::from_secs_f64(x)),
-        _ => Err(format!(
-            "{s:?} is not a timeout: give seconds above 0, e.g. --timeout 30"
-        )),
-    }
-}
-
 /// How a batch is scheduled: `--fail-fast` and `--timeout`.
 #[derive(clap::Args, Debug, Clone)]
 struct ControlArgs {
@@ -135,7 +115,7 @@ struct ControlArgs {
     fail_fast: bool,
     /// Longest wall-clock time one run may take, seconds; a run past it is
     /// reported as failed with verdict "timeout" and its repro command.
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", value_parser = flags::timeout)]
     timeout: Option<std::time::Duration>,
 }
 
@@ -232,7 +212,7 @@ enum Cmd {
         #[command(flatten)]
         control: ControlArgs,
         /// Parallel simulations (default: the core count).
-        #[arg(long, value_parser = parse_jobs)]
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
         jobs: Option<usize>,
         /// Output directory.
         #[arg(long, default_value = "results")]
@@ -272,7 +252,7 @@ enum Cmd {
         #[command(flatten)]
         control: ControlArgs,
         /// Parallel simulations (default: the core count).
-        #[arg(long, value_parser = parse_jobs)]
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
         jobs: Option<usize>,
         /// Also write JUnit XML here.
         #[arg(long)]
@@ -316,24 +296,26 @@ enum Cmd {
         after_help = "Example:\n  mcp-chaos scale --clients 1000,10000 --out results/perf.md"
     )]
     Scale {
-        /// Client counts, comma-separated.
-        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        /// Client counts, comma-separated, each 1 to 20000.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000",
+              value_parser = flags::whole32("--clients", 1, crate::scenario::MAX_CLIENTS as u32))]
         clients: Vec<u32>,
-        /// Client hosts the clients are spread over.
-        #[arg(long, default_value_t = 4)]
+        /// Client hosts the clients are spread over, 1 to the smallest
+        /// client count.
+        #[arg(long, default_value_t = 4, value_parser = flags::whole32("--hosts", 1, crate::scenario::MAX_CLIENTS as u32))]
         hosts: u32,
-        /// Calls per client (the default 20, 3 s apart, make about a
-        /// minute of simulated traffic).
-        #[arg(long, default_value_t = 20)]
+        /// Calls per client, 1 to 1000 (the default 20, 3 s apart, make
+        /// about a minute of simulated traffic).
+        #[arg(long, default_value_t = 20, value_parser = flags::whole32("--calls", 1, flags::MAX_SCALE_PER_CLIENT as u32))]
         calls: u32,
-        /// SSE events per call.
-        #[arg(long, default_value_t = 4)]
+        /// SSE events per call, 1 to 1000.
+        #[arg(long, default_value_t = 4, value_parser = flags::whole32("--chunks", 1, flags::MAX_SCALE_PER_CLIENT as u32))]
         chunks: u32,
-        /// Time between a call's events, ms.
-        #[arg(long, default_value_t = 20)]
+        /// Time between a call's events, ms, 0 to 3600000.
+        #[arg(long, default_value_t = 20, value_parser = flags::whole("--chunk-interval-ms", 0, crate::server::MAX_CHUNK_INTERVAL_MS))]
         chunk_interval_ms: u64,
-        /// Pause between calls, ms.
-        #[arg(long, default_value_t = 3000)]
+        /// Pause between calls, ms, 0 to 86400000.
+        #[arg(long, default_value_t = 3000, value_parser = flags::whole("--think-ms", 0, crate::scenario::MAX_MS))]
         think_ms: u64,
         /// Also write the table (with the machine) to this file.
         #[arg(long)]
@@ -366,8 +348,8 @@ enum Cmd {
         /// Scenario file (TOML).
         #[arg(long)]
         scenario: PathBuf,
-        /// Root seed.
-        #[arg(long)]
+        /// Root seed (0 to 18446744073709551615).
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
         /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long)]
@@ -396,8 +378,8 @@ enum Cmd {
         /// Scenario file (TOML).
         #[arg(long)]
         scenario: PathBuf,
-        /// Root seed of the failing run.
-        #[arg(long)]
+        /// Root seed of the failing run (0 to 18446744073709551615).
+        #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
         /// The server arm that fails.
         #[arg(long)]
@@ -464,8 +446,8 @@ enum Cmd {
         /// Scenario file (TOML).
         #[arg(long)]
         scenario: PathBuf,
-        /// Root seed.
-        #[arg(long, default_value_t = 0)]
+        /// Root seed (0 to 18446744073709551615).
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
         /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
         #[arg(long)]
@@ -486,9 +468,9 @@ enum Cmd {
         #[arg(long, default_value = "guarded")]
         server: Arm,
         /// Address to listen on, HOST:PORT (a host name is resolved:
-        /// localhost:8080). Loopback by default: anything else exposes the
-        /// server beyond this machine.
-        #[arg(long, default_value = "127.0.0.1:8080")]
+        /// localhost:8080; port 0 to 65535, 0 picks a free one). Loopback
+        /// by default: anything else exposes the server beyond this machine.
+        #[arg(long, default_value = "127.0.0.1:8080", value_parser = flags::addr)]
         addr: String,
         /// Where tool-call responses go: post-stream or session-stream.
         #[arg(long, default_value = "post-stream", value_parser = parse_delivery)]
@@ -503,21 +485,22 @@ enum Cmd {
         /// Requests naming any other get 403 (DNS rebinding).
         #[arg(long = "allow-host", value_name = "NAME", value_parser = server::parse_host)]
         allow_host: Vec<String>,
-        /// Most connections held at once (default: 1024, or fewer when the
-        /// file-descriptor limit is lower); past it the oldest idle
-        /// connection is closed, or the new one gets 503.
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        /// Most connections held at once, 1 to 1048576 (default: 1024, or
+        /// fewer when the file-descriptor limit is lower); past it the
+        /// oldest idle connection is closed, or the new one gets 503.
+        #[arg(long, value_parser = flags::whole("--max-connections", 1, flags::MAX_CONNECTIONS))]
         max_connections: Option<u64>,
-        /// Longest a client may take to send a request head, ms (also how
-        /// long an idle connection is kept).
-        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+        /// Longest a client may take to send a request head, ms, 1 to
+        /// 3600000 (also how long an idle connection is kept).
+        #[arg(long, default_value_t = 10_000, value_parser = flags::whole("--header-timeout-ms", 1, flags::MAX_SERVE_TIMEOUT_MS))]
         header_timeout_ms: u64,
-        /// Longest a client may take to send a request body, ms (past it:
-        /// 408 and the connection is closed).
-        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+        /// Longest a client may take to send a request body, ms, 1 to
+        /// 3600000 (past it: 408 and the connection is closed).
+        #[arg(long, default_value_t = 10_000, value_parser = flags::whole("--body-timeout-ms", 1, flags::MAX_SERVE_TIMEOUT_MS))]
         body_timeout_ms: u64,
-        /// A session unused this long, with no stream open, ends, seconds.
-        #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+        /// A session unused this long, with no stream open, ends, seconds,
+        /// 1 to 86400.
+        #[arg(long, default_value_t = 600, value_parser = flags::whole("--session-idle-secs", 1, flags::MAX_SESSION_IDLE_SECS))]
         session_idle_secs: u64,
     },
     /// Try the transport hazards against a live MCP server over real TCP
@@ -899,6 +882,7 @@ fn run_one(
     opts: &Options,
 ) -> anyhow::Result<u8> {
     let scenario = load(path)?;
+    check_options(&path.display().to_string(), &scenario, opts)?;
     let repro = run::repro_command(&path.display().to_string(), seed, variant, opts);
     let (report, history) = run::run_arm(&scenario, seed, variant, opts)
         .map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {repro}"))?;
@@ -1108,11 +1092,15 @@ impl Matrix {
     /// The jobs of one scenario file over `seeds`.
     fn jobs(&self, path: &str, scenario: &Scenario, seeds: &[u64]) -> Vec<Job> {
         let mut out = Vec::new();
+        let (path, scenario) = (
+            std::sync::Arc::<str>::from(path),
+            std::sync::Arc::new(scenario.clone()),
+        );
         for &seed in seeds {
             for &profile in &self.profiles {
                 for &variant in &self.arms {
                     out.push(Job {
-                        path: path.to_string(),
+                        path: path.clone(),
                         scenario: scenario.clone(),
                         seed,
                         variant,
@@ -1125,6 +1113,32 @@ impl Matrix {
             }
         }
         out
+    }
+
+    /// Refuses, before anything runs, a profile or override that does not
+    /// apply to `scenario` (e.g. `--set server.write_deadline_ms=0`): one
+    /// line naming the file and the setting.
+    fn check(&self, path: &str, scenario: &Scenario) -> anyhow::Result<()> {
+        for &clients in &self.profiles {
+            let opts = Options {
+                clients,
+                sets: self.sets.clone(),
+            };
+            check_options(path, scenario, &opts)?;
+        }
+        Ok(())
+    }
+
+    /// The provenance of this matrix run over `seeds` of `files`, with
+    /// this process's command line.
+    fn provenance(&self, seeds: &Seeds, files: &[(String, Scenario)]) -> sweep::Provenance {
+        report::provenance(
+            std::env::args().collect(),
+            (seeds.start, seeds.end),
+            self.arms.iter().map(|a| a.as_str().to_string()).collect(),
+            self.profile_names(),
+            files,
+        )
     }
 
     /// The client profiles' names (`scenario`: as written).
@@ -1153,6 +1167,15 @@ impl Matrix {
                 .join(",")
         )
     }
+}
+
+/// The scenario at `path` as `opts` make it, or why they do not apply.
+fn check_options(path: &str, scenario: &Scenario, opts: &Options) -> anyhow::Result<()> {
+    let flags = opts.flags();
+    let with = if flags.is_empty() { "" } else { " with" };
+    run::effective(scenario, opts)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("scenario {path}{with}{flags}: {e}"))
 }
 
 fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&RunReport) -> String + '_ {
@@ -1227,6 +1250,9 @@ fn compare(
         }
         files.retain(|(_, s)| select.only.contains(&s.name));
     }
+    for (path, scenario) in &files {
+        matrix.check(path, scenario)?;
+    }
     let seed_list = seeds.list();
     let mut work = Vec::new();
     for (path, scenario) in &files {
@@ -1241,13 +1267,7 @@ fn compare(
         work.len()
     );
     let mut summary = execute(&work, workers, select.control)?;
-    summary.provenance = report::provenance(
-        std::env::args().collect(),
-        (seeds.start, seeds.end),
-        matrix.arms.iter().map(|a| a.as_str().to_string()).collect(),
-        matrix.profile_names(),
-        &files,
-    );
+    summary.provenance = matrix.provenance(seeds, &files);
     if select.shrink {
         shrink_failures(&summary, &files, out)?;
     }
@@ -1287,9 +1307,13 @@ fn sweep_cmd(
     matrix: &Matrix,
 ) -> anyhow::Result<u8> {
     let scenario = load(path)?;
+    matrix.check(&path.display().to_string(), &scenario)?;
     let files = vec![(path.display().to_string(), scenario.clone())];
     let work = matrix.jobs(&path.display().to_string(), &scenario, &seeds.list());
-    let summary = execute(&work, jobs.unwrap_or_else(cores), control)?;
+    let mut summary = execute(&work, jobs.unwrap_or_else(cores), control)?;
+    // What `merge` checks shards against: the scenario file's hash, the
+    // range, the arms and profiles.
+    summary.provenance = matrix.provenance(seeds, &files);
     write(
         out,
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
@@ -1369,6 +1393,20 @@ fn scale(
     }
     if sizes.is_empty() || sizes.contains(&0) {
         bail!("--clients needs sizes of at least 1, e.g. --clients 1000,10000");
+    }
+    // Every size checked before the first side runs: the baseline would
+    // run what the simulator's loader refuses.
+    let smallest = sizes.iter().copied().min().unwrap_or(1);
+    if base.hosts > smallest {
+        bail!(
+            "--hosts {} is above the smallest --clients size {smallest}: a host without a \
+             client runs nothing; use at most {smallest} hosts",
+            base.hosts
+        );
+    }
+    for &n in sizes {
+        crate::scale::scenario(Traffic { clients: n, ..base })
+            .map_err(|e| anyhow::anyhow!("scale --clients {n}: {e}"))?;
     }
     let exe = std::env::current_exe().context("finding this program to run each side")?;
     let mut rows: Vec<(u32, Figures, Figures)> = Vec::new();
@@ -1476,7 +1514,9 @@ fn side_figures(
 ) -> anyhow::Result<crate::scale::Figures> {
     errln!("mcp-chaos scale: {n} clients, {name}");
     let o = std::process::Command::new(exe)
-        .args(["scale", "--one", name, "--clients", &n.to_string()])
+        // The mixed-fleet side runs its own 264 clients (n = 0); --clients
+        // still takes a valid size.
+        .args(["scale", "--one", name, "--clients", &n.max(1).to_string()])
         .args(["--hosts", &base.hosts.to_string()])
         .args(["--calls", &base.calls.to_string()])
         .args(["--chunks", &base.chunks.to_string()])
@@ -1516,7 +1556,10 @@ fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
         parts.push(read_summary(f, "mcp-chaos sweep --out FILE")?);
     }
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let merged = Summary::merge(parts, &names).map_err(anyhow::Error::msg)?;
+    let mut merged = Summary::merge(parts, &names).map_err(anyhow::Error::msg)?;
+    if !merged.provenance.scenarios.is_empty() {
+        merged.provenance.command = std::env::args().collect();
+    }
     let text = serde_json::to_string_pretty(&merged).expect("summary serializes");
     match out {
         Some(p) => {
@@ -1745,6 +1788,7 @@ fn shrink_failures(
                 .collect();
             name.push_str(&format!("-{part}"));
         }
+        let name = crate::scenario::fit_name(&name);
         let file = out.join("shrunk").join(format!("{name}.toml"));
         let command = format!(
             "mcp-chaos shrink --scenario {path} --seed {} --server {}{} --kind bug",
@@ -1808,6 +1852,9 @@ fn served_config(delivery: Delivery) -> ServerConfig {
 }
 
 fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow::Result<()> {
+    // The settings are held to the loader's rules before the socket opens.
+    let cfg = served_config(delivery);
+    crate::scenario::check_server(&cfg).map_err(|e| anyhow::anyhow!("serve: {e}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -1824,7 +1871,6 @@ fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow
         exposure.allow_bound_host(addr, bound);
         let history = History::off();
         let ledger = Ledger::new(history.clone());
-        let cfg = served_config(delivery);
         let Some(variant) = arm.variant() else {
             return serve_sdk(arm, cfg, listener, history, ledger, exposure).await;
         };

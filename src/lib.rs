@@ -6,6 +6,7 @@ pub mod cli;
 pub mod client;
 pub mod explain;
 pub mod fault;
+pub mod flags;
 pub mod guard;
 pub mod history;
 pub mod ledger;

@@ -373,15 +373,24 @@ impl Scenario {
 
     /// Parses and validates scenario text.
     pub fn parse(text: &str) -> Result<Scenario, String> {
-        let mut s: Scenario = toml::from_str(text).map_err(|e| match e.span() {
-            Some(span) => {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| {
+            let at = e.span().map_or(String::new(), |span| {
                 let (line, col) = line_col(text, span.start);
-                format!("line {line}, column {col}: {}", e.message().trim_end())
-            }
-            None => e.message().trim_end().to_string(),
+                format!("line {line}, column {col}: ")
+            });
+            format!("{at}{}", toml_problem(e.message()))
         })?;
         s.apply_regression()?;
         s.validate()?;
+        let (hosts, clients) = (s.network.client_hosts, s.total_clients());
+        // The default (4 hosts) fits any count; a file that asks for more
+        // hosts than clients asks for hosts that run nothing.
+        if u64::from(hosts) > clients && written(text, "network", "client_hosts") {
+            return Err(format!(
+                "network.client_hosts = {hosts} is above the {clients} clients: a host without a \
+                 client runs nothing (and a fault on it applies to no one); use at most {clients}"
+            ));
+        }
         Ok(s)
     }
 
@@ -484,6 +493,7 @@ impl Scenario {
     }
 
     fn validate_workload(&self) -> Result<(), String> {
+        check_name(&self.name)?;
         let total = self.total_clients();
         if total == 0 {
             return Err("at least one client is needed ([[clients]] with count >= 1)".into());
@@ -625,12 +635,7 @@ impl Scenario {
     /// every time is an operation lost without any fault.
     fn validate_server(&self) -> Result<(), String> {
         let s = &self.server;
-        if s.store_capacity == 0 {
-            return Err(
-                "server.store_capacity must be at least 1 (a session stores the events it sends)"
-                    .into(),
-            );
-        }
+        check_server(s)?;
         // A preset and an explicit setting that disagrees with it: say so
         // rather than let one win silently.
         if let Some(sdk) = s.sdk {
@@ -916,6 +921,111 @@ impl Scenario {
     }
 }
 
+/// Settings no server can run with, wherever its configuration comes
+/// from (a scenario, `--set`, `serve`'s own): one line naming the key.
+pub fn check_server(s: &ServerConfig) -> Result<(), String> {
+    if s.store_capacity == 0 {
+        return Err(
+            "server.store_capacity must be at least 1 (a session stores the events it sends)"
+                .into(),
+        );
+    }
+    if s.write_deadline_ms == 0 {
+        return Err(
+            "server.write_deadline_ms must be at least 1 (a zero deadline means every write \
+             misses it and every stream is cut): use e.g. 2000, the default"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Longest scenario name.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A scenario name is 1 to [`MAX_NAME_LEN`] of `A-Z a-z 0-9 . _ -`, and not
+/// `.` or `..`: names become file names (`target/repro/NAME-…`,
+/// `sims/regressions/NAME.toml`), so one can never name another directory.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.chars().all(allowed)
+        && name != "."
+        && name != ".."
+    {
+        return Ok(());
+    }
+    // A hostile name is shown short: the message stays one readable line.
+    let shown: String = name
+        .chars()
+        .take(24)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
+    let more = name.chars().count().saturating_sub(24);
+    let shown = if more > 0 {
+        format!("\"{shown}\"... ({} characters)", name.chars().count())
+    } else {
+        format!("\"{shown}\"")
+    };
+    Err(format!(
+        "name {shown}: a scenario name is 1 to {MAX_NAME_LEN} characters of A-Z a-z 0-9 . _ - \
+         (not . or ..): use e.g. the file's stem"
+    ))
+}
+
+/// `name` made a valid scenario name: characters outside the rule become
+/// `-`, and a name too long keeps its start and ends in a hash of the
+/// whole, so two long names that differ only at the end stay distinct.
+/// For names built from others (`NAME-seed3-unguarded-shrunk`).
+pub fn fit_name(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if check_name(&clean).is_ok() {
+        return clean;
+    }
+    let hash = format!("{:08x}", crate::seed::fnv1a(name.as_bytes()) as u32);
+    let keep = MAX_NAME_LEN - hash.len() - 1;
+    format!("{}-{hash}", &clean[..clean.len().min(keep)])
+}
+
+/// A TOML error's message on one line, with the fix where the error
+/// alone does not say it.
+fn toml_problem(message: &str) -> String {
+    let one = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ");
+    let fix = if one.contains("duplicate key") {
+        ": write each table once (merge the two into one)"
+    } else if one.contains("recursion limit") {
+        ": keys and values nest at most 80 levels deep (scenarios need 3): flatten it"
+    } else {
+        ""
+    };
+    format!("{one}{fix}")
+}
+
+/// Whether `text` writes `key` in its `[table]` (rather than taking the
+/// default). Called only on text that parsed.
+fn written(text: &str, table: &str, key: &str) -> bool {
+    toml::from_str::<toml::Table>(text)
+        .ok()
+        .and_then(|t| t.get(table)?.as_table()?.get(key).cloned())
+        .is_some()
+}
+
 /// 1-based line and column (in characters) of byte `offset` in `text`.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut at = offset.min(text.len());
@@ -1168,6 +1278,21 @@ behaviour = "retry-by-post"
             assert!(err.contains(needle), "{needle:?} not in {err:?}");
             assert!(!err.contains('\n'), "one line: {err:?}");
         }
+    }
+
+    #[test]
+    fn derived_names_are_fitted_to_the_name_rule() {
+        let long = format!("{}-seed18446744073709551615-rmcp-es-shrunk", "n".repeat(64));
+        let a = fit_name(&long);
+        let b = fit_name(&long.replace("rmcp-es", "guarded"));
+        assert!(check_name(&a).is_ok() && check_name(&b).is_ok(), "{a} {b}");
+        assert_eq!(a.len(), MAX_NAME_LEN);
+        assert_ne!(a, b, "names differing past the cut stay distinct");
+        assert_eq!(
+            fit_name("half-open-seed3-guarded"),
+            "half-open-seed3-guarded"
+        );
+        assert_eq!(fit_name("a/b c"), "a-b-c");
     }
 
     #[test]

@@ -267,7 +267,11 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
     let clients_before = scenario.client_count();
     let current = base.faults.explicit.clone();
     let mut out = base;
-    out.name = format!("{}-seed{seed}-{}-shrunk", scenario.name, v.as_str());
+    out.name = crate::scenario::fit_name(&format!(
+        "{}-seed{seed}-{}-shrunk",
+        scenario.name,
+        v.as_str()
+    ));
     out.description = format!(
         "Shrunk from {} seed {seed} ({} of {} faults, {} of {clients_before} clients): the {} server still shows {}",
         scenario.name,

@@ -122,8 +122,19 @@ fn run_key(r: &RunReport) -> RunKey {
 
 impl Summary {
     /// A summary of these runs (any order, duplicates by (scenario, server,
-    /// seed) removed).
-    pub fn from_runs(mut runs: Vec<RunReport>) -> Summary {
+    /// seed) removed). Runs just made: their counts are bounded by the
+    /// loader's limits, so no sum can overflow.
+    pub fn from_runs(runs: Vec<RunReport>) -> Summary {
+        Self::aggregate(runs, &|_| "this sweep".to_string())
+            .unwrap_or_else(|e| panic!("fresh runs' figures are bounded: {e}"))
+    }
+
+    /// [`Summary::from_runs`] with every sum checked: an overflow names the
+    /// file (`origin` of the run whose figure overflowed it) and the field.
+    fn aggregate(
+        mut runs: Vec<RunReport>,
+        origin: &dyn Fn(&RunReport) -> String,
+    ) -> Result<Summary, String> {
         runs.sort_by_key(run_key);
         runs.dedup_by(|a, b| run_key(a) == run_key(b));
         let mut groups: BTreeMap<(String, String, String), Vec<&RunReport>> = BTreeMap::new();
@@ -133,41 +144,51 @@ impl Summary {
                 .or_default()
                 .push(r);
         }
-        let aggregates = groups
-            .into_iter()
-            .map(|((scenario, server, clients), rs)| {
-                let mut metrics = Metrics::default();
-                let mut hist = oracle::new_hist();
-                let mut faults = run::Faults::default();
-                for r in &rs {
-                    oracle::add(&mut metrics, &r.metrics);
-                    for &(v, n) in &r.migration_latency_hist_us {
-                        hist.record_n(v, n)
-                            .expect("values within the histogram's bounds");
-                    }
-                    for (k, v) in &r.faults.planned {
-                        *faults.planned.entry(k.clone()).or_insert(0) += v;
-                    }
-                    for (k, v) in &r.faults.applied {
-                        *faults.applied.entry(k.clone()).or_insert(0) += v;
-                    }
+        let mut aggregates = Vec::new();
+        for ((scenario, server, clients), rs) in groups {
+            let mut metrics = Metrics::default();
+            let mut hist = oracle::new_hist();
+            let mut samples = 0u64;
+            let mut faults = run::Faults::default();
+            let mut not_applicable_clients = 0u64;
+            for r in &rs {
+                let overflow = |field: &str| {
+                    format!(
+                        "{}: the sum of {field} over the runs of {scenario} {server} (clients \
+                         {clients}) overflows a 64-bit count at seed {}: a figure in it is corrupt",
+                        origin(r),
+                        r.seed
+                    )
+                };
+                oracle::try_add(&mut metrics, &r.metrics)
+                    .map_err(|f| overflow(&format!("metrics.{f}")))?;
+                for &(v, n) in &r.migration_latency_hist_us {
+                    samples = samples
+                        .checked_add(n)
+                        .ok_or_else(|| overflow("migration_latency_hist_us"))?;
+                    hist.record_n(v, n)
+                        .map_err(|_| overflow("migration_latency_hist_us"))?;
                 }
-                metrics.migration_latency_us = Latency::of(&hist);
-                Aggregate {
-                    scenario,
-                    server,
-                    clients,
-                    runs: rs.len() as u64,
-                    failed_runs: rs.iter().filter(|r| r.failed()).count() as u64,
-                    metrics,
-                    faults,
-                    not_applicable_clients: rs
-                        .iter()
-                        .map(|r| u64::from(r.not_applicable_clients))
-                        .sum(),
-                }
-            })
-            .collect();
+                oracle::add_counts(&mut faults.planned, &r.faults.planned)
+                    .map_err(|k| overflow(&format!("faults.planned.{k}")))?;
+                oracle::add_counts(&mut faults.applied, &r.faults.applied)
+                    .map_err(|k| overflow(&format!("faults.applied.{k}")))?;
+                not_applicable_clients = not_applicable_clients
+                    .checked_add(u64::from(r.not_applicable_clients))
+                    .ok_or_else(|| overflow("not_applicable_clients"))?;
+            }
+            metrics.migration_latency_us = Latency::of(&hist);
+            aggregates.push(Aggregate {
+                scenario,
+                server,
+                clients,
+                runs: rs.len() as u64,
+                failed_runs: rs.iter().filter(|r| r.failed()).count() as u64,
+                metrics,
+                faults,
+                not_applicable_clients,
+            });
+        }
         let mut uncovered_hazards: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for r in &runs {
             let entry = uncovered_hazards
@@ -176,24 +197,29 @@ impl Summary {
             entry.retain(|h| r.metrics.hazards.get(h).copied().unwrap_or(0) == 0);
         }
         uncovered_hazards.retain(|_, v| !v.is_empty());
-        Summary {
+        Ok(Summary {
             schema_version: SUMMARY_SCHEMA_VERSION,
             runs,
             aggregates,
             uncovered_hazards,
             provenance: Provenance::default(),
-        }
+        })
     }
 
     /// Merges summaries (shards): the runs of all, aggregates recomputed.
     /// Refuses a summary of another schema version (its fields may mean
-    /// something else) and a run that two parts both hold (shards of one
+    /// something else), a run that two parts both hold (shards of one
     /// range never overlap: the same shard given twice, or overlapping
-    /// ranges). `names` label the parts in errors.
+    /// ranges), parts run with different `--set` overrides or, for a
+    /// scenario both hold, different arms or client profiles (their
+    /// aggregates would mix or compare unlike runs), figures no run can
+    /// have (see [`check_figures`]) and sums that overflow. `names` label
+    /// the parts in errors.
     pub fn merge(parts: Vec<Summary>, names: &[String]) -> Result<Summary, String> {
+        let name_of = |i: usize| names.get(i).map_or("a summary", String::as_str).to_string();
         let mut seen: BTreeMap<RunKey, usize> = BTreeMap::new();
         for (i, p) in parts.iter().enumerate() {
-            let name = names.get(i).map_or("a summary", String::as_str);
+            let name = name_of(i);
             if p.schema_version != SUMMARY_SCHEMA_VERSION {
                 return Err(format!(
                     "{name} is a summary of schema version {}, this mcp-chaos writes version \
@@ -202,22 +228,38 @@ impl Summary {
                 ));
             }
             for r in &p.runs {
+                check_figures(r).map_err(|e| {
+                    format!(
+                        "{name}: {} {} (clients {}) seed {}: {e}: the file is corrupt or \
+                         hand-edited; rerun its sweep",
+                        r.scenario, r.server, r.clients, r.seed
+                    )
+                })?;
                 if let Some(&j) = seen.get(&run_key(r)) {
                     if j != i {
-                        let other = names.get(j).map_or("another summary", String::as_str);
                         return Err(format!(
-                            "{name} and {other} both hold {} {} (clients {}) seed {}: \
+                            "{name} and {} both hold {} {} (clients {}) seed {}: \
                              merge each shard once (the same file twice, or overlapping --seeds)",
-                            r.scenario, r.server, r.clients, r.seed
+                            name_of(j),
+                            r.scenario,
+                            r.server,
+                            r.clients,
+                            r.seed
                         ));
                     }
                 }
                 seen.insert(run_key(r), i);
             }
         }
-        Ok(Summary::from_runs(
-            parts.into_iter().flat_map(|s| s.runs).collect(),
-        ))
+        same_matrix(&parts, &name_of)?;
+        let provenance = merged_provenance(&parts, &name_of)?;
+        let runs: Vec<RunReport> = parts.into_iter().flat_map(|s| s.runs).collect();
+        let mut merged = Self::aggregate(runs, &|r| {
+            seen.get(&run_key(r))
+                .map_or_else(|| "a summary".to_string(), |&i| name_of(i))
+        })?;
+        merged.provenance = provenance;
+        Ok(merged)
     }
 
     /// The worst exit code of its runs (0 pass, 1 safety, 2 liveness).
@@ -239,6 +281,193 @@ impl Summary {
     }
 }
 
+/// What one part of a merge ran: its `--set` overrides, and per scenario
+/// the arms and client profiles.
+#[derive(PartialEq)]
+struct Ran {
+    overrides: std::collections::BTreeSet<Vec<String>>,
+    matrix: BTreeMap<String, std::collections::BTreeSet<(String, String)>>,
+}
+
+fn ran(p: &Summary) -> Ran {
+    let mut r = Ran {
+        overrides: Default::default(),
+        matrix: BTreeMap::new(),
+    };
+    for run in &p.runs {
+        r.overrides.insert(run.overrides.clone());
+        r.matrix
+            .entry(run.scenario.clone())
+            .or_default()
+            .insert((run.server.clone(), run.clients.clone()));
+    }
+    r
+}
+
+/// Refuses parts that ran different `--set` overrides, or the same
+/// scenario with different arms or client profiles: one line naming both
+/// files and the difference.
+fn same_matrix(parts: &[Summary], name_of: &dyn Fn(usize) -> String) -> Result<(), String> {
+    let show = |o: &std::collections::BTreeSet<Vec<String>>| -> String {
+        let sets: Vec<String> = o
+            .iter()
+            .map(|v| {
+                if v.is_empty() {
+                    "none".to_string()
+                } else {
+                    v.iter()
+                        .map(|s| format!("--set {s}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                }
+            })
+            .collect();
+        sets.join(" / ")
+    };
+    let runs: Vec<(usize, Ran)> = parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.runs.is_empty())
+        .map(|(i, p)| (i, ran(p)))
+        .collect();
+    let Some((first, a)) = runs.first() else {
+        return Ok(());
+    };
+    for (i, b) in &runs[1..] {
+        if a.overrides != b.overrides {
+            return Err(format!(
+                "{} and {} were run with different overrides ({} vs {}): their aggregates \
+                 would mix unlike runs; merge only shards run with the same --set",
+                name_of(*first),
+                name_of(*i),
+                show(&a.overrides),
+                show(&b.overrides)
+            ));
+        }
+        for (scenario, arms) in &a.matrix {
+            let Some(other) = b.matrix.get(scenario) else {
+                continue;
+            };
+            if arms != other {
+                let show = |m: &std::collections::BTreeSet<(String, String)>| {
+                    m.iter()
+                        .map(|(s, c)| format!("{s}/{c}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                return Err(format!(
+                    "{} and {} ran {scenario} on different arms/client profiles ({} vs {}): \
+                     their seeds would compare unlike runs; merge only shards run with the same \
+                     --servers and --clients",
+                    name_of(*first),
+                    name_of(*i),
+                    show(arms),
+                    show(other)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The provenance of merged parts (those that record one): one scenario
+/// name must be one file's content in every part (else the shards ran
+/// different scenarios under one name, refused naming both files and
+/// hashes); seeds, arms, profiles, version and commit are the parts'
+/// (joined by `,` where they differ). The command is left for the caller.
+fn merged_provenance(
+    parts: &[Summary],
+    name_of: &dyn Fn(usize) -> String,
+) -> Result<Provenance, String> {
+    let mut out = Provenance::default();
+    let mut from: BTreeMap<String, usize> = BTreeMap::new();
+    let join = |dst: &mut String, v: &str| {
+        if !dst.split(',').any(|x| x == v) {
+            if !dst.is_empty() {
+                dst.push(',');
+            }
+            dst.push_str(v);
+        }
+    };
+    for (i, p) in parts.iter().enumerate() {
+        let p = &p.provenance;
+        if p.scenarios.is_empty() {
+            continue;
+        }
+        for (name, info) in &p.scenarios {
+            match out.scenarios.get(name) {
+                Some(seen) if seen.sha256 != info.sha256 => {
+                    return Err(format!(
+                        "{} and {} ran scenario {name} from different files ({} sha256 {:.12} vs \
+                         {} sha256 {:.12}): merge only shards of one scenario file",
+                        name_of(from[name]),
+                        name_of(i),
+                        seen.file,
+                        seen.sha256,
+                        info.file,
+                        info.sha256
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    out.scenarios.insert(name.clone(), info.clone());
+                    from.insert(name.clone(), i);
+                }
+            }
+        }
+        join(&mut out.seeds, &p.seeds);
+        join(&mut out.version, &p.version);
+        join(&mut out.commit, &p.commit);
+        for (dst, src) in [(&mut out.arms, &p.arms), (&mut out.clients, &p.clients)] {
+            for v in src {
+                if !dst.contains(v) {
+                    dst.push(v.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Figures no run can have: a histogram with a value outside its bounds
+/// (1 µs to 1 h), a zero count, values out of order, or samples that do
+/// not match the run's own latency figures.
+pub fn check_figures(r: &RunReport) -> Result<(), String> {
+    let mut hist = oracle::new_hist();
+    let mut samples = 0u64;
+    let mut last = 0u64;
+    for &(v, n) in &r.migration_latency_hist_us {
+        let outside = || {
+            format!(
+                "migration_latency_hist_us value {v} is outside the histogram's 1..={} µs",
+                oracle::HIST_MAX_US
+            )
+        };
+        if !(1..=oracle::HIST_MAX_US).contains(&v) {
+            return Err(outside());
+        }
+        hist.record_n(v, n).map_err(|_| outside())?;
+        if n == 0 || v <= last {
+            return Err(format!(
+                "migration_latency_hist_us has ({v}, {n}): values rise and counts are at least 1"
+            ));
+        }
+        last = v;
+        samples = samples.checked_add(n).ok_or_else(|| {
+            "migration_latency_hist_us counts overflow a 64-bit count".to_string()
+        })?;
+    }
+    let of = Latency::of(&hist);
+    if of != r.metrics.migration_latency_us || samples != of.count {
+        return Err(format!(
+            "migration_latency_hist_us ({samples} samples) does not match \
+             metrics.migration_latency_us (count {})",
+            r.metrics.migration_latency_us.count
+        ));
+    }
+    Ok(())
+}
+
 /// A seed range `A..B` (B exclusive) and an optional shard `K/N`
 /// (1-based): the seeds of the range whose offset is `K−1` modulo `N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,13 +482,21 @@ pub struct Seeds {
 
 impl Seeds {
     /// Parses `A..B` (B exclusive) or a bare `N` (= `0..N`), the one
-    /// meaning `--seeds` has in every command; a one-line error names the
-    /// input and the fix.
+    /// meaning `--seeds` has in every command, of at most
+    /// [`MAX_SEEDS`](crate::flags::MAX_SEEDS) seeds; a one-line error names
+    /// the input, the bound and the fix.
     pub fn parse(range: &str, shard: Option<&str>) -> Result<Seeds, String> {
+        Self::parse_as("--seeds", range, shard)
+    }
+
+    /// [`Seeds::parse`], errors naming the range's source (`label`: the
+    /// flag or the environment variable).
+    fn parse_as(label: &str, range: &str, shard: Option<&str>) -> Result<Seeds, String> {
+        use crate::flags::MAX_SEEDS;
         let bad = || {
             format!(
-                "bad seeds {range:?}: write A..B (B exclusive, A < B), e.g. 0..20, \
-                 or N for 0..N, e.g. 6"
+                "{label}: bad seeds {range:?}: write A..B (B exclusive, A < B), e.g. 0..20, \
+                 or N for 0..N, e.g. 6; at most {MAX_SEEDS} seeds"
             )
         };
         let (start, end) = match range.split_once("..") {
@@ -272,16 +509,29 @@ impl Seeds {
         if start >= end {
             return Err(bad());
         }
+        if end - start > MAX_SEEDS {
+            return Err(format!(
+                "{label} {range}: {} seeds is above the maximum of {MAX_SEEDS}: sweep at most \
+                 {MAX_SEEDS} seeds at once (e.g. {start}..{}), the rest as further ranges",
+                end - start,
+                start.saturating_add(MAX_SEEDS)
+            ));
+        }
         let shard = match shard {
             None => (1, 1),
             Some(s) => {
-                let bad = || format!("bad shard {s:?}: write K/N with 1 <= K <= N, e.g. 2/4");
+                let bad = || {
+                    format!(
+                        "--shard {s:?}: write K/N with 1 <= K <= N <= {MAX_SEEDS} (the maximum \
+                         shard count), e.g. 2/4"
+                    )
+                };
                 let (k, n) = s.split_once('/').ok_or_else(bad)?;
                 let (k, n) = (
                     k.trim().parse::<u64>().map_err(|_| bad())?,
                     n.trim().parse::<u64>().map_err(|_| bad())?,
                 );
-                if k == 0 || n == 0 || k > n {
+                if k == 0 || n == 0 || k > n || n > MAX_SEEDS {
                     return Err(bad());
                 }
                 (k, n)
@@ -300,7 +550,7 @@ impl Seeds {
         let env = std::env::var(SEEDS_ENV).ok();
         match (flag, env.as_deref(), default) {
             (Some(f), ..) => Seeds::parse(f, shard),
-            (None, Some(e), _) => Seeds::parse(e, shard).map_err(|m| format!("{SEEDS_ENV}: {m}")),
+            (None, Some(e), _) => Seeds::parse_as(SEEDS_ENV, e, shard),
             (None, None, Some(d)) => Seeds::parse(d, shard),
             (None, None, None) => Err(format!(
                 "no seeds: pass --seeds A..B (or N for 0..N), or set {SEEDS_ENV}"
@@ -316,8 +566,9 @@ impl Seeds {
     /// The seeds of this shard, in order.
     pub fn list(&self) -> Vec<u64> {
         let (k, n) = self.shard;
-        (self.start..self.end)
-            .filter(|s| (s - self.start) % n == k - 1)
+        let step = usize::try_from(n).expect("a shard count is at most MAX_SEEDS");
+        (self.start.saturating_add(k - 1)..self.end)
+            .step_by(step)
             .collect()
     }
 }
@@ -329,9 +580,10 @@ pub const SEEDS_ENV: &str = "MCP_CHAOS_SEEDS";
 #[derive(Clone, Debug)]
 pub struct Job {
     /// The scenario file, for repro commands.
-    pub path: String,
-    /// The scenario.
-    pub scenario: Scenario,
+    pub path: std::sync::Arc<str>,
+    /// The scenario, shared by every job of its file (a sweep queues
+    /// seeds x arms x profiles jobs before the first runs).
+    pub scenario: std::sync::Arc<Scenario>,
     /// Root seed.
     pub seed: u64,
     /// Server.
@@ -434,7 +686,8 @@ pub fn run_all(
     let stop = std::sync::atomic::AtomicBool::new(false);
     let results: Mutex<Vec<Option<Result<RunReport, String>>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|s| {
-        for _ in 0..workers.max(1) {
+        // No more threads than jobs: a worker without a job only costs a stack.
+        for _ in 0..workers.clamp(1, jobs.len().max(1)) {
             s.spawn(|| loop {
                 if stop.load(Ordering::SeqCst) {
                     break;

@@ -535,55 +535,132 @@ fn verdict(op: &OpFacts, cause: Option<causes::Cause>) -> OpVerdict {
     }
 }
 
+/// The largest latency a histogram holds, µs (one hour).
+pub const HIST_MAX_US: u64 = 3_600_000_000;
+
 /// An empty migration-latency histogram (1 µs .. 1 h, 3 significant digits).
 pub fn new_hist() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds")
+    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("valid bounds")
 }
 
 /// Adds the integer metrics of `m` to `t` (latency is merged separately,
-/// from histograms; guard bugs add when both are known).
+/// from histograms; guard bugs add when both are known). Within one run
+/// the loader's bounds keep every sum far below `u64::MAX`.
 pub fn add(t: &mut Metrics, m: &Metrics) {
+    if let Err(field) = try_add(t, m) {
+        panic!("metrics.{field} overflowed within one run's bounded counts");
+    }
+}
+
+/// [`add`] with checked sums: on an overflow, the field's name
+/// (`operations`, `failures_by_cause.gave_up`, …) and `t` partly added.
+/// Summaries from files (`merge`) hold any number a file writes.
+pub fn try_add(t: &mut Metrics, m: &Metrics) -> Result<(), String> {
+    let sum = |a: u64, b: u64, field: &str| a.checked_add(b).ok_or_else(|| field.to_string());
     t.guard_bugs = match (t.guard_bugs, m.guard_bugs) {
-        (Some(a), Some(b)) => Some(a + b),
+        (Some(a), Some(b)) => Some(sum(a, b, "guard_bugs")?),
         (a, None) => a,
         (None, b) => b,
     };
-    for (name, v) in [
-        (&mut t.operations, m.operations),
-        (&mut t.ops_ok, m.ops_ok),
-        (&mut t.ops_failed, m.ops_failed),
-        (&mut t.ops_degraded, m.ops_degraded),
-        (&mut t.ops_duplicated, m.ops_duplicated),
-        (&mut t.ops_silent_loss, m.ops_silent_loss),
-        (&mut t.ops_announced_loss, m.ops_announced_loss),
-        (&mut t.ops_out_of_order, m.ops_out_of_order),
-        (&mut t.ops_wrong_result, m.ops_wrong_result),
-        (&mut t.ops_lost, m.ops_lost),
-        (&mut t.duplicate_side_effects, m.duplicate_side_effects),
-        (&mut t.orphaned_events, m.orphaned_events),
-        (&mut t.silent_losses, m.silent_losses),
-        (&mut t.announced_losses, m.announced_losses),
-        (&mut t.truncated_responses, m.truncated_responses),
-        (&mut t.order_violations, m.order_violations),
-        (&mut t.lost_operations, m.lost_operations),
-        (&mut t.capability_violations, m.capability_violations),
-        (&mut t.foreign_cursor_replays, m.foreign_cursor_replays),
-        (&mut t.reinitializations, m.reinitializations),
-        (&mut t.extra_executions, m.extra_executions),
-        (&mut t.replayed_events, m.replayed_events),
+    for (name, dst, v) in [
+        ("operations", &mut t.operations, m.operations),
+        ("ops_ok", &mut t.ops_ok, m.ops_ok),
+        ("ops_failed", &mut t.ops_failed, m.ops_failed),
+        ("ops_degraded", &mut t.ops_degraded, m.ops_degraded),
+        ("ops_duplicated", &mut t.ops_duplicated, m.ops_duplicated),
+        ("ops_silent_loss", &mut t.ops_silent_loss, m.ops_silent_loss),
+        (
+            "ops_announced_loss",
+            &mut t.ops_announced_loss,
+            m.ops_announced_loss,
+        ),
+        (
+            "ops_out_of_order",
+            &mut t.ops_out_of_order,
+            m.ops_out_of_order,
+        ),
+        (
+            "ops_wrong_result",
+            &mut t.ops_wrong_result,
+            m.ops_wrong_result,
+        ),
+        ("ops_lost", &mut t.ops_lost, m.ops_lost),
+        (
+            "duplicate_side_effects",
+            &mut t.duplicate_side_effects,
+            m.duplicate_side_effects,
+        ),
+        ("orphaned_events", &mut t.orphaned_events, m.orphaned_events),
+        ("silent_losses", &mut t.silent_losses, m.silent_losses),
+        (
+            "announced_losses",
+            &mut t.announced_losses,
+            m.announced_losses,
+        ),
+        (
+            "truncated_responses",
+            &mut t.truncated_responses,
+            m.truncated_responses,
+        ),
+        (
+            "order_violations",
+            &mut t.order_violations,
+            m.order_violations,
+        ),
+        ("lost_operations", &mut t.lost_operations, m.lost_operations),
+        (
+            "capability_violations",
+            &mut t.capability_violations,
+            m.capability_violations,
+        ),
+        (
+            "foreign_cursor_replays",
+            &mut t.foreign_cursor_replays,
+            m.foreign_cursor_replays,
+        ),
+        (
+            "reinitializations",
+            &mut t.reinitializations,
+            m.reinitializations,
+        ),
+        (
+            "extra_executions",
+            &mut t.extra_executions,
+            m.extra_executions,
+        ),
+        ("replayed_events", &mut t.replayed_events, m.replayed_events),
     ] {
-        *name += v;
+        *dst = sum(*dst, v, name)?;
     }
-    for (dst, src) in [
-        (&mut t.failures_by_cause, &m.failures_by_cause),
-        (&mut t.failures_by_detail, &m.failures_by_detail),
-        (&mut t.hazards, &m.hazards),
-        (&mut t.rejections, &m.rejections),
+    for (map, dst, src) in [
+        (
+            "failures_by_cause",
+            &mut t.failures_by_cause,
+            &m.failures_by_cause,
+        ),
+        (
+            "failures_by_detail",
+            &mut t.failures_by_detail,
+            &m.failures_by_detail,
+        ),
+        ("hazards", &mut t.hazards, &m.hazards),
+        ("rejections", &mut t.rejections, &m.rejections),
     ] {
-        for (k, v) in src {
-            *dst.entry(k.clone()).or_insert(0) += v;
-        }
+        add_counts(dst, src).map_err(|k| format!("{map}.{k}"))?;
     }
+    Ok(())
+}
+
+/// Adds counts by key; on an overflow, the key.
+pub fn add_counts(
+    dst: &mut BTreeMap<String, u64>,
+    src: &BTreeMap<String, u64>,
+) -> Result<(), String> {
+    for (k, v) in src {
+        let e = dst.entry(k.clone()).or_insert(0);
+        *e = e.checked_add(*v).ok_or_else(|| k.clone())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

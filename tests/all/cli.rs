@@ -224,7 +224,17 @@ fn sharded_sweep_merges_to_the_unsharded_summary() {
     let load = |p: &Path| -> Summary {
         serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
     };
-    let (a, b) = (load(&whole).without_meta(), load(&merged).without_meta());
+    // The command is each file's own (a sweep, a merge); the rest of the
+    // provenance (range, arms, scenario hashes, commit) is the same.
+    let without_command = |mut s: Summary| {
+        assert!(!s.provenance.command.is_empty(), "provenance recorded");
+        s.provenance.command.clear();
+        s.without_meta()
+    };
+    let (a, b) = (
+        without_command(load(&whole)),
+        without_command(load(&merged)),
+    );
     assert_eq!(
         a.runs.len(),
         5 * mcp_chaos::sut::Arm::all().len(),
@@ -478,4 +488,204 @@ fn scale_measures_both_sides_at_each_size() {
     let file = std::fs::read_to_string(&out).unwrap();
     assert!(file.starts_with("# Scale") && file.contains("Machine: "));
     assert_eq!(code(&run(&["scale", "--clients", "0"])), 3);
+}
+
+/// Exit 3 with one line on stderr that holds every needle (the flag or
+/// field and its bound).
+pub(crate) fn refused(o: &Output, needles: &[&str], what: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(code(o), 3, "{what}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{what}: one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{what}: {n:?} not in {err}");
+    }
+}
+
+/// Every numeric flag of every command refuses what it cannot do, at
+/// parse time (nothing runs: `serve` would otherwise listen, `sweep`
+/// abort or hang), naming the flag and its bound.
+#[test]
+fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
+    let dir = scratch("extreme-flags");
+    let f = dir.join("F.json");
+    let f = f.to_str().unwrap();
+    let sc = "sims/seed-000-retry-by-post.toml";
+    let probe = ["probe", "--url", "http://127.0.0.1:1/mcp"];
+    let sweep = ["sweep", "--scenario", sc, "--out", f];
+    let cases: Vec<(Vec<&str>, Option<&str>, &[&str])> = vec![
+        (
+            vec!["--seeds", "18446744073709551615"],
+            None,
+            &["--seeds", "maximum of 10000000"],
+        ),
+        (
+            vec!["--seeds", "2", "--jobs", "4294967296"],
+            None,
+            &["--jobs", "at most 1024"],
+        ),
+        (
+            vec!["--seeds", "2", "--jobs", "18446744073709551615"],
+            None,
+            &["--jobs", "1024"],
+        ),
+        (
+            vec!["--seeds", "2", "--jobs", "1025"],
+            None,
+            &["--jobs", "1024"],
+        ),
+        (
+            vec!["--seeds", "5..10000006"],
+            None,
+            &["--seeds", "10000001 seeds", "10000000"],
+        ),
+        (
+            vec![],
+            Some("0..10000001"),
+            &["MCP_CHAOS_SEEDS", "10000000"],
+        ),
+        (
+            vec!["--seeds", "2", "--shard", "1/10000001"],
+            None,
+            &["--shard", "10000000"],
+        ),
+        (
+            vec!["--seeds", "2", "--timeout", "86401"],
+            None,
+            &["--timeout", "at most 86400"],
+        ),
+        (
+            vec!["--seeds", "2", "--timeout", "0"],
+            None,
+            &["--timeout", "86400"],
+        ),
+    ];
+    for (extra, env, needles) in cases {
+        let mut c = bin();
+        c.args(sweep).args(&extra);
+        if let Some(e) = env {
+            c.env("MCP_CHAOS_SEEDS", e);
+        }
+        refused(
+            &c.output().unwrap(),
+            needles,
+            &format!("sweep {extra:?} {env:?}"),
+        );
+    }
+    assert!(!Path::new(f).exists(), "nothing ran");
+    let out = dir.join("c");
+    let out = out.to_str().unwrap();
+    let others: Vec<(Vec<&str>, &[&str])> = vec![
+        (
+            vec!["compare", "--out", out, "--seeds", "100000000"],
+            &["--seeds", "10000000"],
+        ),
+        (
+            vec!["compare", "--out", out, "--seeds", "2", "--jobs", "0"],
+            &["--jobs", "1024"],
+        ),
+        (
+            vec![
+                "run",
+                "--scenario",
+                sc,
+                "--server",
+                "guarded",
+                "--seed",
+                "18446744073709551616",
+            ],
+            &["--seed", "18446744073709551615"],
+        ),
+        (
+            vec![
+                "repro",
+                "--scenario",
+                sc,
+                "--server",
+                "guarded",
+                "--seed",
+                "-1",
+            ],
+            &["--seed", "18446744073709551615"],
+        ),
+        (
+            vec![
+                "shrink",
+                "--scenario",
+                sc,
+                "--server",
+                "guarded",
+                "--seed",
+                "1e3",
+            ],
+            &["--seed", "18446744073709551615"],
+        ),
+        (
+            vec!["serve", "--addr", "127.0.0.1:65536"],
+            &["--addr", "65535"],
+        ),
+        (
+            vec!["serve", "--addr", "127.0.0.1"],
+            &["--addr", "HOST:PORT"],
+        ),
+        (
+            vec!["serve", "--max-connections", "1048577"],
+            &["--max-connections", "1048576"],
+        ),
+        (
+            vec!["serve", "--max-connections", "0"],
+            &["--max-connections", "1048576"],
+        ),
+        (
+            vec!["serve", "--header-timeout-ms", "3600001"],
+            &["--header-timeout-ms", "3600000"],
+        ),
+        (
+            vec!["serve", "--body-timeout-ms", "0"],
+            &["--body-timeout-ms", "3600000"],
+        ),
+        (
+            vec!["serve", "--session-idle-secs", "86401"],
+            &["--session-idle-secs", "86400"],
+        ),
+        (vec!["scale", "--clients", "20001"], &["--clients", "20000"]),
+        (
+            vec!["scale", "--clients", "10", "--hosts", "11"],
+            &["--hosts", "10"],
+        ),
+        (vec!["scale", "--calls", "1001"], &["--calls", "1000"]),
+        (vec!["scale", "--chunks", "0"], &["--chunks", "1000"]),
+        (
+            vec!["scale", "--chunk-interval-ms", "3600001"],
+            &["--chunk-interval-ms", "3600000"],
+        ),
+        (
+            vec!["scale", "--think-ms", "86400001"],
+            &["--think-ms", "86400000"],
+        ),
+        (
+            vec!["scale", "--clients", "10000", "--calls", "21"],
+            &["--clients 10000", "200000"],
+        ),
+    ];
+    for (args, needles) in others {
+        refused(&run(&args), needles, &format!("{args:?}"));
+    }
+    for (extra, needles) in [
+        (["--timeout", "3601"], &["--timeout", "3600"][..]),
+        (
+            ["--request-timeout-ms", "99"],
+            &["--request-timeout-ms", "600000"],
+        ),
+        (
+            ["--max-requests", "1000001"],
+            &["--max-requests", "1000000"],
+        ),
+    ] {
+        let mut args = probe.to_vec();
+        args.extend(extra);
+        refused(&run(&args), needles, &format!("{args:?}"));
+    }
+    // A port no TCP port can be is an error, not port 80.
+    let o = run(&["probe", "--url", "http://127.0.0.1:65536/mcp"]);
+    refused(&o, &["--url", "65535"], "probe --url port");
 }

@@ -2,7 +2,7 @@
 //! regression kinds, repro --emit-scenario, one meaning of --seeds,
 //! fail-fast and timeouts, merge refusals, scenario checks and closed pipes.
 
-use super::cli::{bin, code, run, scratch, seed_case};
+use super::cli::{bin, code, refused, run, scratch, seed_case};
 use mcp_chaos::fault::FaultPlan;
 use mcp_chaos::scenario::{RegressionKind, Scenario};
 use mcp_chaos::sweep::Summary;
@@ -497,4 +497,296 @@ fn every_command_has_an_example() {
             "{cmd}: {help}"
         );
     }
+}
+
+/// `merge` takes shards of one sweep only: not runs made with other
+/// `--set` overrides or other arms, not figures no run can have, and
+/// never a sum that wraps.
+#[test]
+fn merge_refuses_mixed_shards_and_corrupt_figures() {
+    let dir = scratch("merge-mixed");
+    let shard = |name: &str, k: &str, extra: &[&str]| {
+        let p = dir.join(format!("{name}.json"));
+        let mut c = bin();
+        c.args(["sweep", "--scenario", "sims/seed-000-retry-by-post.toml"])
+            .args(["--seeds", "0..2", "--shard", k, "--jobs", "1", "--out"])
+            .arg(&p)
+            .args(extra);
+        let o = c.output().unwrap();
+        assert_eq!(
+            code(&o),
+            0,
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        p.display().to_string()
+    };
+    let a = shard("a", "1/2", &["--servers", "guarded"]);
+    let b = shard("b", "2/2", &["--servers", "guarded"]);
+    let set = shard(
+        "set",
+        "2/2",
+        &["--servers", "guarded", "--set", "server.store_capacity=64"],
+    );
+    let arm = shard("arm", "2/2", &["--servers", "unguarded"]);
+    // The same name, another file's content.
+    let edited = dir.join("edited.toml");
+    let original = Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/seed-000-retry-by-post.toml");
+    let text = std::fs::read_to_string(original).unwrap();
+    std::fs::write(
+        &edited,
+        text.replace("description = \"", "description = \"Edited. "),
+    )
+    .unwrap();
+    let other = dir.join("other.json");
+    let o = bin()
+        .args([
+            "sweep",
+            "--scenario",
+            edited.to_str().unwrap(),
+            "--seeds",
+            "0..2",
+        ])
+        .args(["--shard", "2/2", "--servers", "guarded", "--out"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let other = other.display().to_string();
+    let merged = dir.join("merged.json");
+    let merge = |x: &str, y: &str| {
+        bin()
+            .args(["merge", x, y, "--out"])
+            .arg(&merged)
+            .output()
+            .unwrap()
+    };
+    // The same two shards of one sweep merge.
+    assert_eq!(code(&merge(&a, &b)), 0);
+    std::fs::remove_file(&merged).unwrap();
+    refused(
+        &merge(&a, &set),
+        &[&a, &set, "--set server.store_capacity=64", "none"],
+        "mixed --set",
+    );
+    refused(
+        &merge(&a, &arm),
+        &[&a, &arm, "guarded/scenario", "unguarded/scenario"],
+        "mixed arms",
+    );
+    refused(
+        &merge(&a, &other),
+        &[&a, &other, "different files", "seed-000-retry-by-post"],
+        "one name, two files",
+    );
+    // Crafted figures, each in a copy of shard b.
+    let text = std::fs::read_to_string(&b).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let craft = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut j = json.clone();
+        edit(&mut j["runs"][0]);
+        let p = dir.join(format!("{name}.json"));
+        std::fs::write(&p, serde_json::to_string(&j).unwrap()).unwrap();
+        p.display().to_string()
+    };
+    let zero = craft("hist-zero", &|r| {
+        r["migration_latency_hist_us"] = serde_json::json!([[0, 1]])
+    });
+    let out_of_range = craft("hist-range", &|r| {
+        r["migration_latency_hist_us"] = serde_json::json!([[99999999999u64, 1]])
+    });
+    let inconsistent = craft("hist-count", &|r| {
+        r["migration_latency_hist_us"] = serde_json::json!([[500, 7]])
+    });
+    let descending = craft("hist-order", &|r| {
+        r["migration_latency_hist_us"] = serde_json::json!([[900, 1], [500, 1]])
+    });
+    let negative = craft("negative", &|r| {
+        r["metrics"]["ops_ok"] = serde_json::json!(-1)
+    });
+    // One past u64::MAX, which no JSON value of ours can hold: as text.
+    let too_big = craft("too-big", &|r| r["sim_ms"] = serde_json::json!("BIG"));
+    let big = std::fs::read_to_string(&too_big)
+        .unwrap()
+        .replace("\"BIG\"", "18446744073709551616");
+    std::fs::write(&too_big, big).unwrap();
+    for (file, needle) in [
+        (&zero, "migration_latency_hist_us value 0 is outside"),
+        (
+            &out_of_range,
+            "value 99999999999 is outside the histogram's 1..=3600000000",
+        ),
+        (&inconsistent, "does not match"),
+        (&descending, "values rise"),
+        (&negative, "-1"),
+        (&too_big, "is not a mcp-chaos summary"),
+    ] {
+        refused(&merge(&a, file), &[file, needle], file);
+    }
+    // Sums are checked: two runs of u64::MAX operations name the file and field.
+    let max_b = craft("max-b", &|r| {
+        r["metrics"]["operations"] = serde_json::json!(u64::MAX)
+    });
+    let mut ja: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    ja["runs"][0]["metrics"]["operations"] = serde_json::json!(u64::MAX);
+    let max_a = dir.join("max-a.json").display().to_string();
+    std::fs::write(&max_a, serde_json::to_string(&ja).unwrap()).unwrap();
+    refused(
+        &merge(&max_a, &max_b),
+        &[&max_b, "metrics.operations", "overflows"],
+        "overflow",
+    );
+    assert!(!merged.exists(), "no summary written from refused parts");
+}
+
+/// Scenario files that named a path outside their directory, nested
+/// deeper than the parser's stack allows, or asked for what cannot run:
+/// each is one line naming the file, where, and the fix.
+#[test]
+fn extreme_scenarios_exit_3_naming_the_file_and_the_rule() {
+    let dir = scratch("extreme-scenarios");
+    let body = "duration_ms = 1000\n[[clients]]\nbehaviour = \"resume\"\ncount = 2\n";
+    let named = |n: &str| format!("name = \"{n}\"\n{body}");
+    let deep = format!(
+        "{}[{}]\nx = 1\n",
+        named("deep"),
+        vec!["a"; 10_000].join(".")
+    );
+    let long = "n".repeat(100_000);
+    let cases: Vec<(&str, String, &[&str])> = vec![
+        (
+            "dup",
+            format!(
+                "{}[server]\nstore_capacity = 4\n[server]\nmax_chunks = 9\n",
+                named("dup")
+            ),
+            &[
+                "line 8, column 1",
+                "duplicate key `server`",
+                "write each table once",
+            ],
+        ),
+        (
+            "deep",
+            deep,
+            &["line 6, column 2", "recursion limit", "at most 80 levels"],
+        ),
+        (
+            "empty",
+            named(""),
+            &["name \"\"", "1 to 64 characters of A-Z a-z 0-9 . _ -"],
+        ),
+        ("long", named(&long), &["(100000 characters)", "1 to 64"]),
+        (
+            "escape",
+            named("../../../escape-by-name"),
+            &["../../../escape-by-name", "1 to 64"],
+        ),
+        ("dot", named("."), &["name \".\"", "not . or .."]),
+        ("dotdot", named(".."), &["name \"..\"", "not . or .."]),
+        ("space", named("a b"), &["name \"a b\"", "1 to 64"]),
+        (
+            "hosts",
+            format!("{}[network]\nclient_hosts = 3\n", named("hosts")),
+            &["network.client_hosts = 3", "2 clients", "at most 2"],
+        ),
+        (
+            "deadline",
+            format!("{}[server]\nwrite_deadline_ms = 0\n", named("deadline")),
+            &["server.write_deadline_ms", "at least 1"],
+        ),
+    ];
+    for (file, text, needles) in cases {
+        let p = dir.join(format!("{file}.toml"));
+        std::fs::write(&p, text).unwrap();
+        let path = p.to_str().unwrap();
+        for args in [
+            vec!["validate", path],
+            vec!["run", "--scenario", path, "--server", "guarded"],
+        ] {
+            let o = run(&args);
+            refused(&o, needles, &format!("{file} {args:?}"));
+            refused(&o, &[path], file);
+            assert!(o.stderr.len() < 400, "{file}: a short line");
+        }
+    }
+    // `repro` of the escaping name writes no trace anywhere.
+    let escaped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../escape-by-name-0-guarded.jsonl");
+    let before = std::fs::metadata(&escaped).and_then(|m| m.modified()).ok();
+    let esc = dir.join("escape.toml");
+    let o = run(&[
+        "repro",
+        "--scenario",
+        esc.to_str().unwrap(),
+        "--seed",
+        "0",
+        "--server",
+        "guarded",
+    ]);
+    refused(&o, &["1 to 64"], "repro escape");
+    assert_eq!(
+        std::fs::metadata(&escaped).and_then(|m| m.modified()).ok(),
+        before
+    );
+    // The bounds are inclusive: 64 characters of every allowed kind load.
+    let ok = dir.join("ok.toml");
+    let name = format!("Az09._-{}", "x".repeat(57));
+    std::fs::write(
+        &ok,
+        format!("{}[network]\nclient_hosts = 2\n", named(&name)),
+    )
+    .unwrap();
+    let o = run(&["validate", ok.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    // A zero write deadline through --set, in every command that takes it.
+    let sc = "sims/seed-000-retry-by-post.toml";
+    let set = ["--set", "server.write_deadline_ms=0"];
+    let sims = dir.join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(sc),
+        sims.join("a.toml"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    for args in [
+        vec!["run", "--scenario", sc, "--server", "guarded"],
+        vec![
+            "repro",
+            "--scenario",
+            sc,
+            "--server",
+            "guarded",
+            "--seed",
+            "0",
+        ],
+        vec![
+            "sweep",
+            "--scenario",
+            sc,
+            "--seeds",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        vec![
+            "compare",
+            "--sims",
+            sims.to_str().unwrap(),
+            "--seeds",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let mut a = args.clone();
+        a.extend(set);
+        refused(
+            &run(&a),
+            &["server.write_deadline_ms", "at least 1"],
+            &format!("{a:?}"),
+        );
+    }
+    assert!(!out.exists(), "nothing ran");
 }

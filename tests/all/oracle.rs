@@ -33,11 +33,13 @@ fn random_scenario(rng: &mut ChaCha8Rng, i: u32) -> String {
         "name = \"random-{i}\"\nduration_ms = 6000\n\n[server]\ndelivery = \"{delivery}\"\nstore_capacity = {store}\nreplay_interval_ms = {}\n\n",
         rng.random_range(0..3)
     );
+    let mut clients = 0u32;
     for _ in 0..rng.random_range(1..=3) {
         let b = BEHAVIOURS[rng.random_range(0..BEHAVIOURS.len())];
+        let count = rng.random_range(1..=4);
+        clients += count;
         s += &format!(
-            "[[clients]]\nbehaviour = \"{b}\"\ncount = {}\ncursor_on_post = {}\ncalls = {}\nchunks = {}\nchunk_interval_ms = {}\nthink_ms = 40\nstart_jitter_ms = 300\nread_timeout_ms = 600\nbackoff_ms = 150\nmax_attempts = {}\n\n",
-            rng.random_range(1..=4),
+            "[[clients]]\nbehaviour = \"{b}\"\ncount = {count}\ncursor_on_post = {}\ncalls = {}\nchunks = {}\nchunk_interval_ms = {}\nthink_ms = 40\nstart_jitter_ms = 300\nread_timeout_ms = 600\nbackoff_ms = 150\nmax_attempts = {}\n\n",
             rng.random_bool(0.5),
             rng.random_range(2..=5),
             rng.random_range(1..=8),
@@ -46,11 +48,14 @@ fn random_scenario(rng: &mut ChaCha8Rng, i: u32) -> String {
         );
     }
     s += &format!(
-        "[faults]\ndrop_rate = {}\npartitions = {}\npartition_ms = [200, 1500]\nrestarts = {}\nlatency_spikes = {}\n\n[network]\nlatency_ms = [1, 8]\nclient_hosts = 2\ntcp_capacity = 256\n\n[heal]\nduration_ms = 20000\n",
+        "[faults]\ndrop_rate = {}\npartitions = {}\npartition_ms = [200, 1500]\nrestarts = {}\nlatency_spikes = {}\n\n[network]\nlatency_ms = [1, 8]\nclient_hosts = {}\ntcp_capacity = 256\n\n[heal]\nduration_ms = 20000\n",
         rng.random_range(0..=4) as f64 / 10.0,
         rng.random_range(0..=2),
         u32::from(rng.random_bool(0.25)),
         rng.random_range(0..=1),
+        // Two hosts, or one for a lone client (a written client_hosts is
+        // at most the clients; the world creates no empty host either way).
+        clients.min(2),
     );
     s
 }
