@@ -703,7 +703,10 @@ const SOAK_GROWTH_KIB: u64 = 8 * 1024;
 #[test]
 fn a_token_session_and_stream_churn_keeps_memory_bounded() {
     let [_, warm, end] = soak(&[]);
-    assert!(end.saturating_sub(warm) <= SOAK_GROWTH_KIB, "{warm} → {end} KiB");
+    assert!(
+        end.saturating_sub(warm) <= SOAK_GROWTH_KIB,
+        "{warm} → {end} KiB"
+    );
 }
 
 #[cfg(feature = "rmcp")]
