@@ -176,8 +176,8 @@ mod tests {
         assert_eq!(b.charge("c", 4), ["a"], "12 > 10: the oldest goes");
         assert_eq!(b.used(), 8);
         // A key charged again keeps its age: `b` is still the oldest.
-        assert_eq!(b.charge("c", 6), ["b"]);
-        assert_eq!(b.used(), 6);
+        assert_eq!(b.charge("c", 7), ["b"]);
+        assert_eq!(b.used(), 7);
         b.release(&"c");
         assert_eq!(b.used(), 0);
         assert!(b.charge("d", 10).is_empty(), "exactly the limit fits");

@@ -441,7 +441,8 @@ mod tests {
         l.commit("t", 5, &b, None, |n| serde_json::json!(n).into());
         assert_eq!(
             l.commit("t", 6, &b, None, |n| serde_json::json!(n).into()),
-            Commit::Committed(serde_json::json!(4).into())
+            Commit::Committed(serde_json::json!(3).into()),
+            "b's third effect of the tag: a's is none of b's business"
         );
         let commits: Vec<u32> = ledger_records(&h)
             .into_iter()
@@ -467,5 +468,84 @@ mod tests {
             Some((call.clone(), serde_json::json!("k3").into()))
         );
         assert_eq!(l.durable_key(&"q".into(), "k3"), None, "per principal");
+    }
+
+    #[test]
+    fn results_count_the_callers_effects_alone() {
+        let (l, _) = ledger();
+        let (a, b): (Principal, Principal) = ("a".into(), "b".into());
+        let id = RequestId::Num(1);
+        l.execute("t", &a, None, &id, false);
+        l.execute("t", &b, None, &id, false);
+        l.execute("t", &b, None, &id, false);
+        assert_eq!(l.executions("t"), 3, "the whole ledger's view");
+        assert_eq!(l.executions_for("t", "a"), 1, "a's own");
+        assert_eq!(l.executions_for("t", "b"), 2);
+        assert_eq!(l.executions_for("t", "c"), 0);
+        // A commit's result is given the committer's effects, not the tag's.
+        l.execute("u", &a, Some("k"), &id, true);
+        l.execute("u", &b, Some("k"), &id, false);
+        let r = l.commit("u", 1, &a, Some("k"), |n| serde_json::json!(n).into());
+        assert_eq!(r, Commit::Committed(serde_json::json!(1).into()));
+    }
+
+    #[test]
+    fn a_bounded_ledger_forgets_its_oldest_bytes_first() {
+        let (l, _) = ledger();
+        let id = RequestId::Num(1);
+        let token = |i: usize| -> Principal { format!("{i:04}{}", "t".repeat(996)).into() };
+        let tag = |i: usize| format!("{i:04}{}", "g".repeat(496));
+        // One call costs its tag (500 bytes) once for the tag's counters and
+        // once with its token (1,000) for the effect, plus two overheads.
+        let per_call = 500 + 1_500 + 2 * ENTRY_OVERHEAD;
+        let limit = 10 * per_call;
+        l.bound_bytes(limit);
+        for i in 0..100 {
+            assert_eq!(l.execute(&tag(i), &token(i), None, &id, false), 1);
+            assert!(l.held_bytes() <= limit, "{} > {limit}", l.held_bytes());
+        }
+        assert_eq!(l.held_bytes(), limit, "full, exactly: ten calls' worth");
+        assert_eq!(l.executions_for(&tag(99), &token(99)), 1, "the newest kept");
+        assert_eq!(l.executions_for(&tag(90), &token(90)), 1);
+        assert_eq!(l.executions_for(&tag(89), &token(89)), 0, "older ones gone");
+        assert_eq!(l.executions(&tag(0)), 0);
+        assert_eq!(
+            l.execute(&tag(0), &token(0), None, &id, false),
+            1,
+            "a forgotten tag is numbered from 1 again"
+        );
+        // A session's end releases what it held.
+        let before = l.held_bytes();
+        l.forget_principal(&token(99));
+        assert_eq!(l.held_bytes(), before - (500 + 1_000 + ENTRY_OVERHEAD));
+        assert!(l.snapshot_for(&token(99)).is_empty());
+        // Keys share the budget: a big key evicts calls, and calls evict
+        // keys, which the key table collects.
+        let k: Scoped = (token(1), "key".into());
+        l.charge_key(&k, 5 * per_call - ENTRY_OVERHEAD);
+        assert!(l.held_bytes() <= limit);
+        assert!(l.take_evicted_keys().is_empty(), "the newest stays");
+        for i in 100..110 {
+            l.execute(&tag(i), &token(i), None, &id, false);
+        }
+        assert_eq!(l.take_evicted_keys(), [k.clone()], "then it is the oldest");
+        let held = l.held_bytes();
+        assert!(held <= limit);
+        l.release_key(&k);
+        assert_eq!(l.held_bytes(), held, "releasing an evicted key is a no-op");
+    }
+
+    #[test]
+    fn an_unbounded_ledger_keeps_everything() {
+        let (l, _) = ledger();
+        let id = RequestId::Num(1);
+        for i in 0..1_000 {
+            l.execute(&format!("t{i}"), &format!("p{i}").into(), None, &id, false);
+        }
+        assert_eq!(l.held_bytes(), 0);
+        assert!(!l.bounded());
+        assert_eq!(l.executions_for("t0", "p0"), 1);
+        l.charge_key(&("p".into(), "k".into()), usize::MAX);
+        assert!(l.take_evicted_keys().is_empty());
     }
 }

@@ -306,4 +306,52 @@ mod tests {
             "forgetting bob's key leaves alice's"
         );
     }
+
+    #[test]
+    fn served_entries_share_the_ledgers_byte_budget() {
+        let h = crate::history::History::new(Rc::new(|| std::time::Duration::ZERO));
+        let ledger = Ledger::new(h);
+        let big = "x".repeat(1_000);
+        let call = json!({ "tag": big });
+        let p: Principal = "p".into();
+        let one = (p.len() + 2 + call.to_string().len() + crate::ledger::ENTRY_OVERHEAD) * 3;
+        ledger.bound_bytes(one);
+        let mut t = DedupTable::new(100).charged_to(&ledger);
+        for k in ["k1", "k2", "k3", "k4"] {
+            t.begin(&p, k, call.clone());
+        }
+        assert!(ledger.held_bytes() <= one);
+        assert_eq!(
+            t.lookup(&p, "k1", &call),
+            Lookup::Unknown,
+            "evicted by bytes"
+        );
+        assert_eq!(t.lookup(&p, "k4", &call), Lookup::Known(KeyState::InFlight));
+        // The ledger's own growth evicts keys too; the table drops them at
+        // its next use.
+        let id = RequestId::Num(1);
+        ledger.execute(&big, &p, None, &id, false);
+        t.drop_evicted();
+        assert_eq!(t.lookup(&p, "k2", &call), Lookup::Unknown);
+        assert!(ledger.held_bytes() <= one);
+        t.abandon(&p, "k4");
+        t.abandon(&p, "k3");
+        let left = ledger.held_bytes();
+        assert_eq!(
+            left,
+            1_000 * 2 + 1 + 2 * crate::ledger::ENTRY_OVERHEAD,
+            "the call alone"
+        );
+        // Unbounded (the simulator): not charged, never evicted but by count.
+        let mut free = DedupTable::new(100).charged_to(&Ledger::new(crate::history::History::new(
+            Rc::new(|| std::time::Duration::ZERO),
+        )));
+        for k in ["k1", "k2", "k3", "k4"] {
+            free.begin(&p, k, call.clone());
+        }
+        assert_eq!(
+            free.lookup(&p, "k1", &call),
+            Lookup::Known(KeyState::InFlight)
+        );
+    }
 }
