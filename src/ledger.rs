@@ -46,8 +46,7 @@ pub enum Commit {
 /// the nodes of the maps that hold it (about 60 bytes) and of the budget's
 /// two (about 210), and an `Rc`'s header. Reckoned from the maps' layouts
 /// and rounded up, so the budget overstates rather than understates what
-/// is held: a ledger of short tags (40,000 `rmcp` sessions, one call each)
-/// levels off about 11 MB above its start with it at 192.
+/// is held.
 pub const ENTRY_OVERHEAD: usize = 320;
 
 /// One thing a bounded ledger holds, charged to its [`Budget`].

@@ -619,13 +619,7 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
         .map(|_| {
             let mut c = s.connect();
             let sid = initialize(&mut c, &[]);
-            let get = format!(
-                "GET /mcp HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n\r\n"
-            );
-            c.r.get_mut().write_all(get.as_bytes()).unwrap();
-            let mut line = String::new();
-            c.r.read_line(&mut line).unwrap();
-            assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+            open_standalone(&mut c, &sid, &[]);
             c
         })
         .collect();
@@ -640,6 +634,22 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
     std::thread::sleep(Duration::from_millis(100));
     initialize(&mut s.connect(), &[]);
     assert!(s.alive());
+}
+
+/// Opens `sid`'s standalone stream on `c` and reads its status line (200);
+/// the stream stays open while `c` lives.
+fn open_standalone(c: &mut Conn, sid: &str, extra: &[(&str, &str)]) {
+    let mut get = format!(
+        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n"
+    );
+    for (k, v) in extra {
+        get.push_str(&format!("{k}: {v}\r\n"));
+    }
+    get.push_str("\r\n");
+    c.r.get_mut().write_all(get.as_bytes()).unwrap();
+    let mut line = String::new();
+    c.r.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
 }
 
 /// One session of the soak under its own new 4 KB bearer token: initialize,
@@ -657,14 +667,11 @@ fn soak_session(s: &Served, i: usize) {
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     );
     assert!(matches!(r.status, 200 | 202), "{r:?}");
-    let mut stream = s.connect();
-    let get = format!(
-        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nauthorization: {auth}\r\nmcp-session-id: {sid}\r\n\r\n"
-    );
-    stream.r.get_mut().write_all(get.as_bytes()).unwrap();
-    let mut line = String::new();
-    stream.r.read_line(&mut line).unwrap();
-    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+    let _stream = {
+        let mut c = s.connect();
+        open_standalone(&mut c, &sid, &[("authorization", &auth)]);
+        c
+    };
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"ledger_append","arguments":{{"tag":"{tag}","chunks":2}},"_meta":{{"progressToken":1}}}}}}"#
     );
