@@ -498,6 +498,11 @@ enum Cmd {
         /// Origin get 403; requests without one are served.
         #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = server::parse_origin)]
         allow_origin: Vec<String>,
+        /// A host name requests may name in `Host` besides localhost,
+        /// 127.0.0.1, [::1] and the --addr host (any port; repeatable).
+        /// Requests naming any other get 403 (DNS rebinding).
+        #[arg(long = "allow-host", value_name = "NAME", value_parser = server::parse_host)]
+        allow_host: Vec<String>,
         /// Most connections held at once (default: 1024, or fewer when the
         /// file-descriptor limit is lower); past it the oldest idle
         /// connection is closed, or the new one gets 503.
@@ -518,7 +523,7 @@ enum Cmd {
     /// Try the transport hazards against a live MCP server over real TCP
     /// (real time, not simulated); one verdict per hazard.
     #[command(
-        after_help = "Exit: 0 no hazard present, 1 one or more present, 3 usage or connection error, or the budget ran out before every hazard was tried.\n\nExamples:\n  mcp-chaos serve --server unguarded --addr 127.0.0.1:8080 &\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp\n  mcp-chaos probe --url http://127.0.0.1:3000/mcp --header 'Authorization: Bearer TOKEN' --format markdown\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp --profile keys --format json --only retry-new-id"
+        after_help = "Exit: 0 no hazard present, 1 one or more present, 3 usage or connection error, the budget ran out before every hazard was tried, or a read limit (--max-*) was reached.\n\nProbe follows no redirect and connects only to loopback addresses (--url, --legacy-url, a legacy endpoint event) unless --allow-remote.\n\nExamples:\n  mcp-chaos serve --server unguarded --addr 127.0.0.1:8080 &\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp\n  mcp-chaos probe --url http://127.0.0.1:3000/mcp --header 'Authorization: Bearer TOKEN' --format markdown\n  mcp-chaos probe --url http://127.0.0.1:8080/mcp --profile keys --format json --only retry-new-id"
     )]
     Probe(crate::probe::ProbeArgs),
 }
@@ -707,6 +712,7 @@ pub fn main() -> ExitCode {
             addr,
             delivery,
             allow_origin,
+            allow_host,
             max_connections,
             header_timeout_ms,
             body_timeout_ms,
@@ -714,6 +720,7 @@ pub fn main() -> ExitCode {
         } => {
             let mut exposure = Exposure::served();
             exposure.allowed_origins = Some(allow_origin);
+            exposure.allowed_hosts = Some(allow_host);
             exposure.max_connections =
                 Some(max_connections.map_or_else(default_max_connections, |n| {
                     usize::try_from(n).unwrap_or(usize::MAX)
@@ -1813,6 +1820,8 @@ fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow
         let bound = listener
             .local_addr()
             .context("reading the bound address")?;
+        let mut exposure = exposure;
+        exposure.allow_bound_host(addr, bound);
         let history = History::off();
         let ledger = Ledger::new(history.clone());
         let cfg = served_config(delivery);

@@ -11,7 +11,10 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use std::cell::Cell;
 use std::collections::VecDeque;
+use std::fmt;
+use std::rc::Rc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::AbortHandle;
 
@@ -27,6 +30,125 @@ pub enum Error {
     /// A JSON body did not decode.
     #[error("body is not JSON-RPC: {0}")]
     Body(String),
+    /// The response passed one of the exchange's [`Limits`].
+    #[error("{0}")]
+    Limit(Limit),
+}
+
+/// Bounds on what exchanges read from a server they do not trust (the
+/// probe's). The simulator's clients read with none
+/// ([`Limits::default`]), so nothing here changes their behaviour or
+/// their traces.
+#[derive(Clone, Debug, Default)]
+pub struct Limits {
+    /// Most bytes of a response head, status line included; also the
+    /// connection's read buffer (hyper's minimum of 8192 applies), so an
+    /// unfinished head cannot grow past it either.
+    pub head_bytes: Option<usize>,
+    /// Most bytes of one response body: a JSON body or a whole SSE stream.
+    pub body_bytes: Option<u64>,
+    /// Most bytes of one SSE line, and of one event's data.
+    pub event_bytes: Option<usize>,
+    /// Most SSE events of one response.
+    pub events: Option<u64>,
+    /// What every exchange sharing it may still read, in all.
+    pub budget: Option<Rc<Budget>>,
+}
+
+/// A bound an exchange reached, with its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// [`Limits::head_bytes`] (or hyper's 100 header fields).
+    Head(usize),
+    /// [`Limits::body_bytes`].
+    Body(u64),
+    /// [`Limits::event_bytes`], on one line.
+    Line(usize),
+    /// [`Limits::event_bytes`], on one event.
+    Event(usize),
+    /// [`Limits::events`].
+    Events(u64),
+    /// The [`Budget`]'s total.
+    Total(u64),
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::Head(n) => write!(f, "a response head longer than {n} bytes or 100 fields"),
+            Limit::Body(n) => write!(f, "a response body longer than {n} bytes"),
+            Limit::Line(n) => write!(f, "an SSE line longer than {n} bytes"),
+            Limit::Event(n) => write!(f, "an SSE event longer than {n} bytes"),
+            Limit::Events(n) => write!(f, "a response of more than {n} SSE events"),
+            Limit::Total(n) => write!(f, "more than {n} bytes in all"),
+        }
+    }
+}
+
+/// Bytes left to read across exchanges, and the first limit any of them
+/// reached (single-threaded: the exchanges of one `LocalSet`).
+#[derive(Debug)]
+pub struct Budget {
+    total: u64,
+    left: Cell<u64>,
+    hit: Cell<Option<Limit>>,
+}
+
+impl Budget {
+    /// A budget of `total` bytes.
+    pub fn new(total: u64) -> Rc<Budget> {
+        Rc::new(Budget {
+            total,
+            left: Cell::new(total),
+            hit: Cell::new(None),
+        })
+    }
+
+    /// The first limit an exchange sharing this budget reached.
+    pub fn hit(&self) -> Option<Limit> {
+        self.hit.get()
+    }
+
+    fn record(&self, l: Limit) {
+        if self.hit.get().is_none() {
+            self.hit.set(Some(l));
+        }
+    }
+
+    fn spend(&self, n: u64) -> Result<(), Limit> {
+        match self.left.get().checked_sub(n) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.left.set(0);
+                Err(Limit::Total(self.total))
+            }
+        }
+    }
+}
+
+impl Limits {
+    /// `l` as the exchange's error, recorded in the budget.
+    fn reached(&self, l: Limit) -> Error {
+        if let Some(b) = &self.budget {
+            b.record(l);
+        }
+        Error::Limit(l)
+    }
+
+    /// Counts `n` more body bytes of a response that has read `read`.
+    fn count(&self, read: &mut u64, n: usize) -> Result<(), Error> {
+        *read += n as u64;
+        if let Some(max) = self.body_bytes.filter(|&m| *read > m) {
+            return Err(self.reached(Limit::Body(max)));
+        }
+        match &self.budget {
+            Some(b) => b.spend(n as u64).map_err(|l| self.reached(l)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// What to send.
@@ -115,6 +237,10 @@ pub struct Exchange {
     sse: Option<SseDecoder>,
     pending: VecDeque<SseEvent>,
     conn: AbortHandle,
+    limits: Limits,
+    /// Body bytes and SSE events read so far.
+    read: u64,
+    events: u64,
 }
 
 impl Drop for Exchange {
@@ -146,8 +272,19 @@ pub async fn send<I>(io: I, out: Outgoing) -> Result<Exchange, Error>
 where
     I: AsyncRead + AsyncWrite + Unpin + 'static,
 {
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)).await?;
+    send_bounded(io, out, Limits::default()).await
+}
+
+/// [`send`], reading the response within `limits`.
+pub async fn send_bounded<I>(io: I, out: Outgoing, limits: Limits) -> Result<Exchange, Error>
+where
+    I: AsyncRead + AsyncWrite + Unpin + 'static,
+{
+    let mut builder = hyper::client::conn::http1::Builder::new();
+    if let Some(n) = limits.head_bytes {
+        builder.max_header_size(n).max_buf_size(n.max(8192));
+    }
+    let (mut sender, conn) = builder.handshake(hyper_util::rt::TokioIo::new(io)).await?;
     let task = tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
@@ -161,8 +298,19 @@ where
         .body(Full::new(out.body.unwrap_or_default()))
         .expect("a well-formed request");
     req.headers_mut().extend(out.headers);
-    let resp = sender.send_request(req).await?;
+    let resp = match sender.send_request(req).await {
+        Err(e) if e.is_parse_too_large() => {
+            return Err(match limits.head_bytes {
+                Some(n) => limits.reached(Limit::Head(n)),
+                None => e.into(),
+            })
+        }
+        r => r?,
+    };
     let (parts, body) = resp.into_parts();
+    if let Some(b) = &limits.budget {
+        b.spend(head_len(&parts)).map_err(|l| limits.reached(l))?;
+    }
     let is_sse = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -172,10 +320,27 @@ where
         status: parts.status,
         headers: parts.headers,
         body,
-        sse: is_sse.then(SseDecoder::new),
+        sse: is_sse.then(|| match limits.event_bytes {
+            Some(n) => SseDecoder::with_max_line(n),
+            None => SseDecoder::new(),
+        }),
         pending: VecDeque::new(),
         conn: abort.disarm(),
+        limits,
+        read: 0,
+        events: 0,
     })
+}
+
+/// A response head's size as it came on the wire (status line, fields,
+/// line ends), for the byte budget.
+fn head_len(parts: &http::response::Parts) -> u64 {
+    let fields: usize = parts
+        .headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len() + 4)
+        .sum();
+    (fields + "HTTP/1.1 200 OK\r\n\r\n".len()) as u64
 }
 
 impl Exchange {
@@ -189,9 +354,29 @@ impl Exchange {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// The next data frame of the body, counted against the limits;
+    /// `None` at its end.
+    async fn data(&mut self) -> Result<Option<Bytes>, Error> {
+        loop {
+            match self.body.frame().await {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(e.into()),
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        self.limits.count(&mut self.read, data.len())?;
+                        return Ok(Some(data));
+                    }
+                }
+            }
+        }
+    }
+
     /// Reads a whole non-SSE body as one JSON-RPC message (`None` if empty).
     pub async fn json(mut self) -> Result<Option<Message>, Error> {
-        let bytes = (&mut self.body).collect().await?.to_bytes();
+        let mut bytes = bytes::BytesMut::new();
+        while let Some(data) = self.data().await? {
+            bytes.extend_from_slice(&data);
+        }
         if bytes.is_empty() {
             return Ok(None);
         }
@@ -208,22 +393,32 @@ impl Exchange {
     pub async fn next_event(&mut self) -> Result<Option<SseEvent>, Error> {
         loop {
             if let Some(e) = self.pending.pop_front() {
+                self.events += 1;
+                if let Some(max) = self.limits.events.filter(|&m| self.events > m) {
+                    return Err(self.limits.reached(Limit::Events(max)));
+                }
                 return Ok(Some(e));
             }
-            let Some(dec) = self.sse.as_mut() else {
+            if self.sse.is_none() {
+                return Ok(None);
+            }
+            let Some(data) = self.data().await? else {
                 return Ok(None);
             };
-            match self.body.frame().await {
-                None => return Ok(None),
-                Some(Err(e)) => return Err(e.into()),
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data() {
-                        let mut out = Vec::new();
-                        dec.feed(&data, &mut out)?;
-                        self.pending.extend(out);
-                    }
+            let dec = self.sse.as_mut().expect("an SSE body");
+            let mut out = Vec::new();
+            match (dec.feed(&data, &mut out), self.limits.event_bytes) {
+                (Err(SseError::LineTooLong(_)), Some(n)) => {
+                    return Err(self.limits.reached(Limit::Line(n)))
+                }
+                (r, _) => r?,
+            }
+            if let Some(n) = self.limits.event_bytes {
+                if dec.buffered() > n || out.iter().any(|e| e.data.len() > n) {
+                    return Err(self.limits.reached(Limit::Event(n)));
                 }
             }
+            self.pending.extend(out);
         }
     }
 }

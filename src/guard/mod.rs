@@ -27,6 +27,7 @@ mod rule_t;
 pub use rule_t::{check_transport, Transport, TransportVerdict};
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// A session-scoped event id.
 pub type EventId = u64;
@@ -192,12 +193,12 @@ impl StreamState {
 /// Rule M state for one session.
 #[derive(Clone, Debug, Default)]
 pub struct SessionGuard {
-    streams: Vec<StreamState>,
+    /// Every stream opened and not released, by index.
+    streams: BTreeMap<StreamIdx, Slot>,
+    /// The index the next stream gets.
+    next_stream: StreamIdx,
     /// Streams that Rule M must consider (dropped, loss not yet reported).
     dropped: Vec<StreamIdx>,
-    /// Each stream's position in `dropped` (`NOT_DROPPED` when absent), so
-    /// that a stream joins or leaves it in O(1).
-    dropped_at: Vec<u32>,
     /// How many of `dropped` are lost, owed events, and have requests in
     /// flight (rows 2–3 and the 410): kept as events happen, so that `check`
     /// looks for a stream to name only when one exists.
@@ -208,6 +209,14 @@ pub struct SessionGuard {
 
 /// A stream's `dropped_at` when it is not in `dropped`.
 const NOT_DROPPED: u32 = u32::MAX;
+
+/// One stream's state and its position in `dropped` (`NOT_DROPPED` when
+/// absent), so that a stream joins or leaves it in O(1).
+#[derive(Clone, Debug)]
+struct Slot {
+    st: StreamState,
+    dropped_at: u32,
+}
 
 /// Counts of dropped streams by what Rule M rejects them for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -285,21 +294,52 @@ impl SessionGuard {
     }
 
     fn push_stream(&mut self, st: StreamState) -> StreamIdx {
-        let idx =
-            StreamIdx::try_from(self.streams.len()).expect("fewer than 2^32 streams a session");
-        self.streams.push(st);
-        self.dropped_at.push(NOT_DROPPED);
+        let idx = self.next_stream;
+        self.next_stream = idx
+            .checked_add(1)
+            .expect("fewer than 2^32 streams a session");
+        self.streams.insert(
+            idx,
+            Slot {
+                st,
+                dropped_at: NOT_DROPPED,
+            },
+        );
         idx
     }
 
-    /// The state of one stream.
+    /// The state of one stream (opened, not released).
     pub fn stream(&self, s: StreamIdx) -> &StreamState {
-        &self.streams[s as usize]
+        &self.slot(s).st
     }
 
-    /// Number of streams opened.
-    pub fn stream_count(&self) -> usize {
-        self.streams.len()
+    fn slot(&self, s: StreamIdx) -> &Slot {
+        self.streams
+            .get(&s)
+            .expect("a stream opened and not released")
+    }
+
+    fn slot_mut(&mut self, s: StreamIdx) -> &mut Slot {
+        self.streams
+            .get_mut(&s)
+            .expect("a stream opened and not released")
+    }
+
+    /// Forgets a finished stream that nothing is owed on, nothing is in
+    /// flight for and no replay is writing: Rule M never considers it again,
+    /// and its state is released. Returns whether it was.
+    pub fn release(&mut self, s: StreamIdx) -> bool {
+        let slot = self.slot(s);
+        let st = &slot.st;
+        let done = st.finished
+            && !st.connected
+            && st.in_flight == 0
+            && st.replay_backlog == 0
+            && slot.dropped_at == NOT_DROPPED;
+        if done {
+            self.streams.remove(&s);
+        }
+        done
     }
 
     /// Whether any stream is dropped (and not a reported loss).
@@ -313,16 +353,16 @@ impl SessionGuard {
     }
 
     fn st(&mut self, s: StreamIdx) -> &mut StreamState {
-        &mut self.streams[s as usize]
+        &mut self.slot_mut(s).st
     }
 
     /// Runs one observation of stream `s`, keeping the marks in step with
     /// what it changed (every public observation goes through here once).
     fn tracked<R>(&mut self, s: StreamIdx, f: impl FnOnce(&mut Self) -> R) -> R {
-        let before = Marks::of(&self.streams[s as usize]);
+        let before = Marks::of(self.stream(s));
         let r = f(self);
         self.marks.sub(before);
-        self.marks.add(Marks::of(&self.streams[s as usize]));
+        self.marks.add(Marks::of(self.stream(s)));
         r
     }
 
@@ -330,18 +370,18 @@ impl SessionGuard {
         let st = self.st(s);
         st.dropped = dropped;
         let counts = st.counts();
-        let at = self.dropped_at[s as usize];
+        let at = self.slot(s).dropped_at;
         match (counts, at == NOT_DROPPED) {
             (true, true) => {
-                self.dropped_at[s as usize] = self.dropped.len() as u32;
+                self.slot_mut(s).dropped_at = self.dropped.len() as u32;
                 self.dropped.push(s);
             }
             (false, false) => {
                 self.dropped.swap_remove(at as usize);
                 if let Some(&moved) = self.dropped.get(at as usize) {
-                    self.dropped_at[moved as usize] = at;
+                    self.slot_mut(moved).dropped_at = at;
                 }
-                self.dropped_at[s as usize] = NOT_DROPPED;
+                self.slot_mut(s).dropped_at = NOT_DROPPED;
             }
             _ => {}
         }
@@ -535,7 +575,7 @@ impl SessionGuard {
         let decide = |verdict, s: Option<StreamIdx>| Decision {
             verdict,
             stream: s,
-            hint: s.and_then(|s| self.streams[s as usize].watermark),
+            hint: s.and_then(|s| self.stream(s).watermark),
         };
         // Row 0: a replay backlog is pending.
         if self.replay_backlog > 0 {
@@ -554,11 +594,11 @@ impl SessionGuard {
             self.dropped
                 .iter()
                 .enumerate()
-                .all(|(i, &s)| self.dropped_at[s as usize] as usize == i)
+                .all(|(i, &s)| self.slot(s).dropped_at as usize == i)
                 && self
-                    .dropped_at
-                    .iter()
-                    .filter(|&&a| a != NOT_DROPPED)
+                    .streams
+                    .values()
+                    .filter(|slot| slot.dropped_at != NOT_DROPPED)
                     .count()
                     == self.dropped.len(),
             "positions kept in step"
@@ -567,12 +607,7 @@ impl SessionGuard {
         // for only when the marks say one exists.
         let first = |n: u32, mark: fn(&StreamState) -> bool| {
             (n > 0)
-                .then(|| {
-                    self.dropped
-                        .iter()
-                        .copied()
-                        .find(|&s| mark(&self.streams[s as usize]))
-                })
+                .then(|| self.dropped.iter().copied().find(|&s| mark(self.stream(s))))
                 .flatten()
         };
         // A lost stream answers its first migration with 410.
@@ -624,7 +659,7 @@ impl SessionGuard {
     /// The streams Rule M considers, with their state, in no particular
     /// order (what a logged view is built from without a copy).
     pub fn dropped_streams(&self) -> impl Iterator<Item = (StreamIdx, &StreamState)> + '_ {
-        self.dropped.iter().map(|&s| (s, &self.streams[s as usize]))
+        self.dropped.iter().map(|&s| (s, self.stream(s)))
     }
 
     /// The marks counted afresh (what `check` asserts against in debug
@@ -632,7 +667,7 @@ impl SessionGuard {
     fn recount(&self) -> Marks {
         let mut m = Marks::default();
         for &s in &self.dropped {
-            m.add(Marks::of(&self.streams[s as usize]));
+            m.add(Marks::of(self.stream(s)));
         }
         m
     }

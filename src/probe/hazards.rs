@@ -201,7 +201,11 @@ impl Ctx<'_> {
             "second-get" => self.second_get().await,
             other => Err(format!("no test for {other}")),
         };
-        let (verdict, evidence) = outcome.unwrap_or_else(|e| (Verdict::Untestable, e));
+        let (verdict, evidence) = match self.peer.stopped() {
+            // Whatever this test read was cut short: it judges nothing.
+            Some(line) => (Verdict::Untestable, format!("cut short: {line}")),
+            None => outcome.unwrap_or_else(|e| (Verdict::Untestable, e)),
+        };
         Finding {
             hazard: hazard.name,
             title: hazard.title,

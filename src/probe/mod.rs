@@ -10,12 +10,15 @@ pub mod peer;
 mod resume;
 mod retry;
 mod sessions;
+pub mod target;
 
+use crate::client::http::{Budget, Limits};
 use hazards::{Counter, Ctx, Finding, Verdict, HAZARDS};
 use http::HeaderMap;
-use peer::{Peer, Target};
+use peer::{Bounds, Failure, Peer};
 use std::fmt::Write as _;
 use std::time::Duration;
+use target::{Refused, Target};
 
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -80,7 +83,25 @@ pub struct ProbeArgs {
     /// Most requests the probe sends.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     max_requests: u32,
-    /// Allow a --url that is not a loopback address.
+    /// Most bytes of one response head (status line and fields; at most
+    /// 100 fields).
+    #[arg(long, default_value_t = 65_536, value_parser = clap::value_parser!(u64).range(8192..=16 << 20))]
+    max_header_bytes: u64,
+    /// Most bytes of one response body: a JSON body or a whole SSE stream.
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    max_body_bytes: u64,
+    /// Most bytes of one SSE line or event.
+    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    max_event_bytes: u64,
+    /// Most SSE events on one response.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_events: u64,
+    /// Most bytes the probe reads from the server in all (heads and
+    /// bodies).
+    #[arg(long, default_value_t = 64 << 20, value_parser = clap::value_parser!(u64).range(1024..=1 << 36))]
+    max_total_bytes: u64,
+    /// Allow a --url, --legacy-url or server-sent endpoint that is not a
+    /// loopback address.
     #[arg(long)]
     allow_remote: bool,
 }
@@ -99,10 +120,23 @@ pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8, Option<String>)> {
         timeout: Duration::from_secs(args.timeout),
         request_timeout: Duration::from_millis(args.request_timeout_ms),
         max_requests: args.max_requests,
+        limits: ReadLimits {
+            head_bytes: usize::try_from(args.max_header_bytes).unwrap_or(usize::MAX),
+            body_bytes: args.max_body_bytes,
+            event_bytes: usize::try_from(args.max_event_bytes).unwrap_or(usize::MAX),
+            events: args.max_events,
+            total_bytes: args.max_total_bytes,
+        },
         allow_remote: args.allow_remote,
     };
     let report = run(&opts)?;
     let text = report.render(args.format).trim_end().to_string();
+    if let Some(line) = report.stopped.clone() {
+        // What was judged before the stop stands in the report, but a
+        // probe that could not read its server is neither a pass nor a
+        // finding.
+        return Ok((text, 3, Some(line)));
+    }
     Ok(match (report.any_present(), report.budget_spent) {
         (true, _) => (text, 1, None),
         // Nothing present, but not everything was tried: not a pass.
@@ -138,8 +172,26 @@ pub struct Options {
     pub request_timeout: Duration,
     /// Most requests sent.
     pub max_requests: u32,
+    /// Bounds on what the probe reads.
+    pub limits: ReadLimits,
     /// Probe a non-loopback address.
     pub allow_remote: bool,
+}
+
+/// Bounds on what the probe reads from the server (the `--max-*-bytes`
+/// and `--max-events` flags).
+#[derive(Clone, Copy, Debug)]
+pub struct ReadLimits {
+    /// One response head.
+    pub head_bytes: usize,
+    /// One response body (JSON, or a whole SSE stream).
+    pub body_bytes: u64,
+    /// One SSE line or event.
+    pub event_bytes: usize,
+    /// SSE events on one response.
+    pub events: u64,
+    /// Everything read, in all.
+    pub total_bytes: u64,
 }
 
 /// What the probe found.
@@ -155,6 +207,9 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// The request or time budget ran out before every hazard was tried.
     pub budget_spent: bool,
+    /// The probe stopped at a limit or a remote URL: the line saying which
+    /// and the flag that allows it.
+    pub stopped: Option<String>,
 }
 
 impl Report {
@@ -241,9 +296,9 @@ pub struct UsageError(pub String);
 
 /// Checks the options and runs every chosen hazard against the server.
 pub fn run(opts: &Options) -> Result<Report, UsageError> {
-    let target = Target::parse(&opts.url).map_err(UsageError)?;
+    let target = Target::parse(&opts.url, "--url").map_err(UsageError)?;
     let legacy = match &opts.legacy_url {
-        Some(u) => Target::parse(u).map_err(|e| UsageError(e.replace("--url", "--legacy-url")))?,
+        Some(u) => Target::parse(u, "--legacy-url").map_err(UsageError)?,
         None => target.with_path("/sse"),
     };
     let mut extra = HeaderMap::new();
@@ -276,20 +331,50 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
         .build()
         .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
     let local = tokio::task::LocalSet::new();
-    local.block_on(&rt, async move {
-        check_loopback(&target, opts.allow_remote).await?;
+    let report = local.block_on(&rt, async move {
+        for t in [&target, &legacy] {
+            let checked =
+                tokio::time::timeout(opts.request_timeout, target::resolve(t, opts.allow_remote));
+            match checked.await {
+                Ok(Ok(_)) => {}
+                Ok(Err(Refused::Unresolved(e) | Refused::Remote(e))) => return Err(UsageError(e)),
+                Err(_) => {
+                    return Err(UsageError(format!(
+                        "{} host {:?} did not resolve within --request-timeout-ms",
+                        t.from, t.host
+                    )))
+                }
+            }
+        }
+        let l = opts.limits;
         let deadline = tokio::time::Instant::now() + opts.timeout;
-        let peer = Peer::new(
-            target.clone(),
-            extra,
-            opts.request_timeout,
-            opts.max_requests,
+        let bounds = Bounds {
+            request_timeout: opts.request_timeout,
+            max_requests: opts.max_requests,
             deadline,
-        );
-        let unreachable = |e: String| {
-            UsageError(format!(
-                "{target}: {e}: start the server, or fix --url (and --header for a server that needs one)"
-            ))
+            limits: Limits {
+                head_bytes: Some(l.head_bytes),
+                body_bytes: Some(l.body_bytes),
+                event_bytes: Some(l.event_bytes),
+                events: Some(l.events),
+                budget: Some(Budget::new(l.total_bytes)),
+            },
+            allow_remote: opts.allow_remote,
+        };
+        let peer = Peer::new(target.clone(), extra, bounds);
+        let unreachable = |f: Failure| {
+            let fix = match (&f, peer.stopped()) {
+                (_, Some(line)) => return UsageError(format!("{target}: {line}")),
+                (Failure::Budget, _) => "raise --timeout or --max-requests",
+                (Failure::Timeout, _) => {
+                    "raise --request-timeout-ms for a slow server, or fix --url"
+                }
+                (Failure::Redirected(_), _) => {
+                    "point --url at the endpoint itself (probe follows no redirect)"
+                }
+                _ => "start the server, or fix --url (and --header for a server that needs one)",
+            };
+            UsageError(format!("{target}: {f}: {fix}"))
         };
         let session = peer.initialize().await.map_err(unreachable)?;
         let tools = peer.tool_names(&session).await.map_err(unreachable)?;
@@ -299,21 +384,29 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
             Some(name) if !has(name) => {
                 return Err(UsageError(format!(
                     "--tool {name:?}: {target} lists no such tool (it lists: {})",
-                    if tools.is_empty() { "none".to_string() } else { tools.join(", ") }
+                    if tools.is_empty() {
+                        "none".to_string()
+                    } else {
+                        tools.join(", ")
+                    }
                 )))
             }
             Some(name) => Counter::Tool {
                 name: name.clone(),
                 args: tool_args,
             },
-            None if has(crate::protocol::mcp::LEDGER_APPEND) && has(crate::protocol::mcp::LEDGER_READ) => {
+            None if has(crate::protocol::mcp::LEDGER_APPEND)
+                && has(crate::protocol::mcp::LEDGER_READ) =>
+            {
                 Counter::Ledger
             }
             None => Counter::None,
         };
         let counting = match &counter {
             Counter::Ledger => "executions counted with ledger_append/ledger_read".to_string(),
-            Counter::Tool { name, .. } => format!("executions counted with the counter tool {name}"),
+            Counter::Tool { name, .. } => {
+                format!("executions counted with the counter tool {name}")
+            }
             Counter::None => "no counting tool: only what a client sees".to_string(),
         };
         let ctx = Ctx {
@@ -335,35 +428,14 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
             counting,
             profile: opts.profile,
             findings,
-            budget_spent: peer.spent(),
+            // A read cut short by the probe's end may have judged too soon.
+            budget_spent: peer.spent() || peer.out_of_time(),
+            stopped: peer.stopped(),
         })
-    })
-}
-
-/// Refuses a target that resolves beyond this machine unless allowed.
-async fn check_loopback(target: &Target, allow_remote: bool) -> Result<(), UsageError> {
-    let addrs: Vec<_> = tokio::net::lookup_host((target.host.as_str(), target.port))
-        .await
-        .map_err(|e| {
-            UsageError(format!(
-                "--url host {:?} does not resolve: {e}",
-                target.host
-            ))
-        })?
-        .collect();
-    if addrs.is_empty() {
-        return Err(UsageError(format!(
-            "--url host {:?} has no address",
-            target.host
-        )));
-    }
-    if !allow_remote {
-        if let Some(a) = addrs.iter().find(|a| !a.ip().is_loopback()) {
-            return Err(UsageError(format!(
-                "--url {target} resolves to {}, not a loopback address: pass --allow-remote to probe a server on another machine",
-                a.ip()
-            )));
-        }
-    }
-    Ok(())
+    });
+    // Nothing may outlive the probe: not a name lookup still blocking a
+    // thread, nor a connection task.
+    drop(local);
+    rt.shutdown_background();
+    report
 }

@@ -3,85 +3,20 @@
 //! of its own (as the simulator's clients do), so dropping a [`Reply`] is
 //! exactly a client losing its connection.
 
-use crate::client::http::{self as wire, Exchange, Outgoing};
+use crate::client::http::{self as wire, Exchange, Limit, Limits, Outgoing};
 use crate::protocol::headers;
 use crate::protocol::json::Json;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
 use ::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::json;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Where the server is: `http://HOST:PORT/PATH`.
-#[derive(Clone, Debug)]
-pub struct Target {
-    /// Host name or address, as given.
-    pub host: String,
-    /// TCP port (80 when the URL names none).
-    pub port: u16,
-    /// Request path (`/mcp`), with its query if any.
-    pub path: String,
-}
-
-impl Target {
-    /// Reads `--url`. Only plain `http://` URLs: the probe speaks no TLS.
-    pub fn parse(url: &str) -> Result<Target, String> {
-        let uri: ::http::Uri = url
-            .parse()
-            .map_err(|e| format!("--url {url:?} is not a URL ({e}): give http://HOST:PORT/mcp"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => {
-                return Err(format!(
-                    "--url {url:?}: the probe speaks plain HTTP; point it at the server's own port, not its TLS front"
-                ))
-            }
-            _ => return Err(format!("--url {url:?} needs http://, e.g. http://127.0.0.1:8080/mcp")),
-        }
-        let host = uri
-            .host()
-            .ok_or_else(|| format!("--url {url:?} names no host: give http://HOST:PORT/mcp"))?;
-        let path = uri
-            .path_and_query()
-            .map(|p| p.as_str().to_string())
-            .filter(|p| p != "/" || url.ends_with('/'))
-            .unwrap_or_else(|| "/".into());
-        Ok(Target {
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
-            port: uri.port_u16().unwrap_or(80),
-            path,
-        })
-    }
-
-    /// `HOST:PORT` as the `Host` header carries it.
-    pub fn authority(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-
-    /// The same server, another path (the legacy transport's `/sse`).
-    pub fn with_path(&self, path: &str) -> Target {
-        Target {
-            path: path.to_string(),
-            ..self.clone()
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "http://{}{}", self.authority(), self.path)
-    }
-}
+pub use super::target::Target;
+use super::target::{resolve, Refused};
 
 /// Why a request got no HTTP answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,10 +25,17 @@ pub enum Failure {
     Connect(String),
     /// The server closed or reset before a response head, or sent no HTTP.
     Http(String),
-    /// No response head within the request timeout.
+    /// No answer within `--request-timeout-ms`.
     Timeout,
     /// The probe's request or time budget is spent.
     Budget,
+    /// The probe stopped: a limit on what it reads was reached, or a URL
+    /// was refused as remote. The line names the bound and its flag.
+    Stopped(String),
+    /// The server answered, but not as the step needs.
+    Answer(String),
+    /// The server answered with a redirect, which the probe never follows.
+    Redirected(String),
 }
 
 impl fmt::Display for Failure {
@@ -101,8 +43,10 @@ impl fmt::Display for Failure {
         match self {
             Failure::Connect(e) => write!(f, "connect failed: {e}"),
             Failure::Http(e) => write!(f, "no HTTP response: {e}"),
-            Failure::Timeout => write!(f, "no response head within the request timeout"),
+            Failure::Timeout => write!(f, "no answer within --request-timeout-ms"),
             Failure::Budget => write!(f, "the probe's request or time budget is spent"),
+            Failure::Stopped(line) => write!(f, "not tried, the probe stopped: {line}"),
+            Failure::Answer(e) | Failure::Redirected(e) => f.write_str(e),
         }
     }
 }
@@ -259,8 +203,17 @@ impl Reply {
             }
             _ => None,
         });
+        // A redirect is an answer like any other: the probe follows none.
+        let redirect = if self.status.is_redirection() {
+            format!(
+                ", a redirect to {}, not followed",
+                clip(self.header("location").unwrap_or("nowhere"))
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{} ({kind}, {} event{}{})",
+            "{} ({kind}, {} event{}{}{redirect})",
             self.status.as_u16(),
             self.seen.len(),
             if self.seen.len() == 1 { "" } else { "s" },
@@ -287,41 +240,66 @@ pub struct Session {
     pub version: String,
 }
 
+/// What the probe may spend on a server.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    /// One response or result.
+    pub request_timeout: Duration,
+    /// Most requests sent.
+    pub max_requests: u32,
+    /// The whole probe's end.
+    pub deadline: Instant,
+    /// What one response may carry, and the bytes of all of them (its
+    /// budget is the probe's).
+    pub limits: Limits,
+    /// Connect to addresses beyond this machine.
+    pub allow_remote: bool,
+}
+
 /// The probe's handle on the server: target, extra headers, bounds.
 pub struct Peer {
     target: Target,
     extra: HeaderMap,
-    request_timeout: Duration,
+    bounds: Bounds,
     requests_left: Cell<u32>,
-    deadline: Instant,
     nonce: String,
     next_id: Cell<u64>,
     spent: Cell<bool>,
+    refused: RefCell<Option<String>>,
 }
 
 impl Peer {
-    /// A peer for `target`, sending `extra` headers on every request, at
-    /// most `max_requests` requests before `deadline`.
-    pub fn new(
-        target: Target,
-        extra: HeaderMap,
-        request_timeout: Duration,
-        max_requests: u32,
-        deadline: Instant,
-    ) -> Peer {
+    /// A peer for `target`, sending `extra` headers on every request,
+    /// within `bounds`.
+    pub fn new(target: Target, extra: HeaderMap, bounds: Bounds) -> Peer {
         // Tags and request ids must not collide with an earlier probe of
         // the same long-lived server: a nonce from the OS, never printed.
         let nonce = format!("{:08x}", rand::random::<u32>());
         Peer {
             target,
             extra,
-            request_timeout,
-            requests_left: Cell::new(max_requests),
-            deadline,
+            requests_left: Cell::new(bounds.max_requests),
+            bounds,
             nonce,
             next_id: Cell::new(1),
             spent: Cell::new(false),
+            refused: RefCell::new(None),
         }
+    }
+
+    /// Why the probe stopped, if it did: the first limit a response
+    /// reached, or a URL refused as remote; one line naming the flag that
+    /// allows more. Once stopped, the peer sends nothing more.
+    pub fn stopped(&self) -> Option<String> {
+        let limit = self.bounds.limits.budget.as_ref().and_then(|b| b.hit());
+        limit
+            .map(limit_line)
+            .or_else(|| self.refused.borrow().clone())
+    }
+
+    /// Whether the whole probe's time is up.
+    pub fn out_of_time(&self) -> bool {
+        Instant::now() >= self.bounds.deadline
     }
 
     /// The server's URL.
@@ -337,8 +315,11 @@ impl Peer {
 
     /// Takes one request from the budget.
     fn take(&self) -> Result<(), Failure> {
+        if let Some(line) = self.stopped() {
+            return Err(Failure::Stopped(line));
+        }
         let left = self.requests_left.get();
-        if left == 0 || Instant::now() >= self.deadline {
+        if left == 0 || self.out_of_time() {
             self.spent.set(true);
             return Err(Failure::Budget);
         }
@@ -348,7 +329,7 @@ impl Peer {
 
     /// A deadline `d` from now, never past the probe's own.
     pub fn within(&self, d: Duration) -> Instant {
-        (Instant::now() + d).min(self.deadline)
+        (Instant::now() + d).min(self.bounds.deadline)
     }
 
     /// A request id no earlier probe of this server used.
@@ -369,14 +350,18 @@ impl Peer {
     pub async fn send(&self, out: Outgoing, target: Option<&Target>) -> Result<Reply, Failure> {
         let target = target.unwrap_or(&self.target);
         let out = self.prepare(out, target)?;
-        let until = self.within(self.request_timeout);
+        let until = self.within(self.bounds.request_timeout);
         let exchange = async {
-            wire::send(connect(target).await?, out)
+            let io = self.connect(target).await?;
+            wire::send_bounded(io, out, self.bounds.limits.clone())
                 .await
-                .map_err(|e| Failure::Http(e.to_string()))
+                .map_err(|e| match e {
+                    wire::Error::Limit(l) => Failure::Stopped(limit_line(l)),
+                    e => Failure::Http(e.to_string()),
+                })
         };
         let ex = match tokio::time::timeout_at(until, exchange).await {
-            Err(_) if until >= self.deadline => {
+            Err(_) if until >= self.bounds.deadline => {
                 self.spent.set(true);
                 return Err(Failure::Budget);
             }
@@ -432,9 +417,9 @@ impl Peer {
         }
         head.extend_from_slice(b"\r\n");
         head.extend_from_slice(&body);
-        let until = self.within(self.request_timeout);
+        let until = self.within(self.bounds.request_timeout);
         let write = async {
-            let mut tcp = connect(&self.target).await?;
+            let mut tcp = self.connect(&self.target).await?;
             tcp.write_all(&head)
                 .await
                 .map_err(|e| Failure::Http(e.to_string()))?;
@@ -488,33 +473,71 @@ impl Peer {
         Ok(out)
     }
 
+    /// A new connection to `target`, after [`resolve`]'s check; a remote
+    /// address stops the probe.
+    async fn connect(&self, target: &Target) -> Result<tokio::net::TcpStream, Failure> {
+        let addrs = match resolve(target, self.bounds.allow_remote).await {
+            Ok(a) => a,
+            Err(Refused::Unresolved(e)) => return Err(Failure::Connect(e)),
+            Err(Refused::Remote(line)) => {
+                self.refused.borrow_mut().get_or_insert(line.clone());
+                return Err(Failure::Stopped(line));
+            }
+        };
+        let tcp = tokio::net::TcpStream::connect(&addrs[..])
+            .await
+            .map_err(|e| Failure::Connect(e.to_string()))?;
+        let _ = tcp.set_nodelay(true);
+        Ok(tcp)
+    }
+
+    /// Reads the response to `id` within the request timeout; a time-out
+    /// is the failure it is (the request's, or the whole probe's).
+    async fn answer(&self, reply: &mut Reply, id: &RequestId) -> Result<(), Failure> {
+        let until = self.within(self.bounds.request_timeout);
+        match reply.read_response(id, until).await {
+            End::TimedOut if until >= self.bounds.deadline => {
+                self.spent.set(true);
+                Err(Failure::Budget)
+            }
+            End::TimedOut => Err(Failure::Timeout),
+            _ => Ok(()),
+        }
+    }
+
     /// `initialize`, then `notifications/initialized`: a new session.
-    pub async fn initialize(&self) -> Result<Session, String> {
+    pub async fn initialize(&self) -> Result<Session, Failure> {
         let id = self.fresh_id();
         let out = Outgoing::post(None, &initialize_request(&id, mcp::LATEST_VERSION));
-        let mut reply = self.send(out, None).await.map_err(|e| e.to_string())?;
+        let mut reply = self.send(out, None).await?;
         if !reply.status.is_success() {
-            let _ = reply
-                .read_response(&id, self.within(self.request_timeout))
-                .await;
-            return Err(format!("initialize answered {}", reply.describe()));
+            let _ = self.answer(&mut reply, &id).await;
+            let answered = format!("initialize answered {}", reply.describe());
+            return Err(if reply.status.is_redirection() {
+                Failure::Redirected(answered)
+            } else {
+                Failure::Answer(answered)
+            });
         }
-        let end = reply
-            .read_response(&id, self.within(self.request_timeout))
-            .await;
+        self.answer(&mut reply, &id).await?;
         let version = match reply.response(&id).and_then(|g| g.msg.as_ref()) {
             Some(Message::Result { result, .. }) => result
                 .get("protocolVersion")
                 .and_then(|v| v.as_str().map(|s| s.into_owned()))
                 .unwrap_or_else(|| mcp::LATEST_VERSION.into()),
             Some(Message::Error { error, .. }) => {
-                return Err(format!(
+                return Err(Failure::Answer(format!(
                     "initialize failed: {} {}",
                     error.code,
                     clip(&error.message)
-                ))
+                )))
             }
-            _ => return Err(format!("initialize got no result ({end:?})")),
+            _ => {
+                return Err(Failure::Answer(format!(
+                    "initialize got no result: {}",
+                    reply.describe()
+                )))
+            }
         };
         let session = Session {
             id: reply.header(headers::MCP_SESSION_ID).map(str::to_string),
@@ -525,34 +548,26 @@ impl Peer {
             method: mcp::INITIALIZED.into(),
             params: None,
         };
-        let ack = self
-            .post(&session, &done, None)
-            .await
-            .map_err(|e| e.to_string())?;
+        let ack = self.post(&session, &done, None).await?;
         if !ack.status.is_success() {
-            return Err(format!(
+            return Err(Failure::Answer(format!(
                 "notifications/initialized answered {}",
-                ack.status.as_u16()
-            ));
+                ack.describe()
+            )));
         }
         Ok(session)
     }
 
     /// The names of the tools the server lists (first page only).
-    pub async fn tool_names(&self, session: &Session) -> Result<Vec<String>, String> {
+    pub async fn tool_names(&self, session: &Session) -> Result<Vec<String>, Failure> {
         let id = self.fresh_id();
         let req = Message::Request {
             id: id.clone(),
             method: mcp::TOOLS_LIST.into(),
             params: None,
         };
-        let mut reply = self
-            .post(session, &req, None)
-            .await
-            .map_err(|e| e.to_string())?;
-        reply
-            .read_response(&id, self.within(self.request_timeout))
-            .await;
+        let mut reply = self.post(session, &req, None).await?;
+        self.answer(&mut reply, &id).await?;
         match reply.response(&id).and_then(|g| g.msg.as_ref()) {
             Some(Message::Result { result, .. }) => Ok(result
                 .get("tools")
@@ -563,7 +578,10 @@ impl Peer {
                         .collect()
                 })
                 .unwrap_or_default()),
-            _ => Err(format!("tools/list answered {}", reply.describe())),
+            _ => Err(Failure::Answer(format!(
+                "tools/list answered {}",
+                reply.describe()
+            ))),
         }
     }
 
@@ -594,13 +612,17 @@ fn bare(method: Method, session: Option<&Session>) -> Outgoing {
     out
 }
 
-/// A new connection to `target`.
-async fn connect(target: &Target) -> Result<tokio::net::TcpStream, Failure> {
-    let tcp = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
-        .await
-        .map_err(|e| Failure::Connect(e.to_string()))?;
-    let _ = tcp.set_nodelay(true);
-    Ok(tcp)
+/// The line a reached limit stops the probe with: what the server sent
+/// and the flag that allows more.
+fn limit_line(l: Limit) -> String {
+    let flag = match l {
+        Limit::Head(_) => "--max-header-bytes",
+        Limit::Body(_) => "--max-body-bytes",
+        Limit::Line(_) | Limit::Event(_) => "--max-event-bytes",
+        Limit::Events(_) => "--max-events",
+        Limit::Total(_) => "--max-total-bytes",
+    };
+    format!("the server sent {l}: raise {flag} to read more from it")
 }
 
 /// `initialize` as request `id`, for protocol revision `version`.

@@ -27,19 +27,21 @@ impl Ctx<'_> {
         let Some(endpoint) = sse.seen.iter().find(|g| g.event == "endpoint") else {
             return Err(format!("GET {legacy} sent no endpoint event"));
         };
-        let data = endpoint_path(endpoint.data.trim());
-        let Some(sid) = data
+        // Wherever the endpoint points, the connection to it passes the
+        // same loopback check as --url.
+        let post_to = legacy.join(endpoint.data.trim())?;
+        let Some(sid) = post_to
+            .path
             .split(['?', '&'])
             .find_map(|p| p.strip_prefix("sessionId="))
         else {
             return Err(format!(
                 "the endpoint event names no sessionId: {:?}",
-                clip(&data)
+                clip(&endpoint.data)
             ));
         };
         let sid = sid.to_string();
         // Initialize through the legacy transport; answers come on `sse`.
-        let post_to = legacy.with_path(&data);
         let init_id = self.peer.fresh_id();
         let legacy_session = Session {
             id: None,
@@ -133,15 +135,5 @@ impl Ctx<'_> {
         } else {
             (Verdict::Absent, format!("the second was refused ({story})"))
         })
-    }
-}
-
-fn endpoint_path(uri: &str) -> String {
-    match uri.parse::<http::Uri>() {
-        Ok(u) if u.scheme().is_some() => u
-            .path_and_query()
-            .map(|p| p.to_string())
-            .unwrap_or_default(),
-        _ => uri.to_string(),
     }
 }

@@ -86,6 +86,12 @@ impl SseDecoder {
         self.comments
     }
 
+    /// Bytes held for the event being built (its data so far and the
+    /// unfinished line): what a caller bounding an event's size checks.
+    pub fn buffered(&self) -> usize {
+        self.data.len() + self.line.len()
+    }
+
     /// Feeds bytes; appends every completed event to `out`.
     pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
         if self.after_cr && !bytes.is_empty() {

@@ -53,8 +53,10 @@ pub struct Rmcp {
     pub cfg: ServerConfig,
     /// How it faces its clients: inside the simulator (seeded ids, no
     /// checks) or on a real socket under `serve` (ids from the OS CSPRNG,
-    /// the `Origin` allow-list, accept errors survived). rmcp's own limits
-    /// and Host check are as shipped.
+    /// the edge checks of the built-in arms: `Origin` and `Host`
+    /// allow-lists, one `Host`, only `chunked`; accept errors survived).
+    /// rmcp's own limits and Host check are as shipped (its allow-list
+    /// gains `--allow-host`'s names, so ours decides).
     pub exposure: crate::server::Exposure,
 }
 
@@ -123,7 +125,12 @@ impl SystemUnderTest for Rmcp {
             },
             Arc::new(sessions),
             StreamableHttpServerConfig::default()
-                .with_allowed_hosts([HOST, "localhost", "127.0.0.1", "::1"])
+                .with_allowed_hosts(
+                    [HOST, "localhost", "127.0.0.1", "::1"]
+                        .into_iter()
+                        .map(String::from)
+                        .chain(self.exposure.allowed_hosts.iter().flatten().cloned()),
+                )
                 .with_sse_keep_alive(None),
         );
         let mut listener = host.listener;
@@ -179,21 +186,24 @@ async fn exchange(
     exposure: &crate::server::Exposure,
     mut req: Request<Incoming>,
 ) -> Response<BoxBody<Bytes, Infallible>> {
-    let foreign = exposure.refuses_origin(req.headers());
-    if foreign {
+    if let Some(why) = exposure.refuse_edges(req.version(), req.uri(), req.headers()) {
         use crate::protocol::jsonrpc::{ErrorObject, Message, TRANSPORT_ERROR};
         let body = Message::Error {
             id: None,
-            error: ErrorObject::new(TRANSPORT_ERROR, crate::server::ORIGIN_REFUSED, None),
+            error: ErrorObject::new(TRANSPORT_ERROR, why.message, None),
         }
         .encode();
         use http_body_util::BodyExt;
         let mut resp = Response::new(http_body_util::Full::new(Bytes::from(body)).boxed());
-        *resp.status_mut() = http::StatusCode::FORBIDDEN;
+        *resp.status_mut() = why.status;
         resp.headers_mut().insert(
             http::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if why.close {
+            resp.headers_mut()
+                .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+        }
         return resp;
     }
     if let Some(wire) = session_of(req.headers()) {

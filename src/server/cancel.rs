@@ -48,7 +48,7 @@ pub(super) fn on_close_seen(
     if !shared.variant.cancels_on_close() {
         return;
     }
-    let kind = sess.streams[s as usize].kind;
+    let kind = sess.streams[s].kind;
     for (rid, runs) in &sess.in_flight {
         // The executions started on this stream (a reused id's other
         // execution runs on its own POST's stream). Under post-stream

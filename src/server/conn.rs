@@ -4,6 +4,7 @@
 //! when none is idle.
 
 use super::body::ServerBody;
+use super::holds::SseSlot;
 use super::Shared;
 use crate::protocol::jsonrpc::{self, ErrorObject, Message};
 use bytes::Bytes;
@@ -39,16 +40,22 @@ impl Drop for Busy {
     }
 }
 
-/// A response body that keeps its connection busy until it is dropped;
-/// otherwise the body itself, frame for frame.
+/// A response body that keeps its connection busy, and an SSE response's
+/// open-stream slot taken, until it is dropped; otherwise the body itself,
+/// frame for frame.
 pub(crate) struct Tracked {
     body: ServerBody,
     _busy: Busy,
+    _slot: Option<SseSlot>,
 }
 
 impl Tracked {
-    pub(super) fn new(body: ServerBody, busy: Busy) -> Self {
-        Tracked { body, _busy: busy }
+    pub(super) fn new(body: ServerBody, busy: Busy, slot: Option<SseSlot>) -> Self {
+        Tracked {
+            body,
+            _busy: busy,
+            _slot: slot,
+        }
     }
 }
 

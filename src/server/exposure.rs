@@ -1,7 +1,8 @@
 //! What a server on a real socket needs and the simulator must not have:
-//! unpredictable session ids, an `Origin` allow-list, and a bound on every
-//! resource one client can make the server hold (connections, time to send
-//! a request, sessions, per-session streams, sizes). [`Exposure::simulated`]
+//! unpredictable session ids, `Origin` and `Host` allow-lists, strict HTTP
+//! framing, and a bound on every resource one client can make the server
+//! hold (connections, time to send a request, sessions, open streams,
+//! sizes). [`Exposure::simulated`]
 //! (the default) turns every one of them off, so that a simulated run is the
 //! function of its seed it always was; `mcp-chaos serve` uses
 //! [`Exposure::served`].
@@ -42,11 +43,34 @@ pub struct Exposure {
     pub max_request_id_bytes: Option<usize>,
     /// Longest `params`, bytes as sent (a longer one: 400).
     pub max_params_bytes: Option<usize>,
+    /// Host names a request may name besides the loopback ones
+    /// (`localhost`, `127.0.0.1`, `[::1]`), lowercase, any port; a request
+    /// naming another gets 403 (DNS rebinding). `None`: no check.
+    pub allowed_hosts: Option<Vec<String>>,
+    /// RFC 9112 framing enforced: an HTTP/1.1 request without `Host` or any
+    /// request with two gets 400, a `Transfer-Encoding` other than exactly
+    /// `chunked` gets 501.
+    pub strict_http: bool,
+    /// A request naming a session with another bearer token than the one
+    /// that opened it (or with one when it was opened without, or the
+    /// reverse) is answered as for an unknown session: 404.
+    pub bind_sessions: bool,
     /// Most live sessions one bearer token may hold (429 past it).
     pub max_sessions_per_principal: Option<usize>,
+    /// Most live sessions opened without a bearer token from one peer
+    /// address (429 past it, with `Retry-After`).
+    pub max_anonymous_sessions_per_peer: Option<usize>,
     /// A session nobody used for this long, with no stream attached, ends
     /// as if deleted.
     pub session_idle: Option<Duration>,
+    /// The same for a session opened without a bearer token (the shorter
+    /// of the two applies): anonymous slots come back sooner.
+    pub anonymous_session_idle: Option<Duration>,
+    /// Most SSE responses open at once on one session (429 past it).
+    pub max_open_streams_per_session: Option<usize>,
+    /// Most SSE responses open at once for one principal: the sessions'
+    /// bearer token, else the peer address that opened them (429 past it).
+    pub max_open_streams_per_principal: Option<usize>,
     /// Most streams one session may open (POST streams, the standalone
     /// stream): each keeps a little state for the session's life. Past it
     /// the session is full: 503, start a new one.
@@ -62,6 +86,11 @@ pub struct Exposure {
     /// resume then gets a `gap`, or 410 when a result went), so one client
     /// filling the budget costs only its own and later events' history.
     pub store_bytes: Option<usize>,
+    /// A session forgets a POST stream once its response ended and none
+    /// of its events is stored any more (`Session::release_if_done`), so
+    /// that what a live session keeps follows what it holds, not how many
+    /// calls it ever made.
+    pub release_streams: bool,
 }
 
 impl Default for Exposure {
@@ -76,35 +105,56 @@ impl Exposure {
         Exposure {
             session_ids: SessionIds::Seeded,
             allowed_origins: None,
+            allowed_hosts: None,
+            strict_http: false,
+            bind_sessions: true,
             max_connections: None,
             header_timeout: None,
             body_timeout: None,
             max_request_id_bytes: None,
             max_params_bytes: None,
             max_sessions_per_principal: None,
+            max_anonymous_sessions_per_peer: None,
             session_idle: None,
+            anonymous_session_idle: None,
+            max_open_streams_per_session: None,
+            max_open_streams_per_principal: None,
             max_streams_per_session: None,
             ledger_bytes: None,
             store_bytes: None,
+            release_streams: false,
         }
     }
 
-    /// `mcp-chaos serve`'s defaults: OS ids, loopback origins, and every
-    /// bound on.
+    /// `mcp-chaos serve`'s defaults: OS ids, loopback origins and hosts,
+    /// strict framing, and every bound on.
     pub fn served() -> Self {
         Exposure {
             session_ids: SessionIds::Os,
             allowed_origins: Some(Vec::new()),
+            allowed_hosts: Some(Vec::new()),
+            strict_http: true,
+            bind_sessions: true,
             max_connections: Some(1024),
             header_timeout: Some(Duration::from_secs(10)),
             body_timeout: Some(Duration::from_secs(10)),
             max_request_id_bytes: Some(256),
             max_params_bytes: Some(4096),
             max_sessions_per_principal: Some(64),
+            max_anonymous_sessions_per_peer: Some(256),
             session_idle: Some(Duration::from_secs(600)),
+            anonymous_session_idle: Some(Duration::from_secs(60)),
+            // A client may run several calls at once in a session (parallel
+            // tool calls), each on its own POST stream, beside its GET.
+            max_open_streams_per_session: Some(16),
+            // Half the default connection cap: one principal never holds
+            // every connection, and 200 clients from one address without a
+            // token (a POST stream and a GET each) still fit.
+            max_open_streams_per_principal: Some(512),
             max_streams_per_session: Some(10_000),
             ledger_bytes: Some(4 * 1024 * 1024),
             store_bytes: Some(64 * 1024 * 1024),
+            release_streams: true,
         }
     }
 
@@ -121,12 +171,14 @@ impl Exposure {
 }
 
 impl Exposure {
-    /// A request whose `Origin` header is present and not allowed (an
-    /// unreadable one included); a request without one is never refused.
+    /// A request with an `Origin` header that is not allowed (an unreadable
+    /// one included), whichever of several it is; a request without one is
+    /// never refused.
     pub fn refuses_origin(&self, headers: &http::HeaderMap) -> bool {
         headers
-            .get(http::header::ORIGIN)
-            .is_some_and(|o| !o.to_str().is_ok_and(|o| self.origin_allowed(o)))
+            .get_all(http::header::ORIGIN)
+            .iter()
+            .any(|o| !o.to_str().is_ok_and(|o| self.origin_allowed(o)))
     }
 }
 
@@ -154,7 +206,7 @@ fn is_loopback_origin(origin: &str) -> bool {
 }
 
 /// `:` and 1 to 5 digits.
-fn is_port(s: &str) -> bool {
+pub(super) fn is_port(s: &str) -> bool {
     s.strip_prefix(':')
         .is_some_and(|d| !d.is_empty() && d.len() <= 5 && d.bytes().all(|b| b.is_ascii_digit()))
 }

@@ -115,6 +115,10 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
             "a standalone stream is already open for this session: resume with Last-Event-ID instead",
         ));
     }
+    let slot = match super::holds::stream_slot(shared, sess, false, None) {
+        Ok(s) => s,
+        Err(r) => return Reply::new(r),
+    };
     let s = sess.open_stream(StreamKind::Standalone, None, conn, &shared.history);
     if shared.cfg.delivery == Delivery::PostStream {
         // Responses ride their POSTs: this stream carries notifications
@@ -123,7 +127,7 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
     }
     sess.standalone = Some(s);
     drop(st);
-    Reply::new(sse_response(shared, sid, s, conn, Plan::live()))
+    Reply::new(sse_response(shared, sid, s, conn, Plan::live())).holding(slot)
 }
 
 /// A GET with `Last-Event-ID`: replays that id's stream after it, taking
@@ -137,9 +141,24 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("session_of found it");
     let translate = mapped && sess.issued == Transport::Legacy && !sess.cursor_translated;
+    if !translate && sess.released(cursor) {
+        // A finished stream forgotten once none of its events was stored
+        // (served only): nothing of it can be replayed, as for a stream
+        // whose tail was evicted.
+        drop(st);
+        if shared.guarded() {
+            return Reply::new(error(
+                StatusCode::GONE,
+                None,
+                jsonrpc::GONE,
+                "the stream of Last-Event-ID ended and none of its events is kept: re-issue the operation if its result did not arrive",
+            ));
+        }
+        return empty_resume(shared, sid, None, conn, EmptyResume::Completed);
+    }
     let target = if translate {
         sess.legacy_stream.map(|l| {
-            let ids = &sess.streams[l as usize].ids;
+            let ids = &sess.streams[l].ids;
             // Legacy ids number the stream's events from 1: 0 saw none
             // (`None`: from before its first event).
             let to = match cursor {
@@ -168,12 +187,19 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     // rmcp drops a POST stream once its result is routed: a resume then
     // finds nothing (`completed_resume = "empty"`; never on guarded).
     if shared.cfg.completed_resume == Some(CompletedResume::Empty)
-        && sess.streams[s as usize].kind == StreamKind::Post
-        && sess.streams[s as usize].done_producing
+        && sess.streams[s].kind == StreamKind::Post
+        && sess.streams[s].done_producing
     {
         drop(st);
         return empty_resume(shared, sid, Some(s), conn, EmptyResume::Completed);
     }
+    // A resume of a stream still attached replaces its connection: never
+    // refused for the slot it will give back.
+    let takes_over = sess.streams[s].conn.is_some();
+    let slot = match super::holds::stream_slot(shared, sess, takes_over, None) {
+        Ok(slot) => slot,
+        Err(r) => return Reply::new(r),
+    };
     if translate {
         sess.cursor_translated = true;
         shared.history.record(Record::MappingApplied {
@@ -203,7 +229,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
                     "the result after Last-Event-ID was evicted: re-issue the operation",
                     Some(json!({
                         "stream": s,
-                        "streamFirstEventId": sess.streams[s as usize].ids.first(),
+                        "streamFirstEventId": sess.streams[s].ids.first(),
                         "lastEventId": at,
                         "oldestRetained": sess.oldest_stored(),
                     })),
@@ -232,7 +258,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     if shared.cfg.replay == Some(Replay::Inclusive) && from == at && named_stored {
         from = at.and_then(|c| c.checked_sub(1));
     }
-    if let Some(old) = sess.streams[s as usize].conn.take() {
+    if let Some(old) = sess.streams[s].conn.take() {
         shared.history.record(Record::ServerClosed {
             session: sid.clone(),
             stream: s,
@@ -246,16 +272,11 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     }
     let sess = st.sessions.get_mut(sid).expect("still there");
     let (backlog, _) = sess.replayable_after(s, from);
-    let first = sess.streams[s as usize].ids.first().copied();
-    let replay_until = sess.streams[s as usize]
-        .ids
-        .last()
-        .copied()
-        .or(at)
-        .max(from);
+    let first = sess.streams[s].ids.first().copied();
+    let replay_until = sess.streams[s].ids.last().copied().or(at).max(from);
     sess.guard.resumed(s, at, backlog);
-    sess.streams[s as usize].conn = Some(conn);
-    sess.streams[s as usize].wake.notify_waiters();
+    sess.streams[s].conn = Some(conn);
+    sess.streams[s].wake.notify_waiters();
     shared.history.record(Record::Resumed {
         session: sid.clone(),
         stream: s,
@@ -288,5 +309,5 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
                 .insert(headers::MCP_STREAM_FIRST_EVENT_ID, HeaderValue::from(first));
         }
     }
-    Reply::new(resp)
+    Reply::new(resp).holding(slot)
 }

@@ -10,7 +10,7 @@
 use super::cancel;
 use super::dedup::{self, KeyState, Lookup};
 use super::reply::{self, Reply};
-use super::session::{Session, ToolCall};
+use super::session::ToolCall;
 use super::tools;
 use super::transport;
 use super::writer::{self, Plan};
@@ -41,19 +41,20 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
             "Accept must list text/event-stream",
         ));
     }
-    let owner = match reply::admit_session(shared, req.headers(), None) {
+    let peer = super::holds::peer_of(req.extensions());
+    let owner = match reply::admit_session(shared, req.headers(), peer, None) {
         Ok(o) => o,
         Err(r) => return reply(r),
     };
     let sid = shared.new_session_id();
-    let mut session = Session::new(
-        sid.clone(),
-        Transport::Legacy,
-        shared.cfg.first_event_id,
-        shared.cfg.store_capacity,
-    );
+    let mut session = shared.new_session(sid.clone(), Transport::Legacy);
     session.owner = owner;
-    session.budget = shared.store_budget.clone();
+    session.peer = peer;
+    // Its stream is one its holder has open (the session's first).
+    let slot = match super::holds::stream_slot(shared, &session, false, None) {
+        Ok(s) => s,
+        Err(r) => return reply(r),
+    };
     shared.history.record(Record::SessionCreated {
         session: sid.clone(),
         transport: Transport::Legacy,
@@ -78,7 +79,9 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         transport: Transport::Legacy,
         preamble: Some(endpoint),
     };
-    reply(writer::sse_response(shared, &sid, s, conn, plan)).about(Some(&sid), None)
+    reply(writer::sse_response(shared, &sid, s, conn, plan))
+        .about(Some(&sid), None)
+        .holding(slot)
 }
 
 /// `POST /messages?sessionId=…`: every client message; 202, the answer
@@ -110,6 +113,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         .borrow()
         .sessions
         .get_key_value(sid.as_str())
+        .filter(|(_, s)| super::holds::may_name(shared, s, &parts.headers))
         .map(|(k, s)| {
             s.last_active.set(tokio::time::Instant::now());
             k.clone()

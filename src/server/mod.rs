@@ -25,8 +25,10 @@ mod body;
 mod cancel;
 mod conn;
 mod dedup;
+mod edges;
 mod exposure;
 mod get;
+mod holds;
 mod legacy;
 mod post;
 mod replay;
@@ -39,13 +41,14 @@ mod transport;
 mod writer;
 
 pub use body::ServerBody;
+pub use edges::{parse_host, EdgeRefusal, HOST_REFUSED};
 pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
 
 /// The longest pause between chunks a `ledger_append` call may ask for, ms
 /// (longer ones are refused with invalid params).
 pub const MAX_CHUNK_INTERVAL_MS: u64 = 3_600_000;
 
-use crate::history::{ConnId, History, Record, SessionId};
+use crate::history::{ConnId, History, Record, SessionId, Transport};
 use crate::ledger::Ledger;
 use dedup::DedupTable;
 use rand::{RngCore, SeedableRng, TryRngCore};
@@ -56,6 +59,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -391,12 +395,29 @@ pub(crate) struct Shared {
     pub exposure: Exposure,
     /// Bytes all event stores hold, bounded (`Exposure::store_bytes`).
     pub store_budget: Option<Rc<session::StoreBudget>>,
+    /// SSE responses open now, per session and per principal (counted
+    /// only under the `Exposure` caps).
+    pub open_streams: Rc<holds::OpenStreams>,
     pub state: RefCell<State>,
 }
 
 impl Shared {
     pub fn guarded(&self) -> bool {
         self.variant == Variant::Guarded
+    }
+
+    /// A new session issued under `issued`, with the server's store
+    /// settings and what the exposure bounds.
+    pub fn new_session(&self, sid: SessionId, issued: Transport) -> session::Session {
+        let mut s = session::Session::new(
+            sid,
+            issued,
+            self.cfg.first_event_id,
+            self.cfg.store_capacity,
+        );
+        s.budget = self.store_budget.clone();
+        s.release_streams = self.exposure.release_streams;
+        s
     }
 
     /// Closes a connection from the server side (drops its socket).
@@ -429,14 +450,25 @@ pub trait Listener {
     type Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static;
     /// Waits for the next connection.
     fn accept(&mut self) -> impl Future<Output = io::Result<Self::Io>>;
+
+    /// Waits for the next connection, with its peer's address when the
+    /// listener knows it (the default: it does not). An exposed server
+    /// counts sessions opened without a token per address.
+    fn accept_from(&mut self) -> impl Future<Output = io::Result<(Self::Io, Option<IpAddr>)>> {
+        async { Ok((self.accept().await?, None)) }
+    }
 }
 
 impl Listener for tokio::net::TcpListener {
     type Io = tokio::net::TcpStream;
     async fn accept(&mut self) -> io::Result<Self::Io> {
-        let (s, _) = tokio::net::TcpListener::accept(self).await?;
+        Ok(self.accept_from().await?.0)
+    }
+
+    async fn accept_from(&mut self) -> io::Result<(Self::Io, Option<IpAddr>)> {
+        let (s, peer) = tokio::net::TcpListener::accept(self).await?;
         s.set_nodelay(true)?;
-        Ok(s)
+        Ok((s, Some(peer.ip())))
     }
 }
 
@@ -509,6 +541,7 @@ impl Server {
                 ledger,
                 pacing,
                 store_budget: exposure.store_bytes.map(session::StoreBudget::new),
+                open_streams: Rc::default(),
                 exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),
@@ -536,13 +569,13 @@ impl Server {
         if self.shared.cfg.resource_interval_ms > 0 {
             tokio::task::spawn_local(legacy::tick_resources(self.shared.clone()));
         }
-        if let Some(idle) = self.shared.exposure.session_idle {
-            tokio::task::spawn_local(routes::expire_idle_sessions(self.shared.clone(), idle));
+        if let Some(every) = holds::expiry_period(&self.shared) {
+            tokio::task::spawn_local(routes::expire_idle_sessions(self.shared.clone(), every));
         }
         let mut failing = false;
         loop {
-            let io = match listener.accept().await {
-                Ok(io) => io,
+            let (io, peer) = match listener.accept_from().await {
+                Ok(accepted) => accepted,
                 Err(e) if self.shared.exposure.max_connections.is_some() => {
                     if !failing {
                         eprintln!("mcp-chaos: accepting a connection failed ({e}); closing idle connections and retrying");
@@ -566,12 +599,20 @@ impl Server {
                     tokio::task::yield_now().await;
                 }
             }
-            self.serve_connection(io);
+            self.serve_connection_from(io, peer);
         }
     }
 
     /// Serves one accepted connection on a local task.
     pub fn serve_connection<I>(&self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    {
+        self.serve_connection_from(io, None);
+    }
+
+    /// [`Server::serve_connection`] for a connection from `peer`.
+    pub fn serve_connection_from<I>(&self, io: I, peer: Option<IpAddr>)
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
     {
@@ -586,12 +627,15 @@ impl Server {
         let task_busy = busy.clone();
         let handle = tokio::task::spawn_local(async move {
             let svc_shared = task_shared.clone();
-            let service = hyper::service::service_fn(move |req| {
+            let service = hyper::service::service_fn(move |mut req: http::Request<_>| {
                 let s = svc_shared.clone();
                 let busy = conn::Busy::enter(&task_busy);
+                req.extensions_mut().insert(holds::Peer(peer));
                 async move {
-                    let resp = routes::handle(s, req, conn).await;
-                    Ok::<_, std::convert::Infallible>(resp.map(|b| conn::Tracked::new(b, busy)))
+                    let (resp, slot) = routes::handle(s, req, conn).await;
+                    Ok::<_, std::convert::Infallible>(
+                        resp.map(|b| conn::Tracked::new(b, busy, slot)),
+                    )
                 }
             });
             let mut builder = hyper::server::conn::http1::Builder::new();

@@ -7,7 +7,7 @@ use super::reply::{
     accepted, admit_session, error, error_with, header_str, json_response, read_message,
     session_full, session_of, Reply,
 };
-use super::session::{Session, ToolCall};
+use super::session::ToolCall;
 use super::tools::{self, Invocation};
 use super::transport::transport_gate;
 use super::writer::{sse_response, Plan};
@@ -31,7 +31,8 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     };
     if let Message::Request { id, method, params } = &msg {
         if method == mcp::INITIALIZE {
-            return initialize(shared, h, id, params.as_ref());
+            let peer = super::holds::peer_of(&parts.extensions);
+            return initialize(shared, h, peer, id, params.as_ref());
         }
     }
     let sid = match session_of(shared, h, msg.id()) {
@@ -81,7 +82,13 @@ fn resumable_header(shared: &Shared, sid: &SessionId, mut reply: Reply) -> Reply
     reply
 }
 
-fn initialize(shared: &Rc<Shared>, h: &HeaderMap, id: &RequestId, params: Option<&Json>) -> Reply {
+fn initialize(
+    shared: &Rc<Shared>,
+    h: &HeaderMap,
+    peer: Option<std::net::IpAddr>,
+    id: &RequestId,
+    params: Option<&Json>,
+) -> Reply {
     let p: InitializeParams = match params.map(Json::parse_as_value) {
         Some(Ok(p)) => p,
         _ => {
@@ -100,19 +107,14 @@ fn initialize(shared: &Rc<Shared>, h: &HeaderMap, id: &RequestId, params: Option
     } else {
         mcp::LATEST_VERSION.to_string()
     };
-    let owner = match admit_session(shared, h, Some(id)) {
+    let owner = match admit_session(shared, h, peer, Some(id)) {
         Ok(o) => o,
         Err(r) => return Reply::new(r).about(None, Some(id)),
     };
     let sid = shared.new_session_id();
-    let mut session = Session::new(
-        sid.clone(),
-        Transport::Streamable,
-        shared.cfg.first_event_id,
-        shared.cfg.store_capacity,
-    );
+    let mut session = shared.new_session(sid.clone(), Transport::Streamable);
     session.owner = owner;
-    session.budget = shared.store_budget.clone();
+    session.peer = peer;
     session.protocol_version = Some(version.clone());
     session.capabilities = p.capabilities.clone();
     shared
@@ -153,6 +155,9 @@ async fn request(
 ) -> Reply {
     // What is being asked, and is it idempotent?
     let mut call: Option<(CallToolParams, Invocation)> = None;
+    // The open-stream slot of the call's POST stream, taken before anything
+    // else is (a refused call leaves no key behind).
+    let mut slot = None;
     match method {
         mcp::TOOLS_CALL => {
             let p: CallToolParams = match params.as_ref().map(Json::parse_as_value) {
@@ -172,6 +177,10 @@ async fn request(
             }
             if let Err(r) = session_full(shared, sid, Some(&id)) {
                 return Reply::new(r);
+            }
+            match call_stream_slot(shared, sid, &id) {
+                Ok(s) => slot = s,
+                Err(r) => return Reply::new(r),
             }
         }
         mcp::PING | mcp::TOOLS_LIST => {}
@@ -329,13 +338,31 @@ async fn request(
         mcp::TOOLS_LIST => mcp::tools_list_result().into(),
         _ => {
             let (p, inv) = call.expect("tools/call validated above");
-            return start_call(shared, sid, id, p, inv, key, who, conn);
+            return start_call(shared, sid, id, p, inv, key, who, conn).holding(slot);
         }
     };
     Reply::new(json_response(
         StatusCode::OK,
         &Message::Result { id, result },
     ))
+}
+
+/// The slot a call's POST stream takes ([`super::holds::stream_slot`]):
+/// none when its events will go on the attached standalone stream.
+#[allow(clippy::result_large_err)] // a refusal, the cold path (as in `reply`)
+fn call_stream_slot(
+    shared: &Shared,
+    sid: &SessionId,
+    id: &RequestId,
+) -> Result<Option<super::holds::SseSlot>, http::Response<super::ServerBody>> {
+    let st = shared.state.borrow();
+    let Some(sess) = st.sessions.get(sid) else {
+        return Ok(None);
+    };
+    if shared.cfg.delivery == Delivery::SessionStream && sess.standalone_attached().is_some() {
+        return Ok(None);
+    }
+    super::holds::stream_slot(shared, sess, false, Some(id))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -8,6 +8,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::body::ServerBody;
+use super::holds::SseSlot;
 use super::Shared;
 use crate::history::{SessionId, Transport};
 use crate::protocol::headers;
@@ -25,6 +26,8 @@ pub(super) struct Reply {
     pub session: Option<SessionId>,
     pub rpc_id: Option<RequestId>,
     pub transport: Transport,
+    /// The open-stream slot an SSE response holds ([`super::holds`]).
+    pub slot: Option<SseSlot>,
 }
 
 impl Reply {
@@ -34,7 +37,14 @@ impl Reply {
             session: None,
             rpc_id: None,
             transport: Transport::Streamable,
+            slot: None,
         }
+    }
+
+    /// The reply holds `slot` for as long as its body lives.
+    pub fn holding(mut self, slot: Option<SseSlot>) -> Self {
+        self.slot = slot.or(self.slot);
+        self
     }
 
     pub fn about(mut self, session: Option<&SessionId>, rpc_id: Option<&RequestId>) -> Self {
@@ -118,7 +128,8 @@ pub(super) fn check_version(headers: &HeaderMap) -> Result<(), Response<ServerBo
 }
 
 /// Finds the session named by `Mcp-Session-Id`: 400 when missing, 404
-/// when unknown or terminated.
+/// when unknown or terminated, or named with another bearer token than
+/// the one that opened it ([`super::holds::may_name`]).
 pub(super) fn session_of(
     shared: &Shared,
     headers: &HeaderMap,
@@ -134,11 +145,11 @@ pub(super) fn session_of(
     };
     let st = shared.state.borrow();
     match st.sessions.get_key_value(sid) {
-        Some((k, s)) => {
+        Some((k, s)) if super::holds::may_name(shared, s, headers) => {
             s.last_active.set(tokio::time::Instant::now());
             Ok(k.clone())
         }
-        None => Err(error(
+        _ => Err(error(
             StatusCode::NOT_FOUND,
             id.cloned(),
             jsonrpc::SESSION_ERROR,
@@ -261,11 +272,13 @@ pub(super) fn accepted() -> Response<ServerBody> {
 
 /// Whether a new session may open: 503 when the server holds
 /// `max_sessions`, 429 when the request's bearer token holds
-/// `max_sessions_per_principal` (exposed). `Ok` carries the token, the
-/// session's owner.
+/// `max_sessions_per_principal`, or, without a token, when its peer
+/// address holds `max_anonymous_sessions_per_peer` (exposed). `Ok` carries
+/// the token, the session's owner.
 pub(super) fn admit_session(
     shared: &Shared,
     h: &HeaderMap,
+    peer: Option<std::net::IpAddr>,
     id: Option<&RequestId>,
 ) -> Result<Option<Rc<str>>, Response<ServerBody>> {
     let st = shared.state.borrow();
@@ -294,6 +307,9 @@ pub(super) fn admit_session(
                 ),
             ));
         }
+    }
+    if owner.is_none() {
+        super::holds::admit_anonymous(shared, &st.sessions, peer, id)?;
     }
     Ok(owner)
 }

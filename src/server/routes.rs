@@ -1,8 +1,10 @@
-//! Routing: every HTTP request to its handler (`/mcp` POST, GET and
-//! DELETE; the legacy `/sse` and `/messages`), and the one `Responded`
-//! record per request. DELETE ends a session here.
+//! Routing: the edge checks ([`super::edges`]), then every HTTP request to
+//! its handler (`/mcp` POST, GET and DELETE; the legacy `/sse` and
+//! `/messages`), and the one `Responded` record per request. DELETE ends a
+//! session here.
 
 use super::body::ServerBody;
+use super::holds::SseSlot;
 use super::reply::{error, session_of, Reply};
 use super::transport::transport_gate;
 use super::Shared;
@@ -14,20 +16,26 @@ use std::rc::Rc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Entry point for one HTTP request on connection `conn`.
+/// Entry point for one HTTP request on connection `conn`: the response,
+/// and the open-stream slot an SSE response holds while its body lives.
 pub(crate) async fn handle(
     shared: Rc<Shared>,
     req: Request<Incoming>,
     conn: ConnId,
-) -> Response<ServerBody> {
-    let foreign = shared.exposure.refuses_origin(req.headers());
+) -> (Response<ServerBody>, Option<SseSlot>) {
+    let refused = shared
+        .exposure
+        .refuse_edges(req.version(), req.uri(), req.headers());
     let reply = match (req.uri().path(), req.method()) {
-        _ if foreign => Reply::new(error(
-            StatusCode::FORBIDDEN,
-            None,
-            jsonrpc::TRANSPORT_ERROR,
-            super::exposure::ORIGIN_REFUSED,
-        )),
+        _ if refused.is_some() => {
+            let why = refused.expect("matched");
+            let mut r = error(why.status, None, jsonrpc::TRANSPORT_ERROR, why.message);
+            if why.close {
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Reply::new(r)
+        }
         ("/mcp", &Method::POST) => super::post::post(&shared, req, conn).await,
         ("/mcp", &Method::GET) => super::get::get(&shared, req, conn),
         ("/mcp", &Method::DELETE) => delete(&shared, req),
@@ -59,7 +67,7 @@ pub(crate) async fn handle(
         conn,
         transport: reply.transport,
     });
-    reply.resp
+    (reply.resp, reply.slot)
 }
 
 fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
@@ -104,11 +112,10 @@ pub(super) fn end_session(shared: &Shared, sid: &SessionId) {
     });
 }
 
-/// Exposed: ends every session idle for `idle` (no request naming it, no
-/// connection attached), checking every quarter of `idle` (at most every
-/// 30 s).
-pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, idle: Duration) {
-    let every = (idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
+/// Exposed: ends every session idle past its bound (no request naming it,
+/// no connection attached; [`super::holds::idle_limit`]), checking `every`
+/// so often.
+pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
         let now = Instant::now();
@@ -118,7 +125,9 @@ pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, idle: Duration) {
             .sessions
             .iter()
             .filter(|(_, s)| {
-                now.duration_since(s.last_active.get()) >= idle && s.conns().is_empty()
+                super::holds::idle_limit(&shared, s)
+                    .is_some_and(|idle| now.duration_since(s.last_active.get()) >= idle)
+                    && s.conns().is_empty()
             })
             .map(|(k, _)| k.clone())
             .collect();

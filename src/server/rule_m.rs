@@ -53,7 +53,7 @@ pub(super) fn present_cursors(
         .filter_map(|c| Some((sess.stream_of(c.event_id)?, c.event_id, c.lost)));
     let unseen = lost_requests.iter().filter_map(|r| {
         let s = *sess.post_streams.get(r)?;
-        Some((s, *sess.streams[s as usize].ids.first()?, true))
+        Some((s, *sess.streams[s].ids.first()?, true))
     });
     let entries: Vec<_> = named.chain(unseen).collect();
     for (s, event, lost) in entries {
@@ -64,6 +64,8 @@ pub(super) fn present_cursors(
             lost,
         });
         sess.guard.cursor(s, event, lost);
+        // A cursor that retired the stream may leave nothing to keep.
+        sess.release_if_done(s);
     }
     Ok(())
 }
@@ -256,7 +258,7 @@ fn decide(
 fn stream_first(shared: &Shared, sid: &SessionId, s: Option<StreamIdx>) -> Option<u64> {
     let st = shared.state.borrow();
     let sess = st.sessions.get(sid)?;
-    sess.streams.get(s? as usize)?.ids.first().copied()
+    sess.streams.get(s?)?.ids.first().copied()
 }
 
 /// A Rule M rejection: 409 naming the owed stream's resume point, or 410

@@ -54,6 +54,8 @@ impl StoreBudget {
 /// Runtime state of one stream, beside its [`crate::guard::StreamState`].
 pub(crate) struct StreamRt {
     pub kind: StreamKind,
+    /// The request whose POST opened it (POST streams).
+    pub rpc: Option<RequestId>,
     /// Every event id ever produced for the stream, increasing.
     pub ids: Vec<EventId>,
     /// The connection currently writing it.
@@ -64,6 +66,77 @@ pub(crate) struct StreamRt {
     pub done_producing: bool,
     /// Ids of the stream's result events, increasing.
     pub results: Vec<EventId>,
+    /// How far its current connection's writer has got.
+    pub sent: Sent,
+}
+
+/// How far a stream's writer has got on its connection: which of the
+/// stream's events it has yet to write. Until its writer starts, a stream
+/// owes every event (even the priming one is not on the wire yet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Sent {
+    /// Written (or passed over, when evicted) in id order up to here; in an
+    /// interleaved replay, the backlog walked so far.
+    pub last: Option<EventId>,
+    /// An interleaved replay (the unguarded resume: live events go out
+    /// between backlog events): the live events written up to here, and
+    /// where its backlog ends.
+    pub interleaved: Option<(Option<EventId>, Option<EventId>)>,
+}
+
+impl Sent {
+    /// Whether event `id` of the stream is still to be written.
+    pub fn owes(&self, id: EventId) -> bool {
+        let id = Some(id);
+        match self.interleaved {
+            None => id > self.last,
+            Some((live_last, replay_until)) => {
+                (id > self.last && id <= replay_until) || id > live_last
+            }
+        }
+    }
+}
+
+/// A session's streams by index: every stream opened, but those released
+/// (finished, nothing of them stored: see [`Session::release_if_done`]).
+#[derive(Default)]
+pub(crate) struct Streams(BTreeMap<StreamIdx, StreamRt>);
+
+impl Streams {
+    /// A stream opened and not released.
+    pub fn get(&self, s: StreamIdx) -> Option<&StreamRt> {
+        self.0.get(&s)
+    }
+
+    /// A stream opened and not released.
+    pub fn get_mut(&mut self, s: StreamIdx) -> Option<&mut StreamRt> {
+        self.0.get_mut(&s)
+    }
+
+    /// The streams not released, by index.
+    pub fn iter(&self) -> impl Iterator<Item = (StreamIdx, &StreamRt)> + '_ {
+        self.0.iter().map(|(&s, rt)| (s, rt))
+    }
+
+    /// How many are not released.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl std::ops::Index<StreamIdx> for Streams {
+    type Output = StreamRt;
+    fn index(&self, s: StreamIdx) -> &StreamRt {
+        self.0.get(&s).expect("a stream opened and not released")
+    }
+}
+
+impl std::ops::IndexMut<StreamIdx> for Streams {
+    fn index_mut(&mut self, s: StreamIdx) -> &mut StreamRt {
+        self.0
+            .get_mut(&s)
+            .expect("a stream opened and not released")
+    }
 }
 
 /// One execution of a request still running (a reused id can have two).
@@ -93,7 +166,7 @@ pub(crate) struct Session {
     /// from now on are in the streamable namespace.
     pub cursor_translated: bool,
     pub guard: SessionGuard,
-    pub streams: Vec<StreamRt>,
+    pub streams: Streams,
     /// The standalone GET stream, once opened.
     pub standalone: Option<StreamIdx>,
     /// The executions of each request id still running, oldest first
@@ -107,14 +180,24 @@ pub(crate) struct Session {
     pub routes: BTreeMap<RequestId, StreamIdx>,
     /// Woken whenever replay backlog is written or abandoned.
     pub drained: Rc<Notify>,
+    /// Woken whenever a writer writes or loses its connection, and when the
+    /// session ends: a tool waiting for room in the store looks again.
+    pub room: Rc<Notify>,
     /// When a request last named the session (idle expiry, exposed).
     pub last_active: Cell<Instant>,
     /// The bearer token that opened it, if any (sessions per principal).
     pub owner: Option<Rc<str>>,
+    /// The peer address that opened it, when known (sessions without a
+    /// token are counted per address).
+    pub peer: Option<std::net::IpAddr>,
     first_event_id: EventId,
     next_event_id: EventId,
-    /// Stream of every event id ever issued (index: id − first id).
-    event_stream: Vec<StreamIdx>,
+    /// Event ids the streams not released hold (their `ids`, together).
+    live_events: usize,
+    /// Release a stream's bookkeeping once it is finished and nothing of
+    /// it is stored (exposed: a long session's memory then follows what it
+    /// holds, not what it ever did; the simulator keeps everything).
+    pub release_streams: bool,
     /// The bounded store: contiguous ids from `store_base`.
     store: VecDeque<Stored>,
     store_base: EventId,
@@ -130,6 +213,8 @@ impl Drop for Session {
         if let Some(b) = &self.budget {
             b.used.set(b.used.get() - self.store_bytes);
         }
+        // A tool waiting for room must learn that nobody is owed anything.
+        self.room.notify_waiters();
     }
 }
 
@@ -154,17 +239,20 @@ impl Session {
             legacy_stream: None,
             cursor_translated: false,
             guard: SessionGuard::new(),
-            streams: Vec::new(),
+            streams: Streams::default(),
             standalone: None,
             in_flight: BTreeMap::new(),
             post_streams: BTreeMap::new(),
             routes: BTreeMap::new(),
             drained: Rc::new(Notify::new()),
+            room: Rc::new(Notify::new()),
             last_active: Cell::new(Instant::now()),
             owner: None,
+            peer: None,
             first_event_id,
             next_event_id: first_event_id,
-            event_stream: Vec::new(),
+            live_events: 0,
+            release_streams: false,
             store: VecDeque::new(),
             store_base: first_event_id,
             store_capacity,
@@ -188,15 +276,19 @@ impl Session {
         } else {
             self.guard.open_unprimed()
         };
-        debug_assert_eq!(s as usize, self.streams.len());
-        self.streams.push(StreamRt {
-            kind,
-            ids: Vec::new(),
-            conn: Some(conn),
-            wake: Rc::new(Notify::new()),
-            done_producing: false,
-            results: Vec::new(),
-        });
+        self.streams.0.insert(
+            s,
+            StreamRt {
+                kind,
+                rpc: rpc_id.clone().filter(|_| kind == StreamKind::Post),
+                ids: Vec::new(),
+                conn: Some(conn),
+                wake: Rc::new(Notify::new()),
+                done_producing: false,
+                results: Vec::new(),
+                sent: Sent::default(),
+            },
+        );
         history.record(Record::StreamOpened {
             session: self.id.clone(),
             stream: s,
@@ -227,7 +319,7 @@ impl Session {
         let data = Bytes::copy_from_slice(message.as_bytes());
         let id = self.push_event(s, data, kind, rpc_id, tag, history);
         self.guard.produced(s, id);
-        self.streams[s as usize].wake.notify_waiters();
+        self.streams[s].wake.notify_waiters();
         id
     }
 
@@ -242,11 +334,11 @@ impl Session {
     ) -> EventId {
         let id = self.next_event_id;
         self.next_event_id += 1;
-        self.event_stream.push(s);
-        self.streams[s as usize].ids.push(id);
+        self.live_events += 1;
+        self.streams[s].ids.push(id);
         let result = kind == EventKind::Result;
         if result {
-            self.streams[s as usize].results.push(id);
+            self.streams[s].results.push(id);
         }
         self.store_bytes += data.len();
         if let Some(b) = &self.budget {
@@ -273,6 +365,42 @@ impl Session {
         id
     }
 
+    /// How many of the oldest stored events storing one more event of
+    /// `len` bytes would evict: past the store's capacity, and past the
+    /// server-wide byte budget (never the new event itself).
+    fn evictions_for(&self, len: usize) -> usize {
+        let mut n = (self.store.len() + 1).saturating_sub(self.store_capacity);
+        if let Some(b) = &self.budget {
+            let mut over = (b.used() + len).saturating_sub(b.limit);
+            let by_bytes = self
+                .store
+                .iter()
+                .take_while(|e| {
+                    let go = over > 0;
+                    over = over.saturating_sub(e.data.len());
+                    go
+                })
+                .count();
+            n = n.max(by_bytes);
+        }
+        n.min(self.store.len())
+    }
+
+    /// Whether storing one more event of `len` bytes would evict an event a
+    /// live connection has yet to write: then a tool waits (backpressure,
+    /// as the SDKs' bounded channels give) instead of losing it. An event
+    /// of a stream whose connection is gone (seen closed, or past its write
+    /// deadline) does not hold a tool back: it is evicted oldest first.
+    pub fn would_evict_unsent(&self, len: usize) -> bool {
+        let n = self.evictions_for(len);
+        (self.store_base..)
+            .zip(self.store.iter().take(n))
+            .any(|(id, e)| {
+                let rt = &self.streams[e.stream];
+                rt.conn.is_some() && rt.sent.owes(id)
+            })
+    }
+
     fn evict_oldest(&mut self, history: &History) {
         let e = self.store.pop_front().expect("store is not empty");
         self.store_bytes -= e.data.len();
@@ -294,17 +422,60 @@ impl Session {
             owed,
             result: e.result,
         });
+        self.release_if_done(e.stream);
+    }
+
+    /// Releases stream `s`'s bookkeeping (exposed only) once nothing can
+    /// need it: a POST stream whose response ended (or that retired), with
+    /// no connection, nothing in flight or routed to it, Rule M done with
+    /// it, and none of its events left in the store. A resume after
+    /// completion replays from the store as before while any of its events
+    /// is stored; once the stream is released, a cursor into it is an id
+    /// this session issued on a stream it has forgotten
+    /// ([`Session::released`]).
+    pub fn release_if_done(&mut self, s: StreamIdx) {
+        if !self.release_streams {
+            return;
+        }
+        let Some(rt) = self.streams.get(s) else {
+            return;
+        };
+        let stored = rt.ids.last().is_some_and(|&l| l >= self.store_base);
+        if rt.kind != StreamKind::Post || rt.conn.is_some() || !rt.done_producing || stored {
+            return;
+        }
+        let needed = self.routes.values().any(|&t| t == s)
+            || self.in_flight.values().flatten().any(|r| r.stream == s);
+        if needed || !self.guard.release(s) {
+            return;
+        }
+        let rt = self.streams.0.remove(&s).expect("looked up above");
+        self.live_events -= rt.ids.len();
+        if let Some(r) = rt.rpc {
+            if self.post_streams.get(&r) == Some(&s) {
+                self.post_streams.remove(&r);
+            }
+        }
+    }
+
+    /// Whether `id` was issued in this session on a stream since released.
+    pub fn released(&self, id: EventId) -> bool {
+        (self.first_event_id..self.next_event_id).contains(&id) && self.stream_of(id).is_none()
     }
 
     /// The stored data of an event, if it was not evicted.
     pub fn data(&self, id: EventId) -> Option<&Bytes> {
+        self.stored(id).map(|e| &e.data)
+    }
+
+    fn stored(&self, id: EventId) -> Option<&Stored> {
         let idx = id.checked_sub(self.store_base)?;
-        self.store.get(usize::try_from(idx).ok()?).map(|e| &e.data)
+        self.store.get(usize::try_from(idx).ok()?)
     }
 
     /// The legacy stream's own number for one of its events (1-based).
     pub fn legacy_id(&self, s: StreamIdx, id: EventId) -> u64 {
-        self.streams[s as usize].ids.partition_point(|&e| e < id) as u64 + 1
+        self.streams[s].ids.partition_point(|&e| e < id) as u64 + 1
     }
 
     /// The stream that carries the session's notifications: the legacy
@@ -319,24 +490,30 @@ impl Session {
     }
 
     /// Whether the session holds as much as it may (exposed: each stream
-    /// and event keeps a little state for the session's life): at least
-    /// `max_streams` streams, or ten times as many events.
+    /// not released and each of its events keeps a little state): at least
+    /// `max_streams` such streams, or ten times as many events.
     pub fn full(&self, max_streams: Option<usize>) -> bool {
-        max_streams.is_some_and(|m| {
-            self.streams.len() >= m || self.event_stream.len() >= m.saturating_mul(10)
-        })
+        max_streams
+            .is_some_and(|m| self.streams.len() >= m || self.live_events >= m.saturating_mul(10))
     }
 
-    /// The stream an issued event id belongs to.
+    /// The stream an issued event id belongs to (`None`: never issued, or
+    /// its stream was released): the stored event's, else the stream whose
+    /// ids hold it.
     pub fn stream_of(&self, id: EventId) -> Option<StreamIdx> {
-        let idx = id.checked_sub(self.first_event_id)?;
-        self.event_stream.get(usize::try_from(idx).ok()?).copied()
+        if let Some(e) = self.stored(id) {
+            return Some(e.stream);
+        }
+        self.streams
+            .iter()
+            .find(|(_, rt)| rt.ids.binary_search(&id).is_ok())
+            .map(|(s, _)| s)
     }
 
     /// Events of stream `s` after `cursor` (`None`: all of them) that are
     /// still stored, and whether any event of it after `cursor` was evicted.
     pub fn replayable_after(&self, s: StreamIdx, cursor: Option<EventId>) -> (u32, bool) {
-        let ids = &self.streams[s as usize].ids;
+        let ids = &self.streams[s].ids;
         let start = ids.partition_point(|&i| Some(i) <= cursor);
         let after = &ids[start..];
         let evicted = after.partition_point(|&i| i < self.store_base);
@@ -348,7 +525,7 @@ impl Session {
     /// them), as inclusive ranges of consecutive event ids: what a gap
     /// event announces. Every id in a range is one of the stream's.
     pub fn missing_after(&self, s: StreamIdx, cursor: Option<EventId>) -> Vec<(EventId, EventId)> {
-        let ids = &self.streams[s as usize].ids;
+        let ids = &self.streams[s].ids;
         let start = ids.partition_point(|&i| Some(i) <= cursor);
         let mut out: Vec<(EventId, EventId)> = Vec::new();
         for &i in ids[start..].iter().take_while(|&&i| i < self.store_base) {
@@ -363,7 +540,7 @@ impl Session {
     /// Whether a result event of stream `s` after `cursor` was evicted:
     /// then a resume has nothing to complete the operation with.
     pub fn result_evicted_after(&self, s: StreamIdx, cursor: Option<EventId>) -> bool {
-        self.streams[s as usize]
+        self.streams[s]
             .results
             .iter()
             .any(|&r| Some(r) > cursor && r < self.store_base)
@@ -373,15 +550,14 @@ impl Session {
     pub fn standalone_attached(&self) -> Option<StreamIdx> {
         let s = self.standalone?;
         let st = self.guard.stream(s);
-        (self.streams[s as usize].conn.is_some() && st.connected && !st.dropped).then_some(s)
+        (self.streams[s].conn.is_some() && st.connected && !st.dropped).then_some(s)
     }
 
     /// Every connection currently writing one of the session's streams.
     pub fn conns(&self) -> Vec<(StreamIdx, ConnId)> {
         self.streams
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.conn.map(|c| (i as StreamIdx, c)))
+            .filter_map(|(i, s)| s.conn.map(|c| (i, c)))
             .collect()
     }
 }
@@ -410,7 +586,7 @@ pub(super) fn schedule_expiry(shared: Rc<Shared>, sid: SessionId, s: StreamIdx) 
         tokio::time::sleep(ttl).await;
         let mut st = shared.state.borrow_mut();
         let idle = st.sessions.get(&sid).is_some_and(|x| {
-            x.streams[s as usize].conn.is_none() && !x.cursor_translated && x.conns().is_empty()
+            x.streams[s].conn.is_none() && !x.cursor_translated && x.conns().is_empty()
         });
         if idle {
             st.sessions.remove(&sid);
@@ -496,6 +672,119 @@ mod tests {
         b.produce(sb, EventKind::Progress, &"x".repeat(100), None, None, &h);
         assert_eq!(budget.used(), 100);
         assert!(b.data(4).is_some());
+    }
+
+    #[test]
+    fn a_full_store_holds_a_tool_back_only_for_events_a_live_connection_owes() {
+        let h = history();
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 3);
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1: priming
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 2
+        assert!(!s.would_evict_unsent(2), "room for a third event");
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 3
+        assert!(
+            s.would_evict_unsent(2),
+            "full, and the writer has not started: even the priming event is owed"
+        );
+        s.streams[a].sent.last = Some(1);
+        assert!(!s.would_evict_unsent(2), "the oldest (1) is on the wire");
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 4 evicts 1
+        assert!(s.would_evict_unsent(2), "2 is next to go and still owed");
+        s.streams[a].conn = None;
+        assert!(
+            !s.would_evict_unsent(2),
+            "a connection seen closed holds nothing back"
+        );
+        // An interleaved replay owes its backlog up to `replay_until` and
+        // its live events after `live`.
+        s.streams[a].conn = Some(2);
+        s.streams[a].sent = Sent {
+            last: Some(1),
+            interleaved: Some((Some(4), Some(3))),
+        };
+        assert!(s.would_evict_unsent(2), "backlog event 2 is owed");
+        let sent = Sent {
+            last: Some(3),
+            interleaved: Some((Some(4), Some(3))),
+        };
+        assert!(!sent.owes(2) && !sent.owes(4) && sent.owes(5));
+        let sent = Sent {
+            last: Some(1),
+            interleaved: Some((Some(5), Some(3))),
+        };
+        assert!(sent.owes(2) && sent.owes(3) && !sent.owes(4) && sent.owes(6));
+    }
+
+    #[test]
+    fn a_byte_budget_holds_a_tool_back_for_every_event_it_would_evict() {
+        let h = history();
+        let budget = StoreBudget::new(20);
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 100);
+        s.budget = Some(budget);
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1: 0 bytes
+        s.produce(a, EventKind::Progress, "0123456789", None, None, &h); // 2
+        s.produce(a, EventKind::Progress, "0123456789", None, None, &h); // 3
+        s.streams[a].sent.last = Some(2);
+        assert!(!s.would_evict_unsent(1), "1 and 2 make room, both written");
+        assert!(
+            s.would_evict_unsent(11),
+            "11 bytes need 3 gone too, and it is owed"
+        );
+    }
+
+    /// A POST stream whose response ended, as the writer leaves it.
+    fn finish(s: &mut Session, a: StreamIdx, h: &History) {
+        s.produce(a, EventKind::Result, "{}", None, None, h);
+        s.streams[a].done_producing = true;
+        s.streams[a].conn = None;
+        s.guard.finished(a);
+        s.release_if_done(a);
+    }
+
+    #[test]
+    fn a_finished_stream_is_released_once_none_of_its_events_is_stored() {
+        let h = history();
+        for release in [false, true] {
+            let mut s = Session::new("s".into(), Transport::Streamable, 1, 3);
+            s.release_streams = release;
+            let a = s.open_stream(StreamKind::Post, Some(RequestId::Num(7)), 1, &h); // 1
+            finish(&mut s, a, &h); // 2
+            assert!(s.streams.get(a).is_some(), "its events 1 and 2 are stored");
+            assert_eq!(s.stream_of(1), Some(a));
+            let b = s.open_stream(StreamKind::Post, Some(RequestId::Num(8)), 2, &h); // 3
+            s.streams[b].sent.last = Some(3);
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 4 evicts 1
+            assert!(s.streams.get(a).is_some(), "event 2 is still stored");
+            s.streams[b].sent.last = Some(4);
+            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 5 evicts 2
+            assert_eq!(s.streams.get(a).is_none(), release, "release {release}");
+            assert_eq!(s.post_streams.contains_key(&RequestId::Num(7)), !release);
+            assert_eq!(s.stream_of(2), (!release).then_some(a));
+            assert_eq!(s.released(2), release);
+            assert!(!s.released(6), "never issued");
+            assert!(s.streams.get(b).is_some(), "b is live");
+            assert_eq!(s.stream_of(3), Some(b), "a live stream's id");
+        }
+    }
+
+    #[test]
+    fn a_stream_in_flight_or_dropped_is_kept() {
+        let h = history();
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 2);
+        s.release_streams = true;
+        let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1
+        s.guard.request_started(a);
+        s.streams[a].sent.last = Some(1);
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 2
+                                                                 // Dropped before the result: Rule M still needs it.
+        s.streams[a].conn = None;
+        s.guard.close_seen(a);
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 3 evicts 1
+        s.produce(a, EventKind::Progress, "{}", None, None, &h); // 4 evicts 2
+        s.release_if_done(a);
+        assert!(s.streams.get(a).is_some(), "dropped, in flight");
+        let st = *s.guard.stream(a);
+        assert!(st.dropped && st.in_flight == 1);
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub(crate) fn start(
         // A POST stream's result is routed by request id to the latest
         // POST's stream: a reused id still routed (its result not yet
         // produced) cross-wires the two.
-        if sess.streams[s as usize].kind == StreamKind::Post {
+        if sess.streams[s].kind == StreamKind::Post {
             if let Some(from) = sess.routes.insert(call.rpc_id.clone(), s) {
                 shared.history.record(Record::CrossWired {
                     session: sid.clone(),
@@ -240,6 +240,8 @@ async fn run(
                 },
             )
         };
+        let encoded = msg.encode();
+        room_for(&shared, &sid, encoded.len()).await;
         let mut st = shared.state.borrow_mut();
         let Some(sess) = st.sessions.get_mut(&sid) else {
             // Session deleted: nothing to deliver to. The tool still ends
@@ -258,10 +260,10 @@ async fn run(
         }
         // Progress goes on the execution's own stream; a POST stream's
         // result on the stream its id is routed to, which it ends.
-        let post = sess.streams[s as usize].kind == StreamKind::Post;
+        let post = sess.streams[s].kind == StreamKind::Post;
         let to = match kind {
             EventKind::Result if post => sess.routes.remove(&call.rpc_id),
-            _ if post && sess.streams[s as usize].done_producing => None,
+            _ if post && sess.streams[s].done_producing => None,
             _ => Some(s),
         };
         let Some(to) = to else {
@@ -277,14 +279,14 @@ async fn run(
         sess.produce(
             to,
             kind,
-            &msg.encode(),
+            &encoded,
             Some(call.rpc_id.clone()),
             tag.clone(),
             &shared.history,
         );
         if kind == EventKind::Result && post {
-            sess.streams[to as usize].done_producing = true;
-            sess.streams[to as usize].wake.notify_waiters();
+            sess.streams[to].done_producing = true;
+            sess.streams[to].wake.notify_waiters();
         }
     }
     let mut st = shared.state.borrow_mut();
@@ -310,14 +312,15 @@ async fn run(
         // execution under the id is still running (its result will end
         // it). A finished execution's result ended its stream already.
         let routed_here = sess.routes.get(&call.rpc_id) == Some(&s);
-        let rt = &mut sess.streams[s as usize];
+        let rt = &mut sess.streams[s];
         if rt.kind == StreamKind::Post && !finished && !(routed_here && others) {
             rt.done_producing = true;
             if routed_here {
                 sess.routes.remove(&call.rpc_id);
             }
         }
-        sess.streams[s as usize].wake.notify_waiters();
+        sess.streams[s].wake.notify_waiters();
+        sess.release_if_done(s);
     }
     drop(st);
     shared.history.record(Record::ToolEnded {
@@ -326,6 +329,23 @@ async fn run(
         rpc_id: call.rpc_id,
         cancelled: !finished,
     });
+}
+
+/// Waits until the session's store can take an event of `len` bytes
+/// without evicting one a live connection has yet to write (or the session
+/// is gone). A tool that outruns its writers waits for them, as one behind
+/// an SDK's bounded channel does; it never waits on a connection the
+/// server saw close or whose write deadline passed.
+async fn room_for(shared: &Shared, sid: &SessionId, len: usize) {
+    loop {
+        let room = match shared.state.borrow().sessions.get(sid) {
+            Some(sess) if sess.would_evict_unsent(len) => sess.room.clone(),
+            _ => return,
+        };
+        // Nothing else runs between the look and this wait (one thread):
+        // a writer's notification cannot fall between them.
+        room.notified().await;
+    }
 }
 
 async fn pace(pacing: &Pacing, interval: Duration) {

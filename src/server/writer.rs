@@ -8,6 +8,7 @@
 //! backlog events.
 
 use super::body::ServerBody;
+use super::session::Sent;
 use super::Shared;
 use crate::guard::{EventId, StreamIdx};
 use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
@@ -82,6 +83,19 @@ pub(crate) fn spawn(
     tx: mpsc::Sender<Bytes>,
     plan: Plan,
 ) {
+    // From now on the stream owes what this connection has yet to write
+    // (a resume owes the events after its cursor, not what an older
+    // connection wrote).
+    let interleave = plan.replay && !shared.guarded();
+    with_session(&shared, &sid, |sess| {
+        if let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) {
+            rt.sent = Sent {
+                last: plan.after,
+                interleaved: interleave
+                    .then_some((plan.replay_until.max(plan.after), plan.replay_until)),
+            };
+        }
+    });
     tokio::task::spawn_local(run(shared, sid, s, conn, tx, plan));
 }
 
@@ -105,8 +119,10 @@ async fn run(
     let mut pace_until: Option<(EventId, tokio::time::Instant)> = None;
     let pace = Duration::from_millis(shared.cfg.replay_interval_ms);
     let deadline = Duration::from_millis(shared.cfg.write_deadline_ms);
-    let Some(wake) = with_session(&shared, &sid, |sess| sess.streams[s as usize].wake.clone())
-    else {
+    let Some(wake) = with_session(&shared, &sid, |sess| {
+        sess.streams.get(s).map(|rt| rt.wake.clone())
+    })
+    .flatten() else {
         return;
     };
     if let Some(pre) = plan.preamble.clone() {
@@ -203,14 +219,16 @@ async fn run(
             Next::Finish => {
                 drop(tx);
                 with_session(&shared, &sid, |sess| {
-                    if sess.streams[s as usize].conn == Some(conn) {
-                        sess.streams[s as usize].conn = None;
+                    if let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) {
+                        rt.conn = None;
+                        sess.room.notify_waiters();
                         sess.last_active.set(tokio::time::Instant::now());
                         sess.guard.finished(s);
                         shared.history.record(Record::StreamFinished {
                             session: sid.clone(),
                             stream: s,
                         });
+                        sess.release_if_done(s);
                     }
                 });
                 return;
@@ -234,10 +252,9 @@ fn next_action(
     pace: Duration,
 ) -> Next {
     with_session(shared, sid, |sess| {
-        let rt = &sess.streams[s as usize];
-        if rt.conn != Some(conn) {
+        let Some(rt) = sess.streams.get(s).filter(|rt| rt.conn == Some(conn)) else {
             return Next::Exit; // taken over
-        }
+        };
         let first_after = |x: Option<EventId>| {
             let i = rt.ids.partition_point(|&e| Some(e) <= x);
             rt.ids.get(i).copied()
@@ -305,9 +322,15 @@ fn advance(
                 transport,
             });
         }
-        if sess.streams[s as usize].conn != Some(conn) {
+        let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) else {
             return;
+        };
+        let sent = &mut rt.sent;
+        match &mut sent.interleaved {
+            Some((live, _)) if !backlog => *live = Some(id),
+            _ => sent.last = Some(id),
         }
+        sess.room.notify_waiters();
         if written {
             sess.guard.written(s, id);
         }
@@ -374,10 +397,9 @@ fn on_close(
     why: Option<ServerClose>,
 ) {
     with_session(shared, sid, |sess| {
-        let rt = &mut sess.streams[s as usize];
-        if rt.conn != Some(conn) {
+        let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) else {
             return;
-        }
+        };
         rt.conn = None;
         let rt_kind = rt.kind;
         // Idle from now on, not from the request that opened the stream.
@@ -399,6 +421,7 @@ fn on_close(
         sess.guard.close_seen(s);
         super::cancel::on_close_seen(shared, sid, sess, s, conn);
         sess.drained.notify_waiters();
+        sess.room.notify_waiters();
         if rt_kind == crate::history::StreamKind::Legacy {
             super::session::schedule_expiry(shared.clone(), sid.clone(), s);
         }

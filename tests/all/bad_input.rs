@@ -215,7 +215,7 @@ fn raw(s: &Served, bytes: &[u8]) -> Option<u16> {
 
 fn post(headers: &str, body: &[u8]) -> Vec<u8> {
     let mut b = format!(
-        "POST /mcp HTTP/1.1\r\nhost: x\r\n{headers}content-length: {}\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n{headers}content-length: {}\r\n\r\n",
         body.len()
     )
     .into_bytes();
@@ -322,8 +322,48 @@ fn each_class_of_bad_request_gets_its_status() {
             "[a-z0-9/._-]{0,20}",
         )
             .prop_map(|(o, path)| {
-                let req = format!("GET /{path} HTTP/1.1\r\nhost: x\r\norigin: {o}\r\n\r\n");
+                let req = format!("GET /{path} HTTP/1.1\r\nhost: 127.0.0.1\r\norigin: {o}\r\n\r\n");
                 (req.into_bytes(), vec![Some(403)])
+            })
+            .boxed(),
+    );
+    // A host name outside the allow-list (DNS rebinding): 403.
+    check(
+        "host",
+        "[a-z]{1,12}\\.(example|test|com)(:[0-9]{1,5})?"
+            .prop_map(|h| {
+                let req = format!(
+                    "POST /mcp HTTP/1.1\r\nhost: {h}\r\n{JSON_HEADERS}content-length: {}\r\n\r\n{INIT}",
+                    INIT.len()
+                );
+                (req.into_bytes(), vec![Some(403)])
+            })
+            .boxed(),
+    );
+    // Transfer codings other than `chunked` alone: 501 when they end in
+    // `chunked` (hyper would decode them as plain chunked), else hyper's 400.
+    check(
+        "transfer coding",
+        (proptest::collection::vec("[a-z]{1,8}", 1..4), any::<bool>())
+            .prop_map(|(mut codings, last_chunked)| {
+                if last_chunked {
+                    codings.push("chunked".into());
+                }
+                codings
+            })
+            .prop_filter("not chunked alone", |c| c.len() > 1 || c[0] != "chunked")
+            .prop_map(|codings| {
+                let want = if codings.last().is_some_and(|c| c == "chunked") {
+                    501
+                } else {
+                    400
+                };
+                let req = format!(
+                    "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n{JSON_HEADERS}transfer-encoding: {}\r\n\r\n{:x}\r\n{INIT}\r\n0\r\n\r\n",
+                    codings.join(", "),
+                    INIT.len()
+                );
+                (req.into_bytes(), vec![Some(want)])
             })
             .boxed(),
     );
@@ -335,11 +375,12 @@ fn each_class_of_bad_request_gets_its_status() {
                 .prop_filter("not an endpoint", |p| !["/mcp", "/sse", "/messages"]
                     .contains(&p.as_str()))
                 .prop_map(|p| (
-                    format!("GET {p} HTTP/1.1\r\nhost: x\r\n\r\n").into_bytes(),
+                    format!("GET {p} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n").into_bytes(),
                     vec![Some(404)]
                 )),
             prop_oneof![Just("PUT"), Just("PATCH"), Just("OPTIONS")].prop_map(|m| (
-                format!("{m} /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n").into_bytes(),
+                format!("{m} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 0\r\n\r\n")
+                    .into_bytes(),
                 vec![Some(405)]
             )),
         ]
@@ -351,7 +392,7 @@ fn each_class_of_bad_request_gets_its_status() {
         (64 * 1024 + 1..10_000_000usize)
             .prop_map(|n| {
                 let req = format!(
-                    "POST /mcp HTTP/1.1\r\nhost: x\r\n{JSON_HEADERS}content-length: {n}\r\n\r\n"
+                    "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n{JSON_HEADERS}content-length: {n}\r\n\r\n"
                 );
                 (req.into_bytes(), vec![Some(413)])
             })
@@ -364,7 +405,7 @@ fn each_class_of_bad_request_gets_its_status() {
         "[a-z;, \\-]{1,12}|[0-9]{1,5};[a-z]{1,4}"
             .prop_filter("not a cursor", |c| !c.trim().is_empty() && CursorList::parse_single(c.trim()).is_err())
             .prop_map(move |cur| {
-                let req = format!("GET /mcp HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\nlast-event-id: {cur}\r\n\r\n");
+                let req = format!("GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\nlast-event-id: {cur}\r\n\r\n");
                 (req.into_bytes(), vec![Some(400)])
             })
             .boxed(),

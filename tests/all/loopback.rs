@@ -86,12 +86,21 @@ impl Harness {
     }
 
     async fn initialize(&self) -> String {
+        self.initialize_as(None).await
+    }
+
+    /// A session opened with bearer token `tok` (it answers only that token).
+    async fn initialize_as(&self, tok: Option<&str>) -> String {
         let msg = Message::Request {
             id: self.id(),
             method: mcp::INITIALIZE.into(),
             params: Some(mcp::initialize_params("2025-11-25", json!({}), "test")),
         };
-        let ex = self.send(Outgoing::post(None, &msg)).await;
+        let bearer = |out: Outgoing| match tok {
+            Some(t) => out.header("authorization", &format!("Bearer {t}")),
+            None => out,
+        };
+        let ex = self.send(bearer(Outgoing::post(None, &msg))).await;
         assert_eq!(ex.status, 200);
         let sid = ex
             .header(headers::MCP_SESSION_ID)
@@ -105,7 +114,9 @@ impl Harness {
             params: None,
         };
         assert_eq!(
-            self.send(Outgoing::post(Some(&sid), &note)).await.status,
+            self.send(bearer(Outgoing::post(Some(&sid), &note)))
+                .await
+                .status,
             202
         );
         sid
@@ -1088,21 +1099,25 @@ fn keys_are_scoped_to_the_principal() {
                     None => out,
                 }
             };
-            let a = h.initialize().await;
+            let a = h.initialize_as(Some("alice")).await;
             let mut first = h.send(keyed_call(&a, Some("alice"))).await;
             h.release(1);
             drain(&mut first).await;
             h.tool_ended(1).await;
             // Re-initialized, same token: the same key.
-            let b = h.initialize().await;
+            let b = h.initialize_as(Some("alice")).await;
             let retry = h.send(keyed_call(&b, Some("alice"))).await;
             assert_eq!(retry.status, 200, "{variant:?}");
             assert!(!retry.is_sse());
             assert!(mcp::is_replayed(&retry.json().await.unwrap().unwrap()));
             assert_eq!(h.ledger.executions("op-p"), 1, "{variant:?}");
-            // Another token, or no token (the session is the principal).
+            // A session answers only the token that opened it.
+            assert_eq!(h.send(keyed_call(&b, Some("bob"))).await.status, 404);
+            // Another token, or no token (the session is the principal),
+            // each in a session of its own.
             for tok in [Some("bob"), None] {
-                let mut other = h.send(keyed_call(&b, tok)).await;
+                let own = h.initialize_as(tok).await;
+                let mut other = h.send(keyed_call(&own, tok)).await;
                 assert_eq!(other.status, 200, "{variant:?} {tok:?}");
                 assert!(other.is_sse(), "{variant:?} {tok:?}: another key, it runs");
                 h.release(1);
@@ -1130,7 +1145,8 @@ fn keys_are_scoped_to_the_principal() {
                 )
             };
             for (tok, want) in [("alice", 1), ("bob", 1), ("carol", 0)] {
-                let mut ex = h.send(read(&b, tok)).await;
+                let own = h.initialize_as(Some(tok)).await;
+                let mut ex = h.send(read(&own, tok)).await;
                 let events = drain(&mut ex).await;
                 let result = events
                     .iter()
@@ -1334,7 +1350,7 @@ fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
         };
         // Killed: one chunk out, then its incarnation is never heard of again.
         let a = incarnation(&history, &ledger, tx.clone()).await;
-        let sid = a.initialize().await;
+        let sid = a.initialize_as(Some("alice")).await;
         let mut killed = a.send(keyed(&a, &sid, "op-t")).await;
         a.release(1);
         next(&mut killed).await; // priming
@@ -1342,7 +1358,7 @@ fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
         assert_eq!(ledger.executions("op-t"), 0, "started, not committed");
         // The next incarnation runs it and commits.
         let b = incarnation(&history, &ledger, tx.clone()).await;
-        let sid = b.initialize().await;
+        let sid = b.initialize_as(Some("alice")).await;
         let mut won = b.send(keyed(&b, &sid, "op-t")).await;
         b.release(2);
         let won = last_result(&drain(&mut won).await);
@@ -1351,7 +1367,7 @@ fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
         assert_eq!(ledger.executions("op-t"), 1);
         // A third, without the key: it runs, its commit is refused.
         let c = incarnation(&history, &ledger, tx.clone()).await;
-        let sid = c.initialize().await;
+        let sid = c.initialize_as(Some("alice")).await;
         let mut refused = c.send(keyed(&c, &sid, "op-t")).await;
         assert!(refused.is_sse(), "the key table is lost: it runs");
         c.release(2);
@@ -1378,13 +1394,13 @@ fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
             ..ServerConfig::default()
         };
         let d = incarnation(&history, &ledger, durable.clone()).await;
-        let sid = d.initialize().await;
+        let sid = d.initialize_as(Some("alice")).await;
         let mut first = d.send(keyed(&d, &sid, "op-d")).await;
         d.release(2);
         drain(&mut first).await;
         d.tool_ended(3).await; // b, c and d (a never ends)
         let e = incarnation(&history, &ledger, durable).await;
-        let sid = e.initialize().await;
+        let sid = e.initialize_as(Some("alice")).await;
         let retry = e.send(keyed(&e, &sid, "op-d")).await;
         assert_eq!(retry.status, 200);
         assert!(!retry.is_sse(), "answered from the durable key table");
@@ -1392,7 +1408,7 @@ fn transactional_commits_once_per_key_and_durable_keys_outlive_a_restart() {
         assert_eq!(ledger.executions("op-d"), 1);
         // Without durable keys the next incarnation forgets it and runs it.
         let f = incarnation(&history, &ledger, ServerConfig::default()).await;
-        let sid = f.initialize().await;
+        let sid = f.initialize_as(Some("alice")).await;
         let mut again = f.send(keyed(&f, &sid, "op-d")).await;
         assert!(again.is_sse());
         f.release(2);

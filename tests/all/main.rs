@@ -12,5 +12,7 @@ mod probe;
 mod report;
 mod rmcp;
 mod serve;
+mod serve_edges;
 mod sim;
+mod soak;
 mod turmoil_patch;
