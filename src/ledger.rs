@@ -14,14 +14,14 @@
 //! `(tag, execution, index)` ([`ChunkRef`]), so the oracle matches what a
 //! client received to what the tool emitted without the server's event ids.
 
-use crate::bounded::Bounded;
+use crate::bounded::{Bounded, Budget};
 use crate::history::{History, LedgerRecord};
 pub use crate::protocol::mcp::ChunkRef;
 use crate::protocol::Json;
 use crate::protocol::RequestId;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// Who an execution ran for: the bearer token when the request carried one,
@@ -42,14 +42,37 @@ pub enum Commit {
     Refused(Json),
 }
 
+/// What one thing held costs beyond the bytes of its strings: its slots in
+/// the nodes of the maps that hold it (about 60 bytes) and of the budget's
+/// two (about 210), and an `Rc`'s header. Reckoned from the maps' layouts
+/// and rounded up, so the budget overstates rather than understates what
+/// is held.
+pub const ENTRY_OVERHEAD: usize = 320;
+
+/// One thing a bounded ledger holds, charged to its [`Budget`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Held {
+    /// A tag's execution counters (`started`, `committed`).
+    Tag(Rc<str>),
+    /// A principal's effects of one tag.
+    Effect(Principal, Rc<str>),
+    /// A committed key's result.
+    Committed(Scoped),
+    /// A completed key kept beside the ledger (`durable_dedup`).
+    Durable(Scoped),
+    /// An entry of a server's key table (`DedupTable`), which drops it
+    /// itself ([`Ledger::take_evicted_keys`]).
+    Key(Scoped),
+}
+
 #[derive(Default)]
 struct Inner {
     /// Executions begun per tag (they number executions).
-    started: BTreeMap<String, u32>,
+    started: BTreeMap<Rc<str>, u32>,
     /// Executions that took their effect, per tag.
-    committed: BTreeMap<String, u32>,
+    committed: BTreeMap<Rc<str>, u32>,
     /// Effects taken per principal, then per tag.
-    by_principal: BTreeMap<Principal, BTreeMap<String, u32>>,
+    by_principal: BTreeMap<Principal, BTreeMap<Rc<str>, u32>>,
     /// Keys under which a deferred execution committed, with its result:
     /// a key commits at most once.
     committed_keys: BTreeMap<Scoped, Json>,
@@ -57,11 +80,12 @@ struct Inner {
     /// outlive server incarnations. Key → (tool name and arguments,
     /// result); bounded by the first server's key-table capacity.
     durable: Option<Bounded<Scoped, (Value, Json)>>,
-    /// Most tags remembered (a server on a real socket): past it the
-    /// oldest tag is forgotten, its counts with it. `None`: every tag.
-    max_tags: Option<usize>,
-    /// Tags in the order first seen, while `max_tags` is set.
-    tag_order: VecDeque<String>,
+    /// A server on a real socket, where nothing reads the whole ledger:
+    /// everything above, and the key table's entries, within one byte
+    /// budget, oldest evicted first. `None` (the simulator): all kept.
+    budget: Option<Budget<Held>>,
+    /// Key-table entries the budget evicted, for the table to drop.
+    evicted_keys: Vec<Scoped>,
 }
 
 /// The side-effect ledger: executions per operation tag. Cloning shares it.
@@ -92,14 +116,12 @@ impl Ledger {
         deferred: bool,
     ) -> u32 {
         let mut inner = self.inner.borrow_mut();
-        if inner.max_tags.is_some() && !inner.started.contains_key(tag) {
-            inner.remember_tag(tag);
-        }
-        let n = inner.started.entry(tag.to_string()).or_insert(0);
+        let tag_rc = inner.hold_tag(tag);
+        let n = inner.started.entry(tag_rc.clone()).or_insert(0);
         *n += 1;
         let n = *n;
         if !deferred {
-            inner.take_effect(tag, principal);
+            inner.take_effect(&tag_rc, principal);
         }
         drop(inner);
         self.history.record(LedgerRecord::Execution {
@@ -114,9 +136,9 @@ impl Ledger {
     }
 
     /// Commits deferred execution `n` of `tag` together with its key: its
-    /// effect lands and `result` (given the tag's effects, this one
-    /// included) is stored under the key. A key that committed already
-    /// refuses: nothing lands, and the stored result comes back.
+    /// effect lands and `result` (given `principal`'s effects of the tag,
+    /// this one included) is stored under the key. A key that committed
+    /// already refuses: nothing lands, and the stored result comes back.
     pub fn commit(
         &self,
         tag: &str,
@@ -130,10 +152,13 @@ impl Ledger {
         if let Some(stored) = scoped.as_ref().and_then(|k| inner.committed_keys.get(k)) {
             return Commit::Refused(stored.clone());
         }
-        let effects = inner.take_effect(tag, principal);
+        let tag_rc = inner.hold_tag(tag);
+        let effects = inner.take_effect(&tag_rc, principal);
         let result = result(effects);
         if let Some(k) = scoped {
-            inner.committed_keys.insert(k, result.clone());
+            let bytes = k.0.len() + k.1.len() + result.text().len();
+            inner.committed_keys.insert(k.clone(), result.clone());
+            inner.charge(Held::Committed(k), bytes);
         }
         drop(inner);
         self.history
@@ -152,37 +177,74 @@ impl Ledger {
         });
     }
 
-    /// Remembers at most `max` tags from now on (a server on a real socket,
-    /// where nothing reads the whole ledger): the oldest tag is forgotten,
-    /// its executions and effects with it, so a later execution of it is
-    /// numbered from 1 again.
-    pub fn bound_tags(&self, max: usize) {
+    /// Holds at most `limit` bytes from now on (a server on a real socket,
+    /// where nothing reads the whole ledger): tags, principals' effects and
+    /// keys, each costing its strings' bytes (tokens, tags, keys, stored
+    /// results) and [`ENTRY_OVERHEAD`]; past it the oldest are forgotten. A
+    /// forgotten tag's next execution is numbered from 1 again, a forgotten
+    /// effect counted from 0, a forgotten key runs again.
+    pub fn bound_bytes(&self, limit: usize) {
         let mut inner = self.inner.borrow_mut();
-        inner.max_tags = Some(max.max(1));
-        inner.tag_order = inner.started.keys().cloned().collect();
+        if inner.budget.is_none() {
+            inner.budget = Some(Budget::new(limit));
+        }
+    }
+
+    /// Bytes the budget holds charged (0 when unbounded).
+    pub fn held_bytes(&self) -> usize {
+        self.inner.borrow().budget.as_ref().map_or(0, Budget::used)
+    }
+
+    /// Whether the ledger is byte-bounded ([`Ledger::bound_bytes`]).
+    pub fn bounded(&self) -> bool {
+        self.inner.borrow().budget.is_some()
     }
 
     /// Forgets the effects taken for `principal` (its session ended, and a
     /// session's principal never comes back), and keys it committed.
     pub fn forget_principal(&self, principal: &str) {
         let mut inner = self.inner.borrow_mut();
-        inner.by_principal.remove(principal);
-        inner.committed_keys.retain(|(p, _), _| &**p != principal);
+        let Inner {
+            by_principal,
+            committed_keys,
+            budget,
+            ..
+        } = &mut *inner;
+        if let Some((p, tags)) = by_principal.remove_entry(principal) {
+            for t in tags.into_keys() {
+                if let Some(b) = budget.as_mut() {
+                    b.release(&Held::Effect(p.clone(), t));
+                }
+            }
+        }
+        committed_keys.retain(|k, _| {
+            let keep = &*k.0 != principal;
+            if let (false, Some(b)) = (keep, budget.as_mut()) {
+                b.release(&Held::Committed(k.clone()));
+            }
+            keep
+        });
     }
 
-    /// Effects taken for one tag (executions that committed).
+    /// Effects taken for one tag (executions that committed), whoever they
+    /// ran for: the whole ledger's view, for tests and the oracle's side.
     pub fn executions(&self, tag: &str) -> u32 {
         self.inner.borrow().committed.get(tag).copied().unwrap_or(0)
     }
 
+    /// Effects of `tag` taken for `principal`: what a tool's result tells
+    /// its caller (whether anyone else ran the tag is not its business).
+    pub fn executions_for(&self, tag: &str, principal: &str) -> u32 {
+        let inner = self.inner.borrow();
+        let tags = inner.by_principal.get(principal);
+        tags.and_then(|t| t.get(tag)).copied().unwrap_or(0)
+    }
+
     /// Effects taken for `principal`, per tag, in tag order.
     pub fn snapshot_for(&self, principal: &str) -> BTreeMap<String, u32> {
-        self.inner
-            .borrow()
-            .by_principal
-            .get(principal)
-            .cloned()
-            .unwrap_or_default()
+        let inner = self.inner.borrow();
+        let tags = inner.by_principal.get(principal).into_iter().flatten();
+        tags.map(|(t, n)| (t.to_string(), *n)).collect()
     }
 
     /// A completed key kept beside the ledger: (call, result).
@@ -198,43 +260,112 @@ impl Ledger {
     /// Keeps a completed key beside the ledger, evicting the oldest beyond
     /// `capacity` keys.
     pub fn keep_key(&self, who: &Principal, key: &str, call: Value, result: Json, capacity: usize) {
+        let k: Scoped = (who.clone(), key.to_string());
+        let mut inner = self.inner.borrow_mut();
+        let bytes = inner
+            .budget
+            .is_some()
+            .then(|| who.len() + key.len() + call.to_string().len() + result.text().len());
+        let durable = inner.durable.get_or_insert_with(|| Bounded::new(capacity));
+        let evicted = durable.insert(k.clone(), (call, result));
+        if let Some(b) = inner.budget.as_mut() {
+            for old in evicted {
+                b.release(&Held::Durable(old));
+            }
+        }
+        if let Some(bytes) = bytes {
+            inner.charge(Held::Durable(k), bytes);
+        }
+    }
+
+    /// Charges an entry of a server's key table, `bytes` besides
+    /// [`ENTRY_OVERHEAD`], to the budget (charged again, it keeps its age);
+    /// no-op when unbounded. What the budget evicts for it comes back from
+    /// [`Ledger::take_evicted_keys`].
+    pub fn charge_key(&self, key: &Scoped, bytes: usize) {
         self.inner
             .borrow_mut()
-            .durable
-            .get_or_insert_with(|| Bounded::new(capacity))
-            .insert((who.clone(), key.to_string()), (call, result));
+            .charge(Held::Key(key.clone()), bytes);
+    }
+
+    /// A key-table entry dropped by its table: no longer charged.
+    pub fn release_key(&self, key: &Scoped) {
+        if let Some(b) = self.inner.borrow_mut().budget.as_mut() {
+            b.release(&Held::Key(key.clone()));
+        }
+    }
+
+    /// Key-table entries the budget evicted since the last call, oldest
+    /// first: the table drops them.
+    pub fn take_evicted_keys(&self) -> Vec<Scoped> {
+        std::mem::take(&mut self.inner.borrow_mut().evicted_keys)
     }
 }
 
 impl Inner {
-    /// A new tag under `max_tags`: forgets the oldest ones to make room.
-    fn remember_tag(&mut self, tag: &str) {
-        let max = self.max_tags.unwrap_or(usize::MAX);
-        while self.tag_order.len() >= max {
-            let Some(old) = self.tag_order.pop_front() else {
-                break;
-            };
-            self.started.remove(&old);
-            self.committed.remove(&old);
-            self.by_principal.retain(|_, tags| {
-                tags.remove(&old);
-                !tags.is_empty()
-            });
+    /// `tag` as the ledger holds it, one `Rc` shared by every map that
+    /// names it; a tag neither counter holds yet is charged to the budget
+    /// before either does.
+    fn hold_tag(&mut self, tag: &str) -> Rc<str> {
+        let held = self.started.get_key_value(tag);
+        if let Some((t, _)) = held.or_else(|| self.committed.get_key_value(tag)) {
+            return t.clone();
         }
-        self.tag_order.push_back(tag.to_string());
+        let t: Rc<str> = tag.into();
+        self.charge(Held::Tag(t.clone()), tag.len());
+        t
     }
 
-    /// Counts one effect of `tag` for `principal`; returns the tag's total.
-    fn take_effect(&mut self, tag: &str, principal: &Principal) -> u32 {
-        *self
+    /// Charges `held` `bytes` and [`ENTRY_OVERHEAD`] when bounded; drops
+    /// what the budget evicts for it.
+    fn charge(&mut self, held: Held, bytes: usize) {
+        let Some(budget) = self.budget.as_mut() else {
+            return;
+        };
+        for old in budget.charge(held, bytes + ENTRY_OVERHEAD) {
+            match old {
+                Held::Tag(t) => {
+                    self.started.remove(&t);
+                    self.committed.remove(&t);
+                }
+                Held::Effect(p, t) => {
+                    if let Some(tags) = self.by_principal.get_mut(&p) {
+                        tags.remove(&t);
+                        if tags.is_empty() {
+                            self.by_principal.remove(&p);
+                        }
+                    }
+                }
+                Held::Committed(k) => {
+                    self.committed_keys.remove(&k);
+                }
+                Held::Durable(k) => {
+                    if let Some(d) = self.durable.as_mut() {
+                        d.remove(&k);
+                    }
+                }
+                Held::Key(k) => self.evicted_keys.push(k),
+            }
+        }
+    }
+
+    /// Counts one effect of `tag` (held: [`Inner::hold_tag`]) for
+    /// `principal`; returns `principal`'s effects of it.
+    fn take_effect(&mut self, tag: &Rc<str>, principal: &Principal) -> u32 {
+        *self.committed.entry(tag.clone()).or_insert(0) += 1;
+        let mine = self
             .by_principal
             .entry(principal.clone())
             .or_default()
-            .entry(tag.to_string())
-            .or_insert(0) += 1;
-        let c = self.committed.entry(tag.to_string()).or_insert(0);
-        *c += 1;
-        *c
+            .entry(tag.clone())
+            .or_insert(0);
+        *mine += 1;
+        let mine = *mine;
+        if mine == 1 {
+            let held = Held::Effect(principal.clone(), tag.clone());
+            self.charge(held, principal.len() + tag.len());
+        }
+        mine
     }
 }
 
@@ -312,7 +443,8 @@ mod tests {
         l.commit("t", 5, &b, None, |n| serde_json::json!(n).into());
         assert_eq!(
             l.commit("t", 6, &b, None, |n| serde_json::json!(n).into()),
-            Commit::Committed(serde_json::json!(4).into())
+            Commit::Committed(serde_json::json!(3).into()),
+            "b's third effect of the tag: a's is none of b's business"
         );
         let commits: Vec<u32> = ledger_records(&h)
             .into_iter()
@@ -338,5 +470,88 @@ mod tests {
             Some((call.clone(), serde_json::json!("k3").into()))
         );
         assert_eq!(l.durable_key(&"q".into(), "k3"), None, "per principal");
+    }
+
+    #[test]
+    fn results_count_the_callers_effects_alone() {
+        let (l, _) = ledger();
+        let (a, b): (Principal, Principal) = ("a".into(), "b".into());
+        let id = RequestId::Num(1);
+        l.execute("t", &a, None, &id, false);
+        l.execute("t", &b, None, &id, false);
+        l.execute("t", &b, None, &id, false);
+        assert_eq!(l.executions("t"), 3, "the whole ledger's view");
+        assert_eq!(l.executions_for("t", "a"), 1, "a's own");
+        assert_eq!(l.executions_for("t", "b"), 2);
+        assert_eq!(l.executions_for("t", "c"), 0);
+        // A commit's result is given the committer's effects, not the tag's.
+        l.execute("u", &a, Some("k"), &id, true);
+        l.execute("u", &b, Some("k"), &id, false);
+        let r = l.commit("u", 1, &a, Some("k"), |n| serde_json::json!(n).into());
+        assert_eq!(r, Commit::Committed(serde_json::json!(1).into()));
+    }
+
+    #[test]
+    fn a_bounded_ledger_forgets_its_oldest_bytes_first() {
+        let (l, _) = ledger();
+        let id = RequestId::Num(1);
+        let token = |i: usize| -> Principal { format!("{i:04}{}", "t".repeat(996)).into() };
+        let tag = |i: usize| format!("{i:04}{}", "g".repeat(496));
+        // One call costs its tag (500 bytes) once for the tag's counters and
+        // once with its token (1,000) for the effect, plus two overheads.
+        let per_call = 500 + 1_500 + 2 * ENTRY_OVERHEAD;
+        let limit = 10 * per_call;
+        l.bound_bytes(limit);
+        for i in 0..100 {
+            assert_eq!(l.execute(&tag(i), &token(i), None, &id, false), 1);
+            assert!(l.held_bytes() <= limit, "{} > {limit}", l.held_bytes());
+        }
+        assert_eq!(l.held_bytes(), limit, "full, exactly: ten calls' worth");
+        assert_eq!(l.executions_for(&tag(99), &token(99)), 1, "the newest kept");
+        assert_eq!(l.executions_for(&tag(90), &token(90)), 1);
+        assert_eq!(l.executions_for(&tag(89), &token(89)), 0, "older ones gone");
+        assert_eq!(l.executions(&tag(0)), 0);
+        assert_eq!(
+            l.execute(&tag(0), &token(0), None, &id, false),
+            1,
+            "a forgotten tag is numbered from 1 again"
+        );
+        // A session's end releases what it held.
+        let before = l.held_bytes();
+        l.forget_principal(&token(99));
+        assert_eq!(l.held_bytes(), before - (500 + 1_000 + ENTRY_OVERHEAD));
+        assert!(l.snapshot_for(&token(99)).is_empty());
+        // Keys share the budget: a big key evicts calls, and calls evict
+        // keys, which the key table collects.
+        let k: Scoped = (token(1), "key".into());
+        l.charge_key(&k, 5 * per_call - ENTRY_OVERHEAD);
+        assert!(l.held_bytes() <= limit);
+        assert!(l.take_evicted_keys().is_empty(), "the newest stays");
+        for i in 100..110 {
+            l.execute(&tag(i), &token(i), None, &id, false);
+        }
+        assert_eq!(
+            l.take_evicted_keys(),
+            vec![k.clone()],
+            "then it is the oldest"
+        );
+        let held = l.held_bytes();
+        assert!(held <= limit);
+        l.release_key(&k);
+        assert_eq!(l.held_bytes(), held, "releasing an evicted key is a no-op");
+    }
+
+    #[test]
+    fn an_unbounded_ledger_keeps_everything() {
+        let (l, _) = ledger();
+        let id = RequestId::Num(1);
+        for i in 0..1_000 {
+            l.execute(&format!("t{i}"), &format!("p{i}").into(), None, &id, false);
+        }
+        assert_eq!(l.held_bytes(), 0);
+        assert!(!l.bounded());
+        assert_eq!(l.executions_for("t0", "p0"), 1);
+        l.charge_key(&("p".into(), "k".into()), usize::MAX);
+        assert!(l.take_evicted_keys().is_empty());
     }
 }

@@ -2,7 +2,10 @@
 //! `StreamableHttpService` with `LocalSessionManager` and the built-in
 //! per-stream cache) and `rmcp-es` (the same with an event store,
 //! [`store`]). They serve the ledger tools ([`tools`]) and are judged
-//! black-box, from the clients' records and the ledger alone.
+//! black-box, from the clients' records and the ledger alone. Each session
+//! has its own `LocalSessionManager` ([`sessions`]), so what is kept for a
+//! session (its event logs, its wire ids, under `serve` its ledger effects)
+//! goes when rmcp closes it.
 //!
 //! What keeps them deterministic inside the simulation:
 //! - session ids: rmcp draws UUID v4s and has no hook; a layer here rewrites
@@ -16,6 +19,7 @@
 //! rmcp has no legacy HTTP+SSE transport: legacy clients are not
 //! applicable to these arms ([`SystemUnderTest::legacy_transport`]).
 
+mod sessions;
 mod store;
 mod tools;
 
@@ -27,7 +31,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response};
 use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::local::SessionConfig;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -83,11 +87,34 @@ impl SystemUnderTest for Rmcp {
     ) -> impl Future<Output = io::Result<()>> + 'static {
         // Everything below belongs to this incarnation: a restart loses
         // rmcp's sessions, its cache and the store, not the ledger.
-        let (bridge, ledger_task) = Bridge::new(host.ledger);
-        let mut sessions = LocalSessionManager::default();
-        if self.event_store {
-            sessions = sessions.with_event_store(store::shared(self.cfg.store_capacity));
+        if let Some(n) = self.exposure.ledger_bytes {
+            host.ledger.bound_bytes(n);
         }
+        let (bridge, ledger_task) = Bridge::new(host.ledger);
+        let ids = Arc::new(Mutex::new(SessionIds::new(
+            host.seed,
+            self.exposure.session_ids,
+        )));
+        let mut config = SessionConfig::default();
+        // Under `serve`, a session nobody used for `--session-idle-secs`
+        // ends as on the built-in arms (rmcp's worker quits past its
+        // `keep_alive`, whatever streams are open); the simulator keeps
+        // rmcp's default.
+        if let Some(idle) = self.exposure.session_idle {
+            config.keep_alive = Some(idle);
+        }
+        let store = self
+            .event_store
+            .then(|| store::Registry::new(self.cfg.store_capacity, self.exposure.store_bytes));
+        let on_close: sessions::OnClose = {
+            let (ids, bridge) = (ids.clone(), bridge.clone());
+            Box::new(move |inner| {
+                if let Some(wire) = ids.lock().expect("not poisoned").forget(inner) {
+                    bridge.session_ended(&wire);
+                }
+            })
+        };
+        let sessions = sessions::Sessions::new(config, store, on_close);
         let max_chunks = self.cfg.max_chunks;
         let service = StreamableHttpService::new(
             move || {
@@ -106,10 +133,6 @@ impl SystemUnderTest for Rmcp {
                 )
                 .with_sse_keep_alive(None),
         );
-        let ids = Arc::new(Mutex::new(SessionIds::new(
-            host.seed,
-            self.exposure.session_ids,
-        )));
         let mut listener = host.listener;
         let exposure = Arc::new(self.exposure.clone());
         async move {
@@ -154,7 +177,7 @@ impl SystemUnderTest for Rmcp {
     }
 }
 
-type Service = StreamableHttpService<LedgerTools, LocalSessionManager>;
+type Service = StreamableHttpService<LedgerTools, sessions::Sessions>;
 
 /// One request through rmcp, with session ids rewritten both ways.
 async fn exchange(
@@ -231,6 +254,13 @@ impl SessionIds {
             to_wire: BTreeMap::new(),
             to_inner: BTreeMap::new(),
         }
+    }
+
+    /// A session rmcp closed: both its ids go; the wire one comes back.
+    fn forget(&mut self, inner: &str) -> Option<String> {
+        let wire = self.to_wire.remove(inner)?;
+        self.to_inner.remove(&wire);
+        Some(wire)
     }
 
     fn inner_of(&self, wire: &str) -> Option<&str> {

@@ -40,10 +40,15 @@ enum Call {
         index: u32,
         total: u32,
     },
+    /// The caller's effects of a tag.
     Executions {
         tag: String,
+        principal: String,
         reply: oneshot::Sender<u32>,
     },
+    /// A session ended: the ledger forgets its own effects (a bounded
+    /// ledger only: the simulator's keeps everything).
+    Forget { principal: String },
     Snapshot {
         principal: String,
         reply: oneshot::Sender<BTreeMap<String, u32>>,
@@ -79,8 +84,17 @@ impl Bridge {
                         index,
                         total,
                     } => ledger.chunk(&tag, n, index, total),
-                    Call::Executions { tag, reply } => {
-                        let _ = reply.send(ledger.executions(&tag));
+                    Call::Executions {
+                        tag,
+                        principal,
+                        reply,
+                    } => {
+                        let _ = reply.send(ledger.executions_for(&tag, &principal));
+                    }
+                    Call::Forget { principal } => {
+                        if ledger.bounded() {
+                            ledger.forget_principal(&principal);
+                        }
                     }
                     Call::Snapshot { principal, reply } => {
                         let _ = reply.send(ledger.snapshot_for(&principal));
@@ -89,6 +103,14 @@ impl Bridge {
             }
         };
         (Bridge(tx), serve)
+    }
+
+    /// Tells the ledger that the session the wire knows as `wire` ended.
+    pub fn session_ended(&self, wire: &str) {
+        // The ledger task outlives every session of its incarnation.
+        let _ = self.0.send(Call::Forget {
+            principal: wire.to_string(),
+        });
     }
 
     async fn ask<T>(&self, call: impl FnOnce(oneshot::Sender<T>) -> Call) -> Result<T, ErrorData> {
@@ -206,6 +228,7 @@ impl LedgerTools {
                     .bridge
                     .ask(|reply| Call::Executions {
                         tag: a.tag.clone(),
+                        principal: principal(ctx),
                         reply,
                     })
                     .await?;

@@ -45,10 +45,25 @@ struct Entry {
     state: KeyState,
 }
 
+impl Entry {
+    /// What the entry holds in strings: its key, principal, call and
+    /// stored result (the ledger's budget adds the maps' overhead).
+    fn bytes(&self, key: &Scoped) -> usize {
+        let result = match &self.state {
+            KeyState::InFlight => 0,
+            KeyState::Done(r) => r.text().len(),
+        };
+        key.0.len() + key.1.len() + self.call.to_string().len() + result
+    }
+}
+
 pub(crate) struct DedupTable {
     entries: Bounded<Scoped, Entry>,
     /// Where completed keys are also kept (`durable_dedup`).
     durable: Option<Ledger>,
+    /// A byte-bounded ledger (`serve`) whose budget the entries share with
+    /// it: each is charged there, and dropped here when it evicts them.
+    budget: Option<Ledger>,
 }
 
 impl DedupTable {
@@ -56,6 +71,47 @@ impl DedupTable {
         DedupTable {
             entries: Bounded::new(capacity),
             durable: None,
+            budget: None,
+        }
+    }
+
+    /// The same table with its entries charged to `ledger`'s byte budget
+    /// when it has one ([`Ledger::bound_bytes`]).
+    pub fn charged_to(self, ledger: &Ledger) -> Self {
+        DedupTable {
+            budget: ledger.bounded().then(|| ledger.clone()),
+            ..self
+        }
+    }
+
+    /// Charges `key`'s entry as it stands now, then drops what the budget
+    /// evicted (this entry among them only when it alone exceeds it).
+    fn charge(&mut self, key: &Scoped) {
+        let Some(ledger) = &self.budget else {
+            return;
+        };
+        if let Some(e) = self.entries.get(key) {
+            ledger.charge_key(key, e.bytes(key));
+        }
+        self.drop_evicted();
+    }
+
+    /// Drops the entries the budget evicted (whoever's charge did it: the
+    /// ledger's own growth evicts keys too, dropped at the table's next
+    /// use).
+    pub fn drop_evicted(&mut self) {
+        if let Some(ledger) = &self.budget {
+            for k in ledger.take_evicted_keys() {
+                self.entries.remove(&k);
+            }
+        }
+    }
+
+    /// Removes `key`'s entry and its charge.
+    fn remove(&mut self, key: &Scoped) {
+        self.entries.remove(key);
+        if let Some(ledger) = &self.budget {
+            ledger.release_key(key);
         }
     }
 
@@ -88,13 +144,14 @@ impl DedupTable {
     pub fn begin(&mut self, who: &Principal, key: &str, call: Value) {
         let key = Self::scoped(who, key);
         if !self.entries.contains_key(&key) {
-            self.entries.insert(
-                key,
-                Entry {
-                    call,
-                    state: KeyState::InFlight,
-                },
-            );
+            let entry = Entry {
+                call,
+                state: KeyState::InFlight,
+            };
+            for old in self.entries.insert(key.clone(), entry) {
+                self.remove(&old);
+            }
+            self.charge(&key);
         }
     }
 
@@ -102,18 +159,20 @@ impl DedupTable {
     /// meanwhile).
     pub fn complete(&mut self, who: &Principal, key: &str, result: Json) {
         let capacity = self.entries.capacity();
-        if let Some(e) = self.entries.get_mut(&Self::scoped(who, key)) {
+        let scoped = Self::scoped(who, key);
+        if let Some(e) = self.entries.get_mut(&scoped) {
             if let Some(l) = &self.durable {
                 l.keep_key(who, key, e.call.clone(), result.clone(), capacity);
             }
             e.state = KeyState::Done(result);
+            self.charge(&scoped);
         }
     }
 
     /// Forgets a key whose execution ended without a result (cancelled),
     /// so a retry runs it.
     pub fn abandon(&mut self, who: &Principal, key: &str) {
-        self.entries.remove(&Self::scoped(who, key));
+        self.remove(&Self::scoped(who, key));
     }
 }
 
@@ -133,7 +192,9 @@ pub(super) fn bearer(h: &HeaderMap) -> Option<Rc<str>> {
 
 /// What the key table says about `who`'s `key` presented with `call`.
 pub(super) fn key_lookup(shared: &Shared, who: &Rc<str>, key: &str, call: &Value) -> Lookup {
-    shared.state.borrow().dedup.lookup(who, key, call)
+    let dedup = &mut shared.state.borrow_mut().dedup;
+    dedup.drop_evicted();
+    dedup.lookup(who, key, call)
 }
 
 /// 422: the key was used with other arguments.
@@ -243,6 +304,54 @@ mod tests {
             t.lookup(&alice, "k", &call),
             Lookup::Known(KeyState::Done(json!(1).into())),
             "forgetting bob's key leaves alice's"
+        );
+    }
+
+    #[test]
+    fn served_entries_share_the_ledgers_byte_budget() {
+        let h = crate::history::History::new(Rc::new(|| std::time::Duration::ZERO));
+        let ledger = Ledger::new(h);
+        let big = "x".repeat(1_000);
+        let call = json!({ "tag": big });
+        let p: Principal = "p".into();
+        let one = (p.len() + 2 + call.to_string().len() + crate::ledger::ENTRY_OVERHEAD) * 3;
+        ledger.bound_bytes(one);
+        let mut t = DedupTable::new(100).charged_to(&ledger);
+        for k in ["k1", "k2", "k3", "k4"] {
+            t.begin(&p, k, call.clone());
+        }
+        assert!(ledger.held_bytes() <= one);
+        assert_eq!(
+            t.lookup(&p, "k1", &call),
+            Lookup::Unknown,
+            "evicted by bytes"
+        );
+        assert_eq!(t.lookup(&p, "k4", &call), Lookup::Known(KeyState::InFlight));
+        // The ledger's own growth evicts keys too; the table drops them at
+        // its next use.
+        let id = RequestId::Num(1);
+        ledger.execute(&big, &p, None, &id, false);
+        t.drop_evicted();
+        assert_eq!(t.lookup(&p, "k2", &call), Lookup::Unknown);
+        assert!(ledger.held_bytes() <= one);
+        t.abandon(&p, "k4");
+        t.abandon(&p, "k3");
+        let left = ledger.held_bytes();
+        assert_eq!(
+            left,
+            1_000 * 2 + 1 + 2 * crate::ledger::ENTRY_OVERHEAD,
+            "the call alone"
+        );
+        // Unbounded (the simulator): not charged, never evicted but by count.
+        let mut free = DedupTable::new(100).charged_to(&Ledger::new(crate::history::History::new(
+            Rc::new(|| std::time::Duration::ZERO),
+        )));
+        for k in ["k1", "k2", "k3", "k4"] {
+            free.begin(&p, k, call.clone());
+        }
+        assert_eq!(
+            free.lookup(&p, "k1", &call),
+            Lookup::Known(KeyState::InFlight)
         );
     }
 }

@@ -75,9 +75,12 @@ pub struct Exposure {
     /// stream): each keeps a little state for the session's life. Past it
     /// the session is full: 503, start a new one.
     pub max_streams_per_session: Option<usize>,
-    /// The side-effect ledger forgets a session's own executions when the
-    /// session ends, and keeps at most this many tags.
-    pub ledger_tags: Option<usize>,
+    /// Most bytes the side-effect ledger holds for every principal together
+    /// (tags, effects, committed keys) with the key table's entries, each
+    /// costing its tokens', tags', keys' and stored results' bytes plus
+    /// `ledger::ENTRY_OVERHEAD`; past it the oldest are forgotten. The
+    /// ledger also forgets a session's own effects when the session ends.
+    pub ledger_bytes: Option<usize>,
     /// Most bytes every session's event store holds together. Past it, the
     /// session storing an event gives up its own oldest events first (a
     /// resume then gets a `gap`, or 410 when a result went), so one client
@@ -117,7 +120,7 @@ impl Exposure {
             max_open_streams_per_session: None,
             max_open_streams_per_principal: None,
             max_streams_per_session: None,
-            ledger_tags: None,
+            ledger_bytes: None,
             store_bytes: None,
             release_streams: false,
         }
@@ -149,7 +152,7 @@ impl Exposure {
             // token (a POST stream and a GET each) still fit.
             max_open_streams_per_principal: Some(512),
             max_streams_per_session: Some(10_000),
-            ledger_tags: Some(10_000),
+            ledger_bytes: Some(4 * 1024 * 1024),
             store_bytes: Some(64 * 1024 * 1024),
             release_streams: true,
         }

@@ -502,8 +502,8 @@ impl Server {
         pacing: Pacing,
         exposure: Exposure,
     ) -> Self {
-        if let Some(n) = exposure.ledger_tags {
-            ledger.bound_tags(n);
+        if let Some(n) = exposure.ledger_bytes {
+            ledger.bound_bytes(n);
         }
         let mut cfg = cfg;
         cfg.delivery = variant.delivery(cfg.delivery);
@@ -531,7 +531,8 @@ impl Server {
             DedupTable::durable(cfg.dedup_capacity, ledger.clone())
         } else {
             DedupTable::new(cfg.dedup_capacity)
-        };
+        }
+        .charged_to(&ledger);
         Server {
             shared: Rc::new(Shared {
                 variant,

@@ -104,7 +104,7 @@ pub(super) fn end_session(shared: &Shared, sid: &SessionId) {
     for f in sess.in_flight.values().flatten() {
         f.cancelled.set(true);
     }
-    if shared.exposure.ledger_tags.is_some() {
+    if shared.exposure.ledger_bytes.is_some() {
         shared.ledger.forget_principal(sid);
     }
     shared.history.record(Record::SessionDeleted {

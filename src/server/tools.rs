@@ -198,7 +198,11 @@ async fn run(
                 }
                 (Some(Commit::Committed(r)), _) => (r.clone(), r),
                 (None, Invocation::Append(a)) => {
-                    let r = append_result(&a.tag, shared.ledger.executions(&a.tag), &chunk);
+                    let r = append_result(
+                        &a.tag,
+                        shared.ledger.executions_for(&a.tag, &call.principal),
+                        &chunk,
+                    );
                     (r.clone(), r)
                 }
                 (None, Invocation::Read(r)) => {

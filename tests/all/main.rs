@@ -14,4 +14,5 @@ mod rmcp;
 mod serve;
 mod serve_edges;
 mod sim;
+mod soak;
 mod turmoil_patch;

@@ -60,7 +60,7 @@ impl Served {
     }
 
     /// Resident memory, KiB.
-    fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("/proc status");
         status
@@ -634,13 +634,7 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
         .map(|_| {
             let mut c = s.connect();
             let sid = initialize(&mut c, &[]);
-            let get = format!(
-                "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n\r\n"
-            );
-            c.r.get_mut().write_all(get.as_bytes()).unwrap();
-            let mut line = String::new();
-            c.r.read_line(&mut line).unwrap();
-            assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+            open_standalone(&mut c, &sid, &[]);
             c
         })
         .collect();
@@ -655,6 +649,22 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
     std::thread::sleep(Duration::from_millis(100));
     initialize(&mut s.connect(), &[]);
     assert!(s.alive());
+}
+
+/// Opens `sid`'s standalone stream on `c` and reads its status line (200);
+/// the stream stays open while `c` lives.
+pub(crate) fn open_standalone(c: &mut Conn, sid: &str, extra: &[(&str, &str)]) {
+    let mut get = format!(
+        "GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {sid}\r\n"
+    );
+    for (k, v) in extra {
+        get.push_str(&format!("{k}: {v}\r\n"));
+    }
+    get.push_str("\r\n");
+    c.r.get_mut().write_all(get.as_bytes()).unwrap();
+    let mut line = String::new();
+    c.r.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
 }
 
 /// The `progress` numbers of a call's SSE body, in arrival order, whether
