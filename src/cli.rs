@@ -237,9 +237,10 @@ enum Cmd {
         after_help = "Examples:\n  mcp-chaos sweep --scenario sims/half-open.toml --seeds 0..100 --shard 1/4 --out target/shard1.json\n  mcp-chaos merge target/shard*.json --out target/merged.json"
     )]
     Sweep {
-        /// Scenario file (TOML).
+        /// Scenario file (TOML). Required; checked after the numeric flags,
+        /// so a bad `--seeds` is named even when it is missing.
         #[arg(long)]
-        scenario: PathBuf,
+        scenario: Option<PathBuf>,
         /// Seeds: A..B (B exclusive) or N for 0..N (default: $MCP_CHAOS_SEEDS).
         #[arg(long)]
         seeds: Option<String>,
@@ -598,6 +599,11 @@ pub fn main() -> ExitCode {
         } => run.options().and_then(|o| {
             let seeds = Seeds::from_flag_or_env(seeds.as_deref(), shard.as_deref(), None)
                 .map_err(anyhow::Error::msg)?;
+            let scenario = scenario.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "sweep needs --scenario FILE: one scenario file (compare runs a directory)"
+                )
+            })?;
             sweep_cmd(
                 &scenario,
                 &seeds,

@@ -36,6 +36,7 @@ mod reply;
 mod routes;
 mod rule_m;
 mod session;
+mod streams;
 mod tools;
 mod transport;
 mod writer;

@@ -688,4 +688,16 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
     // A port no TCP port can be is an error, not port 80.
     let o = run(&["probe", "--url", "http://127.0.0.1:65536/mcp"]);
     refused(&o, &["--url", "65535"], "probe --url port");
+    // The two commands as written, without --scenario: the bad
+    // flag is named first; a sweep without a scenario gets one line too.
+    let o = run(&["sweep", "--out", f, "--seeds", "18446744073709551615"]);
+    refused(
+        &o,
+        &["--seeds", "maximum of 10000000"],
+        "sweep without --scenario",
+    );
+    let o = run(&["sweep", "--out", f, "--seeds", "2", "--jobs", "4294967296"]);
+    refused(&o, &["--jobs", "at most 1024"], "sweep without --scenario");
+    let o = run(&["sweep", "--out", f, "--seeds", "2"]);
+    refused(&o, &["--scenario FILE"], "sweep without --scenario");
 }
