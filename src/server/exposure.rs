@@ -71,9 +71,10 @@ pub struct Exposure {
     /// Most SSE responses open at once for one principal: the sessions'
     /// bearer token, else the peer address that opened them (429 past it).
     pub max_open_streams_per_principal: Option<usize>,
-    /// Most streams one session may open (POST streams, the standalone
-    /// stream): each keeps a little state for the session's life. Past it
-    /// the session is full: 503, start a new one.
+    /// Most streams one session may hold at once (POST streams, the
+    /// standalone stream), and ten times as many of their event ids: each
+    /// keeps a little state until it is released (`release_streams`). Past
+    /// it the session is full: 503, start a new one.
     pub max_streams_per_session: Option<usize>,
     /// Most bytes the side-effect ledger holds for every principal together
     /// (tags, effects, committed keys) with the key table's entries, each

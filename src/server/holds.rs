@@ -162,10 +162,17 @@ fn too_many(
 /// session without a token gets the shorter of the two bounds.
 pub(super) fn idle_limit(shared: &Shared, sess: &Session) -> Option<Duration> {
     let e = &shared.exposure;
-    match (&sess.owner, e.session_idle, e.anonymous_session_idle) {
-        (Some(_), idle, _) => idle,
-        (None, Some(a), Some(b)) => Some(a.min(b)),
-        (None, a, b) => a.or(b),
+    match &sess.owner {
+        Some(_) => e.session_idle,
+        None => shorter(e.session_idle, e.anonymous_session_idle),
+    }
+}
+
+/// The shorter of two bounds, either of which may be off (`None`).
+fn shorter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -173,10 +180,7 @@ pub(super) fn idle_limit(shared: &Shared, sess: &Session) -> Option<Duration> {
 /// bound, between 10 ms and 30 s (`None`: never).
 pub(super) fn expiry_period(shared: &Shared) -> Option<Duration> {
     let e = &shared.exposure;
-    let shortest = match (e.session_idle, e.anonymous_session_idle) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b)?,
-    };
+    let shortest = shorter(e.session_idle, e.anonymous_session_idle)?;
     Some((shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(30)))
 }
 
