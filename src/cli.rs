@@ -954,10 +954,10 @@ fn regression_line(s: &Scenario, r: &RunReport) -> Option<String> {
             format!("regression (hazard): {what} still reproduces: passes, as a hazard should")
         }
         (RegressionKind::Hazard, false) => format!(
-            "regression (hazard): {what} no longer reproduces: fails (the arm changed? re-shrink or retire the file)"
+            "regression (hazard): {what} no longer reproduces: its expectations break (the arm changed? re-shrink or retire the file)"
         ),
         (RegressionKind::Bug, true) => {
-            format!("regression (bug): {what} still reproduces: fails until fixed")
+            format!("regression (bug): {what} still reproduces: its expectations break until fixed")
         }
         (RegressionKind::Bug, false) => {
             format!("regression (bug): {what} no longer reproduces: fixed, passes")
@@ -965,16 +965,34 @@ fn regression_line(s: &Scenario, r: &RunReport) -> Option<String> {
     })
 }
 
+/// The run in one sentence of the report's words: a run passes when its
+/// expectations hold; its operations are ok, degraded or failed.
+fn run_outcome(r: &RunReport) -> String {
+    let m = &r.metrics;
+    let verdict = match r.verdict.as_str() {
+        "pass" => "the run passes: its expectations hold".to_string(),
+        run::NOT_APPLICABLE => "not applicable: the arm could serve none of its clients".to_string(),
+        kind => format!(
+            "its expectations break ({kind}): {}",
+            r.failed_expectations.join("; ")
+        ),
+    };
+    format!(
+        "{verdict}; operations: {} ok, {} degraded, {} failed of {}",
+        m.ops_ok, m.ops_degraded, m.ops_failed, m.operations
+    )
+}
+
 fn text_report(r: &RunReport) -> String {
     let mut out = format!(
-        "{} · seed {} · {} server · {} ms simulated · {} records · trace {} · {}\n",
+        "{} · seed {} · {} server · {} ms simulated · {} records · trace {}\n{}\n",
         r.scenario,
         r.seed,
         r.server,
         r.sim_ms,
         r.records,
         &r.trace_sha256[..16],
-        r.verdict
+        run_outcome(r)
     );
     for name in crate::report::SHOWN {
         if let Some(v) = r.metrics.get(name) {
@@ -1211,7 +1229,7 @@ fn finish(
             .and_then(|(_, s)| regression_line(s, r))
             .map_or(String::new(), |l| format!("\n  {l}"));
         errln!(
-            "mcp-chaos: {} {} (clients: {}) seed {} ({}): {}{pinned}\n  reproduce with: {}",
+            "mcp-chaos: {} {} (clients: {}) seed {}: expectations break ({}): {}{pinned}\n  reproduce with: {}",
             r.scenario,
             r.server,
             r.clients,
@@ -1272,8 +1290,17 @@ fn compare(
         matrix.describe(),
         work.len()
     );
+    let started = std::time::Instant::now();
     let mut summary = execute(&work, workers, select.control)?;
     summary.provenance = matrix.provenance(seeds, &files);
+    // What differs between two runs of the same comparison (the command's
+    // spelling, the commit, wall-clock times) goes to an ignored file, so
+    // the committed outputs stay byte for byte what the options make.
+    let mut meta = report::Meta::take(
+        &mut summary,
+        std::env::args().collect(),
+        canonical_compare(dir, seeds, out, matrix, select),
+    );
     if select.shrink {
         shrink_failures(&summary, &files, out)?;
     }
@@ -1282,15 +1309,70 @@ fn compare(
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
     report::write_reports(out, &summary, &files)?;
+    meta.wall_s = started.elapsed().as_secs_f64();
+    let meta_path = out.join("compare-meta.json");
+    write(
+        &meta_path,
+        &serde_json::to_string_pretty(&meta).expect("meta serializes"),
+    )?;
+    outln!(
+        "{}",
+        report::recommend::text(&summary, &report::Beside::under(out))
+    );
     outln!("{}", report::headline(&summary));
     warn_uncovered(&summary);
     outln!(
-        "wrote {}, {} and {}",
+        "wrote {}, {} and {} in {:.0} s (command, commit and timings: {}, not committed)",
         out.join("summary.json").display(),
         out.join("report.md").display(),
-        out.join("report.html").display()
+        out.join("report.html").display(),
+        meta.wall_s,
+        meta_path.display()
     );
     finish(&summary, &files, junit)
+}
+
+/// The comparison's command with every choice spelled out the one way
+/// (`--seeds A..B`, arms and profiles only when not the defaults), so two
+/// spellings of one comparison record the same provenance.
+fn canonical_compare(
+    dir: &Path,
+    seeds: &Seeds,
+    out: &Path,
+    matrix: &Matrix,
+    select: &Select,
+) -> Vec<String> {
+    let mut c: Vec<String> = vec!["mcp-chaos".into(), "compare".into()];
+    let mut flag = |k: &str, v: String| {
+        c.push(k.to_string());
+        c.push(v);
+    };
+    if dir != Path::new("sims") {
+        flag("--sims", dir.display().to_string());
+    }
+    flag("--seeds", seeds.range());
+    for name in &select.only {
+        flag("--scenario", name.clone());
+    }
+    if matrix.arms != Arm::all() {
+        flag(
+            "--servers",
+            matrix.arms.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(","),
+        );
+    }
+    if matrix.profiles != [None] {
+        flag("--clients", matrix.profile_names().join(","));
+    }
+    for (k, v) in &matrix.sets {
+        flag("--set", format!("{k}={v}"));
+    }
+    if out != Path::new("results") {
+        flag("--out", out.display().to_string());
+    }
+    if select.shrink {
+        c.push("--shrink".into());
+    }
+    c
 }
 
 /// Flags scenarios whose declared hazards no run exercised.
@@ -1642,12 +1724,12 @@ fn promise(s: &Scenario, seed: u64) -> String {
     match &s.regression {
         Some(r) => match r.kind {
             RegressionKind::Hazard => format!(
-                "a hazard: seed {seed} on {} passes while it still shows {} (and fails once it no longer does)",
+                "a hazard: seed {seed} on {} passes while it still shows {} (and its expectations break once it no longer does)",
                 r.server,
                 r.metrics.join(", ")
             ),
             RegressionKind::Bug => format!(
-                "a bug: seed {seed} on {} fails while it shows {} (until fixed)",
+                "a bug: seed {seed} on {}: its expectations break while it shows {} (until fixed)",
                 r.server,
                 r.metrics.join(", ")
             ),

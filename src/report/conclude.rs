@@ -1,8 +1,11 @@
-//! The parts of a report that conclude: a verdict per scenario × arm with
-//! its reason, a glossary, each scenario's description, the provenance
-//! block, and every failing run with the command that reproduces it.
+//! The parts of a report that conclude, after the recommendation: one
+//! line per scenario (its expectations, the baseline's and the
+//! recommendation's rates), a glossary, each scenario's description, the
+//! provenance block, and every run whose expectations broke with the
+//! command that reproduces it.
 
-use super::matrix::{arm_rank, profile_rank, profiles};
+use super::matrix::{arm_rank, profile_rank};
+use super::recommend::{rate_text, thousands, Recommendation};
 use super::{causes_line, columns};
 use crate::run::{self, RunReport};
 use crate::sut::Arm;
@@ -10,71 +13,89 @@ use crate::sweep::{Aggregate, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// How one scenario × arm (× client profile) came out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
-    /// `pass`, `degraded`, `fails` or `na`: the CSS class of its cell.
-    pub class: &'static str,
-    /// The verdict, e.g. `fails: 12 failed ops`.
-    pub label: String,
-    /// One line: which expectation failed, which cause dominates.
-    pub reason: String,
+/// One scenario's line: whether its expectations hold, the baseline's
+/// and the recommendation's rates, the configuration that does best on it,
+/// and what remains under the recommendation.
+fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
+    let cols = columns(s, sc);
+    let best_of = |server: &str, clients: &str| {
+        cols.iter()
+            .find(|a| a.server == server && a.clients == clients)
+            .copied()
+    };
+    let runs: u64 = cols.iter().map(|a| a.runs).sum();
+    let broken: Vec<&&Aggregate> = cols.iter().filter(|a| a.failed_runs > 0).collect();
+    let expectations = if broken.is_empty() {
+        format!("hold in all {runs} runs")
+    } else {
+        let mut parts = Vec::new();
+        for a in &broken {
+            let rs: Vec<&RunReport> = s
+                .runs
+                .iter()
+                .filter(|r| r.scenario == a.scenario && r.server == a.server && r.clients == a.clients)
+                .collect();
+            parts.push(broken_expectation(&a.server, &rs, a.runs));
+        }
+        format!(
+            "**break** in {} of {runs} runs: {}",
+            broken.iter().map(|a| a.failed_runs).sum::<u64>(),
+            parts.join("; ")
+        )
+    };
+    let rate = |a: Option<&Aggregate>| match a {
+        None => "–".to_string(),
+        Some(a) if a.not_applicable() => "not applicable".to_string(),
+        Some(a) => format!(
+            "{} ({} failed{})",
+            rate_text(per_1000(a.metrics.ops_failed, a.metrics.operations)),
+            thousands(a.metrics.ops_failed),
+            if a.metrics.ops_degraded > 0 {
+                format!(", {} degraded", thousands(a.metrics.ops_degraded))
+            } else {
+                String::new()
+            }
+        ),
+    };
+    let base = rec.baseline().and_then(|b| best_of(&b.server, &b.clients));
+    let chosen = best_of(&rec.server, &rec.clients);
+    // The configurations with the scenario's lowest rate (ties all named).
+    let applicable: Vec<&&Aggregate> = cols
+        .iter()
+        .filter(|a| !a.not_applicable() && a.metrics.operations > 0)
+        .collect();
+    let key = |a: &Aggregate| (u128::from(a.metrics.ops_failed), u128::from(a.metrics.operations));
+    let lowest = applicable.iter().map(|a| key(a)).min_by(|x, y| (x.0 * y.1).cmp(&(y.0 * x.1)));
+    let best: Vec<String> = match lowest {
+        Some(l) => applicable
+            .iter()
+            .filter(|a| key(a).0 * l.1 == l.0 * key(a).1)
+            .map(|a| super::heading(a))
+            .collect(),
+        None => Vec::new(),
+    };
+    let remains = chosen.map_or("–".to_string(), |a| {
+        if a.metrics.ops_failed == 0 {
+            "nothing".to_string()
+        } else {
+            causes_line(&a.metrics)
+        }
+    });
+    let ops = cols.first().map_or(0, |a| a.metrics.operations / a.runs.max(1));
+    format!(
+        "| {sc} | {} | {expectations} | {} | {} | {} | {remains} |",
+        thousands(ops),
+        rate(base),
+        rate(chosen),
+        if best.is_empty() { "–".to_string() } else { best.join(", ") },
+    )
 }
 
-/// The verdict of one aggregate, reading its runs for the expectations
-/// that failed.
-pub fn verdict(s: &Summary, a: &Aggregate) -> Verdict {
-    let m = &a.metrics;
-    if a.not_applicable() {
-        return Verdict {
-            class: "na",
-            label: "not applicable".into(),
-            reason: format!(
-                "the arm has no legacy HTTP+SSE transport: {} legacy clients not run",
-                a.not_applicable_clients
-            ),
-        };
-    }
-    let runs: Vec<&RunReport> = s
-        .runs
-        .iter()
-        .filter(|r| r.scenario == a.scenario && r.server == a.server && r.clients == a.clients)
-        .collect();
-    let mut parts = Vec::new();
-    if a.failed_runs > 0 {
-        parts.push(broken_expectation(&a.server, &runs, a.runs));
-    } else if m.ops_failed > 0 {
-        parts.push(format!(
-            "expected: no run broke the scenario's expectations for `{}` ({} runs), which do not forbid these failures",
-            a.server, a.runs
-        ));
-    }
-    if m.ops_failed > 0 {
-        parts.push(dominant_cause(m));
-    }
-    if m.ops_degraded > 0 {
-        parts.push(format!(
-            "{} ops degraded (they missed only events the server announced as lost)",
-            m.ops_degraded
-        ));
-    }
-    let (class, label) = if m.ops_failed > 0 {
-        ("fails", format!("fails: {} failed ops", m.ops_failed))
-    } else if a.failed_runs > 0 {
-        ("fails", "fails expectations".to_string())
-    } else if m.ops_degraded > 0 {
-        ("degraded", format!("degraded: {} ops", m.ops_degraded))
+fn per_1000(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
     } else {
-        parts.push(format!(
-            "all {} operations ok in every run; expectations hold",
-            m.operations
-        ));
-        ("pass", "pass".to_string())
-    };
-    Verdict {
-        class,
-        label,
-        reason: parts.join("; "),
+        n as f64 * 1000.0 / of as f64
     }
 }
 
@@ -118,46 +139,22 @@ fn broken_expectation(arm: &str, runs: &[&RunReport], total: u64) -> String {
     }
 }
 
-/// The cause with the most failed operations, and its share.
-fn dominant_cause(m: &crate::oracle::Metrics) -> String {
-    let mut v: Vec<(&String, &u64)> = m.failures_by_cause.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    match v.first() {
-        Some((c, n)) if v.len() == 1 => format!("all {n} by cause `{c}`"),
-        Some((c, n)) => format!(
-            "mostly `{c}` ({n} of {}; all: {})",
-            m.ops_failed,
-            causes_line(m)
-        ),
-        None => "no cause recorded".into(),
-    }
-}
-
-/// The verdict table: one row per scenario × client profile × arm, in
-/// report order.
-pub fn verdicts_markdown(s: &Summary) -> String {
-    let many = profiles(s).len() > 1;
-    let mut out = String::from(
-        "## Verdicts\n\nOne line per scenario and arm: **pass** (every operation ok, expectations hold), **degraded** (no failed operation, some missed only announced events), **fails** (operations failed, or the run broke the scenario's `[expect.ARM]` table), **not applicable** (the arm cannot serve the scenario's clients). Failing the baseline arms is often what a scenario expects: the reason says whether the expectations held. Totals over all seeds.\n\n",
+/// One line per scenario: whether its expectations hold, and failed
+/// operations per 1,000 under the baseline and the recommendation.
+pub fn per_scenario_markdown(s: &Summary) -> String {
+    let Some(rec) = super::recommend::recommend(s) else {
+        return String::new();
+    };
+    let base = rec
+        .baseline()
+        .map_or("baseline".to_string(), |b| super::heading_of(&b.server, &b.clients));
+    let chosen = super::heading_of(&rec.server, &rec.clients);
+    let mut out = format!(
+        "## Per scenario\n\nOne line per scenario: its operations per run; whether its expectations (the scenario's `[expect]` tables, what each arm is expected to do) hold; failed operations per 1,000 under the baseline `{base}` and the recommendation `{chosen}` (totals over all seeds in parentheses); which configuration fails the fewest there; and what remains under the recommendation, by cause.\n\n| scenario | operations per run | expectations | {base} per 1,000 | {chosen} per 1,000 | fewest failed | remains under {chosen} |\n|---|---|---|---|---|---|---|\n"
     );
-    out.push_str(if many {
-        "| scenario | clients | arm | verdict | why |\n|---|---|---|---|---|\n"
-    } else {
-        "| scenario | arm | verdict | why |\n|---|---|---|---|\n"
-    });
     for sc in super::scenarios(s) {
-        for a in columns(s, sc) {
-            let v = verdict(s, a);
-            if many {
-                let _ = writeln!(
-                    out,
-                    "| {sc} | {} | {} | {} | {} |",
-                    a.clients, a.server, v.label, v.reason
-                );
-            } else {
-                let _ = writeln!(out, "| {sc} | {} | {} | {} |", a.server, v.label, v.reason);
-            }
-        }
+        out.push_str(&scenario_line(s, sc, &rec));
+        out.push('\n');
     }
     out.push('\n');
     out
@@ -238,7 +235,11 @@ pub fn provenance_markdown(s: &Summary) -> String {
     let _ = writeln!(out, "- arms: {}", p.arms.join(", "));
     let _ = writeln!(out, "- client profiles: {}", p.clients.join(", "));
     let _ = writeln!(out, "- mcp-chaos version: {}", p.version);
-    let _ = writeln!(out, "- git commit: `{}`", p.commit);
+    if p.commit.is_empty() {
+        out.push_str("- git commit: in `compare-meta.json` beside this report, with the command as typed and the wall-clock times (kept out of these files, so running the comparison again changes none of them)\n");
+    } else {
+        let _ = writeln!(out, "- git commit: `{}`", p.commit);
+    }
     out.push_str("\n| scenario | file | SHA-256 |\n|---|---|---|\n");
     for (name, i) in &p.scenarios {
         let _ = writeln!(out, "| {name} | `{}` | `{}` |", i.file, i.sha256);
@@ -250,7 +251,7 @@ pub fn provenance_markdown(s: &Summary) -> String {
 /// Most failing runs listed one per row; the rest are counted.
 const FAILING_SHOWN: usize = 200;
 
-/// Every run that broke its expectations: what broke and the command that
+/// Every run whose expectations broke: what broke and the command that
 /// reproduces it.
 pub fn failing_markdown(s: &Summary) -> String {
     let mut failing: Vec<&RunReport> = s.runs.iter().filter(|r| r.failed()).collect();
@@ -262,17 +263,17 @@ pub fn failing_markdown(s: &Summary) -> String {
             r.seed,
         )
     });
-    let mut out = String::from("## Failing runs\n\n");
+    let mut out = String::from("## Runs whose expectations broke\n\n");
     if failing.is_empty() {
-        out.push_str("No run broke its scenario's expectations.\n\n");
+        out.push_str("Every run passes: the expectations of every scenario hold in every run. (Failed operations are counted above; an expectation says which of them an arm is expected to have.)\n\n");
         return out;
     }
     let _ = writeln!(
         out,
-        "{} runs broke their scenario's expectations. Each command re-runs one with its full fault plan and writes its trace; `mcp-chaos explain --trace FILE --op TAG` then tells one operation's story.\n",
+        "In {} runs a scenario's expectations broke. Each command re-runs one with its full fault plan and writes its trace; `mcp-chaos explain --trace FILE --op TAG` then tells one operation's story.\n",
         failing.len()
     );
-    out.push_str("| scenario | arm | clients | seed | verdict | failed expectations | reproduce |\n|---|---|---|---|---|---|---|\n");
+    out.push_str("| scenario | arm | clients | seed | broken | expectations that broke | reproduce |\n|---|---|---|---|---|---|---|\n");
     for r in failing.iter().take(FAILING_SHOWN) {
         let _ = writeln!(
             out,

@@ -1,21 +1,36 @@
 //! `report.html`: one self-contained page (no scripts, no external files).
 
-use super::conclude::{self, verdict};
+use super::conclude;
+use super::recommend::{self, Beside};
 use super::plots::{bars_svg, cdf_panels, timeline_svg, Timeline};
-use super::{columns, details, matrix, scenarios, warnings, xml};
+use super::{details, matrix, warnings, xml};
 use crate::sweep::Summary;
 use std::fmt::Write;
 
-const STYLE: &str = "body{font-family:sans-serif;max-width:1800px;margin:2em auto;padding:0 1em;line-height:1.4}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4}table.metrics td{text-align:right;white-space:nowrap}table.metrics td:first-child{text-align:left}table.matrix{font-size:13px}table.matrix td{min-width:10em}td.ok,td.pass{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad,td.fails{background:#fde0dd}td.na{background:#eee;color:#555}p.warn{background:#fff7bc;padding:4px}code{background:#f4f4f4;padding:0 3px;font-size:90%}div.panels{display:flex;flex-wrap:wrap;gap:8px}nav a{margin-right:1em}svg{max-width:100%;height:auto}";
+const STYLE: &str = "body{font-family:sans-serif;max-width:1800px;margin:2em auto;padding:0 1em;line-height:1.4}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4}table.metrics td{text-align:right;white-space:nowrap}table.metrics td:first-child{text-align:left}table.matrix{font-size:13px}table.matrix td{min-width:10em}td.ok,td.pass{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad,td.fails{background:#fde0dd}td.na{background:#eee;color:#555}p.warn{background:#fff7bc;padding:4px}code{background:#f4f4f4;padding:0 3px;font-size:90%}div.panels{display:flex;flex-wrap:wrap;gap:8px}nav a{margin-right:1em}section.deploy{border-left:6px solid #2b8cbe;background:#f3f8fb;padding:2px 1em;margin:1em 0}p.answer{font-size:1.25em}svg{max-width:100%;height:auto}";
 
-/// `report.html`: the verdicts, the headline, glossary, scenarios and
-/// provenance, the charts (failed operations per scenario, per-scenario
-/// migration-latency CDFs, one timeline per affected scenario), every
-/// failing run, the mechanism matrix and every metric.
+/// `report.html` with nothing beside it (see [`html_beside`]).
 pub fn html(s: &Summary, timelines: &[Timeline]) -> String {
+    html_beside(s, timelines, &Beside::default())
+}
+
+/// `report.html`: the recommendation first (what to deploy, what remains,
+/// every configuration ranked), one line per scenario, the headline,
+/// glossary, scenarios and provenance, the charts (failed operations per
+/// scenario, per-scenario migration-latency CDFs, one timeline per
+/// affected scenario), every run whose expectations broke, the mechanism
+/// matrix and every metric.
+pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> String {
     let mut out = format!("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>{STYLE}</style></head><body><h1>mcp-chaos comparison</h1>");
-    out.push_str("<nav><a href=\"#verdicts\">Verdicts</a><a href=\"#headline\">Headline</a><a href=\"#glossary\">Glossary</a><a href=\"#scenarios\">Scenarios</a><a href=\"#provenance\">Provenance</a><a href=\"#charts\">Charts</a><a href=\"#timelines\">Timelines</a><a href=\"#failing-runs\">Failing runs</a><a href=\"#mechanism-matrix\">Matrix</a><a href=\"#every-metric-per-scenario\">Every metric</a></nav>");
-    out.push_str(&verdicts_html(s));
+    out.push_str("<nav><a href=\"#what-to-deploy\">What to deploy</a><a href=\"#per-scenario\">Per scenario</a><a href=\"#headline\">Headline</a><a href=\"#glossary\">Glossary</a><a href=\"#scenarios\">Scenarios</a><a href=\"#provenance\">Provenance</a><a href=\"#charts\">Charts</a><a href=\"#timelines\">Timelines</a><a href=\"#runs-whose-expectations-broke\">Broken expectations</a><a href=\"#mechanism-matrix\">Matrix</a><a href=\"#every-metric-per-scenario\">Every metric</a></nav>");
+    let deploy = md_html(&recommend::markdown(s, beside));
+    // The recommendation's first paragraph is the answer: set it apart.
+    let _ = write!(
+        out,
+        "<section class=\"deploy\">{}</section>",
+        deploy.replacen("<p>", "<p class=\"answer\">", 1)
+    );
+    out.push_str(&md_html(&conclude::per_scenario_markdown(s)));
     for w in warnings(s) {
         let _ = write!(out, "<p class=\"warn\">Warning: {}</p>", xml(&w));
     }
@@ -58,39 +73,6 @@ pub fn html(s: &Summary, timelines: &[Timeline]) -> String {
     out.push_str(&matrix::html(s).replacen("<h2>", "<h2 id=\"mechanism-matrix\">", 1));
     out.push_str(&md_html(&details(s)).replace("<table>", "<table class=\"metrics\">"));
     out.push_str("</body></html>\n");
-    out
-}
-
-/// The verdict table, each verdict cell coloured by its class.
-fn verdicts_html(s: &Summary) -> String {
-    let md = conclude::verdicts_markdown(s);
-    let intro = md.lines().nth(2).unwrap_or_default();
-    let many = matrix::profiles(s).len() > 1;
-    let mut out = format!(
-        "<h2 id=\"verdicts\">Verdicts</h2><p>{}</p><table><tr><th>scenario</th>{}<th>arm</th><th>verdict</th><th>why</th></tr>",
-        inline(intro),
-        if many { "<th>clients</th>" } else { "" }
-    );
-    for sc in scenarios(s) {
-        for a in columns(s, sc) {
-            let v = verdict(s, a);
-            let _ = write!(
-                out,
-                "<tr><td>{}</td>{}<td>{}</td><td class=\"{}\"><b>{}</b></td><td>{}</td></tr>",
-                xml(sc),
-                if many {
-                    format!("<td>{}</td>", xml(&a.clients))
-                } else {
-                    String::new()
-                },
-                xml(&a.server),
-                v.class,
-                xml(&v.label),
-                inline(&v.reason)
-            );
-        }
-    }
-    out.push_str("</table>");
     out
 }
 

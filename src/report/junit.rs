@@ -4,8 +4,9 @@ use super::xml;
 use crate::sweep::Summary;
 use std::fmt::Write;
 
-/// JUnit XML: one test case per scenario × server; a failure lists each
-/// failing seed with its expectations and the command that reproduces it.
+/// JUnit XML: one test case per scenario × server, passing when its
+/// expectations hold in every seed; a `<failure>` lists each seed whose
+/// expectations broke, what broke, and the command that reproduces it.
 pub fn junit(s: &Summary, repro: &dyn Fn(&crate::run::RunReport) -> String) -> String {
     let failures = s.aggregates.iter().filter(|a| a.failed_runs > 0).count();
     let mut out = format!(
@@ -32,7 +33,7 @@ pub fn junit(s: &Summary, repro: &dyn Fn(&crate::run::RunReport) -> String) -> S
         {
             let _ = writeln!(
                 text,
-                "seed {} ({}): {}\nreproduce: {}",
+                "seed {}: expectations break ({}): {}\nreproduce: {}",
                 r.seed,
                 r.verdict,
                 r.failed_expectations.join("; "),
@@ -41,7 +42,7 @@ pub fn junit(s: &Summary, repro: &dyn Fn(&crate::run::RunReport) -> String) -> S
         }
         let _ = write!(
             out,
-            ">\n    <failure message=\"{} of {} seeds failed\">{}</failure>\n  </testcase>\n",
+            ">\n    <failure message=\"expectations break in {} of {} seeds\">{}</failure>\n  </testcase>\n",
             a.failed_runs,
             a.runs,
             xml(&text)

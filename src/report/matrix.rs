@@ -195,7 +195,7 @@ pub fn markdown(s: &Summary) -> String {
 /// ones, plus the operations per row and the guard audit's verdict.
 pub fn headline(s: &Summary) -> String {
     let arms = arms(s);
-    let mut out = String::from("| scenario | clients | operations |");
+    let mut out = String::from("| scenario | clients | operations (all seeds) |");
     for a in &arms {
         let _ = write!(out, " {a} |");
     }
@@ -215,8 +215,18 @@ pub fn headline(s: &Summary) -> String {
         for c in &r.cells {
             let text = c.map_or("–".to_string(), |g| {
                 let m = &g.metrics;
-                let head = cell_lines(g)[0].clone();
-                if m.ops_degraded > 0 {
+                let head = format!(
+                    "{} per 1,000 · {}",
+                    super::recommend::rate_text(if m.operations == 0 {
+                        0.0
+                    } else {
+                        m.ops_failed as f64 * 1000.0 / m.operations as f64
+                    }),
+                    cell_lines(g)[0]
+                );
+                if g.not_applicable() {
+                    cell_lines(g)[0].clone()
+                } else if m.ops_degraded > 0 {
                     format!("{head}; {} degraded", m.ops_degraded)
                 } else {
                     head

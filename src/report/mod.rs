@@ -9,15 +9,17 @@ mod junit;
 mod matrix;
 mod plots;
 mod provenance;
+pub mod recommend;
 mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
-pub use conclude::{repro, verdict, Verdict, GLOSSARY};
-pub use html::html;
+pub use conclude::{repro, GLOSSARY};
+pub use recommend::{recommend, Beside, Recommendation, Standing};
+pub use html::{html, html_beside};
 pub use junit::junit;
 pub use matrix::headline;
 pub use plots::{bars_svg, cdf_panels, timeline_svg, FaultWindow, Lane, OpBar, Timeline};
-pub use provenance::{provenance, sha256_hex};
+pub use provenance::{provenance, sha256_hex, Meta};
 pub use write::{pick_timeline_runs, timelines, write_reports};
 
 use crate::oracle::Metrics;
@@ -94,10 +96,15 @@ fn ms(us: u64) -> String {
 /// A column's heading: the arm, with its client profile when it is not
 /// the scenario's own.
 fn heading(a: &Aggregate) -> String {
-    if a.clients == crate::run::AS_WRITTEN {
-        a.server.clone()
+    heading_of(&a.server, &a.clients)
+}
+
+/// `arm`, or `arm (profile)` when the profile is not the scenario's own.
+fn heading_of(server: &str, clients: &str) -> String {
+    if clients == crate::run::AS_WRITTEN {
+        server.to_string()
     } else {
-        format!("{} ({})", a.server, a.clients)
+        format!("{server} ({clients})")
     }
 }
 
@@ -146,14 +153,22 @@ pub(crate) fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> 
     cols
 }
 
-/// `report.md`: the verdicts first (one line per scenario × arm with its
-/// reason), warnings, the headline, the glossary, the scenarios, the
-/// provenance, the timelines drawn in report.html (with how to reproduce
-/// each), every failing run, the mechanism matrix, then per scenario every
-/// metric with the arms (and client profiles) side by side.
+/// `report.md` with nothing beside it (see [`markdown_beside`]).
 pub fn markdown(s: &Summary, timelines: &[Timeline]) -> String {
+    markdown_beside(s, timelines, &Beside::default())
+}
+
+/// `report.md`: the recommendation first (what to deploy, what it removes
+/// against the baseline, what remains, every configuration ranked, with
+/// the matrix and zero beside it as evidence), one line per scenario,
+/// warnings, the headline, the glossary, the scenarios, the provenance,
+/// the timelines drawn in report.html (with how to reproduce each), every
+/// run whose expectations broke, the mechanism matrix, then per scenario
+/// every metric with the arms (and client profiles) side by side.
+pub fn markdown_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> String {
     let mut out = String::from("# mcp-chaos comparison\n\nThe charts (failed operations per scenario, migration latency per scenario, one timeline per affected scenario) are in report.html next to this file.\n\n");
-    out.push_str(&conclude::verdicts_markdown(s));
+    out.push_str(&recommend::markdown(s, beside));
+    out.push_str(&conclude::per_scenario_markdown(s));
     for w in warnings(s) {
         let _ = writeln!(out, "**Warning:** {w}\n");
     }
@@ -171,7 +186,7 @@ pub fn markdown(s: &Summary, timelines: &[Timeline]) -> String {
 /// The headline table (what `compare` prints) as a report section.
 fn headline_markdown(s: &Summary) -> String {
     format!(
-        "## Headline\n\nPer scenario and client profile: operations per run, then per arm the failed operations with their causes (totals over all seeds), and the guard audit's disputed decisions.\n\n{}\n",
+        "## Headline\n\nPer scenario and client profile: its operations over all seeds, then per arm the failed operations per 1,000 operations and in total with their causes (totals over all seeds), and the guard audit's disputed decisions.\n\n{}\n",
         matrix::headline(s)
     )
 }
@@ -270,7 +285,7 @@ fn details(s: &Summary) -> String {
                 a.faults.planned, a.faults.applied
             )
         });
-        row(&mut out, "runs failing expectations", &cols, |a| {
+        row(&mut out, "runs whose expectations broke", &cols, |a| {
             a.failed_runs.to_string()
         });
         out.push('\n');

@@ -85,3 +85,41 @@ fn git_commit() -> String {
         _ => "unknown".to_string(),
     }
 }
+
+/// What a comparison keeps out of the files it writes, so that running it
+/// again on the same checkout changes no committed byte: the command line
+/// as typed, the git commit, and wall-clock figures. `compare` writes it
+/// to `OUT/compare-meta.json` (ignored by git) and prints the total.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Meta {
+    /// The command line as typed, program name first.
+    pub command: Vec<String>,
+    /// The source's git commit, as [`provenance`] records it.
+    pub commit: String,
+    /// Wall-clock seconds of the whole comparison (runs and reports).
+    pub wall_s: f64,
+    /// Per run: scenario, arm, client profile, seed and wall-clock ms.
+    pub runs: Vec<(String, String, String, u64, f64)>,
+}
+
+impl Meta {
+    /// Takes the wall-clock figures and the commit out of `s` (its
+    /// provenance keeps the canonical `command`), returning them.
+    pub fn take(s: &mut crate::sweep::Summary, typed: Vec<String>, canonical: Vec<String>) -> Meta {
+        let runs = s
+            .runs
+            .iter_mut()
+            .map(|r| {
+                let ms = std::mem::take(&mut r.meta).wall_ms;
+                (r.scenario.clone(), r.server.clone(), r.clients.clone(), r.seed, ms)
+            })
+            .collect();
+        s.provenance.command = canonical;
+        Meta {
+            command: typed,
+            commit: std::mem::take(&mut s.provenance.commit),
+            wall_s: 0.0,
+            runs,
+        }
+    }
+}

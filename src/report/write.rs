@@ -112,8 +112,9 @@ fn timeline_of(
 }
 
 /// Writes `report.md` and `report.html` into `out`, re-running one run
-/// per affected scenario for its timeline (on the machine's cores);
-/// returns the paths written.
+/// per affected scenario for its timeline (on the machine's cores), with
+/// the summaries of `out/matrix` and `out/zero` as evidence beside the
+/// recommendation when they exist; returns the paths written.
 pub fn write_reports(
     out: &Path,
     s: &Summary,
@@ -125,7 +126,11 @@ pub fn write_reports(
         .with_context(|| format!("cannot create {}: check the --out path", out.display()))?;
     let md = out.join("report.md");
     let html = out.join("report.html");
-    for (path, text) in [(&md, super::markdown(s, &ts)), (&html, super::html(s, &ts))] {
+    let beside = super::Beside::under(out);
+    for (path, text) in [
+        (&md, super::markdown_beside(s, &ts, &beside)),
+        (&html, super::html_beside(s, &ts, &beside)),
+    ] {
         std::fs::write(path, text).with_context(|| {
             format!(
                 "cannot write {}: check the path and permissions",

@@ -1,4 +1,4 @@
-//! Reports that conclude: verdicts first, charts that say what they show,
+//! Reports that conclude: what to deploy first, charts that say what they show,
 //! timelines with axes and lanes, provenance, `explain`, and the same
 //! bytes from the same summary.
 
@@ -55,40 +55,65 @@ fn two_arms() -> Vec<Arm> {
 }
 
 #[test]
-fn the_report_opens_with_a_verdict_per_scenario_and_arm() {
+fn the_report_opens_with_what_to_deploy() {
     let s = summary(&files(&[RETRY, RESUME]), &two_arms());
     let md = report::markdown(&s, &[]);
     let at = |h: &str| md.find(h).unwrap_or_else(|| panic!("no {h} in\n{md}"));
-    let verdicts = at("## Verdicts");
-    assert!(verdicts < at("## Headline"));
+    // The first section is the recommendation, then one line per scenario.
+    let first = md.find("\n## ").unwrap() + 1;
+    assert_eq!(first, at("## What to deploy"));
+    assert!(at("## What to deploy") < at("## Per scenario"));
+    assert!(at("## Per scenario") < at("## Headline"));
     assert!(at("## Headline") < at("## Glossary"));
     assert!(at("## Glossary") < at("## Mechanism matrix"));
-    let section = &md[verdicts..at("## Headline")];
-    assert_eq!(s.aggregates.len(), 4);
-    for a in &s.aggregates {
-        let prefix = format!("| {} | {} | ", a.scenario, a.server);
-        let line = section
+    // The configuration with the fewest failed operations per operation,
+    // computed here from the aggregates.
+    let rate = |arm: &str| {
+        let (f, o) = s
+            .aggregates
+            .iter()
+            .filter(|a| a.server == arm)
+            .fold((0, 0), |(f, o), a| (f + a.metrics.ops_failed, o + a.metrics.operations));
+        f as f64 / o as f64
+    };
+    let (best, other) = if rate("guarded") <= rate("unguarded") {
+        ("guarded", "unguarded")
+    } else {
+        ("unguarded", "guarded")
+    };
+    assert!(rate(other) > 0.0, "the seeds' cases fail some operations unguarded");
+    let deploy = &md[at("## What to deploy")..at("## Per scenario")];
+    assert!(
+        deploy.contains(&format!("**Deploy `{best}` with the scenarios' own clients.**")),
+        "{deploy}"
+    );
+    let removed = (1.0 - rate("guarded") / rate("unguarded")) * 100.0;
+    assert!(
+        deploy.contains(&format!("it removes {removed:.0}% of failed operations")),
+        "{deploy}"
+    );
+    // Ranked: both configurations, the best first, the baseline marked.
+    let ranked: Vec<&str> = deploy.lines().filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |")).collect();
+    assert_eq!(ranked.len(), 2, "{deploy}");
+    assert!(ranked[0].contains(&format!("`{best}`")), "{}", ranked[0]);
+    assert!(deploy.contains("`unguarded` (baseline)"), "{deploy}");
+    // One line per scenario, saying whether its expectations hold.
+    let per = &md[at("## Per scenario")..at("## Headline")];
+    for (_, sc) in files(&[RETRY, RESUME]) {
+        let line = per
             .lines()
-            .find(|l| l.starts_with(&prefix))
-            .unwrap_or_else(|| panic!("no verdict for {prefix} in\n{section}"));
-        let v = report::verdict(&s, a);
-        assert!(line.contains(&v.label), "{line}");
-        if a.metrics.ops_failed > 0 {
-            assert!(
-                line.contains(&format!("fails: {} failed ops", a.metrics.ops_failed)),
-                "{line}"
-            );
-            let top = a
-                .metrics
-                .failures_by_cause
-                .iter()
-                .max_by_key(|(c, n)| (**n, std::cmp::Reverse(*c)))
-                .unwrap()
-                .0;
-            assert!(line.contains(top.as_str()), "the dominant cause: {line}");
-        } else {
-            assert!(!line.contains("fails"), "{line}");
-        }
+            .find(|l| l.starts_with(&format!("| {} |", sc.name)))
+            .unwrap_or_else(|| panic!("no line for {} in\n{per}", sc.name));
+        let broken = s
+            .aggregates
+            .iter()
+            .any(|a| a.scenario == sc.name && a.failed_runs > 0);
+        assert_eq!(line.contains("**break**"), broken, "{line}");
+        assert_eq!(line.contains("hold in all"), !broken, "{line}");
+    }
+    // One vocabulary: nothing says "fails" but about operations.
+    for l in md.lines().filter(|l| l.contains("fails")) {
+        assert!(l.contains("fails the fewest"), "{l}");
     }
     // The glossary, the scenarios' descriptions and the provenance too.
     for (_, sc) in files(&[RETRY, RESUME]) {
@@ -99,10 +124,11 @@ fn the_report_opens_with_a_verdict_per_scenario_and_arm() {
     }
     assert!(md.contains(&format!("- git commit: `{}`", s.provenance.commit)));
     let html = report::html(&s, &[]);
-    let rows = html.matches("<td class=\"fails\">").count()
-        + html.matches("<td class=\"pass\">").count()
-        + html.matches("<td class=\"degraded\">").count();
-    assert_eq!(rows, 4, "one coloured verdict cell per scenario x arm");
+    let deploy_at = html.find("<section class=\"deploy\">").expect("a deploy section");
+    assert!(deploy_at < html.find("id=\"headline\"").unwrap());
+    assert!(html[deploy_at..].starts_with(&format!(
+        "<section class=\"deploy\"><h2 id=\"what-to-deploy\">What to deploy</h2><p class=\"answer\"><b>Deploy <code>{best}</code>"
+    )));
 }
 
 #[test]

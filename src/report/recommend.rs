@@ -1,0 +1,744 @@
+//! What a report concludes: the configuration to deploy among those run.
+//!
+//! A *configuration* is an arm with a client profile and the run's server
+//! overrides. Each is ranked by failed operations per 1,000 operations,
+//! pooled over every scenario it could serve (a rate, so a scenario of 6
+//! operations and one of 79,200 both count by what they ran), with the
+//! min–max of its per-seed rates as the interval. Ties go to the cheaper:
+//! lower p99 migration latency, then fewer extra executions, then fewer
+//! replayed events per operation. The first is the recommendation; it is
+//! measured against the baseline (`unguarded` with the scenarios' own
+//! clients, or plain clients when only profiles ran), and each cause of
+//! what remains is paired with the mechanism that removes it, with the
+//! evidence when a configuration run here or beside it (the matrix and the
+//! zero under the output directory) shows it removed.
+
+use super::matrix::{arm_rank, profile_rank};
+use crate::run::{RunReport, AS_WRITTEN};
+use crate::sweep::Summary;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+/// One configuration's standing over every run of it in a summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Standing {
+    /// The arm.
+    pub server: String,
+    /// The client profile (`scenario`: as each scenario writes them).
+    pub clients: String,
+    /// The runs' `--set` overrides, as given.
+    pub settings: Vec<String>,
+    /// Operations over every run.
+    pub operations: u64,
+    /// Failed operations over every run.
+    pub failed: u64,
+    /// Degraded operations over every run.
+    pub degraded: u64,
+    /// Lowest and highest per-seed rate (failed per 1,000 operations,
+    /// pooled over the scenarios of that seed).
+    pub seed_rates: (f64, f64),
+    /// Failed operations by their one primary cause.
+    pub by_cause: BTreeMap<String, u64>,
+    /// p99 of the migration latency over every run, µs (0: no migration).
+    pub p99_us: u64,
+    /// Executions beyond each operation's first.
+    pub extra_executions: u64,
+    /// Events written again from the store on resumes.
+    pub replayed_events: u64,
+    /// Runs, and runs whose expectations broke.
+    pub runs: u64,
+    /// Runs whose scenario's expectations broke.
+    pub broken_runs: u64,
+    /// Scenarios run, and those the arm could not serve at all.
+    pub scenarios: usize,
+    /// Scenarios none of whose clients the arm could serve.
+    pub not_applicable: Vec<String>,
+}
+
+impl Standing {
+    /// Failed operations per 1,000 operations.
+    pub fn rate(&self) -> f64 {
+        per_1000(self.failed, self.operations)
+    }
+
+    /// `guarded`, `guarded with keys+cursors clients`, plus settings.
+    pub fn name(&self) -> String {
+        let mut out = format!("`{}`", self.server);
+        if self.clients == AS_WRITTEN {
+            out.push_str(" with the scenarios' own clients");
+        } else {
+            let _ = write!(out, " with `{}` clients", self.clients);
+        }
+        if !self.settings.is_empty() {
+            let _ = write!(out, " and `{}`", self.settings.join("`, `"));
+        }
+        out
+    }
+
+    /// Its failed operations of `cause`.
+    pub fn of_cause(&self, cause: &str) -> u64 {
+        self.by_cause.get(cause).copied().unwrap_or(0)
+    }
+}
+
+/// The recommendation: the best-ranked configuration, the baseline it is
+/// measured against, and every configuration in rank order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recommendation {
+    /// The arm to deploy.
+    pub server: String,
+    /// With which client profile.
+    pub clients: String,
+    /// Every configuration, best first (the first is the recommendation).
+    pub ranked: Vec<Standing>,
+    /// The baseline's index in `ranked`, when it ran.
+    pub baseline: Option<usize>,
+}
+
+impl Recommendation {
+    /// The recommended configuration's standing.
+    pub fn best(&self) -> &Standing {
+        &self.ranked[0]
+    }
+
+    /// The baseline's standing, when it ran.
+    pub fn baseline(&self) -> Option<&Standing> {
+        self.baseline.map(|i| &self.ranked[i])
+    }
+}
+
+fn per_1000(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 * 1000.0 / of as f64
+    }
+}
+
+/// Every configuration of `s` with its standing, best first.
+pub fn standings(s: &Summary) -> Vec<Standing> {
+    type Key = (String, String, Vec<String>);
+    let mut groups: BTreeMap<Key, Vec<&RunReport>> = BTreeMap::new();
+    for r in &s.runs {
+        groups
+            .entry((r.server.clone(), r.clients.clone(), r.overrides.clone()))
+            .or_default()
+            .push(r);
+    }
+    let mut v: Vec<Standing> = groups
+        .into_iter()
+        .map(|((server, clients, settings), runs)| standing(server, clients, settings, &runs))
+        .collect();
+    v.sort_by(rank);
+    v
+}
+
+fn standing(server: String, clients: String, settings: Vec<String>, runs: &[&RunReport]) -> Standing {
+    let mut by_seed: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    let mut by_scenario: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
+    let mut hist = crate::oracle::new_hist();
+    let (mut operations, mut failed, mut degraded) = (0, 0, 0);
+    let (mut extra, mut replayed, mut broken) = (0, 0, 0);
+    for r in runs {
+        let m = &r.metrics;
+        operations += m.operations;
+        failed += m.ops_failed;
+        degraded += m.ops_degraded;
+        extra += m.get("extra_executions").unwrap_or(0);
+        replayed += m.get("replayed_events").unwrap_or(0);
+        broken += u64::from(r.failed());
+        *by_scenario.entry(r.scenario.as_str()).or_default() += m.operations;
+        let seed = by_seed.entry(r.seed).or_default();
+        seed.0 += m.ops_failed;
+        seed.1 += m.operations;
+        for (c, n) in &m.failures_by_cause {
+            *by_cause.entry(c.clone()).or_default() += n;
+        }
+        for &(value, count) in &r.migration_latency_hist_us {
+            // Values outside the histogram's bounds were refused when the
+            // summary was read (`sweep::check_figures`).
+            let _ = hist.record_n(value, count);
+        }
+    }
+    let rates: Vec<f64> = by_seed
+        .values()
+        .filter(|(_, ops)| *ops > 0)
+        .map(|&(f, ops)| per_1000(f, ops))
+        .collect();
+    let seed_rates = (
+        rates.iter().copied().fold(f64::INFINITY, f64::min),
+        rates.iter().copied().fold(0.0, f64::max),
+    );
+    Standing {
+        server,
+        clients,
+        settings,
+        operations,
+        failed,
+        degraded,
+        seed_rates: if rates.is_empty() {
+            (0.0, 0.0)
+        } else {
+            seed_rates
+        },
+        by_cause,
+        p99_us: if hist.is_empty() {
+            0
+        } else {
+            hist.value_at_quantile(0.99)
+        },
+        extra_executions: extra,
+        replayed_events: replayed,
+        runs: runs.len() as u64,
+        broken_runs: broken,
+        scenarios: by_scenario.len(),
+        not_applicable: by_scenario
+            .iter()
+            .filter(|(sc, ops)| {
+                **ops == 0
+                    && runs
+                        .iter()
+                        .any(|r| r.scenario == **sc && r.verdict == crate::run::NOT_APPLICABLE)
+            })
+            .map(|(sc, _)| sc.to_string())
+            .collect(),
+    }
+}
+
+/// `a` before `b`: fewer failed per operation (compared exactly), then
+/// the cheaper (p99 latency, extra executions, replayed events per
+/// operation), then report order.
+fn rank(a: &Standing, b: &Standing) -> std::cmp::Ordering {
+    let ratio = |n: u64, of: u64, m: u64, mof: u64| {
+        (u128::from(n) * u128::from(mof.max(1))).cmp(&(u128::from(m) * u128::from(of.max(1))))
+    };
+    // Nothing ran (every scenario not applicable) ranks last.
+    (a.operations == 0)
+        .cmp(&(b.operations == 0))
+        .then(ratio(a.failed, a.operations, b.failed, b.operations))
+        .then(a.p99_us.cmp(&b.p99_us))
+        .then(ratio(
+            a.extra_executions,
+            a.operations,
+            b.extra_executions,
+            b.operations,
+        ))
+        .then(ratio(
+            a.replayed_events,
+            a.operations,
+            b.replayed_events,
+            b.operations,
+        ))
+        .then(profile_rank(&a.clients).cmp(&profile_rank(&b.clients)))
+        .then(arm_rank(&a.server).cmp(&arm_rank(&b.server)))
+        .then(a.server.cmp(&b.server))
+        .then(a.settings.cmp(&b.settings))
+}
+
+/// The configuration to deploy among those `s` ran; `None` when it ran
+/// nothing.
+pub fn recommend(s: &Summary) -> Option<Recommendation> {
+    let ranked = standings(s);
+    let first = ranked.first()?;
+    let baseline = [AS_WRITTEN, "plain"].iter().find_map(|p| {
+        ranked
+            .iter()
+            .position(|x| x.server == "unguarded" && x.clients == *p && x.settings.is_empty())
+    });
+    Some(Recommendation {
+        server: first.server.clone(),
+        clients: first.clients.clone(),
+        baseline,
+        ranked,
+    })
+}
+
+/// What removes each cause, and where the report's arms and profiles
+/// show it. Ordered as the oracle's causes.
+pub const REMEDIES: &[(&str, &str)] = &[
+    (
+        "restart_mid_execution",
+        "effects that commit with their key when the tool finishes (`--set server.effects=transactional`), keys kept across restarts (`--set server.durable_dedup=true`) and clients that send keys",
+    ),
+    (
+        "restart_lost_session",
+        "keys kept across restarts (`--set server.durable_dedup=true`) and clients that send keys, so the re-issue after the 404 gets the stored result",
+    ),
+    (
+        "eviction",
+        "the guard's announced gaps (the `guarded` arm turns the loss into a degraded operation) or a larger `server.store_capacity`",
+    ),
+    (
+        "transport_reissue",
+        "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it: the re-issue after re-initializing is answered from the key table",
+    ),
+    (
+        "lost_response_head",
+        "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it",
+    ),
+    (
+        "fin_race",
+        "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it",
+    ),
+    (
+        "retry_without_key",
+        "clients that send an `Idempotency-Key` on every non-idempotent call (the `keys` profile) to an arm that honours it (`keys`, `guarded`)",
+    ),
+    (
+        "key_not_honored",
+        "a server that honours `Idempotency-Key` (the `keys` or `guarded` arm)",
+    ),
+    (
+        "replay_live_interleave",
+        "Rule M (the `guarded` arm): a POST waits for the replay its client is owed",
+    ),
+    (
+        "gave_up",
+        "a longer client budget, or the server settings docs/causes.md names for the residual",
+    ),
+    (
+        "run_ended",
+        "a longer heal phase, or the server settings docs/causes.md names for the residual",
+    ),
+];
+
+/// The mechanism that removes `cause`.
+pub fn remedy(cause: &str) -> &'static str {
+    REMEDIES
+        .iter()
+        .find(|(c, _)| *c == cause)
+        .map_or("no mechanism known to this version", |(_, r)| r)
+}
+
+/// Configurations run beside this summary, as evidence: the standings of
+/// `OUT/matrix/summary.json` and `OUT/zero/summary.json` when they exist.
+#[derive(Clone, Debug, Default)]
+pub struct Beside {
+    /// (directory as the report names it, its standings best first).
+    pub dirs: Vec<(String, Vec<Standing>)>,
+}
+
+impl Beside {
+    /// The matrix and zero summaries under `out` (skipped when missing or
+    /// unreadable: evidence, not input).
+    pub fn under(out: &Path) -> Beside {
+        let mut dirs = Vec::new();
+        for sub in ["matrix", "zero"] {
+            let path = out.join(sub).join("summary.json");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let Ok(s) = serde_json::from_str::<Summary>(&text) else {
+                continue;
+            };
+            let name = out.join(sub).display().to_string();
+            dirs.push((name, standings(&s)));
+        }
+        Beside { dirs }
+    }
+}
+
+/// Where `cause` is shown removed (or reduced most), preferring the
+/// smallest change from `best`: among this summary's configurations and
+/// those beside it with fewer of it per operation than `best`, the one
+/// with the fewest of it, then the fewest `--set` overrides, then `best`'s
+/// own arm, then the best rank.
+fn evidence<'a>(
+    cause: &str,
+    best: &Standing,
+    here: &'a [Standing],
+    beside: &'a Beside,
+) -> Option<(Option<&'a str>, &'a Standing)> {
+    let share = |x: &Standing| per_1000(x.of_cause(cause), x.operations);
+    let here = here.iter().map(|x| (None, x));
+    let there = beside
+        .dirs
+        .iter()
+        .flat_map(|(d, v)| v.iter().map(move |x| (Some(d.as_str()), x)));
+    here.chain(there)
+        .filter(|(_, x)| x.operations > 0 && share(x) < share(best))
+        .min_by(|a, b| {
+            share(a.1)
+                .total_cmp(&share(b.1))
+                .then(a.1.settings.len().cmp(&b.1.settings.len()))
+                .then((a.1.server != best.server).cmp(&(b.1.server != best.server)))
+                .then(rank(a.1, b.1))
+        })
+}
+
+/// A rate for a sentence: `19.1`, `0.05`, `0`.
+pub fn rate_text(r: f64) -> String {
+    if r == 0.0 {
+        "0".into()
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else if r >= 0.1 {
+        format!("{r:.2}")
+    } else {
+        format!("{r:.3}")
+    }
+}
+
+/// `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn seeds_of(s: &Summary) -> usize {
+    let mut v: Vec<u64> = s.runs.iter().map(|r| r.seed).collect();
+    v.sort_unstable();
+    v.dedup();
+    v.len()
+}
+
+/// The report's first section, in Markdown: what to deploy, what it
+/// removes against the baseline, what remains and what removes that,
+/// then every configuration ranked.
+pub fn markdown(s: &Summary, beside: &Beside) -> String {
+    let mut out = String::from("## What to deploy\n\n");
+    let Some(rec) = recommend(s) else {
+        out.push_str("This summary holds no runs: nothing to recommend.\n\n");
+        return out;
+    };
+    let best = rec.best();
+    let scenarios = super::scenarios(s).len();
+    let seeds = seeds_of(s);
+    let _ = writeln!(
+        out,
+        "**Deploy {}.** Among the {} configurations run ({} scenarios, {} seeds), it fails the fewest operations: {} per 1,000 operations (per seed {}–{}; {} of {} failed, {} degraded).\n",
+        best.name(),
+        rec.ranked.len(),
+        scenarios,
+        seeds,
+        rate_text(best.rate()),
+        rate_text(best.seed_rates.0),
+        rate_text(best.seed_rates.1),
+        thousands(best.failed),
+        thousands(best.operations),
+        thousands(best.degraded),
+    );
+    match rec.baseline() {
+        Some(_) if rec.baseline == Some(0) => {
+            out.push_str("It is the baseline itself: no arm run here removes a failure it has.\n\n");
+        }
+        Some(base) => {
+            let removed = if base.rate() > 0.0 {
+                (1.0 - best.rate() / base.rate()) * 100.0
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                out,
+                "Against the baseline, {} ({} per 1,000, per seed {}–{}; {} of {} failed), it removes {:.0}% of failed operations. What it costs: p99 migration latency {} (baseline {}), {} extra executions and {} replayed events per 1,000 operations (baseline {} and {}).\n",
+                base.name(),
+                rate_text(base.rate()),
+                rate_text(base.seed_rates.0),
+                rate_text(base.seed_rates.1),
+                thousands(base.failed),
+                thousands(base.operations),
+                removed,
+                super::ms(best.p99_us),
+                super::ms(base.p99_us),
+                rate_text(per_1000(best.extra_executions, best.operations)),
+                rate_text(per_1000(best.replayed_events, best.operations)),
+                rate_text(per_1000(base.extra_executions, base.operations)),
+                rate_text(per_1000(base.replayed_events, base.operations)),
+            );
+        }
+        None => out.push_str(
+            "The baseline (`unguarded` with the scenarios' own or plain clients) did not run: add it to `--servers` to see what the recommendation removes.\n\n",
+        ),
+    }
+    if !best.not_applicable.is_empty() {
+        let _ = writeln!(
+            out,
+            "It could not serve every scenario: not applicable in {}.\n",
+            best.not_applicable.join(", ")
+        );
+    }
+    remaining(&mut out, best, &rec.ranked, beside);
+    for (dir, v) in &beside.dirs {
+        if let Some(top) = v.first() {
+            let _ = writeln!(
+                out,
+                "Beside this report, `{dir}` ran {} configuration{}; its best is {}: {} per 1,000 operations ({} of {} failed).\n",
+                v.len(),
+                if v.len() == 1 { "" } else { "s" },
+                top.name(),
+                rate_text(top.rate()),
+                thousands(top.failed),
+                thousands(top.operations)
+            );
+        }
+    }
+    out.push_str(&ranked_markdown(&rec));
+    out
+}
+
+/// What remains under `best`, cause by cause, with what removes it.
+fn remaining(out: &mut String, best: &Standing, here: &[Standing], beside: &Beside) {
+    if best.failed == 0 {
+        out.push_str("No operation failed under it: nothing remains to remove.\n\n");
+        return;
+    }
+    let mut causes: Vec<(&String, &u64)> = best.by_cause.iter().collect();
+    causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let _ = writeln!(
+        out,
+        "What remains under it ({} failed operations), by cause, and what removes each:\n",
+        thousands(best.failed)
+    );
+    for (cause, n) in causes {
+        let _ = write!(
+            out,
+            "- `{cause}`: {} ({} per 1,000). Removed by {}",
+            thousands(*n),
+            rate_text(per_1000(*n, best.operations)),
+            remedy(cause)
+        );
+        match evidence(cause, best, here, beside) {
+            Some((dir, x)) => {
+                let _ = writeln!(
+                    out,
+                    "; shown by {}{}: {} of it in {} operations.",
+                    x.name(),
+                    dir.map_or(String::new(), |d| format!(" in `{d}`")),
+                    thousands(x.of_cause(cause)),
+                    thousands(x.operations)
+                );
+            }
+            None => out.push_str(".\n"),
+        }
+    }
+    out.push('\n');
+}
+
+/// Every configuration ranked, as a table.
+fn ranked_markdown(rec: &Recommendation) -> String {
+    let mut out = String::from("### Every configuration, ranked\n\nFailed operations per 1,000 operations, pooled over the scenarios each configuration could serve, with the lowest and highest per-seed rate; ties go to the lower p99 migration latency, then fewer extra executions and replayed events. Expectations are the scenarios' `[expect]` tables: they say what each arm is expected to do, not what is good.\n\n| rank | configuration | failed per 1,000 | per seed (min–max) | failed / operations | degraded per 1,000 | top causes | p99 migration | extra executions per 1,000 | replayed per 1,000 | expectations |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (i, x) in rec.ranked.iter().enumerate() {
+        let mut causes: Vec<(&String, &u64)> = x.by_cause.iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let top = if causes.is_empty() {
+            "–".to_string()
+        } else {
+            causes
+                .iter()
+                .take(3)
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let expectations = if x.broken_runs == 0 {
+            format!("hold in all {} runs", x.runs)
+        } else {
+            format!("break in {} of {} runs", x.broken_runs, x.runs)
+        };
+        let mut name = x.name().replace(" with the scenarios' own clients", "");
+        if rec.baseline == Some(i) {
+            name.push_str(" (baseline)");
+        }
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {}–{} | {} / {} | {} | {} | {} | {} | {} | {} |",
+            i + 1,
+            name,
+            rate_text(x.rate()),
+            rate_text(x.seed_rates.0),
+            rate_text(x.seed_rates.1),
+            thousands(x.failed),
+            thousands(x.operations),
+            rate_text(per_1000(x.degraded, x.operations)),
+            top,
+            super::ms(x.p99_us),
+            rate_text(per_1000(x.extra_executions, x.operations)),
+            rate_text(per_1000(x.replayed_events, x.operations)),
+            expectations
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The recommendation as a few lines for a terminal: what `compare`
+/// prints first.
+pub fn text(s: &Summary, beside: &Beside) -> String {
+    let Some(rec) = recommend(s) else {
+        return "nothing ran: nothing to recommend\n".into();
+    };
+    let best = rec.best();
+    let mut out = format!(
+        "recommendation: deploy {} — {} failed per 1,000 operations (per seed {}–{})",
+        best.name().replace('`', ""),
+        rate_text(best.rate()),
+        rate_text(best.seed_rates.0),
+        rate_text(best.seed_rates.1)
+    );
+    if let Some(base) = rec.baseline().filter(|_| rec.baseline != Some(0)) {
+        let _ = write!(
+            out,
+            "; baseline {} {}",
+            base.server,
+            rate_text(base.rate())
+        );
+    }
+    out.push('\n');
+    if best.failed > 0 {
+        let mut causes: Vec<(&String, &u64)> = best.by_cause.iter().collect();
+        causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (cause, n) in causes.iter().take(3) {
+            let _ = writeln!(
+                out,
+                "  remains: {cause} {n}: removed by {}",
+                remedy(cause).replace('`', "")
+            );
+        }
+    }
+    for (dir, v) in &beside.dirs {
+        if let Some(top) = v.first() {
+            let _ = writeln!(
+                out,
+                "  beside: {dir}: best {} {} per 1,000",
+                top.name().replace('`', ""),
+                rate_text(top.rate())
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{self, Options};
+
+    /// One real run of the smallest scenario, to copy and reshape.
+    fn template() -> RunReport {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let sc = crate::scenario::Scenario::load(&root.join("sims/seed-000-retry-by-post.toml"))
+            .unwrap();
+        run::run_arm(&sc, 0, "unguarded".parse().unwrap(), &Options::default())
+            .unwrap()
+            .0
+    }
+
+    /// A run of `server` on `scenario` and `seed` with `failed` of `ops`
+    /// operations failed, all of `cause`, and migrations of `latency` µs.
+    fn run_of(
+        t: &RunReport,
+        (scenario, server, seed): (&str, &str, u64),
+        (failed, ops): (u64, u64),
+        cause: &str,
+        latency: &[(u64, u64)],
+    ) -> RunReport {
+        let mut r = t.clone();
+        r.scenario = scenario.into();
+        r.server = server.into();
+        r.seed = seed;
+        r.verdict = "pass".into();
+        r.failed_expectations.clear();
+        r.metrics = Default::default();
+        r.metrics.operations = ops;
+        r.metrics.ops_failed = failed;
+        r.metrics.ops_ok = ops - failed;
+        if failed > 0 {
+            r.metrics.failures_by_cause.insert(cause.into(), failed);
+        }
+        r.migration_latency_hist_us = latency.to_vec();
+        r
+    }
+
+    fn summary(runs: Vec<RunReport>) -> Summary {
+        Summary::from_runs(runs)
+    }
+
+    #[test]
+    fn the_fewest_failed_per_operation_wins_pooled_over_scenarios() {
+        let t = template();
+        // keys: 3 of 1,000 + 0 of 10 = 2.97 per 1,000; guarded: 0 of 1,000
+        // + 1 of 10 = 0.99 per 1,000; unguarded: 9 of 1,010.
+        let s = summary(vec![
+            run_of(&t, ("big", "unguarded", 0), (8, 1000), "retry_without_key", &[]),
+            run_of(&t, ("small", "unguarded", 0), (1, 10), "retry_without_key", &[]),
+            run_of(&t, ("big", "keys", 0), (3, 1000), "retry_without_key", &[]),
+            run_of(&t, ("small", "keys", 0), (0, 10), "", &[]),
+            run_of(&t, ("big", "guarded", 0), (0, 1000), "", &[]),
+            run_of(&t, ("small", "guarded", 0), (1, 10), "fin_race", &[]),
+        ]);
+        let rec = recommend(&s).unwrap();
+        let order: Vec<&str> = rec.ranked.iter().map(|x| x.server.as_str()).collect();
+        assert_eq!(order, ["guarded", "keys", "unguarded"]);
+        assert_eq!(rec.server, "guarded");
+        assert_eq!(rec.baseline().unwrap().server, "unguarded");
+        assert_eq!(rec.best().failed, 1);
+        assert_eq!(rec.best().operations, 1010);
+        assert!((rec.best().rate() - 1000.0 / 1010.0).abs() < 1e-9);
+        let md = markdown(&s, &Beside::default());
+        assert!(md.starts_with("## What to deploy\n\n**Deploy `guarded`"), "{md}");
+        // 9 → 1 failed of the same 1,010 operations: 89% removed.
+        assert!(md.contains("it removes 89% of failed operations"), "{md}");
+        assert!(md.contains("- `fin_race`: 1 (0.99 per 1,000). Removed by"), "{md}");
+        // keys shows fin_race removed (0 of it): named as evidence.
+        assert!(md.contains("shown by `keys` with the scenarios' own clients: 0 of it"), "{md}");
+    }
+
+    #[test]
+    fn the_interval_is_the_min_and_max_of_per_seed_rates() {
+        let t = template();
+        let s = summary(vec![
+            run_of(&t, ("a", "guarded", 0), (1, 100), "eviction", &[]),
+            run_of(&t, ("b", "guarded", 0), (1, 100), "eviction", &[]),
+            run_of(&t, ("a", "guarded", 1), (0, 100), "", &[]),
+            run_of(&t, ("b", "guarded", 1), (5, 100), "eviction", &[]),
+        ]);
+        let best = standings(&s).remove(0);
+        // seed 0: 2 of 200 = 10; seed 1: 5 of 200 = 25.
+        assert_eq!(best.seed_rates, (10.0, 25.0));
+        assert_eq!(best.rate(), 7.0 * 1000.0 / 400.0);
+    }
+
+    #[test]
+    fn ties_go_to_the_lower_p99_migration_latency() {
+        let t = template();
+        let s = summary(vec![
+            run_of(&t, ("a", "keys", 0), (0, 100), "", &[(900_000, 10)]),
+            run_of(&t, ("a", "guarded", 0), (0, 100), "", &[(5_000, 10)]),
+            run_of(&t, ("a", "unguarded", 0), (0, 100), "", &[(2_000_000, 10)]),
+        ]);
+        let rec = recommend(&s).unwrap();
+        assert_eq!(rec.server, "guarded");
+        assert_eq!(rec.ranked[1].server, "keys");
+        let md = markdown(&s, &Beside::default());
+        assert!(md.contains("No operation failed under it"), "{md}");
+    }
+
+    #[test]
+    fn without_the_baseline_the_report_says_so() {
+        let t = template();
+        let s = summary(vec![run_of(&t, ("a", "guarded", 0), (2, 100), "eviction", &[])]);
+        let md = markdown(&s, &Beside::default());
+        assert!(md.contains("The baseline (`unguarded`"), "{md}");
+        assert!(md.contains(remedy("eviction")), "{md}");
+    }
+
+    #[test]
+    fn every_cause_the_oracle_names_has_a_remedy() {
+        for c in crate::oracle::causes::PRECEDENCE {
+            assert!(
+                REMEDIES.iter().any(|(x, _)| *x == c.as_str()),
+                "no remedy for cause {}",
+                c.as_str()
+            );
+        }
+    }
+}
