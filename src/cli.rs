@@ -1068,7 +1068,9 @@ fn execute(jobs: &[Job], workers: usize, control: Control) -> anyhow::Result<Sum
     });
     let progress = |done: usize, total: usize, job: &Job, r: &Result<RunReport, String>| {
         let verdict = match r {
-            Ok(r) => r.verdict.clone(),
+            Ok(r) if r.verdict == "pass" => "passes".to_string(),
+            Ok(r) if r.verdict == run::NOT_APPLICABLE => r.verdict.clone(),
+            Ok(r) => format!("expectations break ({})", r.verdict),
             Err(_) => "error".into(),
         };
         let line = format!(
