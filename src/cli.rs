@@ -1335,8 +1335,11 @@ fn compare(
     matrix: &Matrix,
     select: &Select,
 ) -> anyhow::Result<u8> {
+    // The whole directory loads first, as without --scenario: a name two
+    // of its files share is refused whichever is asked for.
+    let all = load_dir(dir)?;
     let files = if select.only.is_empty() {
-        load_dir(dir)?
+        all
     } else {
         // Each a name in `dir` or a file's path; a file named twice runs once.
         let mut paths: Vec<PathBuf> = Vec::new();
