@@ -56,9 +56,11 @@ fn say(text: &str) {
     }
 }
 
-/// Deterministic network simulator for MCP streamable-HTTP servers.
+/// Deterministic network simulator for MCP streamable-HTTP servers: virtual
+/// clients under seeded faults against the server arms {arms}, each judged
+/// by what its clients received.
 #[derive(Parser, Debug)]
-#[command(name = "mcp-chaos", version, about)]
+#[command(name = "mcp-chaos", version)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -85,7 +87,7 @@ struct RunArgs {
     clients: Option<run::Profile>,
     /// Override a server setting for the run (repeatable), e.g.
     /// `--set server.store_capacity=64`.
-    #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set)]
+    #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set_checked)]
     sets: Vec<(String, String)>,
     /// Old spelling of `--clients cursors`.
     #[arg(long, value_enum, hide = true)]
@@ -188,8 +190,8 @@ fn parse_list<T: PartialEq>(
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// Run every scenario in sims/ x seeds x server arms x client profiles in
-    /// parallel; write summary.json, report.md (with the mechanism matrix)
+    /// Run every scenario in sims/ x seeds x server arms ({arms}) x client
+    /// profiles in parallel; write summary.json, report.md (with the mechanism matrix)
     /// and report.html; print the headline.
     #[command(
         after_help = "Examples:\n  mcp-chaos compare\n  mcp-chaos compare --seeds 0..20 --servers guarded,unguarded --scenario half-open --out target/cmp\n  MCP_CHAOS_SEEDS=3 mcp-chaos compare --fail-fast --timeout 60 --shrink --out target/cmp"
@@ -201,8 +203,9 @@ enum Cmd {
         /// Seeds: A..B (B exclusive) or N for 0..N (default: $MCP_CHAOS_SEEDS, else 0..6).
         #[arg(long)]
         seeds: Option<String>,
-        /// Only the scenario with this name (repeatable; `mcp-chaos list` shows the names).
-        #[arg(long = "scenario", value_name = "NAME")]
+        /// Only this scenario: its name in --sims (`mcp-chaos list` shows the
+        /// names) or a file's path (repeatable).
+        #[arg(long = "scenario", value_name = "NAME|FILE")]
         only: Vec<String>,
         /// After the sweep, shrink the lowest failing seed of each
         /// scenario x arm x profile to OUT/shrunk/NAME.toml (pinned as a bug:
@@ -220,7 +223,8 @@ enum Cmd {
         /// Also write JUnit XML here.
         #[arg(long)]
         junit: Option<PathBuf>,
-        /// Server arms to run, comma-separated (default: every built-in arm).
+        /// Server arms to run, comma-separated, of {arms} (default: every arm
+        /// this build runs).
         #[arg(long, value_parser = parse_arms)]
         servers: Option<Arms>,
         /// Client profiles to run, comma-separated: scenario (as written),
@@ -228,19 +232,20 @@ enum Cmd {
         #[arg(long, value_parser = parse_profiles)]
         clients: Option<Profiles>,
         /// Override a server setting in every run (repeatable).
-        #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set)]
+        #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set_checked)]
         sets: Vec<(String, String)>,
     },
-    /// Run one scenario over a seed range (or one shard of it) under both
-    /// servers; write the summary JSON.
+    /// Run one scenario over a seed range (or one shard of it) under every
+    /// server arm ({arms}; --servers picks some); write the summary JSON.
     #[command(
         after_help = "Examples:\n  mcp-chaos sweep --scenario sims/half-open.toml --seeds 0..100 --shard 1/4 --out target/shard1.json\n  mcp-chaos merge target/shard*.json --out target/merged.json"
     )]
     Sweep {
-        /// Scenario file (TOML). Required; checked after the numeric flags,
-        /// so a bad `--seeds` is named even when it is missing.
-        #[arg(long)]
-        scenario: Option<PathBuf>,
+        /// The scenario: a file's path, or the name of one in sims/.
+        /// Required; checked after the numeric flags, so a bad `--seeds` is
+        /// named even when it is missing.
+        #[arg(long, value_name = "NAME|FILE")]
+        scenario: Option<String>,
         /// Seeds: A..B (B exclusive) or N for 0..N (default: $MCP_CHAOS_SEEDS).
         #[arg(long)]
         seeds: Option<String>,
@@ -258,7 +263,8 @@ enum Cmd {
         /// Also write JUnit XML here.
         #[arg(long)]
         junit: Option<PathBuf>,
-        /// Server arms to run, comma-separated (default: every built-in arm).
+        /// Server arms to run, comma-separated, of {arms} (default: every arm
+        /// this build runs).
         #[arg(long, value_parser = parse_arms)]
         servers: Option<Arms>,
         #[command(flatten)]
@@ -271,13 +277,14 @@ enum Cmd {
         after_help = "Example:\n  mcp-chaos calibrate results/summary.json --out results/calibration.md"
     )]
     Calibrate {
-        /// A summary.json from `compare` (or a merged sweep) that ran both arms.
+        /// A summary.json from `compare` (or a merged sweep) that ran the
+        /// --model and the --sdk arm.
         #[arg(default_value = "results/summary.json")]
         summary: PathBuf,
         /// Where to write it.
         #[arg(long, default_value = "results/calibration.md")]
         out: PathBuf,
-        /// The model arm.
+        /// The model arm, one of {arms}.
         #[arg(long, default_value = "unguarded")]
         model: Arm,
         /// The SDK's arm (with `rmcp`, a third column runs the model with
@@ -346,13 +353,13 @@ enum Cmd {
         after_help = "Example:\n  mcp-chaos repro --scenario sims/flaky-mobile.toml --seed 3 --server unguarded --emit-scenario target/flaky-3.toml\n  mcp-chaos run --scenario target/flaky-3.toml --seed 3 --server unguarded   # same trace"
     )]
     Repro {
-        /// Scenario file (TOML).
-        #[arg(long)]
-        scenario: PathBuf,
+        /// The scenario: a file's path, or the name of one in sims/.
+        #[arg(long, value_name = "NAME|FILE")]
+        scenario: String,
         /// Root seed (0 to 18446744073709551615).
         #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
-        /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
+        /// Which server arm: {arms}.
         #[arg(long)]
         server: Arm,
         #[command(flatten)]
@@ -376,13 +383,13 @@ enum Cmd {
         after_help = "Examples:\n  mcp-chaos shrink --until duplicate_side_effects --scenario sims/half-open.toml --seed 0 --server unguarded --out target/dups.toml\n  mcp-chaos run --scenario target/dups.toml --server unguarded   # passes while the duplicates reproduce"
     )]
     Shrink {
-        /// Scenario file (TOML).
-        #[arg(long)]
-        scenario: PathBuf,
+        /// The scenario: a file's path, or the name of one in sims/.
+        #[arg(long, value_name = "NAME|FILE")]
+        scenario: String,
         /// Root seed of the failing run (0 to 18446744073709551615).
         #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
-        /// The server arm that fails.
+        /// The server arm that fails: {arms}.
         #[arg(long)]
         server: Arm,
         #[command(flatten)]
@@ -444,13 +451,13 @@ enum Cmd {
         after_help = "Examples:\n  mcp-chaos run --scenario sims/half-open.toml --seed 0 --server unguarded\n  mcp-chaos run --scenario sims/half-open.toml --server guarded --clients keys+cursors --format json"
     )]
     Run {
-        /// Scenario file (TOML).
-        #[arg(long)]
-        scenario: PathBuf,
+        /// The scenario: a file's path, or the name of one in sims/.
+        #[arg(long, value_name = "NAME|FILE")]
+        scenario: String,
         /// Root seed (0 to 18446744073709551615).
         #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = flags::seed)]
         seed: u64,
-        /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
+        /// Which server arm: {arms}.
         #[arg(long)]
         server: Arm,
         /// Write the trace as JSON lines here.
@@ -465,7 +472,7 @@ enum Cmd {
     /// Run the MCP server on a real socket (simulated time becomes real time).
     #[command(after_help = "Example:\n  mcp-chaos serve --server guarded --addr 127.0.0.1:8080")]
     Serve {
-        /// Which server arm: guarded, unguarded, keys, cancel, rmcp or rmcp-es.
+        /// Which server arm: {arms}.
         #[arg(long, default_value = "guarded")]
         server: Arm,
         /// Address to listen on, HOST:PORT (a host name is resolved:
@@ -523,8 +530,59 @@ fn parse_delivery(s: &str) -> Result<Delivery, String> {
 }
 
 /// Runs the command line; returns the process exit code.
+/// The placeholder help texts write for the arms' names, filled from
+/// [`Arm::NAMES`] so no help can name fewer arms than there are.
+const ARMS: &str = "{arms}";
+
+/// `cmd` with every help text's [`ARMS`] replaced by the arms' names,
+/// subcommands included.
+fn with_arm_names(mut cmd: clap::Command) -> clap::Command {
+    let names = Arm::NAMES.join(", ");
+    let fill = |s: Option<&clap::builder::StyledStr>| {
+        s.map(|t| t.to_string())
+            .filter(|t| t.contains(ARMS))
+            .map(|t| t.replace(ARMS, &names))
+    };
+    if let Some(t) = fill(cmd.get_about()) {
+        cmd = cmd.about(t);
+    }
+    if let Some(t) = fill(cmd.get_long_about()) {
+        cmd = cmd.long_about(t);
+    }
+    let ids: Vec<clap::Id> = cmd.get_arguments().map(|a| a.get_id().clone()).collect();
+    for id in ids {
+        cmd = cmd.mut_arg(id, |mut a| {
+            if let Some(t) = fill(a.get_help()) {
+                a = a.help(t);
+            }
+            if let Some(t) = fill(a.get_long_help()) {
+                a = a.long_help(t);
+            }
+            a
+        });
+    }
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    for name in subs {
+        cmd = cmd.mut_subcommand(name, with_arm_names);
+    }
+    cmd
+}
+
+/// The command line as clap reads it, help texts filled in.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    with_arm_names(Cli::command())
+}
+
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    use clap::FromArgMatches;
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|mut m| Cli::from_arg_matches_mut(&mut m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e)
             if matches!(
@@ -601,9 +659,11 @@ pub fn main() -> ExitCode {
                 .map_err(anyhow::Error::msg)?;
             let scenario = scenario.ok_or_else(|| {
                 anyhow::anyhow!(
-                    "sweep needs --scenario FILE: one scenario file (compare runs a directory)"
+                    "sweep needs --scenario NAME|FILE: one scenario, by its name in sims/ or a \
+                     file's path (compare runs a directory)"
                 )
             })?;
+            let scenario = scenario_arg(&scenario)?;
             sweep_cmd(
                 &scenario,
                 &seeds,
@@ -655,9 +715,16 @@ pub fn main() -> ExitCode {
             run,
             trace,
             emit_scenario,
-        } => run
-            .options()
-            .and_then(|o| repro(&scenario, seed, server, &o, trace, emit_scenario.as_deref())),
+        } => run.options().and_then(|o| {
+            repro(
+                &scenario_arg(&scenario)?,
+                seed,
+                server,
+                &o,
+                trace,
+                emit_scenario.as_deref(),
+            )
+        }),
         Cmd::Shrink {
             scenario,
             seed,
@@ -671,7 +738,7 @@ pub fn main() -> ExitCode {
             let mut until = until;
             until.extend(until_cause.iter().map(|c| format!("failures_by_cause.{c}")));
             shrink(
-                &scenario,
+                &scenario_arg(&scenario)?,
                 seed,
                 server,
                 &o,
@@ -693,9 +760,16 @@ pub fn main() -> ExitCode {
             trace,
             format,
             run,
-        } => run
-            .options()
-            .and_then(|o| run_one(&scenario, seed, server, trace.as_deref(), format, &o)),
+        } => run.options().and_then(|o| {
+            run_one(
+                &scenario_arg(&scenario)?,
+                seed,
+                server,
+                trace.as_deref(),
+                format,
+                &o,
+            )
+        }),
         Cmd::Serve {
             server,
             addr,
@@ -734,6 +808,11 @@ pub fn main() -> ExitCode {
             ExitCode::from(3)
         }
     }
+}
+
+/// The file a `--scenario` value names (a path, or a name in sims/).
+fn scenario_arg(value: &str) -> anyhow::Result<PathBuf> {
+    crate::locate::scenario(value, Path::new("sims")).map_err(anyhow::Error::msg)
 }
 
 fn load(path: &Path) -> anyhow::Result<Scenario> {
@@ -912,7 +991,16 @@ fn run_one(
             "{}",
             serde_json::to_string_pretty(&report).expect("report serializes")
         ),
-        Format::Text => out!("{}", text_report(&report)),
+        Format::Text => out!("{}", text_report(&report, &scenario)),
+    }
+    // A fault the file writes and the run ended before is a plan that
+    // tests less than it says: said on stderr whatever the format.
+    for n in &report.faults.not_applied {
+        if scenario.faults.explicit.contains(&n.fault) {
+            if let Some(said) = crate::never_applied::sentence(n, report.sim_ms, Some(&scenario)) {
+                errln!("mcp-chaos: warning: {said}");
+            }
+        }
     }
     if let Some(line) = regression_line(&scenario, &report) {
         errln!("{line}");
@@ -983,7 +1071,7 @@ fn run_outcome(r: &RunReport) -> String {
     )
 }
 
-fn text_report(r: &RunReport) -> String {
+fn text_report(r: &RunReport, scenario: &Scenario) -> String {
     let mut out = format!(
         "{} · seed {} · {} server · {} ms simulated · {} records · trace {}\n{}\n",
         r.scenario,
@@ -1017,8 +1105,13 @@ fn text_report(r: &RunReport) -> String {
     // few; `--format json` lists them all.
     const SHOWN: usize = 20;
     for n in r.faults.not_applied.iter().take(SHOWN) {
-        let fault = serde_json::to_string(&n.fault).expect("faults serialize");
-        out.push_str(&format!("  not applied: {fault}: {}\n", n.reason));
+        match crate::never_applied::sentence(n, r.sim_ms, Some(scenario)) {
+            Some(said) => out.push_str(&format!("  not applied: {said}\n")),
+            None => {
+                let fault = serde_json::to_string(&n.fault).expect("faults serialize");
+                out.push_str(&format!("  not applied: {fault}: {}\n", n.reason));
+            }
+        }
     }
     if r.faults.not_applied.len() > SHOWN {
         out.push_str(&format!(
@@ -1262,20 +1355,30 @@ fn compare(
     matrix: &Matrix,
     select: &Select,
 ) -> anyhow::Result<u8> {
-    let mut files = load_dir(dir)?;
-    if !select.only.is_empty() {
-        let known: Vec<&str> = files.iter().map(|(_, s)| s.name.as_str()).collect();
-        for name in &select.only {
-            if !known.contains(&name.as_str()) {
-                bail!(
-                    "--scenario {name}: no scenario of that name in {} (known: {})",
-                    dir.display(),
-                    known.join(", ")
-                );
+    // The whole directory loads first, as without --scenario: a name two
+    // of its files share is refused whichever is asked for.
+    let all = load_dir(dir)?;
+    let files = if select.only.is_empty() {
+        all
+    } else {
+        // Each a name in `dir` or a file's path; a file named twice runs once.
+        let mut paths: Vec<PathBuf> = Vec::new();
+        let mut seen = Vec::new();
+        for value in &select.only {
+            let p = crate::locate::scenario(value, dir).map_err(anyhow::Error::msg)?;
+            let same = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+            if !seen.contains(&same) {
+                seen.push(same);
+                paths.push(p);
             }
         }
-        files.retain(|(_, s)| select.only.contains(&s.name));
-    }
+        let mut files = Vec::new();
+        for p in paths {
+            files.push((p.display().to_string(), load(&p)?));
+        }
+        refuse_shared_names(&files)?;
+        files
+    };
     for (path, scenario) in &files {
         matrix.check(path, scenario)?;
     }
@@ -1322,7 +1425,7 @@ fn compare(
         report::recommend::text(&summary, &report::Beside::under(out))
     );
     outln!("{}", report::headline(&summary));
-    warn_uncovered(&summary);
+    warn_uncovered(&summary, &files);
     outln!(
         "wrote {}, {} and {} in {:.0} s (command, commit and timings: {}, not committed)",
         out.join("summary.json").display(),
@@ -1377,13 +1480,17 @@ fn canonical_compare(
     c
 }
 
-/// Flags scenarios whose declared hazards no run exercised.
-fn warn_uncovered(summary: &Summary) {
-    for (sc, hz) in &summary.uncovered_hazards {
-        errln!(
-            "warning: scenario {sc} declares hazards no seed exercised: {} (its fault plan tests nothing there: add faults or seeds)",
-            hz.join(", ")
-        );
+/// Flags scenarios whose declared hazards no run exercised, saying when
+/// the runs ended before the faults meant to exercise them.
+fn warn_uncovered(summary: &Summary, files: &[(String, Scenario)]) {
+    let scenario = |name: &str| {
+        files
+            .iter()
+            .find(|(_, s)| s.name == name)
+            .map(|(_, s)| s.clone())
+    };
+    for w in crate::never_applied::uncovered_warnings(summary, scenario) {
+        errln!("warning: {w}");
     }
 }
 
@@ -1409,7 +1516,7 @@ fn sweep_cmd(
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
     outln!("{}", report::headline(&summary));
-    warn_uncovered(&summary);
+    warn_uncovered(&summary, &files);
     finish(&summary, &files, junit)
 }
 

@@ -10,6 +10,8 @@ pub mod flags;
 pub mod guard;
 pub mod history;
 pub mod ledger;
+pub mod locate;
+pub mod never_applied;
 pub mod oracle;
 pub mod probe;
 pub mod protocol;
@@ -17,6 +19,7 @@ pub mod report;
 pub mod run;
 pub mod scale;
 pub mod scenario;
+pub mod schema;
 #[cfg(feature = "rmcp")]
 pub mod sdk;
 pub mod seed;

@@ -219,6 +219,15 @@ impl Options {
             .ok_or_else(|| format!("--set {s:?}: use --set server.KEY=VALUE"))?;
         Ok((k.trim().to_string(), v.trim().to_string()))
     }
+
+    /// Parses `--set KEY=VALUE` and checks it against the server settings
+    /// (the key exists, the value has its type) when the command line is
+    /// read, before anything runs: one line naming the fix.
+    pub fn parse_set_checked(s: &str) -> Result<(String, String), String> {
+        let (k, v) = Options::parse_set(s)?;
+        crate::scenario::check_set(&crate::server::ServerConfig::default(), &k, &v)?;
+        Ok((k, v))
+    }
 }
 
 /// The class label of a client group: its behaviour, `+keys` when it

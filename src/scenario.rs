@@ -452,19 +452,8 @@ impl Scenario {
     /// Overrides one setting (`--set server.KEY=VALUE`): VALUE is read as
     /// TOML (a number, a boolean, a quoted string), else as a bare string.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let field = key.strip_prefix("server.").ok_or_else(|| {
-            format!("--set {key}: only server settings can be set (--set server.KEY=VALUE, e.g. server.store_capacity=64)")
-        })?;
-        let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.to_string()));
-        let mut table =
-            toml::Table::try_from(&self.server).map_err(|e| format!("--set {key}: {e}"))?;
-        table.insert(field.to_string(), parsed);
-        self.server = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("--set {key}={value}: {}", e.message()))?;
+        self.server =
+            check_set(&self.server, key, value).map_err(|e| format!("--set {key}={value}: {e}"))?;
         Ok(())
     }
 
@@ -938,6 +927,25 @@ pub fn check_server(s: &ServerConfig) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// `cfg` with `--set KEY=VALUE` applied, or one line naming the fix (the
+/// caller names the input): only `server.*` settings can be set (a bare server key is
+/// told its prefix), an unknown key is told the nearest known one, a
+/// value of the wrong type the type its key takes.
+pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerConfig, String> {
+    let Some(field) = key.strip_prefix("server.") else {
+        let server = crate::schema::fields_of::<ServerConfig>();
+        let fix = if server.contains(&key) {
+            format!("server settings are named with their table: --set server.{key}={value}")
+        } else {
+            "only [server] settings can be set (--set server.KEY=VALUE, e.g. \
+             server.store_capacity=64); other tables are edited in the scenario file"
+                .to_string()
+        };
+        return Err(fix);
+    };
+    crate::schema::set_server(cfg, field, value)
 }
 
 /// Longest scenario name.

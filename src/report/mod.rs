@@ -217,17 +217,10 @@ fn timelines_markdown(ts: &[Timeline]) -> String {
 }
 
 /// Scenarios whose fault plans exercised none of the hazards they declare,
-/// one sentence each.
+/// one sentence each (with the times when the runs ended before the
+/// faults meant to exercise them).
 fn warnings(s: &Summary) -> Vec<String> {
-    s.uncovered_hazards
-        .iter()
-        .map(|(sc, hz)| {
-            format!(
-                "scenario `{sc}` declares hazards that none of its runs exercised: {}. Its fault plan tests nothing there.",
-                hz.join(", ")
-            )
-        })
-        .collect()
+    crate::never_applied::uncovered_warnings(s, |_| None)
 }
 
 /// The scenarios of a summary, in summary order.

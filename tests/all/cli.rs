@@ -699,5 +699,9 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
     let o = run(&["sweep", "--out", f, "--seeds", "2", "--jobs", "4294967296"]);
     refused(&o, &["--jobs", "at most 1024"], "sweep without --scenario");
     let o = run(&["sweep", "--out", f, "--seeds", "2"]);
-    refused(&o, &["--scenario FILE"], "sweep without --scenario");
+    refused(
+        &o,
+        &["--scenario NAME|FILE", "a file's path"],
+        "sweep without --scenario",
+    );
 }

@@ -5,6 +5,7 @@ mod build;
 mod causes;
 mod cli;
 mod cli_loop;
+mod first_contact;
 mod loopback;
 mod oracle;
 mod own_server;

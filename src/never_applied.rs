@@ -1,0 +1,163 @@
+//! What a user reads about planned faults that never applied: a timed fault
+//! the run ended before is named with both times and the fix ("the run
+//! ended at 979 ms, before it; move it earlier or lengthen the workload"),
+//! in `run`'s report and in the warning `compare` and `sweep` give for a
+//! declared hazard no seed exercised. Read from the run reports alone (each
+//! not-applied fault and the run's simulated end), so the reports' JSON and
+//! the committed results stay as they are.
+
+use crate::fault::kind_name;
+use crate::run::{NotApplied, RunReport};
+use crate::scenario::{Fault, Scenario};
+
+/// A fault in a few words: `partition of host 0 at 1500 ms`.
+pub fn describe(f: &Fault) -> String {
+    match *f {
+        Fault::Partition { host, at_ms, .. } => format!("partition of host {host} at {at_ms} ms"),
+        Fault::Latency { host, at_ms, .. } => format!("latency of host {host} at {at_ms} ms"),
+        Fault::Restart { at_ms } => format!("restart at {at_ms} ms"),
+        Fault::Drop {
+            client,
+            call,
+            after_event,
+        } => format!("drop of client {client} call {call} after event {after_event}"),
+        Fault::Switch { client, after_call } => {
+            format!("switch of client {client} after call {after_call}")
+        }
+    }
+}
+
+/// When a timed fault starts.
+fn start(f: &Fault) -> Option<u64> {
+    match *f {
+        Fault::Partition { at_ms, .. }
+        | Fault::Latency { at_ms, .. }
+        | Fault::Restart { at_ms } => Some(at_ms),
+        Fault::Drop { .. } | Fault::Switch { .. } => None,
+    }
+}
+
+/// Whether the run (ended at `sim_ms`) ended before `n`'s fault started.
+fn ended_before(n: &NotApplied, sim_ms: u64) -> bool {
+    start(&n.fault).is_some_and(|at| at >= sim_ms)
+}
+
+/// How `scenario` names `f`: `faults.explicit[2] (partition of host 0 at
+/// 1500 ms)` when the file writes it, else the fault in a few words.
+pub fn label(f: &Fault, scenario: Option<&Scenario>) -> String {
+    match scenario.and_then(|s| s.faults.explicit.iter().position(|x| x == f)) {
+        Some(i) => format!("faults.explicit[{i}] ({})", describe(f)),
+        None => describe(f),
+    }
+}
+
+/// The sentence for `n` of a run that ended at `sim_ms`, when the run
+/// ended before the fault's start; `None` for any other reason.
+pub fn sentence(n: &NotApplied, sim_ms: u64, scenario: Option<&Scenario>) -> Option<String> {
+    ended_before(n, sim_ms).then(|| {
+        format!(
+            "{} was never applied: the run ended at {sim_ms} ms, before it; move it earlier or \
+             lengthen the workload",
+            label(&n.fault, scenario)
+        )
+    })
+}
+
+/// Why the runs of one scenario exercised none of `hazard`, when it is
+/// because no fault of its kind was ever applied; `None` when some were
+/// (or none was planned): then only more faults or seeds would help.
+pub fn why_uncovered(
+    hazard: &str,
+    runs: &[&RunReport],
+    scenario: Option<&Scenario>,
+) -> Option<String> {
+    let planned: u64 = runs
+        .iter()
+        .map(|r| r.faults.planned.get(hazard).copied().unwrap_or(0))
+        .sum();
+    let applied: u64 = runs
+        .iter()
+        .map(|r| r.faults.applied.get(hazard).copied().unwrap_or(0))
+        .sum();
+    if planned == 0 || applied > 0 {
+        return None;
+    }
+    let mut late: Vec<(&Fault, u64)> = Vec::new();
+    let mut other: Option<&NotApplied> = None;
+    for r in runs {
+        for n in r
+            .faults
+            .not_applied
+            .iter()
+            .filter(|n| kind_name(&n.fault) == hazard)
+        {
+            if ended_before(n, r.sim_ms) {
+                late.push((&n.fault, r.sim_ms));
+            } else if other.is_none() {
+                other = Some(n);
+            }
+        }
+    }
+    if let Some(n) = other {
+        return Some(format!(
+            "no {hazard} fault was applied: {} was not: {}",
+            label(&n.fault, scenario),
+            n.reason
+        ));
+    }
+    let (first, _) = *late.first()?;
+    let lo = late.iter().map(|(_, e)| *e).min()?;
+    let hi = late.iter().map(|(_, e)| *e).max()?;
+    let ended = if lo == hi {
+        format!("the run ended at {lo} ms")
+    } else {
+        format!("the runs ended at {lo} to {hi} ms")
+    };
+    if late.iter().all(|(f, _)| *f == first) {
+        return Some(format!(
+            "{} was never applied: {ended}, before it; move it earlier or lengthen the workload",
+            label(first, scenario)
+        ));
+    }
+    let earliest = late.iter().filter_map(|(f, _)| start(f)).min()?;
+    let mut distinct: Vec<&Fault> = late.iter().map(|(f, _)| *f).collect();
+    distinct.sort();
+    distinct.dedup();
+    Some(format!(
+        "none of its {} planned {hazard} faults was applied: {ended}, before each started (the \
+         earliest at {earliest} ms); move them earlier (a shorter duration_ms draws generated \
+         ones earlier) or lengthen the workload",
+        distinct.len()
+    ))
+}
+
+/// The warnings for a summary's uncovered hazards, one line per scenario
+/// and cause: the hazards whose faults the runs ended before, each with
+/// its sentence, then the rest together.
+pub fn uncovered_warnings(
+    summary: &crate::sweep::Summary,
+    scenario: impl Fn(&str) -> Option<Scenario>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (sc, hz) in &summary.uncovered_hazards {
+        let runs: Vec<&RunReport> = summary.runs.iter().filter(|r| &r.scenario == sc).collect();
+        let file = scenario(sc);
+        let mut rest = Vec::new();
+        for h in hz {
+            match why_uncovered(h, &runs, file.as_ref()) {
+                Some(why) => out.push(format!(
+                    "scenario {sc} declares hazard {h}, which no seed exercised: {why}"
+                )),
+                None => rest.push(h.as_str()),
+            }
+        }
+        if !rest.is_empty() {
+            out.push(format!(
+                "scenario {sc} declares hazards no seed exercised: {} (its fault plan tests \
+                 nothing there: add faults or seeds)",
+                rest.join(", ")
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,324 @@
+//! First contact: what a new user's first mistakes get. A bad `--set` is
+//! one line naming the fix in every command that takes it; `--scenario`
+//! takes a name or a path in every command; a fault the run ended before
+//! is named with both times; every help text that speaks of arms names
+//! all of them.
+
+use super::cli::{code, refused, run, scratch};
+use mcp_chaos::sut::Arm;
+use mcp_chaos::sweep::Summary;
+use std::process::Output;
+
+const SCENARIO: &str = "sims/seed-000-retry-by-post.toml";
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The commands that take `--scenario` and `--set`, each run as small as it
+/// goes (one seed, one arm), with `scenario` as its `--scenario`.
+fn commands(scenario: &str, out: &str) -> Vec<Vec<String>> {
+    let shrunk = format!("{out}/shrunk.toml");
+    let summary = format!("{out}/sweep.json");
+    let trace = format!("{out}/trace.jsonl");
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    vec![
+        v(&["run", "--scenario", scenario, "--server", "guarded"]),
+        v(&[
+            "repro",
+            "--scenario",
+            scenario,
+            "--seed",
+            "0",
+            "--server",
+            "guarded",
+            "--trace",
+            &trace,
+        ]),
+        v(&[
+            "shrink",
+            "--scenario",
+            scenario,
+            "--seed",
+            "0",
+            "--server",
+            "unguarded",
+            "--out",
+            &shrunk,
+        ]),
+        v(&[
+            "sweep",
+            "--scenario",
+            scenario,
+            "--seeds",
+            "1",
+            "--servers",
+            "guarded",
+            "--out",
+            &summary,
+        ]),
+        v(&[
+            "compare",
+            "--scenario",
+            scenario,
+            "--seeds",
+            "1",
+            "--servers",
+            "guarded",
+            "--out",
+            out,
+        ]),
+    ]
+}
+
+fn with(mut args: Vec<String>, extra: &[&str]) -> Vec<String> {
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn run_strings(args: &[String]) -> Output {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&a)
+}
+
+/// A misspelt key, a bare key, a value of the wrong type: each is refused
+/// when the command line is read, in one line that names the input and
+/// the fix, exit 3, before anything runs (no output directory, no repro
+/// line, no "simulation failed").
+#[test]
+fn a_bad_set_is_one_line_naming_the_fix_in_every_command() {
+    let dir = scratch("first-contact-set");
+    let out = dir.join("out");
+    let cases = [
+        (
+            "server.store_capasity=3",
+            "mcp-chaos: invalid value 'server.store_capasity=3' for '--set <server.KEY=VALUE>': \
+             no server setting \"store_capasity\": did you mean server.store_capacity? \
+             (sims/README.md lists every [server] key)",
+        ),
+        (
+            "store_capacity=3",
+            "mcp-chaos: invalid value 'store_capacity=3' for '--set <server.KEY=VALUE>': server \
+             settings are named with their table: --set server.store_capacity=3",
+        ),
+        (
+            "server.store_capacity=lots",
+            "mcp-chaos: invalid value 'server.store_capacity=lots' for '--set \
+             <server.KEY=VALUE>': invalid type: string \"lots\", expected usize: store_capacity \
+             takes a whole number, e.g. server.store_capacity=1024 (the default)",
+        ),
+    ];
+    for args in commands(SCENARIO, out.to_str().unwrap()) {
+        for (set, line) in cases {
+            let o = run_strings(&with(args.clone(), &["--set", set]));
+            refused(&o, &[], &format!("{args:?} --set {set}"));
+            assert_eq!(stderr(&o).trim(), line, "{args:?} --set {set}");
+        }
+    }
+    assert!(!out.exists(), "nothing ran");
+}
+
+/// `--scenario NAME` and `--scenario PATH` run the same file in every
+/// command; a name that is not there lists the names and says a path is
+/// accepted, a path that is not there says a name is.
+#[test]
+fn scenario_takes_a_name_or_a_path_in_every_command() {
+    let dir = scratch("first-contact-scenario");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    // run: the same report, name or path.
+    let by_path = run(&[
+        "run",
+        "--scenario",
+        SCENARIO,
+        "--server",
+        "guarded",
+        "--format",
+        "json",
+    ]);
+    let by_name = run(&[
+        "run",
+        "--scenario",
+        "seed-000-retry-by-post",
+        "--server",
+        "guarded",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&by_path), 0, "{}", stderr(&by_path));
+    assert_eq!(code(&by_name), 0, "{}", stderr(&by_name));
+    let report = |o: &Output| {
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v.as_object_mut().unwrap().remove("meta");
+        v
+    };
+    assert_eq!(report(&by_name), report(&by_path));
+    // sweep: the same runs.
+    let runs = |value: &str, file: &str| {
+        let o = run(&[
+            "sweep",
+            "--scenario",
+            value,
+            "--seeds",
+            "1",
+            "--servers",
+            "guarded",
+            "--out",
+            file,
+        ]);
+        assert_eq!(code(&o), 0, "{value}: {}", stderr(&o));
+        let s: Summary = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        s.runs
+    };
+    let a = runs(SCENARIO, &format!("{out}-a.json"));
+    let b = runs("seed-000-retry-by-post", &format!("{out}-b.json"));
+    assert_eq!(
+        a.iter().map(|r| &r.trace_sha256).collect::<Vec<_>>(),
+        b.iter().map(|r| &r.trace_sha256).collect::<Vec<_>>()
+    );
+    // compare: a path selects that file, as its name does.
+    for value in [SCENARIO, "seed-000-retry-by-post"] {
+        let o = run(&[
+            "compare",
+            "--scenario",
+            value,
+            "--seeds",
+            "1",
+            "--servers",
+            "guarded",
+            "--out",
+            out,
+        ]);
+        assert_eq!(code(&o), 0, "{value}: {}", stderr(&o));
+        let s: Summary =
+            serde_json::from_str(&std::fs::read_to_string(format!("{out}/summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(s.runs.len(), 1, "{value}");
+        assert_eq!(s.runs[0].scenario, "seed-000-retry-by-post");
+    }
+    // Unknown either way: one line, exit 3, in every command.
+    for args in commands("half-opn", out) {
+        let o = run_strings(&args);
+        refused(
+            &o,
+            &[
+                "--scenario half-opn: no scenario of that name; did you mean half-open? names in sims: eviction, ",
+                "; --scenario also takes a file's path (e.g. sims/eviction.toml)",
+            ],
+            &format!("{args:?}"),
+        );
+    }
+    for args in commands("sims/nope.toml", out) {
+        let o = run_strings(&args);
+        refused(
+            &o,
+            &["--scenario sims/nope.toml: no such file; --scenario also takes a scenario's name (names in sims: eviction, "],
+            &format!("{args:?}"),
+        );
+    }
+}
+
+/// A partition planned after every client finished: `run` names it with
+/// the run's end and the fix, and the hazard warning of `sweep` and
+/// `compare` says the same instead of "add faults or seeds".
+#[test]
+fn a_fault_past_the_workload_says_so_with_the_times() {
+    let dir = scratch("first-contact-late-fault");
+    let base = std::fs::read_to_string(SCENARIO).unwrap();
+    // The file's drop is faults.explicit[0]; the partition, written
+    // before [network], is faults.explicit[1].
+    let text = base
+        .replace("hazards = [\"drop\"]", "hazards = [\"drop\", \"partition\"]")
+        .replace(
+            "[network]\n",
+            "[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 1500\nduration_ms = 300\n\n[network]\n",
+        );
+    let file = dir.join("late.toml");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+    let o = run(&[
+        "run",
+        "--scenario",
+        path,
+        "--server",
+        "guarded",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let end = report["sim_ms"].as_u64().unwrap();
+    assert!(end < 1500, "the workload ends before the fault: {end}");
+    let said = format!(
+        "faults.explicit[1] (partition of host 0 at 1500 ms) was never applied: the run ended at \
+         {end} ms, before it; move it earlier or lengthen the workload"
+    );
+    assert_eq!(stderr(&o).trim(), format!("mcp-chaos: warning: {said}"));
+    let text_out = run(&["run", "--scenario", path, "--server", "guarded"]);
+    assert!(
+        String::from_utf8_lossy(&text_out.stdout).contains(&format!("  not applied: {said}\n")),
+        "{}",
+        String::from_utf8_lossy(&text_out.stdout)
+    );
+    let summary = dir.join("sweep.json");
+    let o = run(&[
+        "sweep",
+        "--scenario",
+        path,
+        "--seeds",
+        "1",
+        "--servers",
+        "guarded",
+        "--out",
+        summary.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let line = format!("warning: scenario seed-000-retry-by-post declares hazard partition, which no seed exercised: {said}");
+    assert!(
+        stderr(&o).lines().any(|l| l == line),
+        "{line:?} not in {}",
+        stderr(&o)
+    );
+    assert!(
+        !stderr(&o).contains("add faults or seeds"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Every help text that speaks of server arms names every arm, and none
+/// says "both servers" or leaves the placeholder unfilled.
+#[test]
+fn every_help_that_mentions_arms_names_all_of_them() {
+    let cmd = mcp_chaos::cli::command();
+    let mut names: Vec<Vec<&str>> = vec![vec![]];
+    names.extend(cmd.get_subcommands().map(|c| vec![c.get_name()]));
+    assert!(names.len() >= 14, "{names:?}");
+    let mut mention = 0;
+    for n in names {
+        for flag in ["--help", "-h"] {
+            let mut args = n.clone();
+            args.push(flag);
+            let o = run(&args);
+            assert_eq!(code(&o), 0, "{args:?}");
+            let help = String::from_utf8_lossy(&o.stdout);
+            assert!(
+                !help.contains("{arms}") && !help.contains("both servers"),
+                "{args:?}: {help}"
+            );
+            let speaks = help
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == "arm" || w == "arms");
+            if speaks {
+                mention += 1;
+                for a in Arm::NAMES {
+                    assert!(
+                        help.contains(a),
+                        "{args:?} speaks of arms but not of {a}: {help}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(mention >= 12, "{mention} help texts name the arms");
+}
