@@ -54,6 +54,7 @@ pub fn html(s: &Summary, timelines: &[Timeline]) -> String {
             timeline_svg(t)
         );
     }
+    out.push_str(&md_html(&super::repro::worth_a_look_markdown(s)));
     out.push_str(&md_html(&conclude::failing_markdown(s)));
     out.push_str(&matrix::html(s).replacen("<h2>", "<h2 id=\"mechanism-matrix\">", 1));
     out.push_str(&md_html(&details(s)).replace("<table>", "<table class=\"metrics\">"));

@@ -9,6 +9,7 @@ mod junit;
 mod matrix;
 mod plots;
 mod provenance;
+mod repro;
 mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
@@ -18,6 +19,7 @@ pub use junit::junit;
 pub use matrix::headline;
 pub use plots::{bars_svg, cdf_panels, timeline_svg, FaultWindow, Lane, OpBar, Timeline};
 pub use provenance::{provenance, sha256_hex};
+pub use repro::{commands as repro_commands, worth_a_look_markdown};
 pub use write::{pick_timeline_runs, timelines, write_reports};
 
 use crate::oracle::Metrics;
@@ -162,6 +164,7 @@ pub fn markdown(s: &Summary, timelines: &[Timeline]) -> String {
     out.push_str(&conclude::scenarios_markdown(s));
     out.push_str(&conclude::provenance_markdown(s));
     out.push_str(&timelines_markdown(timelines));
+    out.push_str(&repro::worth_a_look_markdown(s));
     out.push_str(&conclude::failing_markdown(s));
     out.push_str(&matrix::markdown(s));
     out.push_str(&details(s));

@@ -10,11 +10,11 @@
 
 mod reduce;
 
-pub use reduce::DEFAULT_MAX_RUNS;
 use crate::fault::FaultPlan;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::{Expect, FaultSpec, Regression, RegressionKind, Scenario};
 use crate::sut::Arm;
+pub use reduce::DEFAULT_MAX_RUNS;
 use std::collections::BTreeSet;
 
 /// What a shrink preserves and how the result pins it.

@@ -79,7 +79,14 @@ impl Plan {
         let mut groups: Vec<ClientGroup> = Vec::new();
         for c in &self.clients {
             match groups.last_mut() {
-                Some(g) if ClientGroup { count: 1, ..g.clone() } == *c => g.count += 1,
+                Some(g)
+                    if ClientGroup {
+                        count: 1,
+                        ..g.clone()
+                    } == *c =>
+                {
+                    g.count += 1
+                }
                 _ => groups.push(c.clone()),
             }
         }
@@ -163,12 +170,11 @@ impl Plan {
                     call: call - skip,
                     after_event,
                 }),
-                Fault::Switch { client, after_call } if client as usize == c => {
-                    keep(after_call).then_some(Fault::Switch {
+                Fault::Switch { client, after_call } if client as usize == c => keep(after_call)
+                    .then_some(Fault::Switch {
                         client,
                         after_call: after_call - skip,
-                    })
-                }
+                    }),
                 _ => Some(f.clone()),
             })
             .collect();
@@ -379,14 +385,19 @@ mod tests {
         });
         assert_eq!(one, [17]);
         assert!(runs < 20, "{runs} tests for one item of 40");
-        let pair = ddmin(items, 1, &mut |xs: &[u32]| xs.contains(&3) && xs.contains(&31));
+        let pair = ddmin(items, 1, &mut |xs: &[u32]| {
+            xs.contains(&3) && xs.contains(&31)
+        });
         assert_eq!(pair, [3, 31]);
     }
 
     #[test]
     fn ddmin_keeps_at_least_min_len_and_the_empty_list_when_nothing_matters() {
         let items: Vec<u32> = (0..9).collect();
-        assert_eq!(ddmin(items.clone(), 0, &mut |_: &[u32]| true), Vec::<u32>::new());
+        assert_eq!(
+            ddmin(items.clone(), 0, &mut |_: &[u32]| true),
+            Vec::<u32>::new()
+        );
         assert_eq!(ddmin(items, 1, &mut |xs: &[u32]| !xs.is_empty()).len(), 1);
     }
 
