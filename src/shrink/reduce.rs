@@ -165,13 +165,13 @@ impl Plan {
                     client,
                     call,
                     after_event,
-                } if client as usize == c => keep(call).then_some(Fault::Drop {
+                } if client as usize == c => keep(call).then(|| Fault::Drop {
                     client,
                     call: call - skip,
                     after_event,
                 }),
                 Fault::Switch { client, after_call } if client as usize == c => keep(after_call)
-                    .then_some(Fault::Switch {
+                    .then(|| Fault::Switch {
                         client,
                         after_call: after_call - skip,
                     }),
@@ -483,6 +483,12 @@ mod tests {
             call: 0,
             after_event: 1
         }));
+        // A drop in a skipped call goes (its call is before the first kept).
+        assert!(!p
+            .cut_calls(4, 3, 1)
+            .faults
+            .iter()
+            .any(|f| matches!(f, Fault::Drop { .. })));
         assert!(!p
             .cut_calls(4, 0, 2)
             .faults
