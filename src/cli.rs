@@ -399,9 +399,17 @@ enum Cmd {
         /// keep the run's failed expectations).
         #[arg(long, value_name = "METRIC")]
         until: Vec<String>,
-        /// Keep the runs with failures of this cause (metrics.failures_by_cause), e.g. gave_up.
+        /// Keep the runs in which at least one operation failed with this
+        /// cause (metrics.failures_by_cause), e.g. gave_up, whatever the
+        /// scenario expects.
         #[arg(long, value_name = "CAUSE")]
         until_cause: Vec<String>,
+        /// Most simulations the reductions may run; the shrink prints how
+        /// many it spent and keeps the smallest plan found so far when
+        /// the budget runs out.
+        #[arg(long, value_name = "N", default_value_t = crate::shrink::DEFAULT_MAX_RUNS,
+              value_parser = flags::whole("--max-runs", 1, flags::MAX_SHRINK_RUNS))]
+        max_runs: u64,
         /// How the file pins it: hazard (an arm expected to fail: passes
         /// while it reproduces) or bug (fails until fixed).
         #[arg(long, default_value = "hazard")]
@@ -732,6 +740,7 @@ pub fn main() -> ExitCode {
             run,
             until,
             until_cause,
+            max_runs,
             kind,
             out,
         } => run.options().and_then(|o| {
@@ -742,7 +751,11 @@ pub fn main() -> ExitCode {
                 seed,
                 server,
                 &o,
-                &crate::shrink::Goal { until, kind },
+                &crate::shrink::Goal {
+                    until,
+                    kind,
+                    max_runs,
+                },
                 out,
             )
         }),
@@ -1872,6 +1885,9 @@ fn shrink(
         flags.push_str(&format!(" --until {m}"));
     }
     flags.push_str(&format!(" --kind {}", goal.kind.as_str()));
+    if goal.max_runs != crate::shrink::DEFAULT_MAX_RUNS {
+        flags.push_str(&format!(" --max-runs {}", goal.max_runs));
+    }
     let command = format!(
         "mcp-chaos shrink --scenario {} --seed {seed} --server {}{flags}",
         path.display(),
@@ -1879,13 +1895,22 @@ fn shrink(
     );
     let (out, found) = shrink_one(&scenario, seed, variant, goal, out, &command, None)?;
     outln!(
-        "shrunk {} faults to {} and {} clients to {} in {} runs, preserving {:?}; wrote {} \
-         ({}; check with `mcp-chaos run --scenario {} --seed {seed} --server {}`)",
+        "shrunk {} faults to {}, {} clients to {} and {} calls to {} in {} runs (budget {}{}), \
+         preserving {:?}; wrote {} ({}; check with `mcp-chaos run --scenario {} --seed {seed} \
+         --server {}`)",
         found.faults_before,
         found.faults_after,
         found.clients.0,
         found.clients.1,
+        found.calls.0,
+        found.calls.1,
         found.runs,
+        found.max_runs,
+        if found.exhausted {
+            ", spent: a larger --max-runs may shrink further"
+        } else {
+            ""
+        },
         found.metrics,
         out.display(),
         promise(&found.scenario, seed),
@@ -1965,8 +1990,8 @@ fn shrink_failures(
         let opts = r.options();
         let effective = run::effective(sc, &opts).map_err(anyhow::Error::msg)?;
         let goal = crate::shrink::Goal {
-            until: Vec::new(),
             kind: RegressionKind::Bug,
+            ..Default::default()
         };
         let mut name = format!("{}-seed{}-{}", r.scenario, r.seed, r.server);
         if let Some(p) = opts.clients {

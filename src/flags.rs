@@ -23,6 +23,8 @@ pub const MAX_SERVE_TIMEOUT_MS: u64 = 3_600_000;
 pub const MAX_SESSION_IDLE_SECS: u64 = 86_400;
 /// Most requests `probe --max-requests` sends.
 pub const MAX_PROBE_REQUESTS: u64 = 1_000_000;
+/// Most simulations `shrink --max-runs` allows.
+pub const MAX_SHRINK_RUNS: u64 = 100_000;
 /// Most calls or SSE events per call in `scale`.
 pub const MAX_SCALE_PER_CLIENT: u64 = 1_000;
 

@@ -301,11 +301,7 @@ pub fn failing_markdown(s: &Summary) -> String {
 /// The command that reproduces run `r`: its scenario file from the
 /// provenance (else `sims/NAME.toml`), its arm, profile and overrides.
 pub fn repro(s: &Summary, r: &RunReport) -> String {
-    let path = s
-        .provenance
-        .scenarios
-        .get(&r.scenario)
-        .map_or_else(|| format!("sims/{}.toml", r.scenario), |i| i.file.clone());
+    let path = super::repro::scenario_path(s, r);
     let opts = r.options();
     match r.server.parse::<Arm>() {
         Ok(arm) => run::repro_command(&path, r.seed, arm, &opts),

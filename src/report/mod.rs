@@ -10,6 +10,7 @@ mod matrix;
 mod plots;
 mod provenance;
 pub mod recommend;
+mod repro;
 mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
@@ -20,6 +21,7 @@ pub use junit::junit;
 pub use matrix::headline;
 pub use plots::{bars_svg, cdf_panels, timeline_svg, FaultWindow, Lane, OpBar, Timeline};
 pub use provenance::{provenance, sha256_hex, Meta};
+pub use repro::{commands as repro_commands, worth_a_look_markdown};
 pub use write::{pick_timeline_runs, timelines, write_reports};
 
 use crate::oracle::Metrics;
@@ -177,6 +179,7 @@ pub fn markdown_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> 
     out.push_str(&conclude::scenarios_markdown(s));
     out.push_str(&conclude::provenance_markdown(s));
     out.push_str(&timelines_markdown(timelines));
+    out.push_str(&repro::worth_a_look_markdown(s));
     out.push_str(&conclude::failing_markdown(s));
     out.push_str(&matrix::markdown(s));
     out.push_str(&details(s));

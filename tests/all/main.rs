@@ -14,6 +14,7 @@ mod report;
 mod rmcp;
 mod serve;
 mod serve_edges;
+mod shrink_loop;
 mod sim;
 mod soak;
 mod turmoil_patch;

@@ -1,16 +1,20 @@
-//! Shrinking: delta-debug a failing run's fault plan down to a minimal set
-//! of faults that still produces the same violation, and write it as a
-//! scenario of explicit faults, ready to commit under `sims/regressions/`.
+//! Shrinking: delta-debug a failing run (its fault plan, its clients, their
+//! workloads and the faults' timing: `reduce`) down to a small one that
+//! still produces the same violation, and write it as a scenario of
+//! explicit faults, ready to commit under `sims/regressions/`.
 //!
 //! What must be preserved is either the run's failed expectations (the
 //! default) or metrics the run shows above 0 (`--until`), whatever the
 //! scenario expects. The shrunk scenario pins it with a `[regression]`
 //! table: a hazard passes while it reproduces, a bug fails until fixed.
 
+mod reduce;
+
 use crate::fault::FaultPlan;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::{Expect, FaultSpec, Regression, RegressionKind, Scenario};
 use crate::sut::Arm;
+pub use reduce::DEFAULT_MAX_RUNS;
 use std::collections::BTreeSet;
 
 /// What a shrink preserves and how the result pins it.
@@ -22,13 +26,20 @@ pub struct Goal {
     pub until: Vec<String>,
     /// How the shrunk scenario pins it.
     pub kind: RegressionKind,
+    /// Most simulations the reductions may run (`--max-runs`).
+    pub max_runs: u64,
 }
+
+/// Rounds of reductions at most: each after the first only retries what
+/// an earlier removal may have freed.
+const MAX_ROUNDS: usize = 4;
 
 impl Default for Goal {
     fn default() -> Self {
         Goal {
             until: Vec::new(),
             kind: RegressionKind::Hazard,
+            max_runs: reduce::DEFAULT_MAX_RUNS,
         }
     }
 }
@@ -83,48 +94,6 @@ pub fn as_run(s: &Scenario, seed: u64) -> Scenario {
     with_faults(s, &FaultPlan::draw(s, seed).faults)
 }
 
-/// `s` with group `g` cut to its first `keep` clients: faults naming a
-/// removed client are dropped, later clients renumbered.
-fn without_clients(s: &Scenario, g: usize, keep: u32) -> Scenario {
-    use crate::scenario::Fault;
-    let start: u32 = s.clients[..g].iter().map(|c| c.count).sum();
-    let old = s.clients[g].count;
-    let (cut_from, cut) = (start + keep, old - keep);
-    let renumber = |c: u32| -> Option<u32> {
-        if c < cut_from {
-            Some(c)
-        } else if c < start + old {
-            None
-        } else {
-            Some(c - cut)
-        }
-    };
-    let mut out = s.clone();
-    out.clients[g].count = keep;
-    out.faults.explicit = s
-        .faults
-        .explicit
-        .iter()
-        .filter_map(|f| match f {
-            Fault::Drop {
-                client,
-                call,
-                after_event,
-            } => renumber(*client).map(|client| Fault::Drop {
-                client,
-                call: *call,
-                after_event: *after_event,
-            }),
-            Fault::Switch { client, after_call } => renumber(*client).map(|client| Fault::Switch {
-                client,
-                after_call: *after_call,
-            }),
-            other => Some(other.clone()),
-        })
-        .collect();
-    out
-}
-
 /// What a shrink found.
 #[derive(Debug)]
 pub struct Shrunk {
@@ -138,8 +107,16 @@ pub struct Shrunk {
     pub clients: (u32, u32),
     /// The violated metrics preserved.
     pub metrics: BTreeSet<String>,
-    /// Simulations run.
+    /// Calls planned (over every client) before and after.
+    pub calls: (u64, u64),
+    /// Simulations run (the reductions' and the final checks of each
+    /// arm's bounds).
     pub runs: u64,
+    /// The reductions' budget of runs (`--max-runs`).
+    pub max_runs: u64,
+    /// The budget ran out before a round removed nothing: a larger one may
+    /// shrink further.
+    pub exhausted: bool,
     /// Bounds of the original scenario that fail on the shrunk one and
     /// were dropped, as `expect.ARM: what failed`.
     pub pruned: Vec<String>,
@@ -213,57 +190,37 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
         }
     };
     let plan = FaultPlan::draw(scenario, seed);
-    let mut runs = 1;
-    let mut fails = |faults: &[crate::scenario::Fault]| -> Result<bool, String> {
-        runs += 1;
-        holds(&with_faults(scenario, faults))
-    };
-    if !fails(&plan.faults)? {
+    let explicit = as_run(scenario, seed);
+    if !holds(&explicit)? {
         return Err("the explicit fault plan does not reproduce the failure on its own".into());
     }
-    // ddmin: remove chunks of faults while the failure persists.
-    let mut current = plan.faults.clone();
-    let mut n = 2usize;
-    while current.len() >= 2 {
-        let chunk = current.len().div_ceil(n);
-        let mut reduced = false;
-        for start in (0..current.len()).step_by(chunk) {
-            let complement: Vec<_> = current[..start]
-                .iter()
-                .chain(current[(start + chunk).min(current.len())..].iter())
-                .cloned()
-                .collect();
-            if fails(&complement)? {
-                current = complement;
-                n = (n - 1).max(2);
-                reduced = true;
-                break;
-            }
-        }
-        if !reduced {
-            if n >= current.len() {
-                break;
-            }
-            n = (n * 2).min(current.len());
-        }
-    }
-    if current.len() == 1 && fails(&[])? {
-        current.clear();
-    }
-    // Then the client count: halve each group while the failure persists
-    // (faults naming removed clients go; later clients are renumbered).
-    let mut base = with_faults(scenario, &current);
-    for g in 0..base.clients.len() {
-        while base.clients[g].count > 1 {
-            let candidate = without_clients(&base, g, base.clients[g].count / 2);
-            runs += 1;
-            if holds(&candidate)? {
-                base = candidate;
-            } else {
+    // The original run and its explicit form: two runs, then the reductions
+    // within the budget, a round at a time until one removes nothing.
+    let mut budget = reduce::Budget {
+        used: 2,
+        max: goal.max_runs.max(2),
+        exhausted: false,
+    };
+    let mut current = reduce::Plan::of(&explicit);
+    {
+        let mut test = |p: &reduce::Plan| -> bool {
+            // A candidate the simulator refuses (a bound it no longer
+            // fits) does not reproduce.
+            budget.take() && holds(&p.scenario(&explicit)).unwrap_or(false)
+        };
+        for _ in 0..MAX_ROUNDS {
+            let next = reduce::round(current.clone(), &mut test);
+            let done = next == current;
+            current = next;
+            if done {
                 break;
             }
         }
     }
+    let calls_before = reduce::Plan::of(&explicit).calls();
+    let calls_after = current.calls();
+    let base = current.scenario(&explicit);
+    let mut runs = budget.used;
     let clients_before = scenario.client_count();
     let current = base.faults.explicit.clone();
     let mut out = base;
@@ -273,7 +230,8 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
         v.as_str()
     ));
     out.description = format!(
-        "Shrunk from {} seed {seed} ({} of {} faults, {} of {clients_before} clients): the {} server still shows {}",
+        "Shrunk from {} seed {seed} ({} of {} faults, {} of {clients_before} clients, \
+         {calls_after} of {calls_before} calls): the {} server still shows {}",
         scenario.name,
         current.len(),
         plan.faults.len(),
@@ -320,9 +278,12 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
         faults_before: plan.faults.len(),
         faults_after: current.len(),
         clients: (clients_before, out.client_count()),
+        calls: (calls_before, calls_after),
         scenario: out,
         metrics: target,
         runs,
+        max_runs: budget.max,
+        exhausted: budget.exhausted,
         pruned,
     })
 }

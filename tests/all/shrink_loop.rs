@@ -1,0 +1,254 @@
+//! The reproduce loop from a report: `shrink --until-cause` reaches the
+//! smallest plan (one fault, one client) on committed scenarios where that
+//! is the true minimum, within its run budget, and the shrink command the
+//! report prints for a failing operation runs and reproduces its cause.
+
+use super::cli::{code, run, scratch};
+use mcp_chaos::scenario::Scenario;
+use std::path::Path;
+use std::process::Output;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The runs a shrink reports (`... in N runs (budget M...`).
+fn runs_spent(o: &Output) -> u64 {
+    let out = text(&o.stdout);
+    let (_, rest) = out.split_once(" in ").expect("a run count");
+    rest.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// How many operations failed with `cause` in a run of `file`.
+fn failed_with(file: &str, seed: &str, server: &str, cause: &str) -> u64 {
+    let o = run(&[
+        "run",
+        "--scenario",
+        file,
+        "--seed",
+        seed,
+        "--server",
+        server,
+        "--format",
+        "json",
+    ]);
+    assert!(code(&o) <= 2, "{}", text(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    r["metrics"]["failures_by_cause"][cause]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// Shrinks `sims/NAME.toml` seed `seed` on `server` until `cause`; checks
+/// that the shrunk file still reproduces the cause under `run` with the
+/// same seed and server (exit 0: a hazard passes while it reproduces).
+/// Returns the shrunk scenario and the runs the shrink spent.
+fn shrink_until(
+    name: &str,
+    seed: &str,
+    server: &str,
+    cause: &str,
+    extra: &[&str],
+) -> (Scenario, u64) {
+    let out = scratch(&format!("shrink-{name}-{cause}")).join("shrunk.toml");
+    let out = out.to_str().unwrap();
+    let file = format!("sims/{name}.toml");
+    assert!(
+        failed_with(&file, seed, server, cause) > 0,
+        "{name}: no {cause} to shrink"
+    );
+    let mut args = vec![
+        "shrink",
+        "--until-cause",
+        cause,
+        "--scenario",
+        &file,
+        "--seed",
+        seed,
+        "--server",
+        server,
+        "--out",
+        out,
+    ];
+    args.extend(extra);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let spent = runs_spent(&o);
+    let s = Scenario::load(Path::new(out)).unwrap();
+    assert!(
+        failed_with(out, seed, server, cause) > 0,
+        "{name}: the file lost {cause}"
+    );
+    let o = run(&["run", "--scenario", out, "--seed", seed, "--server", server]);
+    assert_eq!(
+        code(&o),
+        0,
+        "a hazard passes while it reproduces: {}",
+        text(&o.stderr)
+    );
+    (s, spent)
+}
+
+/// Eviction needs one dropped stream of one client whose call outgrows
+/// the store (60 chunks, 40 events kept), and nothing else; a keyless
+/// retry needs one partition that cuts one retry-by-post client's call.
+/// The shrink finds exactly that: no fault is not enough (it tries none
+/// first), and fewer than one client is not a run.
+#[test]
+fn until_cause_shrinks_to_one_fault_one_client_and_one_call() {
+    for (name, cause, most_runs) in [
+        ("eviction", "eviction", 40),
+        ("half-open", "retry_without_key", 150),
+    ] {
+        let before = Scenario::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("sims/{name}.toml")),
+        )
+        .unwrap();
+        let (s, spent) = shrink_until(name, "0", "unguarded", cause, &[]);
+        assert_eq!(
+            s.faults.explicit.len(),
+            1,
+            "{name}: {:?}",
+            s.faults.explicit
+        );
+        assert_eq!(s.client_count(), 1, "{name}: {:?}", s.clients);
+        let calls: u32 = s.clients.iter().map(|g| g.count * g.calls).sum();
+        assert_eq!(calls, 1, "{name}: the failing call alone");
+        assert!(before.client_count() > 10);
+        // Measured: 23 and 104 runs; the bound catches a shrink that
+        // stops converging, well inside the default budget of 400.
+        assert!(spent <= most_runs, "{name}: {spent} runs");
+    }
+}
+
+/// A budget cuts the shrink short, says so, and what it wrote still
+/// reproduces (a candidate is kept only after a run showed it).
+#[test]
+fn max_runs_bounds_a_shrink_and_what_it_keeps_still_reproduces() {
+    let out = scratch("shrink-budget").join("cut.toml");
+    let o = run(&[
+        "shrink",
+        "--until-cause",
+        "eviction",
+        "--scenario",
+        "sims/eviction.toml",
+        "--seed",
+        "0",
+        "--server",
+        "unguarded",
+        "--max-runs",
+        "6",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let said = text(&o.stdout);
+    assert!(said.contains("budget 6, spent"), "{said}");
+    // Six for the reductions, then one check per arm the file has bounds for.
+    let arms = Scenario::load(&out).unwrap().expect.0.len() as u64;
+    assert!(runs_spent(&o) <= 6 + arms, "{said}");
+    assert!(failed_with(out.to_str().unwrap(), "0", "unguarded", "eviction") > 0);
+    let o = run(&[
+        "shrink",
+        "--until-cause",
+        "eviction",
+        "--scenario",
+        "sims/eviction.toml",
+        "--seed",
+        "0",
+        "--server",
+        "unguarded",
+        "--max-runs",
+        "0",
+    ]);
+    assert_eq!(code(&o), 3, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--max-runs"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// The report lists, for the run each timeline draws, its failed
+/// operations by cause with a reproduce and a shrink command; the shrink
+/// command, run as printed (its `--out` moved to scratch space), exits 0,
+/// names the cause, and its file reproduces the cause.
+#[test]
+fn the_shrink_command_the_report_prints_reproduces_its_cause() {
+    let dir = scratch("report-shrink");
+    let sims = dir.join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/eviction.toml"),
+        sims.join("eviction.toml"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = run(&[
+        "compare",
+        "--sims",
+        sims.to_str().unwrap(),
+        "--seeds",
+        "2",
+        "--servers",
+        "unguarded,guarded",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(code(&o) <= 1, "{}", text(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let section = md
+        .split("## Failing operations worth a look")
+        .nth(1)
+        .expect("the section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    assert!(html.contains("Failing operations worth a look"));
+    let rows: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("| eviction "))
+        .collect();
+    assert!(!rows.is_empty(), "{section}");
+    let mut seen = std::collections::BTreeSet::new();
+    for row in rows {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let cause = cells[2];
+        let run_of: Vec<&str> = cells[1].split(" · ").collect();
+        let (seed, server) = (run_of[0], run_of[1]);
+        assert!(
+            seen.insert(cause),
+            "one row per scenario and cause: {section}"
+        );
+        let repro = cells[5].trim_matches('`');
+        let shrink = cells[6].trim_end_matches(" |").trim_matches('`');
+        let at = format!("--seed {seed} --server {server}");
+        assert!(
+            repro.contains("repro --scenario") && repro.contains(&at),
+            "{row}"
+        );
+        assert!(shrink.contains(&at), "{row}");
+        assert!(shrink.contains(&format!("--until-cause {cause}")), "{row}");
+        let args: Vec<&str> = shrink
+            .strip_prefix("cargo run --release -- ")
+            .expect("the README's spelling")
+            .split(' ')
+            .collect();
+        let at = args.iter().position(|a| *a == "--out").unwrap();
+        let file = dir.join(format!("{cause}.toml"));
+        let mut args = args[..at].to_vec();
+        args.extend(["--out", file.to_str().unwrap()]);
+        let o = run(&args);
+        assert_eq!(code(&o), 0, "{shrink}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stdout).contains(&format!("failures_by_cause.{cause}")),
+            "{}",
+            text(&o.stdout)
+        );
+        assert!(
+            failed_with(file.to_str().unwrap(), seed, server, cause) > 0,
+            "{row}"
+        );
+    }
+}
