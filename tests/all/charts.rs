@@ -60,6 +60,11 @@ fn with_copied_arm(mut s: Summary, from: &str, to: &str) -> Summary {
         r.server = to.into();
         s.runs.push(r);
     }
+    // A summary keeps its scenarios together, as `Summary::from_runs` does.
+    s.aggregates
+        .sort_by(|a, b| (&a.scenario, &a.server).cmp(&(&b.scenario, &b.server)));
+    s.runs
+        .sort_by(|a, b| (&a.scenario, &a.server, a.seed).cmp(&(&b.scenario, &b.server, b.seed)));
     s
 }
 

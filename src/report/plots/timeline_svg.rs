@@ -182,7 +182,7 @@ fn section(
     let round = |v: f64| (v * 10.0).round() / 10.0;
     let extent = |op: &super::OpBar| {
         let x0 = round(x(op.start_us));
-        (x0, round((x(op.end_us)).max(x0 + 2.0)))
+        (x0, round(x(op.end_us).max(x0 + 2.0)))
     };
     let layout: Vec<(Vec<usize>, usize)> = t.lanes.iter().map(|ln| rows(&ln.ops, extent)).collect();
     let lane_h = |n: usize| {
