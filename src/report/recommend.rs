@@ -32,13 +32,13 @@ pub fn recommend(s: &Summary) -> Option<Recommendation> {
         }
     }
     // The map iterates in report order, so the first minimum wins ties.
-    let mut best: Option<(&(usize, usize, &str, &str), f64)> = None;
-    for (k, v) in &sums {
-        if best.is_none_or(|(_, b)| *v < b) {
-            best = Some((k, *v));
+    let mut best: Option<(&str, &str, f64)> = None;
+    for ((_, _, clients, server), v) in &sums {
+        if best.is_none_or(|(_, _, b)| *v < b) {
+            best = Some((clients, server, *v));
         }
     }
-    best.map(|((_, _, clients, server), _)| Recommendation {
+    best.map(|(clients, server, _)| Recommendation {
         server: server.to_string(),
         clients: clients.to_string(),
     })
