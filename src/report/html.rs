@@ -1,8 +1,8 @@
 //! `report.html`: one self-contained page (no scripts, no external files).
 
 use super::conclude;
+use super::plots::{bars_svg, cdf_panels, timeline_group_svg, Timeline};
 use super::recommend::{self, Beside};
-use super::plots::{bars_svg, cdf_panels, timeline_svg, Timeline};
 use super::{details, matrix, warnings, xml};
 use crate::sweep::Summary;
 use std::fmt::Write;
@@ -58,16 +58,32 @@ pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> Stri
     if timelines.is_empty() {
         out.push_str("<p>No run had a failed or degraded operation: no timeline drawn.</p>");
     } else {
-        out.push_str("<p>One run per affected scenario: the run with the most failed operations across arms and seeds (ties: arm order, then lowest seed), run again for its history. Hover a bar for the operation's tag, times and cause.</p>");
+        out.push_str("<p>Per affected scenario, the run with the most failed operations across arms and seeds (ties: arm order, then lowest seed) and, above it on the same time axis, the recommended configuration's run on the same seed: the same workload and faults, what the configuration to deploy does with them. Each is run again for its history. Hover a bar for the operation's tag, times and cause.</p>");
     }
-    for t in timelines {
+    for g in timelines.chunk_by(|a, b| !a.group.is_empty() && a.group == b.group) {
+        let first = &g[0];
         let _ = write!(
             out,
-            "<h3>{}</h3><p>reproduce: <code>{}</code></p>{}",
-            xml(&t.title),
-            xml(&t.repro),
-            timeline_svg(t)
+            "<h3>{}</h3>",
+            xml(if first.group.is_empty() {
+                &first.title
+            } else {
+                &first.group
+            })
         );
+        for t in g {
+            let _ = write!(
+                out,
+                "<p>{}reproduce: <code>{}</code></p>",
+                if t.role.is_empty() {
+                    String::new()
+                } else {
+                    format!("{} ({}): ", xml(&t.role), xml(&t.title))
+                },
+                xml(&t.repro)
+            );
+        }
+        out.push_str(&timeline_group_svg(g));
     }
     out.push_str(&md_html(&super::repro::worth_a_look_markdown(s)));
     out.push_str(&md_html(&conclude::failing_markdown(s)));

@@ -19,10 +19,13 @@ pub use recommend::{recommend, Beside, Recommendation, Standing};
 pub use html::{html, html_beside};
 pub use junit::junit;
 pub use matrix::headline;
-pub use plots::{bars_svg, cdf_panels, timeline_svg, FaultWindow, Lane, OpBar, Timeline};
+pub use plots::{
+    bars_svg, cdf_panel_svg, cdf_panels, timeline_group_svg, timeline_svg, FaultWindow, Lane,
+    OpBar, Timeline,
+};
 pub use provenance::{provenance, sha256_hex, Meta};
 pub use repro::{commands as repro_commands, worth_a_look_markdown};
-pub use write::{pick_timeline_runs, timelines, write_reports};
+pub use write::{pick_timeline_groups, pick_timeline_runs, timelines, write_reports};
 
 use crate::oracle::Metrics;
 use crate::sweep::{Aggregate, Summary};
@@ -58,7 +61,13 @@ pub const SHOWN: &[&str] = &[
 
 /// `failures_by_cause` as one line: `cause n, cause n` (most first).
 pub fn causes_line(m: &Metrics) -> String {
-    let mut v: Vec<(&String, &u64)> = m.failures_by_cause.iter().collect();
+    counts_line(&m.failures_by_cause)
+}
+
+/// Counts by key as one line, `key n, key n` (most first), `–` when none:
+/// how a table cell shows a map (never its JSON).
+pub(crate) fn counts_line(map: &std::collections::BTreeMap<String, u64>) -> String {
+    let mut v: Vec<(&String, &u64)> = map.iter().collect();
     v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     if v.is_empty() {
         return "–".into();
@@ -201,11 +210,16 @@ fn timelines_markdown(ts: &[Timeline]) -> String {
         out.push_str("No run had a failed or degraded operation: no timeline drawn.\n\n");
         return out;
     }
-    out.push_str("report.html draws one run per affected scenario (the run with the most failed operations, across arms and seeds), one lane per client, operations as bars coloured by outcome, faults as shaded windows and marks:\n\n");
+    out.push_str("report.html draws per affected scenario the run with the most failed operations (across arms and seeds) and the recommended configuration's run on the same seed, on one time axis: one lane per client, operations as bars coloured by outcome, faults as shaded windows and marks:\n\n");
     for t in ts {
         let _ = writeln!(
             out,
-            "- {}: {} (reproduce: `{}`)",
+            "- {}{}: {} (reproduce: `{}`)",
+            if t.role.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", t.role)
+            },
             t.title,
             t.outcomes
                 .iter()
@@ -264,7 +278,7 @@ fn details(s: &Summary) -> String {
             |m| &m.failures_by_detail,
         );
         row(&mut out, "operations exposed, by hazard", &cols, |a| {
-            format!("{:?}", a.metrics.hazards)
+            counts_line(&a.metrics.hazards)
         });
         row(
             &mut out,
@@ -273,12 +287,13 @@ fn details(s: &Summary) -> String {
             |a| latency(&a.metrics),
         );
         row(&mut out, "rejections by reason", &cols, |a| {
-            format!("{:?}", a.metrics.rejections)
+            counts_line(&a.metrics.rejections)
         });
         row(&mut out, "faults", &cols, |a| {
             format!(
-                "planned {:?}, applied {:?}",
-                a.faults.planned, a.faults.applied
+                "planned: {}; applied: {}",
+                counts_line(&a.faults.planned),
+                counts_line(&a.faults.applied)
             )
         });
         row(&mut out, "runs whose expectations broke", &cols, |a| {

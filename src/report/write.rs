@@ -3,7 +3,8 @@
 //! histories.
 
 use super::matrix::{arm_rank, profile_rank};
-use super::plots::Timeline;
+use super::plots::{share_lanes, Timeline};
+use super::recommend::recommend;
 use crate::run::{self, RunReport};
 use crate::scenario::Scenario;
 use crate::sut::Arm;
@@ -45,14 +46,70 @@ pub fn pick_timeline_runs(s: &Summary) -> Vec<&RunReport> {
     out
 }
 
-/// The timelines of the picked runs, each run again from its scenario in
-/// `files` (path, scenario) on up to `workers` threads; in pick order.
+/// Per picked run (see [`pick_timeline_runs`]), the group of runs its
+/// timeline draws, each with its role: the recommended configuration's
+/// run on the same scenario and seed first (when it is another run and
+/// applies there), then the worst run. The recommendation is
+/// [`recommend`]'s.
+pub fn pick_timeline_groups(s: &Summary) -> Vec<Vec<(&RunReport, String)>> {
+    let rec = recommend(s);
+    pick_timeline_runs(s)
+        .into_iter()
+        .map(|worst| {
+            let Some(rec) = &rec else {
+                return vec![(worst, "worst run".to_string())];
+            };
+            if worst.server == rec.server && worst.clients == rec.clients {
+                return vec![(worst, "worst run, and the recommended configuration".into())];
+            }
+            let applies = s.aggregates.iter().any(|a| {
+                a.scenario == worst.scenario
+                    && a.server == rec.server
+                    && a.clients == rec.clients
+                    && !a.not_applicable()
+            });
+            let same_seed = s.runs.iter().find(|r| {
+                r.scenario == worst.scenario
+                    && r.seed == worst.seed
+                    && r.server == rec.server
+                    && r.clients == rec.clients
+            });
+            match same_seed {
+                Some(r) if applies => vec![
+                    (r, "recommended configuration".to_string()),
+                    (worst, "worst run".to_string()),
+                ],
+                _ => vec![(
+                    worst,
+                    format!(
+                        "worst run (the recommended {}, clients {}, does not apply here)",
+                        rec.server, rec.clients
+                    ),
+                )],
+            }
+        })
+        .collect()
+}
+
+/// The timelines of the picked groups (see [`pick_timeline_groups`]),
+/// each run again from its scenario in `files` (path, scenario) on up to
+/// `workers` threads; in pick order, a group's timelines next to each
+/// other with the same `group` and the same lanes.
 pub fn timelines(
     s: &Summary,
     files: &[(String, Scenario)],
     workers: usize,
 ) -> anyhow::Result<Vec<Timeline>> {
-    let picks = pick_timeline_runs(s);
+    let groups = pick_timeline_groups(s);
+    let picks: Vec<(&RunReport, &str, String)> = groups
+        .iter()
+        .flat_map(|g| {
+            let worst = g.last().expect("a group holds the worst run").0;
+            let name = format!("{} · seed {}", worst.scenario, worst.seed);
+            g.iter()
+                .map(move |(r, role)| (*r, role.as_str(), name.clone()))
+        })
+        .collect();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<anyhow::Result<Timeline>>>> =
         Mutex::new((0..picks.len()).map(|_| None).collect());
@@ -60,18 +117,30 @@ pub fn timelines(
         for _ in 0..workers.max(1).min(picks.len().max(1)) {
             sc.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(r) = picks.get(i) else { break };
-                let t = timeline_of(s, r, files);
+                let Some((r, role, group)) = picks.get(i) else {
+                    break;
+                };
+                let t = timeline_of(s, r, files).map(|mut t| {
+                    t.role = role.to_string();
+                    t.group = group.clone();
+                    t
+                });
                 results.lock().expect("no worker panics holding it")[i] = Some(t);
             });
         }
     });
-    results
+    let mut out: Vec<Timeline> = results
         .into_inner()
         .expect("workers are done")
         .into_iter()
         .map(|t| t.expect("every pick ran"))
-        .collect()
+        .collect::<anyhow::Result<_>>()?;
+    let mut at = 0;
+    for g in &groups {
+        share_lanes(&mut out[at..at + g.len()]);
+        at += g.len();
+    }
+    Ok(out)
 }
 
 /// Runs `r` again and reads its timeline.

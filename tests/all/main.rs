@@ -3,6 +3,7 @@
 mod bad_input;
 mod build;
 mod causes;
+mod charts;
 mod cli;
 mod cli_loop;
 mod first_contact;

@@ -140,12 +140,13 @@ fn no_failed_operations_is_said_not_drawn() {
     let svg = report::bars_svg(&s, run::AS_WRITTEN);
     assert!(svg.contains("No failed operations"), "{svg}");
     assert!(!svg.contains("class=\"bar\""), "{svg}");
-    // With failures, bars on a labelled linear axis, colours as the legend.
+    // With failures, bars on a labelled log axis of rates, colours as
+    // the legend.
     s.aggregates[0].metrics.ops_failed = 7;
     let svg = report::bars_svg(&s, run::AS_WRITTEN);
     assert!(!svg.contains("No failed operations"));
     assert_eq!(svg.matches("class=\"bar\"").count(), 2, "{svg}");
-    assert!(svg.contains("linear axis") && svg.contains(">failed operations<"));
+    assert!(svg.contains("log axis") && svg.contains(">failed per 1,000 operations<"));
     for a in &s.aggregates {
         let bar_fill = svg
             .split("class=\"bar\"")
@@ -155,9 +156,9 @@ fn no_failed_operations_is_said_not_drawn() {
             .map(|f| f[..7].to_string())
             .unwrap();
         let label = svg
-            .find(&format!("y=\"36\">{}</text>", a.server))
+            .find(&format!("class=\"legend\">{}</text>", a.server))
             .expect("a legend entry per arm");
-        let swatch = &svg[label.saturating_sub(120)..label];
+        let swatch = &svg[label.saturating_sub(220)..label];
         assert!(
             swatch.contains(&format!("fill=\"{bar_fill}\"")),
             "legend swatch of {} has its bar's colour {bar_fill}: {swatch}",

@@ -1,0 +1,309 @@
+//! Failed operations per 1,000 operations, per scenario and arm, as
+//! grouped bars on a log axis: a scenario of 6 operations reads beside
+//! one of 79,200. A not-applicable cell (no client could run against the
+//! arm) is a hatched box labelled "n/a", never a bar of 0.
+
+use super::super::matrix::arms;
+use super::super::xml;
+use super::svg::{rate_label, svg_open, text, text_width, thousands, vtext};
+use super::{color, scenarios};
+use crate::sweep::{Aggregate, Summary};
+use std::fmt::Write;
+
+/// Font size of the value labels above the bars.
+const VALUE_FONT: f64 = 9.0;
+/// Font size of the scenario names under the plot.
+const NAME_FONT: f64 = 10.0;
+/// A bar's width: wider than a value label standing on its end, so
+/// neighbours' labels never touch.
+const BAR: f64 = 14.0;
+/// Height of the hatched box of a not-applicable cell.
+const NA_H: f64 = 22.0;
+
+/// What one cell of the chart holds.
+enum Cell {
+    /// Not run at all for this scenario and arm.
+    Missing,
+    /// Its clients could not run against the arm.
+    NotApplicable,
+    /// Failed, operations, failed per 1,000.
+    Rate(u64, u64, f64),
+}
+
+fn cell(a: Option<&Aggregate>) -> Cell {
+    match a {
+        None => Cell::Missing,
+        Some(a) if a.not_applicable() || a.metrics.operations == 0 => Cell::NotApplicable,
+        Some(a) => Cell::Rate(
+            a.metrics.ops_failed,
+            a.metrics.operations,
+            a.metrics.ops_failed as f64 * 1000.0 / a.metrics.operations as f64,
+        ),
+    }
+}
+
+/// `name` cut into lines of at most `max` characters, after hyphens when
+/// it can be.
+fn wrap(name: &str, max: usize) -> Vec<String> {
+    let max = max.max(4);
+    let mut lines: Vec<String> = vec![String::new()];
+    for part in name.split_inclusive('-') {
+        let cur = lines.last_mut().expect("non-empty");
+        if !cur.is_empty() && cur.chars().count() + part.chars().count() > max {
+            lines.push(String::new());
+        }
+        let mut rest: Vec<char> = part.chars().collect();
+        while !rest.is_empty() {
+            let cur = lines.last_mut().expect("non-empty");
+            let room = max - cur.chars().count();
+            if room == 0 {
+                lines.push(String::new());
+                continue;
+            }
+            let take = room.min(rest.len());
+            cur.extend(rest.drain(..take));
+        }
+    }
+    lines
+}
+
+/// Failed operations per 1,000 operations per scenario, as grouped bars
+/// on a log axis, one bar per arm (colours as the legend, which stands
+/// right of the plot), for the runs with client profile `profile`. Each
+/// bar carries its rate above it, standing on its end so neighbours never
+/// collide; its tooltip gives the counts. A short note instead of a plot
+/// when none failed.
+pub fn bars_svg(s: &Summary, profile: &str) -> String {
+    let arms = arms(s);
+    let find = |sc: &str, arm: &str| {
+        s.aggregates
+            .iter()
+            .find(|a| a.scenario == sc && a.server == arm && a.clients == profile)
+    };
+    let scenarios: Vec<&str> = scenarios(s)
+        .into_iter()
+        .filter(|sc| arms.iter().any(|a| find(sc, a).is_some()))
+        .collect();
+    let rates: Vec<f64> = scenarios
+        .iter()
+        .flat_map(|sc| arms.iter().map(|a| cell(find(sc, a))))
+        .filter_map(|c| match c {
+            Cell::Rate(_, _, r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let seeds = s
+        .aggregates
+        .iter()
+        .filter(|a| a.clients == profile)
+        .map(|a| a.runs)
+        .max()
+        .unwrap_or(0);
+    let title = format!("failed operations per 1,000 operations, per scenario, clients {profile}");
+    if rates.iter().all(|r| *r == 0.0) {
+        const W: f64 = 720.0;
+        const H: f64 = 44.0;
+        let mut out = svg_open(W, H, &title, "bars-empty");
+        let _ = write!(
+            out,
+            "<text x=\"12\" y=\"27\" font-size=\"14\">No failed operations: every arm, every scenario, all {seeds} seeds (clients {}).</text></svg>",
+            xml(profile)
+        );
+        return out;
+    }
+    // Log axis over whole decades, from at most 1 per 1,000 to the
+    // largest rate.
+    let min_pos = rates
+        .iter()
+        .copied()
+        .filter(|r| *r > 0.0)
+        .fold(f64::MAX, f64::min);
+    let max = rates.iter().copied().fold(0.0, f64::max);
+    let lo = min_pos.log10().floor().min(0.0);
+    let hi = max.log10().ceil().max(lo + 1.0);
+    let legend: Vec<String> = arms
+        .iter()
+        .map(|a| a.to_string())
+        .chain(["n/a: not applicable".to_string()])
+        .collect();
+    let legend_w = legend
+        .iter()
+        .map(|t| text_width(t, 11.0))
+        .fold(0.0, f64::max);
+    let value_h = text_width("1,000", VALUE_FONT) + 6.0;
+    let (l, t, ph) = (64.0, 46.0 + value_h, 240.0);
+    let r = 16.0 + 16.0 + legend_w + 8.0;
+    let slot =
+        (BAR * arms.len() as f64 + 22.0).max((720.0 - l - r) / scenarios.len().max(1) as f64);
+    let pw = slot * scenarios.len() as f64;
+    let per_line = ((slot - 6.0) / (NAME_FONT * super::svg::CHAR_EM)) as usize;
+    let names: Vec<Vec<String>> = scenarios.iter().map(|sc| wrap(sc, per_line)).collect();
+    let name_lines = names.iter().map(Vec::len).max().unwrap_or(1);
+    let w = l + pw + r;
+    let h = t + ph + 8.0 + (NAME_FONT + 3.0) * name_lines as f64 + 8.0;
+    let y = |v: f64| t + ph - ((v.log10() - lo) / (hi - lo)).clamp(0.0, 1.0) * ph;
+    let mut out = svg_open(w, h, &title, "bars");
+    text(
+        &mut out,
+        l,
+        18.0,
+        13.0,
+        "start",
+        "font-weight=\"bold\"",
+        "Failed operations per 1,000 operations, per scenario and arm",
+    );
+    text(
+        &mut out,
+        l,
+        34.0,
+        11.0,
+        "start",
+        "",
+        &format!("clients {profile} · over {seeds} seeds · log axis · hover a bar for its counts"),
+    );
+    // Decade grid and ticks.
+    let mut d = lo as i32;
+    while d <= hi as i32 {
+        let v = 10f64.powi(d);
+        let yy = y(v);
+        let _ = write!(
+            out,
+            "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>",
+            l + pw
+        );
+        text(
+            &mut out,
+            l - 4.0,
+            yy + 4.0,
+            11.0,
+            "end",
+            "class=\"tick\"",
+            &rate_label(v),
+        );
+        d += 1;
+    }
+    let _ = write!(
+        out,
+        "<defs><pattern id=\"na-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#f2f2f2\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#888\" stroke-width=\"2\"/></pattern></defs><line x1=\"{l}\" y1=\"{t}\" x2=\"{l}\" y2=\"{:.1}\" stroke=\"black\"/><line x1=\"{l}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"black\"/>",
+        t + ph,
+        t + ph,
+        l + pw,
+        t + ph,
+    );
+    vtext(
+        &mut out,
+        18.0,
+        t + ph / 2.0,
+        11.0,
+        "middle",
+        "failed per 1,000 operations",
+    );
+    for (i, sc) in scenarios.iter().enumerate() {
+        let x0 = l + slot * i as f64 + (slot - BAR * arms.len() as f64) / 2.0;
+        for (j, arm) in arms.iter().enumerate() {
+            let bx = x0 + j as f64 * BAR;
+            let cx = bx + BAR / 2.0;
+            // The label's baseline, right of the bar's middle by the
+            // share of the glyphs below it.
+            let lx = cx + 0.3 * VALUE_FONT;
+            match cell(find(sc, arm)) {
+                Cell::Missing => {}
+                Cell::NotApplicable => {
+                    let _ = write!(
+                        out,
+                        "<rect class=\"na\" x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{NA_H}\" fill=\"url(#na-hatch)\" stroke=\"{}\"><title>{} · {arm}: not applicable (its clients cannot run against this arm)</title></rect>",
+                        t + ph - NA_H,
+                        BAR - 1.0,
+                        color(arm),
+                        xml(sc)
+                    );
+                    vtext(
+                        &mut out,
+                        lx,
+                        t + ph - NA_H - 3.0,
+                        VALUE_FONT,
+                        "start",
+                        "n/a",
+                    );
+                }
+                Cell::Rate(failed, ops, rate) => {
+                    let hh = if rate > 0.0 {
+                        (t + ph - y(rate)).max(2.0)
+                    } else {
+                        0.0
+                    };
+                    let _ = write!(
+                        out,
+                        "<rect class=\"bar\" x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{hh:.1}\" fill=\"{}\"><title>{} · {arm}: {} failed of {} operations ({} per 1,000)</title></rect>",
+                        t + ph - hh,
+                        BAR - 1.0,
+                        color(arm),
+                        xml(sc),
+                        thousands(failed),
+                        thousands(ops),
+                        rate_label(rate)
+                    );
+                    vtext(
+                        &mut out,
+                        lx,
+                        t + ph - hh - 3.0,
+                        VALUE_FONT,
+                        "start",
+                        &rate_label(rate),
+                    );
+                }
+            }
+        }
+        let cx = l + slot * i as f64 + slot / 2.0;
+        for (k, line) in names[i].iter().enumerate() {
+            text(
+                &mut out,
+                cx,
+                t + ph + 8.0 + (NAME_FONT + 3.0) * (k + 1) as f64 - 3.0,
+                NAME_FONT,
+                "middle",
+                "",
+                line,
+            );
+        }
+    }
+    // Legend, right of the plot.
+    let lx = l + pw + 16.0;
+    for (i, label) in legend.iter().enumerate() {
+        let ly = t + 16.0 * i as f64;
+        let fill = arms.get(i).map_or("url(#na-hatch)", |a| color(a));
+        let _ = write!(
+            out,
+            "<rect x=\"{lx:.1}\" y=\"{ly:.1}\" width=\"12\" height=\"12\" fill=\"{fill}\" stroke=\"#888\" stroke-width=\"0.5\"/>"
+        );
+        text(
+            &mut out,
+            lx + 16.0,
+            ly + 10.0,
+            11.0,
+            "start",
+            "class=\"legend\"",
+            label,
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn names_wrap_after_hyphens_within_the_width() {
+        assert_eq!(
+            wrap("seed-000-resume-then-post", 16),
+            ["seed-000-resume-", "then-post"]
+        );
+        assert_eq!(wrap("eviction", 16), ["eviction"]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        for line in wrap("a-very-long-scenario-name-indeed", 7) {
+            assert!(line.chars().count() <= 7, "{line}");
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Per-scenario migration-latency CDFs as small multiples: one panel per
+//! scenario, one step curve per arm. Each arm has its own dash pattern,
+//! and an arm whose curve is another's point for point says so in the
+//! legend ("identical to X"), so coinciding curves never hide an arm. The
+//! legend stands under the plot, clear of the curves.
+
+use super::super::matrix::arms;
+use super::super::ms;
+use super::svg::{svg_open, text, thousands, vtext};
+use super::{color, dashes, scenarios};
+use crate::sweep::Summary;
+use std::fmt::Write;
+
+/// Font size of legend entries.
+const LEGEND_FONT: f64 = 10.0;
+/// One legend row.
+const LEGEND_ROW: f64 = 14.0;
+
+/// A decade tick's label: `0.10 ms` … `100 ms`, then seconds.
+fn decade_label(v: u64) -> String {
+    if v >= 1_000_000 {
+        format!("{} s", v / 1_000_000)
+    } else {
+        ms(v)
+    }
+}
+
+/// One small-multiple panel: the migration-latency CDF of one scenario
+/// under client profile `profile`, one curve per arm, log-scale x axis in
+/// milliseconds, y the share of migrations done within that latency; the
+/// legend (p90 and sample count per arm) under the axes.
+pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
+    const W: f64 = 440.0;
+    let (l, r, t, ph) = (52.0, 30.0, 30.0, 170.0);
+    let mut series = Vec::new();
+    for arm in arms(s) {
+        let Some(agg) = s
+            .aggregates
+            .iter()
+            .find(|a| a.scenario == scenario && a.server == arm && a.clients == profile)
+        else {
+            continue;
+        };
+        let mut pairs: Vec<(u64, u64)> = s
+            .runs
+            .iter()
+            .filter(|x| x.scenario == scenario && x.server == arm && x.clients == profile)
+            .flat_map(|x| x.migration_latency_hist_us.iter().copied())
+            .collect();
+        pairs.sort_unstable();
+        series.push((
+            arm,
+            pairs,
+            agg.metrics.migration_latency_us.p90,
+            agg.not_applicable(),
+        ));
+    }
+    let h = t + ph + 40.0 + LEGEND_ROW * series.len().max(1) as f64 + 6.0;
+    let mut out = svg_open(
+        W,
+        h,
+        &format!("migration latency CDF, {scenario}, clients {profile}"),
+        "cdf-panel",
+    );
+    let min_v = series
+        .iter()
+        .filter_map(|(_, p, _, _)| p.first().map(|x| x.0))
+        .min()
+        .unwrap_or(1000)
+        .max(1);
+    let max_v = series
+        .iter()
+        .filter_map(|(_, p, _, _)| p.last().map(|x| x.0))
+        .max()
+        .unwrap_or(10_000)
+        .max(min_v + 1);
+    // Decades of µs, at least 100 µs wide.
+    let lo = (min_v as f64).log10().floor().max(2.0);
+    let hi = (max_v as f64).log10().ceil().max(lo + 1.0);
+    let pw = W - l - r;
+    let x = |v: u64| l + (((v.max(1) as f64).log10() - lo) / (hi - lo)).clamp(0.0, 1.0) * pw;
+    let y = |q: f64| t + (1.0 - q) * ph;
+    text(
+        &mut out,
+        l,
+        18.0,
+        13.0,
+        "start",
+        "font-weight=\"bold\"",
+        scenario,
+    );
+    // Grid and axes.
+    for q in [0.0, 0.25, 0.5, 0.75, 0.9, 1.0] {
+        let _ = write!(
+            out,
+            "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>",
+            l + pw,
+            yy = y(q)
+        );
+        text(
+            &mut out,
+            l - 4.0,
+            y(q) + 4.0,
+            11.0,
+            "end",
+            "class=\"tick\"",
+            &q.to_string(),
+        );
+    }
+    let mut d = lo as i32;
+    while d <= hi as i32 {
+        let v = 10u64.pow(d as u32);
+        let xx = x(v);
+        let _ = write!(
+            out,
+            "<line x1=\"{xx:.1}\" y1=\"{t}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/>",
+            t + ph + 4.0,
+        );
+        text(
+            &mut out,
+            xx,
+            t + ph + 15.0,
+            11.0,
+            "middle",
+            "class=\"tick\"",
+            &decade_label(v),
+        );
+        d += 1;
+    }
+    let _ = write!(
+        out,
+        "<rect x=\"{l}\" y=\"{t}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"black\"/>"
+    );
+    text(
+        &mut out,
+        l + pw / 2.0,
+        t + ph + 30.0,
+        11.0,
+        "middle",
+        "",
+        "migration latency (ms, log scale)",
+    );
+    vtext(
+        &mut out,
+        14.0,
+        t + ph / 2.0,
+        11.0,
+        "middle",
+        "share of migrations done",
+    );
+    // Curves: a step CDF per arm, each in its dash pattern; the legend
+    // names an arm whose curve another drew already.
+    let mut drawn: Vec<(&str, String)> = Vec::new();
+    let mut legend = Vec::new();
+    for (arm, pairs, p90, na) in &series {
+        let n: u64 = pairs.iter().map(|x| x.1).sum();
+        if n == 0 {
+            let why = if *na {
+                "not applicable"
+            } else {
+                "no migrations"
+            };
+            legend.push((*arm, format!("{arm}: {why}"), false));
+            continue;
+        }
+        let mut pts = format!("{:.1},{:.1} ", x(pairs[0].0), y(0.0));
+        let mut acc = 0;
+        for (v, c) in pairs {
+            let before = acc as f64 / n as f64;
+            acc += c;
+            let _ = write!(
+                pts,
+                "{:.1},{:.1} {:.1},{:.1} ",
+                x(*v),
+                y(before),
+                x(*v),
+                y(acc as f64 / n as f64)
+            );
+        }
+        let pts = pts.trim_end().to_string();
+        let same = drawn.iter().find(|(_, p)| *p == pts).map(|(a, _)| *a);
+        let dash = dashes(arm);
+        let _ = write!(
+            out,
+            "<polyline class=\"cdf\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{pts}\"><title>{arm}: {n} migrations, p90 {}</title></polyline>",
+            color(arm),
+            if dash.is_empty() {
+                String::new()
+            } else {
+                format!(" stroke-dasharray=\"{dash}\"")
+            },
+            ms(*p90)
+        );
+        let stats = format!("p90 {} (n={})", ms(*p90), thousands(n));
+        legend.push((
+            *arm,
+            match same {
+                Some(other) => format!("{arm}: identical to {other}, {stats}"),
+                None => format!("{arm}: {stats}"),
+            },
+            true,
+        ));
+        drawn.push((arm, pts));
+    }
+    // Legend, under the axis title.
+    let ly0 = t + ph + 40.0;
+    for (i, (arm, label, has)) in legend.iter().enumerate() {
+        let yy = ly0 + LEGEND_ROW * i as f64 + 7.0;
+        let c = if *has { color(arm) } else { "#999" };
+        let dash = dashes(arm);
+        let _ = write!(
+            out,
+            "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"{c}\" stroke-width=\"3\"{}/>",
+            l + 22.0,
+            if dash.is_empty() {
+                String::new()
+            } else {
+                format!(" stroke-dasharray=\"{dash}\"")
+            }
+        );
+        text(
+            &mut out,
+            l + 28.0,
+            yy + 3.5,
+            LEGEND_FONT,
+            "start",
+            if *has {
+                "class=\"legend\""
+            } else {
+                "class=\"legend\" fill=\"#777\""
+            },
+            label,
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// The CDF panels of every scenario under client profile `profile`, in
+/// summary order.
+pub fn cdf_panels(s: &Summary, profile: &str) -> Vec<String> {
+    scenarios(s)
+        .into_iter()
+        .filter(|sc| {
+            s.aggregates
+                .iter()
+                .any(|a| a.scenario == *sc && a.clients == profile)
+        })
+        .map(|sc| cdf_panel_svg(s, sc, profile))
+        .collect()
+}
