@@ -460,6 +460,7 @@ fn invalid_scenarios_exit_3_naming_the_key() {
 /// `scale` runs both sides at each size in child processes and prints one
 /// row per side with the ratio to the baseline, and the exponent.
 #[test]
+#[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
 fn scale_measures_both_sides_at_each_size() {
     let dir = scratch("scale");
     let out = dir.join("perf.md");

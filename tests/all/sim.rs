@@ -295,6 +295,7 @@ fn without_meta(mut r: RunReport) -> RunReport {
 }
 
 #[test]
+#[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
 fn every_scenario_is_deterministic() {
     let files = mcp_chaos::cli::scenario_files(&path("")).unwrap();
     assert!(files.len() >= 4, "the scenario library is there");
@@ -381,6 +382,7 @@ fn outcome(name: &str, seed: u64, v: Variant) -> Outcome {
 }
 
 #[test]
+#[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
 fn the_fleet_over_twenty_seeds() {
     let seeds: Vec<u64> = (0..20).collect();
     // Two workers (the machine's cores); each simulation stays
@@ -1205,6 +1207,7 @@ fn durable_keys_and_transactional_effects_leave_restarts_only_latency() {
 /// cause), plain and keys+cursors, a couple of seeds; its trace says the
 /// effective delivery is post-stream and no resume is ever served.
 #[test]
+#[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
 fn every_scenario_runs_under_cancel_without_an_oracle_defect() {
     use mcp_chaos::run::Profile;
     let mut files = mcp_chaos::cli::scenario_files(&path("")).unwrap();
