@@ -13,6 +13,7 @@ mod report;
 mod rmcp;
 mod serve;
 mod serve_edges;
+mod serve_fixtures;
 mod sim;
 mod soak;
 mod turmoil_patch;
