@@ -518,6 +518,12 @@ enum Cmd {
         /// 1 to 86400.
         #[arg(long, default_value_t = 600, value_parser = flags::whole("--session-idle-secs", 1, flags::MAX_SESSION_IDLE_SECS))]
         session_idle_secs: u64,
+        /// Offer test fixtures beside the ledger tools: `conformance` adds
+        /// what the official MCP conformance suite's server scenarios call
+        /// (its test tools, resources, prompts, completion; built-in arms
+        /// only). Without it: the ledger tools alone.
+        #[arg(long, value_name = "SET", value_parser = |s: &str| s.parse::<server::Fixtures>())]
+        fixtures: Option<server::Fixtures>,
     },
     /// Try the transport hazards against a live MCP server over real TCP
     /// (real time, not simulated); one verdict per hazard.
@@ -793,8 +799,10 @@ pub fn main() -> ExitCode {
             header_timeout_ms,
             body_timeout_ms,
             session_idle_secs,
+            fixtures,
         } => {
             let mut exposure = Exposure::served();
+            exposure.fixtures = fixtures.unwrap_or_default();
             exposure.allowed_origins = Some(allow_origin);
             exposure.allowed_hosts = Some(allow_host);
             exposure.max_connections =
@@ -2075,6 +2083,9 @@ fn served_config(delivery: Delivery) -> ServerConfig {
 
 fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow::Result<()> {
     // The settings are held to the loader's rules before the socket opens.
+    if arm.variant().is_none() && exposure.fixtures.offered() {
+        anyhow::bail!("--fixtures is offered by the built-in arms (guarded, unguarded, keys, cancel), not by {arm}: drop --fixtures or pick a built-in --server");
+    }
     let cfg = served_config(delivery);
     crate::scenario::check_server(&cfg).map_err(|e| anyhow::anyhow!("serve: {e}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -2103,12 +2114,13 @@ fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow
             .map(String::as_str)
             .collect::<Vec<_>>();
         errln!(
-            "mcp-chaos: {} server on http://{bound}/mcp ({}; session ids from the OS; origins: loopback{}{}; at most {} connections)",
+            "mcp-chaos: {} server on http://{bound}/mcp ({}; session ids from the OS; origins: loopback{}{}; at most {} connections{})",
             variant.as_str(),
             variant.delivery(delivery).as_str(),
             if origins.is_empty() { "" } else { ", " },
             origins.join(", "),
             exposure.max_connections.unwrap_or(usize::MAX),
+            if exposure.fixtures.offered() { "; with the conformance fixtures" } else { "" },
         );
         Server::exposed(variant, cfg, history, ledger, Pacing::Timer, exposure)
             .serve(listener)

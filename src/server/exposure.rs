@@ -92,6 +92,9 @@ pub struct Exposure {
     /// that what a live session keeps follows what it holds, not how many
     /// calls it ever made.
     pub release_streams: bool,
+    /// What `serve` offers beside the ledger tools (`--fixtures`): the
+    /// simulator never offers any.
+    pub fixtures: super::Fixtures,
 }
 
 impl Default for Exposure {
@@ -124,6 +127,7 @@ impl Exposure {
             ledger_bytes: None,
             store_bytes: None,
             release_streams: false,
+            fixtures: super::Fixtures::None,
         }
     }
 
@@ -156,6 +160,7 @@ impl Exposure {
             ledger_bytes: Some(4 * 1024 * 1024),
             store_bytes: Some(64 * 1024 * 1024),
             release_streams: true,
+            fixtures: super::Fixtures::None,
         }
     }
 

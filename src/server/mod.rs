@@ -27,6 +27,7 @@ mod conn;
 mod dedup;
 mod edges;
 mod exposure;
+mod fixtures;
 mod get;
 mod holds;
 mod legacy;
@@ -44,6 +45,7 @@ mod writer;
 pub use body::ServerBody;
 pub use edges::{parse_host, EdgeRefusal, HOST_REFUSED};
 pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
+pub use fixtures::Fixtures;
 
 /// The longest pause between chunks a `ledger_append` call may ask for, ms
 /// (longer ones are refused with invalid params).
@@ -399,6 +401,9 @@ pub(crate) struct Shared {
     /// SSE responses open now, per session and per principal (counted
     /// only under the `Exposure` caps).
     pub open_streams: Rc<holds::OpenStreams>,
+    /// Requests fixture tools sent to clients, awaiting their answers
+    /// (empty unless `serve --fixtures`).
+    pub asks: fixtures::Asks,
     pub state: RefCell<State>,
 }
 
@@ -543,6 +548,7 @@ impl Server {
                 pacing,
                 store_budget: exposure.store_bytes.map(session::StoreBudget::new),
                 open_streams: Rc::default(),
+                asks: fixtures::Asks::default(),
                 exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),

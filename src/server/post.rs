@@ -60,7 +60,10 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
             }
             Reply::new(accepted()).about(Some(&sid), None)
         }
-        Message::Result { .. } | Message::Error { .. } => {
+        // A response to a request the server sent (a fixture tool's
+        // sampling or elicitation); the ledger tools send none.
+        msg @ (Message::Result { .. } | Message::Error { .. }) => {
+            super::fixtures::answer(shared, &sid, msg);
             Reply::new(accepted()).about(Some(&sid), None)
         }
     };
@@ -134,7 +137,7 @@ fn initialize(
     });
     let body = Message::Result {
         id: id.clone(),
-        result: mcp::initialize_result(&version),
+        result: super::fixtures::initialize_result(shared, &version),
     };
     let mut r = json_response(StatusCode::OK, &body);
     r.headers_mut().insert(
@@ -158,6 +161,12 @@ async fn request(
     // The open-stream slot of the call's POST stream, taken before anything
     // else is (a refused call leaves no key behind).
     let mut slot = None;
+    if let Some(answer) = super::fixtures::request(shared, method, params.as_ref()) {
+        return Reply::new(match answer {
+            Ok(result) => json_response(StatusCode::OK, &Message::Result { id, result }),
+            Err(e) => error_with(StatusCode::OK, Some(id), e),
+        });
+    }
     match method {
         mcp::TOOLS_CALL => {
             let p: CallToolParams = match params.as_ref().map(Json::parse_as_value) {
@@ -237,7 +246,8 @@ async fn request(
                 Some(id),
                 jsonrpc::METHOD_NOT_FOUND,
                 &format!(
-                "method {other:?} not found: this server offers ping, tools/list, tools/call, resources/list, resources/read, resources/subscribe, resources/unsubscribe and logging/setLevel"
+                "method {other:?} not found: this server offers ping, tools/list, tools/call, resources/list, resources/read, resources/subscribe, resources/unsubscribe and logging/setLevel{}",
+                super::fixtures::methods_offered(shared)
             ),
             ))
         }
@@ -335,7 +345,7 @@ async fn request(
     }
     let result = match method {
         mcp::PING | mcp::RESOURCES_SUBSCRIBE | mcp::LOGGING_SET_LEVEL => json!({}).into(),
-        mcp::TOOLS_LIST => mcp::tools_list_result().into(),
+        mcp::TOOLS_LIST => super::fixtures::tools_list(shared),
         _ => {
             let (p, inv) = call.expect("tools/call validated above");
             return start_call(shared, sid, id, p, inv, key, who, conn).holding(slot);

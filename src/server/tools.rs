@@ -22,6 +22,9 @@ use std::time::Duration;
 pub(crate) enum Invocation {
     Append(LedgerAppendArgs),
     Read(LedgerReadArgs),
+    /// One of the conformance fixtures' tools (`serve --fixtures`), which
+    /// runs in [`super::fixtures`].
+    Fixture(super::fixtures::Call),
 }
 
 impl Invocation {
@@ -30,13 +33,21 @@ impl Invocation {
         match self {
             Invocation::Append(a) => Some(&a.tag),
             Invocation::Read(r) => r.tag.as_deref(),
+            Invocation::Fixture(_) => None,
         }
     }
 
-    /// Whether re-running it has no further side effect.
+    /// Whether re-running it has no further side effect (the fixtures
+    /// touch no ledger).
     pub fn idempotent(&self) -> bool {
-        matches!(self, Invocation::Read(_))
+        matches!(self, Invocation::Read(_) | Invocation::Fixture(_))
     }
+}
+
+/// A ledger tool's invocation, as its task runs it.
+enum LedgerCall {
+    Append(LedgerAppendArgs),
+    Read(LedgerReadArgs),
 }
 
 /// Reads and bounds a tool call's arguments.
@@ -71,6 +82,9 @@ pub(crate) fn validate(
         })
         .map(Invocation::Read)
         .map_err(|e| bad(format!("ledger_read arguments: {e}"))),
+        other if shared.exposure.fixtures.offered() => {
+            super::fixtures::validate(other, args).map(Invocation::Fixture)
+        }
         other => Err(bad(format!(
             "unknown tool {other:?}: use ledger_append or ledger_read"
         ))),
@@ -86,12 +100,50 @@ pub(crate) fn start(
     call: ToolCall,
     inv: Invocation,
 ) {
+    let inv = match inv {
+        Invocation::Append(a) => LedgerCall::Append(a),
+        Invocation::Read(r) => LedgerCall::Read(r),
+        Invocation::Fixture(f) => return super::fixtures::start(shared, sid, s, call, f),
+    };
+    let cancelled = register(&shared, &sid, s, &call);
+    let execution = match &inv {
+        LedgerCall::Append(a) => shared.ledger.execute(
+            &a.tag,
+            &call.principal,
+            call.dedup_key.as_deref(),
+            &call.rpc_id,
+            shared.cfg.effects == Effects::Transactional,
+        ),
+        LedgerCall::Read(_) => 0,
+    };
+    started(&shared, &sid, s, &call, inv.tag());
+    tokio::task::spawn_local(run(shared, sid, s, call, inv, execution, cancelled));
+}
+
+impl LedgerCall {
+    fn tag(&self) -> Option<&str> {
+        match self {
+            LedgerCall::Append(a) => Some(&a.tag),
+            LedgerCall::Read(r) => r.tag.as_deref(),
+        }
+    }
+}
+
+/// A call's execution begins on stream `s`: the guard learns of it, a POST
+/// stream's result is routed to it, and it is in flight under its id. The
+/// flag it returns cancels it.
+pub(super) fn register(
+    shared: &Shared,
+    sid: &SessionId,
+    s: StreamIdx,
+    call: &ToolCall,
+) -> Rc<Cell<bool>> {
     let cancelled = Rc::new(Cell::new(false));
     {
         let mut st = shared.state.borrow_mut();
         let sess = st
             .sessions
-            .get_mut(&sid)
+            .get_mut(sid)
             .expect("session exists when its tool starts");
         sess.guard.request_started(s);
         // A POST stream's result is routed by request id to the latest
@@ -115,24 +167,24 @@ pub(crate) fn start(
                 cancelled: cancelled.clone(),
             });
     }
-    let execution = match &inv {
-        Invocation::Append(a) => shared.ledger.execute(
-            &a.tag,
-            &call.principal,
-            call.dedup_key.as_deref(),
-            &call.rpc_id,
-            shared.cfg.effects == Effects::Transactional,
-        ),
-        Invocation::Read(_) => 0,
-    };
+    cancelled
+}
+
+/// Records that the execution of `call` (operation `tag`) started.
+pub(super) fn started(
+    shared: &Shared,
+    sid: &SessionId,
+    s: StreamIdx,
+    call: &ToolCall,
+    tag: Option<&str>,
+) {
     shared.history.record(Record::ToolStarted {
         session: sid.clone(),
         stream: s,
         rpc_id: call.rpc_id.clone(),
         tool: call.tool.clone(),
-        tag: inv.tag().map(str::to_string),
+        tag: tag.map(str::to_string),
     });
-    tokio::task::spawn_local(run(shared, sid, s, call, inv, execution, cancelled));
 }
 
 async fn run(
@@ -140,18 +192,18 @@ async fn run(
     sid: SessionId,
     s: StreamIdx,
     call: ToolCall,
-    inv: Invocation,
+    inv: LedgerCall,
     execution: u32,
     cancelled: Rc<Cell<bool>>,
 ) {
     let tag: Option<Rc<str>> = inv.tag().map(Rc::from);
     let (chunks, interval) = match &inv {
-        Invocation::Append(a) => (a.chunks, Duration::from_millis(a.chunk_interval_ms)),
-        Invocation::Read(_) => (1, Duration::ZERO),
+        LedgerCall::Append(a) => (a.chunks, Duration::from_millis(a.chunk_interval_ms)),
+        LedgerCall::Read(_) => (1, Duration::ZERO),
     };
     let mut finished = false;
     for k in 1..=chunks {
-        if matches!(inv, Invocation::Append(_)) {
+        if matches!(inv, LedgerCall::Append(_)) {
             pace(&shared.pacing, interval).await;
         }
         if cancelled.get() {
@@ -166,7 +218,7 @@ async fn run(
         // Transactional: the effect commits with the result, or not at all
         // (nor when its session is gone: nobody is owed the result).
         let commit = match &inv {
-            Invocation::Append(a) if last && shared.cfg.effects == Effects::Transactional => {
+            LedgerCall::Append(a) if last && shared.cfg.effects == Effects::Transactional => {
                 if !shared.state.borrow().sessions.contains_key(&sid) {
                     break;
                 }
@@ -180,7 +232,7 @@ async fn run(
             }
             _ => None,
         };
-        if let Invocation::Append(a) = &inv {
+        if let LedgerCall::Append(a) = &inv {
             if !matches!(commit, Some(Commit::Refused(_))) {
                 shared.ledger.chunk(&a.tag, execution, k, chunks);
             }
@@ -197,7 +249,7 @@ async fn run(
                     (stored, sent)
                 }
                 (Some(Commit::Committed(r)), _) => (r.clone(), r),
-                (None, Invocation::Append(a)) => {
+                (None, LedgerCall::Append(a)) => {
                     let r = append_result(
                         &a.tag,
                         shared.ledger.executions_for(&a.tag, &call.principal),
@@ -205,7 +257,7 @@ async fn run(
                     );
                     (r.clone(), r)
                 }
-                (None, Invocation::Read(r)) => {
+                (None, LedgerCall::Read(r)) => {
                     let r = read_result(&shared, &call.principal, r);
                     (r.clone(), r)
                 }
@@ -242,53 +294,97 @@ async fn run(
         };
         let encoded = msg.encode();
         room_for(&shared, &sid, encoded.len()).await;
-        let mut st = shared.state.borrow_mut();
-        let Some(sess) = st.sessions.get_mut(&sid) else {
-            // Session deleted: nothing to deliver to. The tool still ends
-            // (a key it had not completed is given back).
-            finished = last;
-            break;
-        };
+        // Progress without a token travels as an `info` log message.
+        let level = (kind == EventKind::Progress && call.progress_token.is_none())
+            .then_some(mcp::PROGRESS_LOG_LEVEL);
+        let delivered = deliver(&shared, &sid, s, &call, kind, &encoded, level, &tag);
         finished = last;
-        // Progress without a token travels as an `info` log message: not
-        // sent to a session that asked for more severe ones only.
-        if kind == EventKind::Progress
-            && call.progress_token.is_none()
-            && sess.log_level > mcp::PROGRESS_LOG_LEVEL
-        {
-            continue;
-        }
-        // Progress goes on the execution's own stream; a POST stream's
-        // result on the stream its id is routed to, which it ends.
-        let post = sess.streams[s].kind == StreamKind::Post;
-        let to = match kind {
-            EventKind::Result if post => sess.routes.remove(&call.rpc_id),
-            _ if post && sess.streams[s].done_producing => None,
-            _ => Some(s),
-        };
-        let Some(to) = to else {
-            shared.history.record(Record::Discarded {
-                session: sid.clone(),
-                stream: s,
-                rpc_id: call.rpc_id.clone(),
-                kind,
-                tag: tag.clone(),
-            });
-            continue;
-        };
-        sess.produce(
-            to,
-            kind,
-            &encoded,
-            Some(call.rpc_id.clone()),
-            tag.clone(),
-            &shared.history,
-        );
-        if kind == EventKind::Result && post {
-            sess.streams[to].done_producing = true;
-            sess.streams[to].wake.notify_waiters();
+        if delivered == Delivered::SessionGone {
+            // Nothing to deliver to. The tool still ends (a key it had not
+            // completed is given back).
+            break;
         }
     }
+    ended(&shared, sid, s, call, &cancelled, finished);
+}
+
+/// What became of one event of a call ([`deliver`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Delivered {
+    /// Stored on its stream.
+    Stored,
+    /// Not sent: a log message below the session's level, or the stream
+    /// is done (recorded as discarded).
+    Dropped,
+    /// The session is gone.
+    SessionGone,
+}
+
+/// Puts one event of `call` (produced on stream `s`) where it goes:
+/// progress and other messages on the execution's own stream, a POST
+/// stream's result on the stream its id is routed to, which it ends. A log
+/// message (`level`: its rank in [`mcp::LOG_LEVELS`]) is not sent to a
+/// session that asked for more severe ones only.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn deliver(
+    shared: &Shared,
+    sid: &SessionId,
+    s: StreamIdx,
+    call: &ToolCall,
+    kind: EventKind,
+    encoded: &str,
+    level: Option<u8>,
+    tag: &Option<Rc<str>>,
+) -> Delivered {
+    let mut st = shared.state.borrow_mut();
+    let Some(sess) = st.sessions.get_mut(sid) else {
+        return Delivered::SessionGone;
+    };
+    if level.is_some_and(|l| sess.log_level > l) {
+        return Delivered::Dropped;
+    }
+    let post = sess.streams[s].kind == StreamKind::Post;
+    let to = match kind {
+        EventKind::Result if post => sess.routes.remove(&call.rpc_id),
+        _ if post && sess.streams[s].done_producing => None,
+        _ => Some(s),
+    };
+    let Some(to) = to else {
+        shared.history.record(Record::Discarded {
+            session: sid.clone(),
+            stream: s,
+            rpc_id: call.rpc_id.clone(),
+            kind,
+            tag: tag.clone(),
+        });
+        return Delivered::Dropped;
+    };
+    sess.produce(
+        to,
+        kind,
+        encoded,
+        Some(call.rpc_id.clone()),
+        tag.clone(),
+        &shared.history,
+    );
+    if kind == EventKind::Result && post {
+        sess.streams[to].done_producing = true;
+        sess.streams[to].wake.notify_waiters();
+    }
+    Delivered::Stored
+}
+
+/// The execution of `call` on stream `s` ended (`finished`: with its
+/// result): a key it had not completed is given back, it is no longer in
+/// flight, and its own POST stream ends when nothing more will come.
+pub(super) fn ended(
+    shared: &Shared,
+    sid: SessionId,
+    s: StreamIdx,
+    call: ToolCall,
+    cancelled: &Rc<Cell<bool>>,
+    finished: bool,
+) {
     let mut st = shared.state.borrow_mut();
     if !finished {
         if let Some(key) = &call.dedup_key {
@@ -298,7 +394,7 @@ async fn run(
     if let Some(sess) = st.sessions.get_mut(&sid) {
         let others = match sess.in_flight.get_mut(&call.rpc_id) {
             Some(runs) => {
-                runs.retain(|r| !Rc::ptr_eq(&r.cancelled, &cancelled));
+                runs.retain(|r| !Rc::ptr_eq(&r.cancelled, cancelled));
                 !runs.is_empty()
             }
             None => false,
@@ -336,7 +432,7 @@ async fn run(
 /// is gone). A tool that outruns its writers waits for them, as one behind
 /// an SDK's bounded channel does; it never waits on a connection the
 /// server saw close or whose write deadline passed.
-async fn room_for(shared: &Shared, sid: &SessionId, len: usize) {
+pub(super) async fn room_for(shared: &Shared, sid: &SessionId, len: usize) {
     loop {
         let room = match shared.state.borrow().sessions.get(sid) {
             Some(sess) if sess.would_evict_unsent(len) => sess.room.clone(),

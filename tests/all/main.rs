@@ -20,6 +20,7 @@ mod report;
 mod rmcp;
 mod serve;
 mod serve_edges;
+mod serve_fixtures;
 mod shrink_loop;
 mod sim;
 mod soak;
