@@ -362,7 +362,9 @@ mod tests {
         assert!(rows[1].starts_with("| a | keys+cursors |"), "{}", rows[1]);
         let head = headline(&s);
         assert!(
-            head.contains("| a | plain | 10 | 3 failed: retry_without_key 3 | 0 failed | – |"),
+            head.contains(
+                "| a | plain | 10 | 300.0 per 1,000 · 3 failed: retry_without_key 3 | 0 per 1,000 · 0 failed | – |"
+            ),
             "{head}"
         );
         let page = html(&s);

@@ -285,8 +285,14 @@ fn compare_writes_summary_and_report() {
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
+        stdout.starts_with(
+            "recommendation: deploy guarded with the scenarios' own clients — 0 failed per 1,000 operations (per seed 0–0); baseline unguarded 500.0\n"
+        ),
+        "the recommendation first: {stdout}"
+    );
+    assert!(
         stdout.contains(
-            "| seed-000-resume-then-post | scenario | 4 | 2 failed: replay_live_interleave 2 | 0 failed | 0 |"
+            "| seed-000-resume-then-post | scenario | 4 | 500.0 per 1,000 · 2 failed: replay_live_interleave 2 | 0 per 1,000 · 0 failed | 0 |"
         ),
         "the headline: unguarded (the baseline) first, then guarded, then guard bugs: {stdout}"
     );
