@@ -1080,7 +1080,9 @@ fn run_outcome(r: &RunReport) -> String {
     let m = &r.metrics;
     let verdict = match r.verdict.as_str() {
         "pass" => "the run passes: its expectations hold".to_string(),
-        run::NOT_APPLICABLE => "not applicable: the arm could serve none of its clients".to_string(),
+        run::NOT_APPLICABLE => {
+            "not applicable: the arm could serve none of its clients".to_string()
+        }
         kind => format!(
             "its expectations break ({kind}): {}",
             r.failed_expectations.join("; ")
@@ -1483,7 +1485,12 @@ fn canonical_compare(
     if matrix.arms != Arm::all() {
         flag(
             "--servers",
-            matrix.arms.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(","),
+            matrix
+                .arms
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
         );
     }
     if matrix.profiles != [None] {

@@ -33,7 +33,9 @@ fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
             let rs: Vec<&RunReport> = s
                 .runs
                 .iter()
-                .filter(|r| r.scenario == a.scenario && r.server == a.server && r.clients == a.clients)
+                .filter(|r| {
+                    r.scenario == a.scenario && r.server == a.server && r.clients == a.clients
+                })
                 .collect();
             parts.push(broken_expectation(&a.server, &rs, a.runs));
         }
@@ -64,8 +66,16 @@ fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
         .iter()
         .filter(|a| !a.not_applicable() && a.metrics.operations > 0)
         .collect();
-    let key = |a: &Aggregate| (u128::from(a.metrics.ops_failed), u128::from(a.metrics.operations));
-    let lowest = applicable.iter().map(|a| key(a)).min_by(|x, y| (x.0 * y.1).cmp(&(y.0 * x.1)));
+    let key = |a: &Aggregate| {
+        (
+            u128::from(a.metrics.ops_failed),
+            u128::from(a.metrics.operations),
+        )
+    };
+    let lowest = applicable
+        .iter()
+        .map(|a| key(a))
+        .min_by(|x, y| (x.0 * y.1).cmp(&(y.0 * x.1)));
     let best: Vec<String> = match lowest {
         Some(l) => applicable
             .iter()
@@ -81,13 +91,19 @@ fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
             causes_line(&a.metrics)
         }
     });
-    let ops = cols.first().map_or(0, |a| a.metrics.operations / a.runs.max(1));
+    let ops = cols
+        .first()
+        .map_or(0, |a| a.metrics.operations / a.runs.max(1));
     format!(
         "| {sc} | {} | {expectations} | {} | {} | {} | {remains} |",
         thousands(ops),
         rate(base),
         rate(chosen),
-        if best.is_empty() { "–".to_string() } else { best.join(", ") },
+        if best.is_empty() {
+            "–".to_string()
+        } else {
+            best.join(", ")
+        },
     )
 }
 
@@ -145,9 +161,9 @@ pub fn per_scenario_markdown(s: &Summary) -> String {
     let Some(rec) = super::recommend::recommend(s) else {
         return String::new();
     };
-    let base = rec
-        .baseline()
-        .map_or("baseline".to_string(), |b| super::heading_of(&b.server, &b.clients));
+    let base = rec.baseline().map_or("baseline".to_string(), |b| {
+        super::heading_of(&b.server, &b.clients)
+    });
     let chosen = super::heading_of(&rec.server, &rec.clients);
     let mut out = format!(
         "## Per scenario\n\nOne line per scenario: its operations per run; whether its expectations (the scenario's `[expect]` tables, what each arm is expected to do) hold; failed operations per 1,000 under the baseline `{base}` and the recommendation `{chosen}` (totals over all seeds in parentheses); which configuration fails the fewest there; and what remains under the recommendation, by cause.\n\n| scenario | operations per run | expectations | {base} per 1,000 | {chosen} per 1,000 | fewest failed | remains under {chosen} |\n|---|---|---|---|---|---|---|\n"

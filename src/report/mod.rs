@@ -15,7 +15,6 @@ mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
 pub use conclude::{repro, GLOSSARY};
-pub use recommend::{recommend, Beside, Recommendation, Standing};
 pub use html::{html, html_beside};
 pub use junit::junit;
 pub use matrix::headline;
@@ -24,6 +23,7 @@ pub use plots::{
     OpBar, Timeline,
 };
 pub use provenance::{provenance, sha256_hex, Meta};
+pub use recommend::{recommend, Beside, Recommendation, Standing};
 pub use repro::{commands as repro_commands, worth_a_look_markdown};
 pub use write::{pick_timeline_groups, pick_timeline_runs, timelines, write_reports};
 

@@ -111,7 +111,13 @@ impl Meta {
             .iter_mut()
             .map(|r| {
                 let ms = std::mem::take(&mut r.meta).wall_ms;
-                (r.scenario.clone(), r.server.clone(), r.clients.clone(), r.seed, ms)
+                (
+                    r.scenario.clone(),
+                    r.server.clone(),
+                    r.clients.clone(),
+                    r.seed,
+                    ms,
+                )
             })
             .collect();
         s.provenance.command = canonical;

@@ -134,7 +134,12 @@ pub fn standings(s: &Summary) -> Vec<Standing> {
     v
 }
 
-fn standing(server: String, clients: String, settings: Vec<String>, runs: &[&RunReport]) -> Standing {
+fn standing(
+    server: String,
+    clients: String,
+    settings: Vec<String>,
+    runs: &[&RunReport],
+) -> Standing {
     let mut by_seed: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     let mut by_scenario: BTreeMap<&str, u64> = BTreeMap::new();
     let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
@@ -585,12 +590,7 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
         rate_text(best.seed_rates.1)
     );
     if let Some(base) = rec.baseline().filter(|_| rec.baseline != Some(0)) {
-        let _ = write!(
-            out,
-            "; baseline {} {}",
-            base.server,
-            rate_text(base.rate())
-        );
+        let _ = write!(out, "; baseline {} {}", base.server, rate_text(base.rate()));
     }
     out.push('\n');
     if best.failed > 0 {
@@ -668,8 +668,20 @@ mod tests {
         // keys: 3 of 1,000 + 0 of 10 = 2.97 per 1,000; guarded: 0 of 1,000
         // + 1 of 10 = 0.99 per 1,000; unguarded: 9 of 1,010.
         let s = summary(vec![
-            run_of(&t, ("big", "unguarded", 0), (8, 1000), "retry_without_key", &[]),
-            run_of(&t, ("small", "unguarded", 0), (1, 10), "retry_without_key", &[]),
+            run_of(
+                &t,
+                ("big", "unguarded", 0),
+                (8, 1000),
+                "retry_without_key",
+                &[],
+            ),
+            run_of(
+                &t,
+                ("small", "unguarded", 0),
+                (1, 10),
+                "retry_without_key",
+                &[],
+            ),
             run_of(&t, ("big", "keys", 0), (3, 1000), "retry_without_key", &[]),
             run_of(&t, ("small", "keys", 0), (0, 10), "", &[]),
             run_of(&t, ("big", "guarded", 0), (0, 1000), "", &[]),
@@ -684,12 +696,21 @@ mod tests {
         assert_eq!(rec.best().operations, 1010);
         assert!((rec.best().rate() - 1000.0 / 1010.0).abs() < 1e-9);
         let md = markdown(&s, &Beside::default());
-        assert!(md.starts_with("## What to deploy\n\n**Deploy `guarded`"), "{md}");
+        assert!(
+            md.starts_with("## What to deploy\n\n**Deploy `guarded`"),
+            "{md}"
+        );
         // 9 → 1 failed of the same 1,010 operations: 89% removed.
         assert!(md.contains("it removes 89% of failed operations"), "{md}");
-        assert!(md.contains("- `fin_race`: 1 (0.99 per 1,000). Removed by"), "{md}");
+        assert!(
+            md.contains("- `fin_race`: 1 (0.99 per 1,000). Removed by"),
+            "{md}"
+        );
         // keys shows fin_race removed (0 of it): named as evidence.
-        assert!(md.contains("shown by `keys` with the scenarios' own clients: 0 of it"), "{md}");
+        assert!(
+            md.contains("shown by `keys` with the scenarios' own clients: 0 of it"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -725,7 +746,13 @@ mod tests {
     #[test]
     fn without_the_baseline_the_report_says_so() {
         let t = template();
-        let s = summary(vec![run_of(&t, ("a", "guarded", 0), (2, 100), "eviction", &[])]);
+        let s = summary(vec![run_of(
+            &t,
+            ("a", "guarded", 0),
+            (2, 100),
+            "eviction",
+            &[],
+        )]);
         let md = markdown(&s, &Beside::default());
         assert!(md.contains("The baseline (`unguarded`"), "{md}");
         assert!(md.contains(remedy("eviction")), "{md}");

@@ -1,7 +1,9 @@
 //! One integration-test binary (faster to build than many), with modules.
 //!
-//! The slow sweeps (every scenario twice for determinism, twenty seeds of
-//! the fleet, the soaks, `scale`) are `#[ignore = "slow: ..."]`, so the
+//! The slow sweeps (every scenario twice for determinism, the zero on
+//! every scenario, the committed fleet run, twenty seeds of the fleet,
+//! 1,200 clients on one host, sharded sweeps, the soaks, `scale`) are
+//! `#[ignore = "slow: ..."]`, so the
 //! README's `cargo test --release` stays within minutes; `cargo test
 //! --release -- --ignored` runs them, and `.ci/run` runs both.
 

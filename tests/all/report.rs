@@ -73,7 +73,9 @@ fn the_report_opens_with_what_to_deploy() {
             .aggregates
             .iter()
             .filter(|a| a.server == arm)
-            .fold((0, 0), |(f, o), a| (f + a.metrics.ops_failed, o + a.metrics.operations));
+            .fold((0, 0), |(f, o), a| {
+                (f + a.metrics.ops_failed, o + a.metrics.operations)
+            });
         f as f64 / o as f64
     };
     let (best, other) = if rate("guarded") <= rate("unguarded") {
@@ -81,10 +83,15 @@ fn the_report_opens_with_what_to_deploy() {
     } else {
         ("unguarded", "guarded")
     };
-    assert!(rate(other) > 0.0, "the seeds' cases fail some operations unguarded");
+    assert!(
+        rate(other) > 0.0,
+        "the seeds' cases fail some operations unguarded"
+    );
     let deploy = &md[at("## What to deploy")..at("## Per scenario")];
     assert!(
-        deploy.contains(&format!("**Deploy `{best}` with the scenarios' own clients.**")),
+        deploy.contains(&format!(
+            "**Deploy `{best}` with the scenarios' own clients.**"
+        )),
         "{deploy}"
     );
     let removed = (1.0 - rate("guarded") / rate("unguarded")) * 100.0;
@@ -93,7 +100,10 @@ fn the_report_opens_with_what_to_deploy() {
         "{deploy}"
     );
     // Ranked: both configurations, the best first, the baseline marked.
-    let ranked: Vec<&str> = deploy.lines().filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |")).collect();
+    let ranked: Vec<&str> = deploy
+        .lines()
+        .filter(|l| l.starts_with("| 1 |") || l.starts_with("| 2 |"))
+        .collect();
     assert_eq!(ranked.len(), 2, "{deploy}");
     assert!(ranked[0].contains(&format!("`{best}`")), "{}", ranked[0]);
     assert!(deploy.contains("`unguarded` (baseline)"), "{deploy}");
@@ -124,7 +134,9 @@ fn the_report_opens_with_what_to_deploy() {
     }
     assert!(md.contains(&format!("- git commit: `{}`", s.provenance.commit)));
     let html = report::html(&s, &[]);
-    let deploy_at = html.find("<section class=\"deploy\">").expect("a deploy section");
+    let deploy_at = html
+        .find("<section class=\"deploy\">")
+        .expect("a deploy section");
     assert!(deploy_at < html.find("id=\"headline\"").unwrap());
     assert!(html[deploy_at..].starts_with(&format!(
         "<section class=\"deploy\"><h2 id=\"what-to-deploy\">What to deploy</h2><p class=\"answer\"><b>Deploy <code>{best}</code>"

@@ -1250,6 +1250,7 @@ fn every_scenario_runs_under_cancel_without_an_oracle_defect() {
 /// scenario in `sims/`, the guarded arm with clients that send keys and
 /// cursors, durable keys and transactional effects fails no operation.
 #[test]
+#[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
 fn the_zero_holds_on_every_scenario() {
     use mcp_chaos::run::Profile;
     let zero = Options {
@@ -1322,6 +1323,7 @@ fn half_open_all_ok_and_eviction_announced() {
 /// behind one host now run to the end, twice alike, and every operation
 /// is accounted for.
 #[test]
+#[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
 fn twelve_hundred_clients_on_one_host_through_partitions() {
     let text = r#"
 name = "one-host-crowd"
