@@ -5,7 +5,8 @@
 //! command that reproduces it.
 
 use super::matrix::{arm_rank, profile_rank};
-use super::recommend::{rate_text, thousands, Recommendation};
+use super::numbers::{per_1000, rate_text, thousands};
+use super::recommend::Recommendation;
 use super::{causes_line, columns};
 use crate::run::{self, RunReport};
 use crate::sut::Arm;
@@ -105,14 +106,6 @@ fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
             best.join(", ")
         },
     )
-}
-
-fn per_1000(n: u64, of: u64) -> f64 {
-    if of == 0 {
-        0.0
-    } else {
-        n as f64 * 1000.0 / of as f64
-    }
 }
 
 /// The expectation most runs broke, as the lowest seed's run says it,

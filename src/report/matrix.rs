@@ -217,11 +217,7 @@ pub fn headline(s: &Summary) -> String {
                 let m = &g.metrics;
                 let head = format!(
                     "{} per 1,000 · {}",
-                    super::recommend::rate_text(if m.operations == 0 {
-                        0.0
-                    } else {
-                        m.ops_failed as f64 * 1000.0 / m.operations as f64
-                    }),
+                    super::numbers::rate_text(super::numbers::per_1000(m.ops_failed, m.operations)),
                     cell_lines(g)[0]
                 );
                 if g.not_applicable() {

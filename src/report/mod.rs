@@ -7,6 +7,7 @@ mod conclude;
 mod html;
 mod junit;
 mod matrix;
+pub mod numbers;
 mod plots;
 mod provenance;
 pub mod recommend;
@@ -67,8 +68,7 @@ pub fn causes_line(m: &Metrics) -> String {
 /// Counts by key as one line, `key n, key n` (most first), `–` when none:
 /// how a table cell shows a map (never its JSON).
 pub(crate) fn counts_line(map: &std::collections::BTreeMap<String, u64>) -> String {
-    let mut v: Vec<(&String, &u64)> = map.iter().collect();
-    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let v = numbers::most_first(map);
     if v.is_empty() {
         return "–".into();
     }

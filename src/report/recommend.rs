@@ -13,6 +13,7 @@
 //! evidence when a configuration run here or beside it (the matrix and the
 //! zero under the output directory) shows it removed.
 
+use super::numbers::{most_first, per_1000, rate_text, thousands};
 use super::matrix::{arm_rank, profile_rank};
 use crate::run::{RunReport, AS_WRITTEN};
 use crate::sweep::Summary;
@@ -105,14 +106,6 @@ impl Recommendation {
     /// The baseline's standing, when it ran.
     pub fn baseline(&self) -> Option<&Standing> {
         self.baseline.map(|i| &self.ranked[i])
-    }
-}
-
-fn per_1000(n: u64, of: u64) -> f64 {
-    if of == 0 {
-        0.0
-    } else {
-        n as f64 * 1000.0 / of as f64
     }
 }
 
@@ -373,32 +366,6 @@ fn evidence<'a>(
         })
 }
 
-/// A rate for a sentence: `19.1`, `0.05`, `0`.
-pub fn rate_text(r: f64) -> String {
-    if r == 0.0 {
-        "0".into()
-    } else if r >= 10.0 {
-        format!("{r:.1}")
-    } else if r >= 0.1 {
-        format!("{r:.2}")
-    } else {
-        format!("{r:.3}")
-    }
-}
-
-/// `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn seeds_of(s: &Summary) -> usize {
     let mut v: Vec<u64> = s.runs.iter().map(|r| r.seed).collect();
     v.sort_unstable();
@@ -496,8 +463,7 @@ fn remaining(out: &mut String, best: &Standing, here: &[Standing], beside: &Besi
         out.push_str("No operation failed under it: nothing remains to remove.\n\n");
         return;
     }
-    let mut causes: Vec<(&String, &u64)> = best.by_cause.iter().collect();
-    causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let causes = most_first(&best.by_cause);
     let _ = writeln!(
         out,
         "What remains under it ({} failed operations), by cause, and what removes each:\n",
@@ -532,8 +498,7 @@ fn remaining(out: &mut String, best: &Standing, here: &[Standing], beside: &Besi
 fn ranked_markdown(rec: &Recommendation) -> String {
     let mut out = String::from("### Every configuration, ranked\n\nFailed operations per 1,000 operations, pooled over the scenarios each configuration could serve, with the lowest and highest per-seed rate; ties go to the lower p99 migration latency, then fewer extra executions and replayed events. Expectations are the scenarios' `[expect]` tables: they say what each arm is expected to do, not what is good.\n\n| rank | configuration | failed per 1,000 | per seed (min–max) | failed / operations | degraded per 1,000 | top causes | p99 migration | extra executions per 1,000 | replayed per 1,000 | expectations |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (i, x) in rec.ranked.iter().enumerate() {
-        let mut causes: Vec<(&String, &u64)> = x.by_cause.iter().collect();
-        causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let causes = most_first(&x.by_cause);
         let top = if causes.is_empty() {
             "–".to_string()
         } else {
@@ -594,8 +559,7 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
     }
     out.push('\n');
     if best.failed > 0 {
-        let mut causes: Vec<(&String, &u64)> = best.by_cause.iter().collect();
-        causes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let causes = most_first(&best.by_cause);
         for (cause, n) in causes.iter().take(3) {
             let _ = writeln!(
                 out,

@@ -202,9 +202,14 @@ fn sessions_without_a_token_are_capped_per_address() {
 /// 16 SSE responses open on one session (a GET and 15 calls): the 17th
 /// request for a stream gets 429 and the 16 stay open; one closed, the
 /// next is served. A resume taking over a stream is never refused.
+///
+/// On `keys`: the cap is the same on every built-in arm, and on `guarded`
+/// the call after the dropped one may rightly get Rule M's 409 first (when
+/// the dropped stream still owed events as its close was seen: a matter of
+/// timing on a real socket), which is a different rule.
 #[test]
 fn open_streams_are_capped_per_session() {
-    let s = Served::start(&[]);
+    let s = Served::start(&["--server", "keys"]);
     let sid = initialize(&mut s.connect(), &[]);
     let mut held = vec![s.connect()];
     assert_eq!(open_stream(&mut held[0], &get_stream(&sid, "")), 200);

@@ -73,18 +73,7 @@ pub(super) fn linear_ticks(max: f64, n: usize) -> Vec<f64> {
     v
 }
 
-/// `1234567` as `1,234,567`.
-pub(super) fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(super) use crate::report::numbers::thousands;
 
 /// A rate as a short label: whole numbers from 10 up (with thousands
 /// separators), one decimal from 0.1, two below.
