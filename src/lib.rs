@@ -19,7 +19,6 @@ pub mod report;
 pub mod run;
 pub mod scale;
 pub mod scenario;
-pub mod schema;
 #[cfg(feature = "rmcp")]
 pub mod sdk;
 pub mod seed;

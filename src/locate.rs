@@ -46,7 +46,7 @@ pub fn scenario(value: &str, dir: &Path) -> Result<PathBuf, String> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or(name);
-    let near = crate::schema::nearest(stem, known.iter().copied())
+    let near = crate::scenario::schema::nearest(stem, known.iter().copied())
         .map_or(String::new(), |n| format!("did you mean {n}? "));
     let listed = if known.is_empty() {
         format!("{} holds no scenarios", dir.display())

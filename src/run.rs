@@ -3,7 +3,8 @@
 use crate::fault::{kind_name, FaultPlan};
 use crate::history::{ClientRecord, Entry, History, Rec};
 use crate::oracle::{self, Metrics};
-use crate::scenario::{Fault, Scenario};
+use crate::fault::Fault;
+use crate::scenario::Scenario;
 use crate::server::Variant;
 use crate::sut::{Arm, BuiltIn, SystemUnderTest};
 use crate::world::{self, WorldError};

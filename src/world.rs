@@ -8,7 +8,8 @@ use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{kind_name, FaultPlan};
 use crate::history::{History, WorldRecord};
 use crate::ledger::Ledger;
-use crate::scenario::{Fault, Scenario};
+use crate::fault::Fault;
+use crate::scenario::Scenario;
 use crate::seed;
 use crate::server::Listener;
 use crate::sut::{Host, SystemUnderTest};
@@ -121,7 +122,7 @@ pub fn run<S: SystemUnderTest>(
     root_seed: u64,
     sut: &S,
 ) -> Result<RunOutput, WorldError> {
-    let plan = FaultPlan::draw(scenario, root_seed);
+    let plan = scenario.fault_plan(root_seed);
     let net = &scenario.network;
     let fault_ms = scenario.duration_ms;
     let end_ms = fault_ms + scenario.heal.duration_ms;

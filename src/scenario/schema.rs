@@ -4,8 +4,8 @@
 //! `--set` check cannot drift from the loader. Also the nearest known word
 //! to a misspelt one, for messages that name the fix.
 
-use crate::scenario::Scenario;
-use crate::scenario::{ClientGroup, Expect, Fault, FaultSpec, HealSpec, NetworkSpec, Regression};
+use super::format::{ClientGroup, Expect, HealSpec, NetworkSpec, Regression, Scenario};
+use crate::fault::{Fault, FaultSpec};
 use crate::server::ServerConfig;
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 

@@ -10,9 +10,9 @@
 
 mod reduce;
 
-use crate::fault::FaultPlan;
 use crate::run::{self, Options, RunReport};
-use crate::scenario::{Expect, FaultSpec, Regression, RegressionKind, Scenario};
+use crate::fault::FaultSpec;
+use crate::scenario::{Expect, Regression, RegressionKind, Scenario};
 use crate::sut::Arm;
 pub use reduce::DEFAULT_MAX_RUNS;
 use std::collections::BTreeSet;
@@ -77,7 +77,7 @@ fn failing_metrics(s: &Scenario, seed: u64, v: Arm) -> Result<BTreeSet<String>, 
 }
 
 /// The scenario with its generators off and `faults` as its explicit list.
-fn with_faults(s: &Scenario, faults: &[crate::scenario::Fault]) -> Scenario {
+fn with_faults(s: &Scenario, faults: &[crate::fault::Fault]) -> Scenario {
     let mut out = s.clone();
     out.faults = FaultSpec {
         explicit: faults.to_vec(),
@@ -91,7 +91,7 @@ fn with_faults(s: &Scenario, faults: &[crate::scenario::Fault]) -> Scenario {
 /// the same seed it replays the same trace (the plan is all the `faults`
 /// child seed decides).
 pub fn as_run(s: &Scenario, seed: u64) -> Scenario {
-    with_faults(s, &FaultPlan::draw(s, seed).faults)
+    with_faults(s, &s.fault_plan(seed).faults)
 }
 
 /// What a shrink found.
@@ -189,7 +189,7 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
             Ok(target.iter().all(|m| got.contains(m)))
         }
     };
-    let plan = FaultPlan::draw(scenario, seed);
+    let plan = scenario.fault_plan(seed);
     let explicit = as_run(scenario, seed);
     if !holds(&explicit)? {
         return Err("the explicit fault plan does not reproduce the failure on its own".into());
