@@ -279,6 +279,35 @@ impl FaultPlan {
     }
 }
 
+/// What became of one planned fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// The world (a timed fault) or its client (a drop, a switch) applied it.
+    Applied,
+    /// It did not happen, with why (one line).
+    NotApplied(String),
+}
+
+/// A planned fault with its fate: what the world returns for every fault
+/// of the plan, so a run's fault account is a count over them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedFault {
+    /// The fault, as `[[faults.explicit]]` writes it.
+    pub fault: Fault,
+    /// Applied or not, and why not.
+    pub fate: Fate,
+}
+
+impl PlannedFault {
+    /// `fault`, not applied because of `reason`.
+    pub fn not_applied(fault: Fault, reason: String) -> PlannedFault {
+        PlannedFault {
+            fault,
+            fate: Fate::NotApplied(reason),
+        }
+    }
+}
+
 /// The snake_case kind of a fault.
 pub fn kind_name(f: &Fault) -> &'static str {
     match f {
