@@ -157,8 +157,7 @@ impl FaultPlan {
         let mut client = 0u32;
         for g in &workload.groups {
             for _ in 0..g.count {
-                if g.switches && !explicit_switch.contains(&client)
-                {
+                if g.switches && !explicit_switch.contains(&client) {
                     let after_call = rng.random_range(0..g.calls.saturating_sub(1).max(1));
                     faults.push(Fault::Switch { client, after_call });
                 }

@@ -2,6 +2,7 @@
 //! servers. See ARCHITECTURE.md for the map.
 
 mod bounded;
+pub mod check;
 pub mod cli;
 pub mod client;
 pub mod explain;

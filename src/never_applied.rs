@@ -7,8 +7,8 @@
 //! the committed results stay as they are.
 
 use crate::fault::kind_name;
-use crate::run::{NotApplied, RunReport};
 use crate::fault::Fault;
+use crate::run::{NotApplied, RunReport};
 use crate::scenario::Scenario;
 
 /// A fault in a few words: `partition of host 0 at 1500 ms`.

@@ -261,7 +261,7 @@ pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String
     for (k, v) in &opts.sets {
         s.set(k, v)?;
     }
-    s.validate()?;
+    crate::check::validate(&s)?;
     Ok(s)
 }
 
@@ -355,11 +355,21 @@ fn run_effective<S: SystemUnderTest>(
     // The table of clients the world built: each client's class, the calls
     // it owes (none when it did not run) and its host.
     let labels: Vec<String> = scenario.clients.iter().map(class_label).collect();
-    let classes: Vec<String> = out.clients.iter().map(|c| labels[c.group].clone()).collect();
+    let classes: Vec<String> = out
+        .clients
+        .iter()
+        .map(|c| labels[c.group].clone())
+        .collect();
     let calls: Vec<u32> = out
         .clients
         .iter()
-        .map(|c| if c.runs { scenario.clients[c.group].calls } else { 0 })
+        .map(|c| {
+            if c.runs {
+                scenario.clients[c.group].calls
+            } else {
+                0
+            }
+        })
         .collect();
     let hosts: Vec<u32> = out.clients.iter().map(|c| c.host).collect();
     let not_applicable = out.clients.iter().filter(|c| !c.runs).count();

@@ -10,8 +10,8 @@
 
 mod reduce;
 
-use crate::run::{self, Options, RunReport};
 use crate::fault::FaultSpec;
+use crate::run::{self, Options, RunReport};
 use crate::scenario::{Expect, Regression, RegressionKind, Scenario};
 use crate::sut::Arm;
 pub use reduce::DEFAULT_MAX_RUNS;
@@ -270,7 +270,7 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
     // Without --until, a failure that is not a metric above 0 (a bound
     // "at least" missed) has no [regression] form: the expectations alone
     // pin it.
-    if Scenario::parse(&toml::to_string(&out).map_err(|e| e.to_string())?).is_err() {
+    if crate::check::parse(&toml::to_string(&out).map_err(|e| e.to_string())?).is_err() {
         out.regression = None;
     }
     let (out, pruned) = keep_what_holds(out, seed, v, &what, &mut runs)?;
@@ -301,7 +301,7 @@ fn keep_what_holds(
     let mut dropped = Vec::new();
     let arms: Vec<String> = s.expect.0.keys().cloned().collect();
     let text = toml::to_string(&s).map_err(|e| e.to_string())?;
-    let loaded = Scenario::parse(&text)?;
+    let loaded = crate::check::parse(&text)?;
     for arm in arms {
         let Ok(a) = arm.parse::<Arm>() else { continue };
         *runs += 1;
