@@ -460,18 +460,33 @@ pub const PORTS_PER_HOST: u64 = 64_512;
 mod tests {
     use super::*;
 
+    /// One resume client group with `extra` keys.
+    fn group(extra: &str) -> String {
+        format!("[[clients]]\nbehaviour = \"resume\"\n{extra}")
+    }
+
+    /// A scenario of 1 s with `body` after its top-level keys.
+    fn t(body: String) -> String {
+        format!("name = \"t\"\nduration_ms = 1000\n{body}")
+    }
+
     /// Scenarios that used to pass validation and then panic, abort,
     /// overflow, or lose every operation without a fault: each is refused
     /// at load with one line naming the key.
+    fn refused(cases: Vec<(String, &str)>) {
+        for (text, needle) in cases {
+            let err = match Scenario::parse(&text) {
+                Ok(_) => panic!("accepted, expected {needle:?}:\n{text}"),
+                Err(e) => e,
+            };
+            assert!(err.contains(needle), "{needle:?} not in {err:?}");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+    }
+
     #[test]
-    fn the_loader_refuses_what_would_crash_or_cannot_work() {
-        let group = |extra: &str| format!("[[clients]]\nbehaviour = \"resume\"\n{extra}");
-        let t = |body: String| format!("name = \"t\"\nduration_ms = 1000\n{body}");
-        let cases: Vec<(String, &str)> = vec![
-            (
-                t(format!("[server]\nstore_capacity = 0\n{}", group(""))),
-                "server.store_capacity",
-            ),
+    fn the_loader_refuses_workloads_too_large_to_hold() {
+        refused(vec![
             (
                 t(format!(
                     "{}{}[network]\ntcp_capacity = 100000\n",
@@ -498,15 +513,18 @@ mod tests {
                 )),
                 "100000 clients",
             ),
+        ]);
+    }
+
+    #[test]
+    fn the_loader_refuses_ranges_and_bounds_written_backwards() {
+        refused(vec![
             (
                 t(format!("{}[faults]\npartition_ms = [2500, 500]\n", group(""))),
                 "faults.partition_ms = [2500, 500]",
             ),
             (
-                t(format!(
-                    "{}[faults]\nlatency_spike_ms = [9, 1]\n",
-                    group("")
-                )),
+                t(format!("{}[faults]\nlatency_spike_ms = [9, 1]\n", group(""))),
                 "faults.latency_spike_ms",
             ),
             (
@@ -524,23 +542,24 @@ mod tests {
                 )),
                 "guard_bugs min 2 is above its max 1",
             ),
-            (
-                t(format!("[server]\nmax_chunks = 3\n{}", group("chunks = 4\n"))),
-                "clients[0].chunks = 4 is above server.max_chunks = 3",
-            ),
+        ]);
+    }
+
+    #[test]
+    fn the_loader_refuses_numbers_that_would_overflow() {
+        refused(vec![
             (
                 t(format!(
-                    "[server]\nmax_sessions = 1\n{}",
-                    group("count = 2\n")
+                    "[heal]\nduration_ms = 9223372036854775807\n{}",
+                    group("")
                 )),
-                "server.max_sessions = 1",
-            ),
-            (
-                t(format!("[heal]\nduration_ms = 9223372036854775807\n{}", group(""))),
                 "heal.duration_ms",
             ),
             (
-                t(format!("[server]\nfirst_event_id = 9223372036854775807\n{}", group(""))),
+                t(format!(
+                    "[server]\nfirst_event_id = 9223372036854775807\n{}",
+                    group("")
+                )),
                 "server.first_event_id",
             ),
             (
@@ -551,27 +570,50 @@ mod tests {
                 "faults.explicit[0].duration_ms",
             ),
             (
-                t(format!("{}[network]\ntcp_capacity = 9223372036854775807\n", group(""))),
+                t(format!(
+                    "{}[network]\ntcp_capacity = 9223372036854775807\n",
+                    group("")
+                )),
                 "network.tcp_capacity",
             ),
-            // 20,000 clients fit one host's ports only while nothing cuts
-            // it off: a partition may leave every connection half-open.
+        ]);
+    }
+
+    #[test]
+    fn the_loader_refuses_server_settings_no_workload_can_use() {
+        refused(vec![
             (
-                format!(
-                    "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 60000\n",
-                    group("count = 20000\n")
-                ),
-                "network.client_hosts = 1: client host 0 would need",
+                t(format!("[server]\nstore_capacity = 0\n{}", group(""))),
+                "server.store_capacity",
             ),
-        ];
-        for (text, needle) in cases {
-            let err = match Scenario::parse(&text) {
-                Ok(_) => panic!("accepted, expected {needle:?}:\n{text}"),
-                Err(e) => e,
-            };
-            assert!(err.contains(needle), "{needle:?} not in {err:?}");
-            assert!(!err.contains('\n'), "one line: {err:?}");
-        }
+            (
+                t(format!(
+                    "[server]\nmax_chunks = 3\n{}",
+                    group("chunks = 4\n")
+                )),
+                "clients[0].chunks = 4 is above server.max_chunks = 3",
+            ),
+            (
+                t(format!(
+                    "[server]\nmax_sessions = 1\n{}",
+                    group("count = 2\n")
+                )),
+                "server.max_sessions = 1",
+            ),
+        ]);
+    }
+
+    /// 20,000 clients fit one host's ports only while nothing cuts it off:
+    /// a partition may leave every connection half-open.
+    #[test]
+    fn the_loader_refuses_a_host_short_of_ports() {
+        refused(vec![(
+            format!(
+                "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 60000\n",
+                group("count = 20000\n")
+            ),
+            "network.client_hosts = 1: client host 0 would need",
+        )]);
     }
 
     #[test]
