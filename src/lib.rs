@@ -24,6 +24,7 @@ pub mod scenario;
 pub mod sdk;
 pub mod seed;
 pub mod server;
+pub mod settings;
 pub mod shrink;
 pub mod sut;
 pub mod sweep;

@@ -7,7 +7,7 @@
 use super::format::Scenario;
 use super::names::check_name;
 use crate::fault::Fault;
-use crate::server::ServerConfig;
+use crate::settings::ServerConfig;
 use serde::Serialize;
 
 impl Scenario {

@@ -4,7 +4,7 @@
 //! server must meet, with their defaults.
 
 use crate::fault::{FaultPlan, FaultSpec, Group, Workload};
-use crate::server::ServerConfig;
+use crate::settings::ServerConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

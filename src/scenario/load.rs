@@ -5,7 +5,7 @@
 
 use super::format::{RegressionKind, Scenario, ScenarioError};
 use super::schema;
-use crate::server::ServerConfig;
+use crate::settings::ServerConfig;
 use std::path::Path;
 
 impl Scenario {
@@ -158,7 +158,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
     use crate::scenario::Behaviour;
-    use crate::server::ServerConfig;
+    use crate::settings::ServerConfig;
 
     const MIN: &str = r#"
 name = "t"
@@ -177,7 +177,7 @@ behaviour = "retry-by-post"
 
     #[test]
     fn sdk_quirk_settings_parse_and_the_preset_sets_both() {
-        use crate::server::{CompletedResume, Replay, Sdk};
+        use crate::settings::{CompletedResume, Replay, Sdk};
         let s = Scenario::parse(&format!(
             "{MIN}[server]\nreplay = \"inclusive\"\ncompleted_resume = \"empty\"\n"
         ))
