@@ -396,27 +396,7 @@ fn run_effective<S: SystemUnderTest>(
     let records = entries.len() as u64;
     drop(entries);
     let expect = &scenario.expect.of(sut.name());
-    let mut failed = Vec::new();
-    for (name, min) in &expect.min {
-        match j.metrics.get(name) {
-            Some(v) if v >= *min => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at least {min}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
-            )),
-        }
-    }
-    for (name, max) in &expect.max {
-        match j.metrics.get(name) {
-            Some(v) if v <= *max => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at most {max}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
-            )),
-        }
-    }
+    let failed = failed_expectations(expect, &j.metrics);
     let report = RunReport {
         schema_version: SCHEMA_VERSION,
         scenario: scenario.name.clone(),
@@ -444,6 +424,33 @@ fn run_effective<S: SystemUnderTest>(
         meta: Meta { wall_ms },
     };
     Ok((report, out.history))
+}
+
+/// Each bound of `expect` that `metrics` breaks, in one line (an unknown
+/// metric breaks its bound).
+fn failed_expectations(expect: &crate::scenario::Expect, metrics: &Metrics) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (name, min) in &expect.min {
+        match metrics.get(name) {
+            Some(v) if v >= *min => {}
+            Some(v) => failed.push(format!("{name} = {v}, expected at least {min}")),
+            None => failed.push(format!(
+                "unknown metric {name:?} in expectations (known: {})",
+                Metrics::NAMES.join(", ")
+            )),
+        }
+    }
+    for (name, max) in &expect.max {
+        match metrics.get(name) {
+            Some(v) if v <= *max => {}
+            Some(v) => failed.push(format!("{name} = {v}, expected at most {max}")),
+            None => failed.push(format!(
+                "unknown metric {name:?} in expectations (known: {})",
+                Metrics::NAMES.join(", ")
+            )),
+        }
+    }
+    failed
 }
 
 /// Faults planned, applied and not applied (with why): a count over the
