@@ -11,8 +11,10 @@ use crate::settings::ServerConfig;
 use serde::Serialize;
 
 impl Scenario {
-    /// Checks bounds that the simulator relies on. Every error is one line
-    /// that names the key and what to do.
+    /// Checks bounds that the simulator relies on, those the file alone
+    /// can judge (`crate::check::validate` adds the ones that need the
+    /// rest of the house). Every error is one line that names the key and
+    /// what to do.
     pub fn validate(&self) -> Result<(), String> {
         self.validate_workload()?;
         self.validate_times()?;

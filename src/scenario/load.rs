@@ -9,7 +9,8 @@ use crate::settings::ServerConfig;
 use std::path::Path;
 
 impl Scenario {
-    /// Reads and validates a scenario file.
+    /// Reads a scenario file and holds it to its own bounds (commands
+    /// load through `crate::check::load`, which adds the house's checks).
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
             path: path.display().to_string(),
@@ -21,7 +22,8 @@ impl Scenario {
         })
     }
 
-    /// Parses and validates scenario text.
+    /// Parses scenario text and holds it to its own bounds (see
+    /// `crate::check::parse` for the house's checks too).
     pub fn parse(text: &str) -> Result<Scenario, String> {
         let mut s: Scenario = toml::from_str(text).map_err(|e| {
             let at = e.span().map_or(String::new(), |span| {
