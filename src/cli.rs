@@ -837,7 +837,7 @@ fn scenario_arg(value: &str) -> anyhow::Result<PathBuf> {
 }
 
 fn load(path: &Path) -> anyhow::Result<Scenario> {
-    Ok(Scenario::load(path)?)
+    Ok(crate::check::load(path)?)
 }
 
 /// Every scenario of a directory, loaded, as (file, scenario); two files

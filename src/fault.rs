@@ -1,12 +1,115 @@
-//! The fault plan: an explicit, printable list of faults drawn from the
-//! `faults` child seed before the run, the same for both servers.
+//! Faults and the fault plan: the faults a scenario writes
+//! (`[[faults.explicit]]`) and generates (`[faults]`), and the plan, an
+//! explicit, printable list of faults drawn from the `faults` child seed
+//! before the run, the same for every server. Below the scenario file,
+//! which writes these types, and above nothing but the seed.
 
-use crate::scenario::{Fault, Scenario};
 use crate::seed;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// An explicit fault (also the form every generated fault takes).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    /// Client `client` drops its connection right after the `after_event`-th
+    /// counted event of its call `call` (0-based calls, 1-based events).
+    Drop {
+        /// Global client index.
+        client: u32,
+        /// Call index.
+        call: u32,
+        /// Counted events received before the drop.
+        after_event: u32,
+    },
+    /// Client host `host` is partitioned from the server for `duration_ms`.
+    Partition {
+        /// Client host index.
+        host: u32,
+        /// Start, ms of simulated time.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+    },
+    /// A network change: client `client` (a transport-switch client)
+    /// leaves the legacy transport after its call `after_call` completes.
+    Switch {
+        /// Global client index.
+        client: u32,
+        /// Call index (0-based).
+        after_call: u32,
+    },
+    /// The server host restarts: in-memory sessions are lost.
+    Restart {
+        /// When, ms.
+        at_ms: u64,
+    },
+    /// Messages between client host `host` and the server take up to
+    /// `max_ms` for `duration_ms`.
+    Latency {
+        /// Client host index.
+        host: u32,
+        /// Start, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// Largest one-way latency during the window, ms.
+        max_ms: u64,
+    },
+}
+
+/// Fault generators (rates and ranges), drawn from the `faults` child seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct FaultSpec {
+    /// Probability that a given call of a given client is dropped.
+    pub drop_rate: f64,
+    /// Random partitions over the fault phase.
+    pub partitions: u32,
+    /// Partition length range, ms.
+    pub partition_ms: Option<[u64; 2]>,
+    /// Random server restarts over the fault phase.
+    pub restarts: u32,
+    /// Random latency spikes over the fault phase.
+    pub latency_spikes: u32,
+    /// Spike length range, ms.
+    pub latency_spike_ms: Option<[u64; 2]>,
+    /// Spike ceiling, ms.
+    pub latency_spike_max_ms: u64,
+    /// Explicit faults, applied as written.
+    pub explicit: Vec<Fault>,
+}
+
+/// What the generators draw over: the scenario's workload as far as the
+/// plan needs it (built by `Scenario::fault_plan`).
+#[derive(Clone, Debug)]
+pub struct Workload<'a> {
+    /// The generators and the explicit faults.
+    pub spec: &'a FaultSpec,
+    /// The client groups, in file order.
+    pub groups: Vec<Group>,
+    /// Length of the fault phase, ms.
+    pub duration_ms: u64,
+    /// Client hosts that run clients (the only ones the world creates).
+    pub hosts: u32,
+    /// The network's largest one-way latency, ms: no spike is below it.
+    pub latency_max_ms: u64,
+}
+
+/// One group of identical clients, as the plan sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Group {
+    /// How many clients.
+    pub count: u32,
+    /// Tool calls per client.
+    pub calls: u32,
+    /// Chunks per call.
+    pub chunks: u32,
+    /// Its clients switch transport once (transport-switch clients).
+    pub switches: bool,
+}
 
 /// Every fault of one run, in a canonical order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -16,16 +119,16 @@ pub struct FaultPlan {
 }
 
 impl FaultPlan {
-    /// Draws the plan for `scenario` under `root_seed`: the explicit faults
-    /// plus whatever the generators produce.
-    pub fn draw(scenario: &Scenario, root_seed: u64) -> FaultPlan {
+    /// Draws the plan for `workload` under `root_seed`: the explicit
+    /// faults plus whatever the generators produce.
+    pub fn draw(workload: &Workload<'_>, root_seed: u64) -> FaultPlan {
         let mut rng = ChaCha8Rng::seed_from_u64(seed::child(root_seed, "faults"));
-        let spec = &scenario.faults;
+        let spec = workload.spec;
         let mut faults = spec.explicit.clone();
-        let span = scenario.duration_ms.max(1);
+        let span = workload.duration_ms.max(1);
         if spec.drop_rate > 0.0 {
             let mut client = 0u32;
-            for g in &scenario.clients {
+            for g in &workload.groups {
                 for _ in 0..g.count {
                     for call in 0..g.calls {
                         if rng.random_bool(spec.drop_rate) {
@@ -52,23 +155,16 @@ impl FaultPlan {
             })
             .collect();
         let mut client = 0u32;
-        for g in &scenario.clients {
+        for g in &workload.groups {
             for _ in 0..g.count {
-                if g.behaviour == crate::scenario::Behaviour::TransportSwitch
-                    && !explicit_switch.contains(&client)
-                {
+                if g.switches && !explicit_switch.contains(&client) {
                     let after_call = rng.random_range(0..g.calls.saturating_sub(1).max(1));
                     faults.push(Fault::Switch { client, after_call });
                 }
                 client += 1;
             }
         }
-        // Only hosts that run clients exist in the world.
-        let hosts = scenario
-            .network
-            .client_hosts
-            .min(scenario.client_count())
-            .max(1);
+        let hosts = workload.hosts;
         let window = |rng: &mut ChaCha8Rng, range: Option<[u64; 2]>| {
             let [lo, hi] = range.unwrap_or([span / 20, span / 5]);
             let len = rng.random_range(lo.min(hi)..=hi.max(lo)).max(1);
@@ -95,9 +191,7 @@ impl FaultPlan {
                 host,
                 at_ms,
                 duration_ms,
-                max_ms: spec
-                    .latency_spike_max_ms
-                    .max(scenario.network.latency_ms[1]),
+                max_ms: spec.latency_spike_max_ms.max(workload.latency_max_ms),
             });
         }
         faults.sort();
@@ -184,6 +278,35 @@ impl FaultPlan {
     }
 }
 
+/// What became of one planned fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// The world (a timed fault) or its client (a drop, a switch) applied it.
+    Applied,
+    /// It did not happen, with why (one line).
+    NotApplied(String),
+}
+
+/// A planned fault with its fate: what the world returns for every fault
+/// of the plan, so a run's fault account is a count over them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedFault {
+    /// The fault, as `[[faults.explicit]]` writes it.
+    pub fault: Fault,
+    /// Applied or not, and why not.
+    pub fate: Fate,
+}
+
+impl PlannedFault {
+    /// `fault`, not applied because of `reason`.
+    pub fn not_applied(fault: Fault, reason: String) -> PlannedFault {
+        PlannedFault {
+            fault,
+            fate: Fate::NotApplied(reason),
+        }
+    }
+}
+
 /// The snake_case kind of a fault.
 pub fn kind_name(f: &Fault) -> &'static str {
     match f {
@@ -199,35 +322,42 @@ pub fn kind_name(f: &Fault) -> &'static str {
 mod tests {
     use super::*;
 
-    fn scenario() -> Scenario {
-        Scenario::parse(
-            r#"
-name = "t"
-duration_ms = 10000
-[[clients]]
-behaviour = "resume"
-count = 20
-calls = 10
-[faults]
-drop_rate = 0.2
-partitions = 3
-restarts = 1
-latency_spikes = 2
-latency_spike_max_ms = 50
-[[faults.explicit]]
-kind = "restart"
-at_ms = 5
-"#,
-        )
-        .unwrap()
+    /// 20 resume clients of 10 calls over 10 s, every generator on, one
+    /// explicit restart.
+    fn spec() -> FaultSpec {
+        FaultSpec {
+            drop_rate: 0.2,
+            partitions: 3,
+            restarts: 1,
+            latency_spikes: 2,
+            latency_spike_max_ms: 50,
+            explicit: vec![Fault::Restart { at_ms: 5 }],
+            ..FaultSpec::default()
+        }
+    }
+
+    fn workload(spec: &FaultSpec) -> Workload<'_> {
+        Workload {
+            spec,
+            groups: vec![Group {
+                count: 20,
+                calls: 10,
+                chunks: 4,
+                switches: false,
+            }],
+            duration_ms: 10_000,
+            hosts: 4,
+            latency_max_ms: 5,
+        }
     }
 
     #[test]
     fn the_plan_is_a_function_of_the_seed() {
-        let s = scenario();
-        let a = FaultPlan::draw(&s, 1);
-        assert_eq!(a, FaultPlan::draw(&s, 1));
-        assert_ne!(a, FaultPlan::draw(&s, 2));
+        let spec = spec();
+        let w = workload(&spec);
+        let a = FaultPlan::draw(&w, 1);
+        assert_eq!(a, FaultPlan::draw(&w, 1));
+        assert_ne!(a, FaultPlan::draw(&w, 2));
         let counts = a.counts();
         assert_eq!(counts["partition"], 3);
         assert_eq!(counts["restart"], 2, "one drawn, one explicit");
@@ -236,18 +366,26 @@ at_ms = 5
     }
 
     #[test]
-    fn the_printed_plan_replays_as_explicit_faults() {
-        let s = scenario();
-        let plan = FaultPlan::draw(&s, 3);
-        let text = format!(
-            "name = \"r\"\nduration_ms = 10000\n[[clients]]\nbehaviour = \"resume\"\ncount = 20\ncalls = 10\n[faults]\n{}",
-            plan.to_toml().replace("[[explicit]]", "[[faults.explicit]]")
-        );
-        let replay = Scenario::parse(&text).unwrap();
-        assert_eq!(
-            FaultPlan::draw(&replay, 99),
-            plan,
-            "explicit faults ignore the seed"
-        );
+    fn switches_are_drawn_once_per_client_unless_written() {
+        let spec = FaultSpec {
+            explicit: vec![Fault::Switch {
+                client: 1,
+                after_call: 2,
+            }],
+            ..FaultSpec::default()
+        };
+        let mut w = workload(&spec);
+        w.groups = vec![Group {
+            count: 3,
+            calls: 4,
+            chunks: 4,
+            switches: true,
+        }];
+        let plan = FaultPlan::draw(&w, 7);
+        assert_eq!(plan.counts()["switch"], 3, "{plan:?}");
+        assert_eq!(plan.switch_for(1), Some(2), "the written one stands");
+        for c in [0, 2] {
+            assert!(plan.switch_for(c).is_some_and(|n| n < 3), "{plan:?}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! servers. See ARCHITECTURE.md for the map.
 
 mod bounded;
+pub mod check;
 pub mod cli;
 pub mod client;
 pub mod explain;
@@ -19,11 +20,11 @@ pub mod report;
 pub mod run;
 pub mod scale;
 pub mod scenario;
-pub mod schema;
 #[cfg(feature = "rmcp")]
 pub mod sdk;
 pub mod seed;
 pub mod server;
+pub mod settings;
 pub mod shrink;
 pub mod sut;
 pub mod sweep;

@@ -5,7 +5,6 @@
 //! file writes. A value that is neither says which names there are and
 //! that the other form is accepted.
 
-use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 
 /// Whether `value` is written as a path (`sims/x.toml`, `x.toml`).
@@ -34,7 +33,7 @@ pub fn scenario(value: &str, dir: &Path) -> Result<PathBuf, String> {
     }
     let named: Vec<(PathBuf, String)> = files
         .iter()
-        .filter_map(|p| Scenario::load(p).ok().map(|s| (p.clone(), s.name)))
+        .filter_map(|p| crate::check::load(p).ok().map(|s| (p.clone(), s.name)))
         .collect();
     if is_name {
         if let Some((p, _)) = named.iter().find(|(_, n)| n == name) {
@@ -46,7 +45,7 @@ pub fn scenario(value: &str, dir: &Path) -> Result<PathBuf, String> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or(name);
-    let near = crate::schema::nearest(stem, known.iter().copied())
+    let near = crate::scenario::schema::nearest(stem, known.iter().copied())
         .map_or(String::new(), |n| format!("did you mean {n}? "));
     let listed = if known.is_empty() {
         format!("{} holds no scenarios", dir.display())

@@ -7,8 +7,9 @@
 //! the committed results stay as they are.
 
 use crate::fault::kind_name;
+use crate::fault::Fault;
 use crate::run::{NotApplied, RunReport};
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::Scenario;
 
 /// A fault in a few words: `partition of host 0 at 1500 ms`.
 pub fn describe(f: &Fault) -> String {

@@ -1,9 +1,9 @@
 //! One simulation run, end to end: world → history → oracle → RunReport.
 
-use crate::fault::{kind_name, FaultPlan};
-use crate::history::{ClientRecord, Entry, History, Rec};
+use crate::fault::{kind_name, Fate, Fault, FaultPlan, PlannedFault};
+use crate::history::History;
 use crate::oracle::{self, Metrics};
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::Scenario;
 use crate::server::Variant;
 use crate::sut::{Arm, BuiltIn, SystemUnderTest};
 use crate::world::{self, WorldError};
@@ -261,7 +261,7 @@ pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String
     for (k, v) in &opts.sets {
         s.set(k, v)?;
     }
-    s.validate()?;
+    crate::check::validate(&s)?;
     Ok(s)
 }
 
@@ -352,23 +352,27 @@ fn run_effective<S: SystemUnderTest>(
         WorldError(format!("the simulation panicked: {what}"))
     })??;
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    let classes: Vec<String> = scenario
+    // The table of clients the world built: each client's class, the calls
+    // it owes (none when it did not run) and its host.
+    let labels: Vec<String> = scenario.clients.iter().map(class_label).collect();
+    let classes: Vec<String> = out
         .clients
         .iter()
-        .flat_map(|g| std::iter::repeat_n(class_label(g), g.count as usize))
+        .map(|c| labels[c.group].clone())
         .collect();
-    let mut calls: Vec<u32> = scenario
+    let calls: Vec<u32> = out
         .clients
         .iter()
-        .flat_map(|g| std::iter::repeat_n(g.calls, g.count as usize))
+        .map(|c| {
+            if c.runs {
+                scenario.clients[c.group].calls
+            } else {
+                0
+            }
+        })
         .collect();
-    // Clients that did not run owe no operations.
-    for &c in &out.not_applicable {
-        calls[c as usize] = 0;
-    }
-    let hosts: Vec<u32> = (0..classes.len() as u32)
-        .map(|c| c % scenario.network.client_hosts.max(1))
-        .collect();
+    let hosts: Vec<u32> = out.clients.iter().map(|c| c.host).collect();
+    let not_applicable = out.clients.iter().filter(|c| !c.runs).count();
     let entries = out.history.entries();
     let j = oracle::judge(
         &entries,
@@ -387,32 +391,12 @@ fn run_effective<S: SystemUnderTest>(
             j.defects.join("; ")
         )));
     }
-    let faults = fault_accounts(&out.plan, &entries, &out);
+    let faults = fault_accounts(&out.plan, &out.faults);
     let trace_sha256 = crate::history::trace_sha256(&entries);
     let records = entries.len() as u64;
     drop(entries);
     let expect = &scenario.expect.of(sut.name());
-    let mut failed = Vec::new();
-    for (name, min) in &expect.min {
-        match j.metrics.get(name) {
-            Some(v) if v >= *min => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at least {min}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
-            )),
-        }
-    }
-    for (name, max) in &expect.max {
-        match j.metrics.get(name) {
-            Some(v) if v <= *max => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at most {max}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
-            )),
-        }
-    }
+    let failed = failed_expectations(expect, &j.metrics);
     let report = RunReport {
         schema_version: SCHEMA_VERSION,
         scenario: scenario.name.clone(),
@@ -430,143 +414,58 @@ fn run_effective<S: SystemUnderTest>(
         migration_latency_hist_us: j.latency_hist.clone(),
         operations: j.verdicts,
         declared_hazards: scenario.hazards.clone(),
-        verdict: if out.not_applicable.len() == classes.len() {
+        verdict: if not_applicable == classes.len() {
             NOT_APPLICABLE.to_string()
         } else {
             verdict(&failed).to_string()
         },
-        not_applicable_clients: out.not_applicable.len() as u32,
+        not_applicable_clients: not_applicable as u32,
         failed_expectations: failed,
         meta: Meta { wall_ms },
     };
     Ok((report, out.history))
 }
 
-/// Faults planned, applied and not applied (with why). The world accounts
-/// for its timed faults; the clients record their drops (`dropped`),
-/// planned switches (`switched`) and what they did not apply
-/// (`fault_not_applied`); a client still running when the run ended
-/// records nothing, so its faults are accounted here.
-fn fault_accounts(plan: &FaultPlan, entries: &[Entry], out: &world::RunOutput) -> Faults {
-    let mut applied = out.applied_timed.clone();
-    let mut not_applied: Vec<NotApplied> = out
-        .not_applied_timed
-        .iter()
-        .map(|(fault, reason)| NotApplied {
-            fault: fault.clone(),
-            reason: reason.clone(),
-        })
-        .collect();
-    let call_of = |tag: &str| {
-        tag.rsplit_once("-op")
-            .and_then(|(_, n)| n.parse::<u32>().ok())
-    };
-    let mut dropped: std::collections::BTreeSet<(u32, u32)> = Default::default();
-    let mut switched: std::collections::BTreeSet<u32> = Default::default();
-    let mut reported: std::collections::BTreeSet<Fault> = Default::default();
-    let mut started: std::collections::BTreeSet<(u32, u32)> = Default::default();
-    for e in entries {
-        match &e.record {
-            Rec::Client(ClientRecord::Dropped { client, tag, .. }) => {
-                if let Some(call) = call_of(tag) {
-                    dropped.insert((*client, call));
-                }
-            }
-            Rec::Client(ClientRecord::Switched { client, .. }) => {
-                switched.insert(*client);
-            }
-            Rec::Client(ClientRecord::OpStarted { client, tag }) => {
-                if let Some(call) = call_of(tag) {
-                    started.insert((*client, call));
-                }
-            }
-            Rec::Client(ClientRecord::FaultNotApplied {
-                client,
-                kind,
-                call,
-                after_event,
-                reason,
-            }) => {
-                let fault = if *kind == "switch" {
-                    Fault::Switch {
-                        client: *client,
-                        after_call: *call,
-                    }
-                } else {
-                    Fault::Drop {
-                        client: *client,
-                        call: *call,
-                        after_event: after_event.unwrap_or(0),
-                    }
-                };
-                reported.insert(fault.clone());
-                not_applied.push(NotApplied {
-                    fault,
-                    reason: reason.clone(),
-                });
-            }
-            _ => {}
+/// Each bound of `expect` that `metrics` breaks, in one line (an unknown
+/// metric breaks its bound).
+fn failed_expectations(expect: &crate::scenario::Expect, metrics: &Metrics) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (name, min) in &expect.min {
+        match metrics.get(name) {
+            Some(v) if v >= *min => {}
+            Some(v) => failed.push(format!("{name} = {v}, expected at least {min}")),
+            None => failed.push(format!(
+                "unknown metric {name:?} in expectations (known: {})",
+                Metrics::NAMES.join(", ")
+            )),
         }
     }
-    let ended = |client: u32, call: u32| {
-        let state = if started.contains(&(client, call)) {
-            "unresolved"
-        } else {
-            "not started"
-        };
-        if out.clients_finished {
-            format!("client {client} gave no account of it (call {call} {state})")
-        } else {
-            format!(
-                "the run ended at {} ms with client {client} still running (call {call} {state})",
-                out.sim_ms
-            )
-        }
-    };
-    let (mut drops, mut switches) = (0u64, 0u64);
-    for f in &plan.faults {
-        match *f {
-            Fault::Drop { client, call, .. } => {
-                if dropped.contains(&(client, call)) {
-                    drops += 1;
-                } else if !reported.contains(f) {
-                    not_applied.push(NotApplied {
-                        fault: f.clone(),
-                        reason: ended(client, call),
-                    });
-                }
-            }
-            Fault::Switch { client, after_call } => {
-                if reported.contains(f) {
-                    continue;
-                }
-                let first = plan.switch_for(client);
-                if first != Some(after_call) {
-                    not_applied.push(NotApplied {
-                        fault: f.clone(),
-                        reason: format!(
-                            "a client switches once: client {client}'s switch after call {} \
-                             comes first in the plan",
-                            first.unwrap_or(after_call)
-                        ),
-                    });
-                } else if switched.contains(&client) {
-                    switches += 1;
-                } else {
-                    not_applied.push(NotApplied {
-                        fault: f.clone(),
-                        reason: ended(client, after_call),
-                    });
-                }
-            }
-            Fault::Partition { .. } | Fault::Restart { .. } | Fault::Latency { .. } => {}
+    for (name, max) in &expect.max {
+        match metrics.get(name) {
+            Some(v) if v <= *max => {}
+            Some(v) => failed.push(format!("{name} = {v}, expected at most {max}")),
+            None => failed.push(format!(
+                "unknown metric {name:?} in expectations (known: {})",
+                Metrics::NAMES.join(", ")
+            )),
         }
     }
-    if drops > 0 {
-        applied.insert("drop".into(), drops);
-    }
-    if switches > 0 {
-        applied.insert("switch".into(), switches);
+    failed
+}
+
+/// Faults planned, applied and not applied (with why): a count over the
+/// fate the world gave each planned fault.
+fn fault_accounts(plan: &FaultPlan, faults: &[PlannedFault]) -> Faults {
+    let mut applied = BTreeMap::new();
+    let mut not_applied = Vec::new();
+    for p in faults {
+        match &p.fate {
+            Fate::Applied => *applied.entry(kind_name(&p.fault).to_string()).or_insert(0) += 1,
+            Fate::NotApplied(reason) => not_applied.push(NotApplied {
+                fault: p.fault.clone(),
+                reason: reason.clone(),
+            }),
+        }
     }
     not_applied.sort();
     Faults {

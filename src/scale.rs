@@ -100,7 +100,7 @@ pub fn scenario(t: Traffic) -> Result<Scenario, String> {
         hosts = t.hosts,
         cap = (t.clients as usize * 3).max(1024),
     );
-    Scenario::parse(&text).map_err(|e| e.to_string())
+    crate::check::parse(&text).map_err(|e| e.to_string())
 }
 
 fn chaos(t: Traffic) -> Result<(f64, u64), String> {
@@ -118,7 +118,7 @@ fn chaos(t: Traffic) -> Result<(f64, u64), String> {
 pub const MIXED_FLEET: &str = include_str!("../sims/mixed-fleet.toml");
 
 fn mixed_fleet() -> Result<(f64, u64), String> {
-    let s = Scenario::parse(MIXED_FLEET).map_err(|e| e.to_string())?;
+    let s = crate::check::parse(MIXED_FLEET).map_err(|e| e.to_string())?;
     let (r, _) = run::run(&s, 0, Variant::Guarded, &Options::default()).map_err(|e| e.0)?;
     Ok((r.sim_ms as f64 / 1e3, r.metrics.operations))
 }

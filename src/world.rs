@@ -3,19 +3,24 @@
 //! that steps the simulation, applies the fault plan's timed faults, then
 //! heals and lets the run finish. The side-effect ledger lives here,
 //! outside the server host, so it survives restarts.
+//!
+//! A run goes through named phases ([`run`]): build the simulation, host
+//! the server, host the clients (the table of clients and hosts), schedule
+//! the plan's timed faults, tick them through the fault phase, heal, and
+//! account for every planned fault (applied, or not with why).
 
 use crate::client::{self, ClientSpec, Connector};
-use crate::fault::{kind_name, FaultPlan};
-use crate::history::{History, WorldRecord};
+use crate::fault::{kind_name, Fate, Fault, FaultPlan, PlannedFault};
+use crate::history::{ClientRecord, Entry, History, Rec, WorldRecord};
 use crate::ledger::Ledger;
-use crate::scenario::{Fault, Scenario};
+use crate::scenario::Scenario;
 use crate::seed;
 use crate::server::Listener;
 use crate::sut::{Host, SystemUnderTest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
@@ -62,18 +67,31 @@ pub struct RunOutput {
     pub history: History,
     /// The plan the run followed.
     pub plan: FaultPlan,
-    /// Timed faults the world applied, by kind (drops are counted by the
-    /// clients' `dropped` records).
-    pub applied_timed: BTreeMap<String, u64>,
-    /// Timed faults the world did not apply, each with why, sorted.
-    pub not_applied_timed: Vec<(Fault, String)>,
+    /// Every planned fault and its fate: the timed faults in the order the
+    /// world scheduled them ([`FaultPlan::timed`]), then the drops and
+    /// switches in plan order.
+    pub faults: Vec<PlannedFault>,
     /// Simulated time at the end, ms.
     pub sim_ms: u64,
     /// Whether every client finished before the heal phase ran out.
     pub clients_finished: bool,
-    /// Clients not run: legacy-transport clients of a system without the
-    /// legacy transport (global indices, ascending).
-    pub not_applicable: Vec<u32>,
+    /// Every client of the scenario as the world placed it, by global
+    /// index.
+    pub clients: Vec<Placed>,
+}
+
+/// One client as the world placed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    /// Global client index (file order).
+    pub index: u32,
+    /// Its group in `[[clients]]` (file order).
+    pub group: usize,
+    /// The client host it runs on.
+    pub host: u32,
+    /// Whether it runs: a legacy-transport client of a system without
+    /// that transport does not (it owes no operations).
+    pub runs: bool,
 }
 
 /// Why a run could not complete.
@@ -81,12 +99,9 @@ pub struct RunOutput {
 #[error("simulation failed: {0}")]
 pub struct WorldError(pub String);
 
-/// The client specs of a scenario: global index, group, host, start delay.
-pub fn client_specs(
-    scenario: &Scenario,
-    root_seed: u64,
-    plan: &FaultPlan,
-) -> Vec<(u32, ClientSpec)> {
+/// The client specs of a scenario: host, then spec (global index, group,
+/// start delay, planned drops and switch), in index order.
+fn client_specs(scenario: &Scenario, root_seed: u64, plan: &FaultPlan) -> Vec<(u32, ClientSpec)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed::child(root_seed, "client-start"));
     let mut out = Vec::new();
     let mut index = 0u32;
@@ -115,17 +130,55 @@ pub fn client_specs(
     out
 }
 
-/// Runs `scenario` under `root_seed` against `sut`.
+/// Runs `scenario` under `root_seed` against `sut`, phase by phase.
 pub fn run<S: SystemUnderTest>(
     scenario: &Scenario,
     root_seed: u64,
     sut: &S,
 ) -> Result<RunOutput, WorldError> {
-    let plan = FaultPlan::draw(scenario, root_seed);
+    let plan = scenario.fault_plan(root_seed);
+    let mut sim = build(scenario, root_seed);
+    let driver_clock = Rc::new(Cell::new(Duration::ZERO));
+    let clock_cell = driver_clock.clone();
+    let history = History::new(Rc::new(move || {
+        turmoil::sim_elapsed().unwrap_or_else(|| clock_cell.get())
+    }));
+    let ledger = Ledger::new(history.clone());
+    host_server(&mut sim, sut, root_seed, &history, &ledger);
+    let legacy = sut.legacy_transport();
+    let clients = host_clients(&mut sim, scenario, root_seed, &plan, legacy, &history);
+    let mut schedule = Schedule::new(&plan, scenario, &clients);
+    let driver = Driver {
+        clock: &driver_clock,
+        history: &history,
+        fault_ms: scenario.duration_ms,
+        end_ms: scenario.duration_ms + scenario.heal.duration_ms,
+    };
+    let clients_finished = driver.tick_and_heal(&mut sim, &mut schedule)?;
+    driver_clock.set(sim.elapsed());
+    let sim_ms = sim.elapsed().as_millis() as u64;
+    let mut faults = schedule.unfired(sim_ms, clients_finished);
+    faults.extend(client_fates(
+        &plan,
+        &history.entries(),
+        sim_ms,
+        clients_finished,
+    ));
+    Ok(RunOutput {
+        history,
+        plan,
+        faults,
+        sim_ms,
+        clients_finished,
+        clients,
+    })
+}
+
+/// The simulation: its seed, epoch, time bounds and network.
+fn build<'a>(scenario: &Scenario, root_seed: u64) -> turmoil::Sim<'a> {
     let net = &scenario.network;
-    let fault_ms = scenario.duration_ms;
-    let end_ms = fault_ms + scenario.heal.duration_ms;
-    let mut sim = turmoil::Builder::new()
+    let end_ms = scenario.duration_ms + scenario.heal.duration_ms;
+    turmoil::Builder::new()
         .rng_seed(seed::child(root_seed, "turmoil"))
         .epoch(UNIX_EPOCH + Duration::from_secs(1_800_000_000))
         .simulation_duration(Duration::from_millis(end_ms + 60_000))
@@ -134,44 +187,68 @@ pub fn run<S: SystemUnderTest>(
         .max_message_latency(Duration::from_millis(net.latency_ms[1]))
         .tcp_capacity(net.tcp_capacity)
         .ephemeral_ports(crate::scenario::EPHEMERAL_PORTS)
-        .build();
+        .build()
+}
 
-    let driver_clock = Rc::new(Cell::new(Duration::ZERO));
-    let clock_cell = driver_clock.clone();
-    let history = History::new(Rc::new(move || {
-        turmoil::sim_elapsed().unwrap_or_else(|| clock_cell.get())
-    }));
-    let ledger = Ledger::new(history.clone());
-
+/// The server host: each incarnation (a restart bounces the host) serves
+/// on a fresh listener with its own seed, over the one ledger and history.
+fn host_server<'a, S: SystemUnderTest>(
+    sim: &mut turmoil::Sim<'a>,
+    sut: &'a S,
+    root_seed: u64,
+    history: &History,
+    ledger: &Ledger,
+) {
     let incarnation = Rc::new(Cell::new(0u32));
-    {
-        let (history, ledger) = (history.clone(), ledger.clone());
-        sim.host(SERVER, move || {
-            let n = incarnation.get();
-            incarnation.set(n + 1);
-            let serving = sut.serve(Host {
-                listener: TurmoilListener(None),
-                seed: seed::child(root_seed, &format!("server-sessions/{n}")),
-                incarnation: n,
-                ledger: ledger.clone(),
-                history: history.clone(),
-            });
-            async move {
-                serving.await?;
-                Ok(())
-            }
+    let (history, ledger) = (history.clone(), ledger.clone());
+    sim.host(SERVER, move || {
+        let n = incarnation.get();
+        incarnation.set(n + 1);
+        let serving = sut.serve(Host {
+            listener: TurmoilListener(None),
+            seed: seed::child(root_seed, &format!("server-sessions/{n}")),
+            incarnation: n,
+            ledger: ledger.clone(),
+            history: history.clone(),
         });
-    }
-    let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
-    let mut not_applicable = Vec::new();
-    for (host, spec) in client_specs(scenario, root_seed, &plan) {
-        if spec.group.behaviour.is_legacy() && !sut.legacy_transport() {
-            not_applicable.push(spec.index);
-            continue;
+        async move {
+            serving.await?;
+            Ok(())
         }
-        by_host.entry(host).or_default().push(spec);
+    });
+}
+
+/// The client hosts, each running its clients as tasks; returns the table
+/// of every client with its host and whether it runs (a legacy client of
+/// a system without the legacy transport does not).
+fn host_clients(
+    sim: &mut turmoil::Sim<'_>,
+    scenario: &Scenario,
+    root_seed: u64,
+    plan: &FaultPlan,
+    legacy: bool,
+    history: &History,
+) -> Vec<Placed> {
+    let groups: Vec<usize> = scenario
+        .clients
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| std::iter::repeat_n(i, g.count as usize))
+        .collect();
+    let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
+    let mut table = Vec::new();
+    for (host, spec) in client_specs(scenario, root_seed, plan) {
+        let runs = legacy || !spec.group.behaviour.is_legacy();
+        table.push(Placed {
+            index: spec.index,
+            group: groups[spec.index as usize],
+            host,
+            runs,
+        });
+        if runs {
+            by_host.entry(host).or_default().push(spec);
+        }
     }
-    let populated: std::collections::BTreeSet<u32> = by_host.keys().copied().collect();
     for (host, specs) in by_host {
         let history = history.clone();
         sim.client(client_host(host), async move {
@@ -191,111 +268,296 @@ pub fn run<S: SystemUnderTest>(
             Ok(())
         });
     }
+    table
+}
 
-    // Timed faults as start/end events, in time order.
-    let mut events: Vec<(u64, bool, u32, Fault)> = Vec::new();
-    let mut not_applied_timed = Vec::new();
-    for (i, (at, f)) in plan.timed().into_iter().enumerate() {
-        let i = i as u32;
-        if at >= fault_ms {
-            not_applied_timed.push((
-                f,
-                format!("starts at {at} ms, not before the fault phase ends at {fault_ms} ms"),
-            ));
-            continue;
-        }
-        match &f {
-            Fault::Partition { host, .. } | Fault::Latency { host, .. }
-                if !populated.contains(host) =>
-            {
-                // turmoil has no link to a host that was never created.
-                not_applied_timed.push((
-                    f.clone(),
-                    format!(
-                        "client host {host} has no clients ({} clients over {} hosts)",
-                        scenario.client_count(),
-                        net.client_hosts
-                    ),
+/// One edge of a timed fault: its start or its end.
+struct Edge {
+    at_ms: u64,
+    start: bool,
+    /// The fault's index in [`FaultPlan::timed`] (the `index` of its
+    /// world records).
+    index: u32,
+    fault: Fault,
+}
+
+/// The plan's timed faults scheduled as start and end edges in time
+/// order, with the fate of each fault decided so far.
+struct Schedule {
+    edges: std::iter::Peekable<std::vec::IntoIter<Edge>>,
+    fates: Vec<PlannedFault>,
+    /// The network's latency ceiling, restored when a latency window ends.
+    base_latency_ms: u64,
+}
+
+impl Schedule {
+    /// Schedules every timed fault that can apply: one that starts after
+    /// the fault phase, or names a host without clients (turmoil has no
+    /// link to a host never created), is not applied; a window is cut to
+    /// end with the fault phase.
+    fn new(plan: &FaultPlan, scenario: &Scenario, clients: &[Placed]) -> Schedule {
+        let fault_ms = scenario.duration_ms;
+        let populated: BTreeSet<u32> = clients.iter().filter(|c| c.runs).map(|c| c.host).collect();
+        let mut edges = Vec::new();
+        let mut fates = Vec::new();
+        for (i, (at, f)) in plan.timed().into_iter().enumerate() {
+            let index = i as u32;
+            if at >= fault_ms {
+                fates.push(PlannedFault::not_applied(
+                    f,
+                    format!("starts at {at} ms, not before the fault phase ends at {fault_ms} ms"),
                 ));
                 continue;
             }
-            Fault::Partition { duration_ms, .. } | Fault::Latency { duration_ms, .. } => {
-                events.push((
-                    at.saturating_add(*duration_ms).min(fault_ms),
-                    false,
-                    i,
-                    f.clone(),
-                ));
+            match &f {
+                Fault::Partition { host, .. } | Fault::Latency { host, .. }
+                    if !populated.contains(host) =>
+                {
+                    let why = format!(
+                        "client host {host} has no clients ({} clients over {} hosts)",
+                        scenario.client_count(),
+                        scenario.network.client_hosts
+                    );
+                    fates.push(PlannedFault::not_applied(f, why));
+                    continue;
+                }
+                Fault::Partition { duration_ms, .. } | Fault::Latency { duration_ms, .. } => {
+                    edges.push(Edge {
+                        at_ms: at.saturating_add(*duration_ms).min(fault_ms),
+                        start: false,
+                        index,
+                        fault: f.clone(),
+                    });
+                }
+                _ => {}
             }
-            _ => {}
+            edges.push(Edge {
+                at_ms: at,
+                start: true,
+                index,
+                fault: f,
+            });
         }
-        events.push((at, true, i, f));
+        edges.sort_by_key(|e| (e.at_ms, !e.start, e.index));
+        Schedule {
+            edges: edges.into_iter().peekable(),
+            fates,
+            base_latency_ms: scenario.network.latency_ms[1],
+        }
     }
-    events.sort_by_key(|(t, start, i, _)| (*t, !*start, *i));
-    let mut events = events.into_iter().peekable();
-    let mut applied_timed = BTreeMap::new();
-    let mut healed = false;
-    let clients_finished = loop {
-        let now = sim.elapsed();
-        driver_clock.set(now);
-        let now_ms = now.as_millis() as u64;
-        while let Some((_, start, i, f)) = events.next_if(|(t, ..)| *t <= now_ms) {
-            if start {
-                *applied_timed.entry(kind_name(&f).to_string()).or_insert(0) += 1;
-                let host = match f {
+
+    /// Applies every edge due by `now_ms`, recording each.
+    fn fire_due(&mut self, now_ms: u64, sim: &mut turmoil::Sim<'_>, history: &History) {
+        while let Some(e) = self.edges.next_if(|e| e.at_ms <= now_ms) {
+            if e.start {
+                let host = match e.fault {
                     Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
                     _ => None,
                 };
                 history.record(WorldRecord::FaultStarted {
-                    index: i,
-                    kind: kind_name(&f),
+                    index: e.index,
+                    kind: kind_name(&e.fault),
                     host,
                 });
             } else {
-                history.record(WorldRecord::FaultEnded { index: i });
+                history.record(WorldRecord::FaultEnded { index: e.index });
             }
-            apply(&mut sim, &f, start, net.latency_ms[1]);
+            apply(sim, &e.fault, e.start, self.base_latency_ms);
+            if e.start {
+                self.fates.push(PlannedFault {
+                    fault: e.fault,
+                    fate: Fate::Applied,
+                });
+            }
         }
-        if !healed && now_ms >= fault_ms {
-            healed = true;
-            // Faults off: repair every link (events past the fault phase
-            // were cut to end here and have fired above).
-            history.record(WorldRecord::HealStarted);
-        }
-        match sim.step() {
-            Ok(true) => break true,
-            Ok(false) => {}
-            Err(e) => return Err(WorldError(e.to_string())),
-        }
-        if sim.elapsed().as_millis() as u64 >= end_ms {
-            break false;
-        }
-    };
-    driver_clock.set(sim.elapsed());
-    let end = sim.elapsed().as_millis() as u64;
-    for (at, start, _, f) in events {
-        if start {
+    }
+
+    /// The fates of every timed fault, once the run ended at `end_ms`:
+    /// one that had not started by then was not applied.
+    fn unfired(self, end_ms: u64, clients_finished: bool) -> Vec<PlannedFault> {
+        let mut fates = self.fates;
+        for e in self.edges.filter(|e| e.start) {
             let why = if clients_finished {
                 "every client had finished"
             } else {
                 "the heal phase ran out"
             };
-            not_applied_timed.push((
-                f,
-                format!("starts at {at} ms; the run ended at {end} ms ({why})"),
-            ));
+            let reason = format!(
+                "starts at {} ms; the run ended at {end_ms} ms ({why})",
+                e.at_ms
+            );
+            fates.push(PlannedFault::not_applied(e.fault, reason));
+        }
+        fates
+    }
+}
+
+/// What steps the simulation: the clock the driver's own records read,
+/// and the two phase ends.
+struct Driver<'a> {
+    clock: &'a Cell<Duration>,
+    history: &'a History,
+    /// End of the fault phase, ms.
+    fault_ms: u64,
+    /// End of the heal phase, ms.
+    end_ms: u64,
+}
+
+impl Driver<'_> {
+    /// Ticks the faults through the fault phase, then heals (faults off:
+    /// every link repaired, since windows were cut to end with the fault
+    /// phase and have fired) and runs until every client finished or the
+    /// heal phase ran out. Whether every client finished.
+    fn tick_and_heal(
+        &self,
+        sim: &mut turmoil::Sim<'_>,
+        schedule: &mut Schedule,
+    ) -> Result<bool, WorldError> {
+        loop {
+            let now_ms = self.now(sim);
+            schedule.fire_due(now_ms, sim, self.history);
+            if now_ms >= self.fault_ms {
+                break;
+            }
+            if let Some(finished) = self.step(sim)? {
+                return Ok(finished);
+            }
+        }
+        self.history.record(WorldRecord::HealStarted);
+        loop {
+            if let Some(finished) = self.step(sim)? {
+                return Ok(finished);
+            }
+            self.now(sim);
         }
     }
-    not_applied_timed.sort();
-    Ok(RunOutput {
-        history,
-        plan,
-        applied_timed,
-        not_applied_timed,
-        sim_ms: sim.elapsed().as_millis() as u64,
-        clients_finished,
-        not_applicable,
-    })
+
+    /// The simulated time, set on the driver's clock, ms.
+    fn now(&self, sim: &turmoil::Sim<'_>) -> u64 {
+        let now = sim.elapsed();
+        self.clock.set(now);
+        now.as_millis() as u64
+    }
+
+    /// One step: `Some(true)` when every client finished, `Some(false)`
+    /// when the heal phase ran out.
+    fn step(&self, sim: &mut turmoil::Sim<'_>) -> Result<Option<bool>, WorldError> {
+        match sim.step() {
+            Ok(true) => return Ok(Some(true)),
+            Ok(false) => {}
+            Err(e) => return Err(WorldError(e.to_string())),
+        }
+        Ok((sim.elapsed().as_millis() as u64 >= self.end_ms).then_some(false))
+    }
+}
+
+/// The fates of the drops and switches, which the clients apply: from
+/// their `dropped`, `switched` and `fault_not_applied` records. A client
+/// still running when the run ended (or never run) records nothing, so
+/// its faults are accounted here.
+fn client_fates(
+    plan: &FaultPlan,
+    entries: &[Entry],
+    sim_ms: u64,
+    clients_finished: bool,
+) -> Vec<PlannedFault> {
+    let call_of = |tag: &str| {
+        tag.rsplit_once("-op")
+            .and_then(|(_, n)| n.parse::<u32>().ok())
+    };
+    let mut dropped: BTreeSet<(u32, u32)> = BTreeSet::new();
+    let mut switched: BTreeSet<u32> = BTreeSet::new();
+    let mut reported: BTreeMap<Fault, String> = BTreeMap::new();
+    let mut started: BTreeSet<(u32, u32)> = BTreeSet::new();
+    for e in entries {
+        match &e.record {
+            Rec::Client(ClientRecord::Dropped { client, tag, .. }) => {
+                if let Some(call) = call_of(tag) {
+                    dropped.insert((*client, call));
+                }
+            }
+            Rec::Client(ClientRecord::Switched { client, .. }) => {
+                switched.insert(*client);
+            }
+            Rec::Client(ClientRecord::OpStarted { client, tag }) => {
+                if let Some(call) = call_of(tag) {
+                    started.insert((*client, call));
+                }
+            }
+            Rec::Client(ClientRecord::FaultNotApplied {
+                client,
+                kind,
+                call,
+                after_event,
+                reason,
+            }) => {
+                let fault = if *kind == "switch" {
+                    Fault::Switch {
+                        client: *client,
+                        after_call: *call,
+                    }
+                } else {
+                    Fault::Drop {
+                        client: *client,
+                        call: *call,
+                        after_event: after_event.unwrap_or(0),
+                    }
+                };
+                reported.insert(fault, reason.clone());
+            }
+            _ => {}
+        }
+    }
+    let ended = |client: u32, call: u32| {
+        let state = if started.contains(&(client, call)) {
+            "unresolved"
+        } else {
+            "not started"
+        };
+        if clients_finished {
+            format!("client {client} gave no account of it (call {call} {state})")
+        } else {
+            format!(
+                "the run ended at {sim_ms} ms with client {client} still running (call {call} {state})"
+            )
+        }
+    };
+    let mut fates = Vec::new();
+    for f in &plan.faults {
+        let fate = match *f {
+            Fault::Drop { client, call, .. } => {
+                if dropped.contains(&(client, call)) {
+                    Fate::Applied
+                } else if let Some(reason) = reported.get(f) {
+                    Fate::NotApplied(reason.clone())
+                } else {
+                    Fate::NotApplied(ended(client, call))
+                }
+            }
+            Fault::Switch { client, after_call } => {
+                let first = plan.switch_for(client);
+                if let Some(reason) = reported.get(f) {
+                    Fate::NotApplied(reason.clone())
+                } else if first != Some(after_call) {
+                    Fate::NotApplied(format!(
+                        "a client switches once: client {client}'s switch after call {} \
+                         comes first in the plan",
+                        first.unwrap_or(after_call)
+                    ))
+                } else if switched.contains(&client) {
+                    Fate::Applied
+                } else {
+                    Fate::NotApplied(ended(client, after_call))
+                }
+            }
+            Fault::Partition { .. } | Fault::Restart { .. } | Fault::Latency { .. } => continue,
+        };
+        fates.push(PlannedFault {
+            fault: f.clone(),
+            fate,
+        });
+    }
+    fates
 }
 
 fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u64) {

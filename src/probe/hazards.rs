@@ -2,14 +2,9 @@
 //! present or absent. Every test runs in a session of its own, calls only
 //! the counting tools, and ends its session when done.
 
-use super::peer::{call, clip, Got, Peer, Reply, Session, Target};
+use super::ctx::{Ctx, Verdict};
 use super::retry::Retry;
-use crate::protocol::jsonrpc::{Message, RequestId};
-use crate::protocol::mcp;
-use http::StatusCode;
 use serde::Serialize;
-use serde_json::json;
-use std::time::Duration;
 
 /// One hazard: a stable name, a one-line title, and its rule.
 #[derive(Debug)]
@@ -76,29 +71,6 @@ pub const HAZARDS: &[Hazard] = &[
     },
 ];
 
-/// A verdict on one hazard.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// The rule's failure was seen.
-    Present,
-    /// The rule's failure was not seen.
-    Absent,
-    /// The server offers nothing the rule can judge.
-    Untestable,
-}
-
-impl Verdict {
-    /// Lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Present => "present",
-            Verdict::Absent => "absent",
-            Verdict::Untestable => "untestable",
-        }
-    }
-}
-
 /// A hazard's verdict with its evidence.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
@@ -110,79 +82,6 @@ pub struct Finding {
     pub verdict: Verdict,
     /// What the probe saw, in one line.
     pub evidence: String,
-}
-
-/// How the probe counts a tool's executions.
-#[derive(Clone, Debug)]
-pub enum Counter {
-    /// `ledger_append` runs, `ledger_read {tag}` counts.
-    Ledger,
-    /// One tool that counts its own runs: the first number in its text
-    /// result is how many times it has run.
-    Tool {
-        /// Its name.
-        name: String,
-        /// The arguments it is called with.
-        args: serde_json::Value,
-    },
-    /// No tool to call: only what a client sees without one.
-    None,
-}
-
-/// Timing of the probe's ledger calls: chunks and the pause before each.
-pub(super) const CHUNKS: u32 = 5;
-pub(super) const INTERVAL: Duration = Duration::from_millis(200);
-/// A client's pause after losing a connection, before it acts again: more
-/// than the server needs to see the close on loopback (a retry sent
-/// sooner races the close, which is a different hazard).
-pub(super) const BACKOFF: Duration = Duration::from_millis(250);
-/// Long enough for a call of `CHUNKS` chunks to have finished.
-pub(super) const SETTLE: Duration = Duration::from_millis(CHUNKS as u64 * 200 + 600);
-
-pub(super) type Step<T> = Result<T, String>;
-
-/// The probe's state shared by the hazard tests.
-pub struct Ctx<'a> {
-    /// The server.
-    pub peer: &'a Peer,
-    /// How executions are counted.
-    pub counter: Counter,
-    /// Send `Idempotency-Key` on every tool call.
-    pub keys: bool,
-    /// Where the legacy HTTP+SSE transport's GET goes.
-    pub legacy: Target,
-    /// How long to wait for a response or a result.
-    pub wait: Duration,
-}
-
-/// A call whose connection the probe dropped.
-pub(super) struct Dropped {
-    pub(super) id: RequestId,
-    pub(super) tag: String,
-    pub(super) key: Option<String>,
-    /// Events received before the drop.
-    pub(super) seen: Vec<Got>,
-    /// The status of the dropped response, when its head arrived.
-    pub(super) status: Option<StatusCode>,
-}
-
-impl Dropped {
-    /// A call dropped before any answer came.
-    fn unanswered(id: RequestId, tag: String, key: Option<String>) -> Dropped {
-        Dropped {
-            id,
-            tag,
-            key,
-            seen: Vec::new(),
-            status: None,
-        }
-    }
-    pub(super) fn last_id(&self) -> Option<&str> {
-        self.seen.iter().rev().find_map(|g| g.id.as_deref())
-    }
-    pub(super) fn finished(&self) -> bool {
-        self.seen.iter().any(|g| g.answers(&self.id))
-    }
 }
 
 impl Ctx<'_> {
@@ -212,177 +111,6 @@ impl Ctx<'_> {
             verdict,
             evidence,
         }
-    }
-
-    /// Refuses a test that needs a tool to call when there is none.
-    pub(super) fn need_tool(&self) -> Step<()> {
-        match self.counter {
-            Counter::None => Err("needs a tool to call: the server lists no ledger_append/ledger_read and --tool names none".into()),
-            _ => Ok(()),
-        }
-    }
-
-    pub(super) async fn session(&self) -> Step<Session> {
-        self.peer
-            .initialize()
-            .await
-            .map_err(|e| format!("could not open a session: {e}"))
-    }
-
-    /// The call of one operation: `ledger_append` of `chunks` chunks, or
-    /// the counter tool.
-    pub(super) fn op(&self, id: &RequestId, tag: &str, chunks: u32, interval: Duration) -> Message {
-        match &self.counter {
-            Counter::Tool { name, args } => call(id, name, args.clone()),
-            _ => call(
-                id,
-                mcp::LEDGER_APPEND,
-                json!({"tag": tag, "chunks": chunks, "chunk_interval_ms": interval.as_millis() as u64}),
-            ),
-        }
-    }
-
-    /// Reads a stream whose result arrived to its end, as a client does
-    /// (a connection closed before the stream's end is a drop), briefly.
-    pub(super) async fn drain(&self, r: &mut Reply) {
-        r.read_until(self.peer.within(Duration::from_secs(1)), |_| false)
-            .await;
-    }
-
-    pub(super) fn key_for(&self, tag: &str) -> Option<String> {
-        self.keys.then(|| tag.to_string())
-    }
-
-    /// How many times the counter has run so far (tool mode), before an
-    /// operation; 0 with the ledger (tags are new).
-    pub(super) async fn baseline(&self, s: &Session) -> Step<u64> {
-        match &self.counter {
-            Counter::Tool { .. } => self.tool_count(s).await,
-            _ => Ok(0),
-        }
-    }
-
-    pub(super) async fn tool_count(&self, s: &Session) -> Step<u64> {
-        let id = self.peer.fresh_id();
-        let msg = self.op(&id, "", 1, Duration::ZERO);
-        let text = self.result_text(s, &msg, &id).await?;
-        text.split(|c: char| !c.is_ascii_digit())
-            .find(|t| !t.is_empty())
-            .and_then(|t| t.parse().ok())
-            .ok_or_else(|| {
-                format!(
-                    "the counter tool's result names no number: {:?}",
-                    clip(&text)
-                )
-            })
-    }
-
-    /// The text of a tool call's first content item.
-    pub(super) async fn result_text(
-        &self,
-        s: &Session,
-        msg: &Message,
-        id: &RequestId,
-    ) -> Step<String> {
-        let mut r = self
-            .peer
-            .post(s, msg, None)
-            .await
-            .map_err(|e| e.to_string())?;
-        r.read_response(id, self.peer.within(self.wait)).await;
-        match r.response(id).and_then(|g| g.msg.as_ref()) {
-            Some(Message::Result { result, .. }) => result
-                .get("content")
-                .and_then(|c| c.index(0))
-                .and_then(|c| c.get("text"))
-                .and_then(|t| t.as_str().map(|t| t.into_owned()))
-                .ok_or_else(|| "a tool result without text content".to_string()),
-            _ => Err(format!("reading the count: {}", r.describe())),
-        }
-    }
-
-    /// Executions of operation `tag` since `base` (see [`Self::baseline`]).
-    pub(super) async fn executions(&self, s: &Session, tag: &str, base: u64) -> Step<u64> {
-        match &self.counter {
-            Counter::Tool { .. } => Ok(self.tool_count(s).await?.saturating_sub(base + 1)),
-            _ => {
-                let id = self.peer.fresh_id();
-                let msg = call(&id, mcp::LEDGER_READ, json!({"tag": tag}));
-                let text = self.result_text(s, &msg, &id).await?;
-                let v: serde_json::Value = serde_json::from_str(&text)
-                    .map_err(|_| format!("ledger_read's text is not JSON: {:?}", clip(&text)))?;
-                v.get("executions")
-                    .and_then(|e| e.get(tag))
-                    .and_then(|n| n.as_u64())
-                    .ok_or_else(|| {
-                        format!("ledger_read names no count for the tag: {}", clip(&text))
-                    })
-            }
-        }
-    }
-
-    /// Starts operation `name` of `chunks` chunks and drops its connection
-    /// after the first event, or before the head if none comes in time.
-    pub(super) async fn start_and_drop(
-        &self,
-        s: &Session,
-        name: &str,
-        chunks: u32,
-    ) -> Step<Dropped> {
-        let id = self.peer.fresh_id();
-        let tag = self.peer.tag(name);
-        let key = self.key_for(&tag);
-        let msg = self.op(&id, &tag, chunks, INTERVAL);
-        if let Counter::Tool { .. } = self.counter {
-            // A tool of unknown duration: lose the connection before any
-            // answer can come.
-            self.peer
-                .fire(s, &msg, key.as_deref())
-                .await
-                .map_err(|e| format!("the call failed: {e}"))?;
-            tokio::time::sleep(BACKOFF).await;
-            return Ok(Dropped::unanswered(id, tag, key));
-        }
-        let drop_at = self.peer.within(INTERVAL * 3 / 2);
-        let sent = tokio::time::timeout_at(drop_at, self.peer.post(s, &msg, key.as_deref())).await;
-        let mut reply = match sent {
-            // No head in time: the connection goes (a lost response head).
-            Err(_) => return Ok(Dropped::unanswered(id, tag, key)),
-            Ok(r) => r.map_err(|e| format!("the call failed: {e}"))?,
-        };
-        if !reply.status.is_success() {
-            reply.read_response(&id, self.peer.within(self.wait)).await;
-            return Err(format!("the call was refused: {}", reply.describe()));
-        }
-        reply
-            .read_until(self.peer.within(self.wait), |g| {
-                g.chunk().is_some() || g.answers(&id)
-            })
-            .await;
-        let status = Some(reply.status);
-        let seen = std::mem::take(&mut reply.seen);
-        drop(reply);
-        tokio::time::sleep(BACKOFF).await;
-        Ok(Dropped {
-            id,
-            tag,
-            key,
-            seen,
-            status,
-        })
-    }
-}
-
-/// Where a dropped call's connection went.
-pub(super) fn dropped_at(d: &Dropped) -> String {
-    match (d.status, d.seen.len()) {
-        (None, _) => "before the response head".into(),
-        (Some(st), 0) => format!("after the head ({}) before any event", st.as_u16()),
-        (Some(_), n) => format!(
-            "after {n} event{} (last id {})",
-            if n == 1 { "" } else { "s" },
-            d.last_id().unwrap_or("none")
-        ),
     }
 }
 

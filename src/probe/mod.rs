@@ -5,6 +5,7 @@
 //! executions are counted through the documented ledger tools or one
 //! counter tool, never by calling anything else.
 
+pub mod ctx;
 pub mod hazards;
 pub mod peer;
 mod resume;
@@ -13,7 +14,8 @@ mod sessions;
 pub mod target;
 
 use crate::client::http::{Budget, Limits};
-use hazards::{Counter, Ctx, Finding, Verdict, HAZARDS};
+use ctx::{Counter, Ctx, Verdict};
+use hazards::{Finding, HAZARDS};
 use http::HeaderMap;
 use peer::{Bounds, Failure, Peer};
 use std::fmt::Write as _;
@@ -294,8 +296,34 @@ fn profile_name(p: Profile) -> &'static str {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// The options as checked before anything is sent: the two endpoints,
+/// the extra headers and the counter tool's arguments.
+struct Checked {
+    target: Target,
+    legacy: Target,
+    extra: HeaderMap,
+    tool_args: serde_json::Value,
+}
+
 /// Checks the options and runs every chosen hazard against the server.
 pub fn run(opts: &Options) -> Result<Report, UsageError> {
+    let checked = check(opts)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
+    let local = tokio::task::LocalSet::new();
+    let report = local.block_on(&rt, probe(opts, checked));
+    // Nothing may outlive the probe: not a name lookup still blocking a
+    // thread, nor a connection task.
+    drop(local);
+    rt.shutdown_background();
+    report
+}
+
+/// What the options say, checked without touching the network: one line
+/// naming the flag and the fix.
+fn check(opts: &Options) -> Result<Checked, UsageError> {
     let target = Target::parse(&opts.url, "--url").map_err(UsageError)?;
     let legacy = match &opts.legacy_url {
         Some(u) => Target::parse(u, "--legacy-url").map_err(UsageError)?,
@@ -326,116 +354,136 @@ pub fn run(opts: &Options) -> Result<Report, UsageError> {
             }
         },
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UsageError(format!("cannot start the runtime: {e}")))?;
-    let local = tokio::task::LocalSet::new();
-    let report = local.block_on(&rt, async move {
-        for t in [&target, &legacy] {
-            let checked =
-                tokio::time::timeout(opts.request_timeout, target::resolve(t, opts.allow_remote));
-            match checked.await {
-                Ok(Ok(_)) => {}
-                Ok(Err(Refused::Unresolved(e) | Refused::Remote(e))) => return Err(UsageError(e)),
-                Err(_) => {
-                    return Err(UsageError(format!(
-                        "{} host {:?} did not resolve within --request-timeout-ms",
-                        t.from, t.host
-                    )))
-                }
-            }
-        }
-        let l = opts.limits;
-        let deadline = tokio::time::Instant::now() + opts.timeout;
-        let bounds = Bounds {
-            request_timeout: opts.request_timeout,
-            max_requests: opts.max_requests,
-            deadline,
-            limits: Limits {
-                head_bytes: Some(l.head_bytes),
-                body_bytes: Some(l.body_bytes),
-                event_bytes: Some(l.event_bytes),
-                events: Some(l.events),
-                budget: Some(Budget::new(l.total_bytes)),
-            },
-            allow_remote: opts.allow_remote,
-        };
-        let peer = Peer::new(target.clone(), extra, bounds);
-        let unreachable = |f: Failure| {
-            let fix = match (&f, peer.stopped()) {
-                (_, Some(line)) => return UsageError(format!("{target}: {line}")),
-                (Failure::Budget, _) => "raise --timeout or --max-requests",
-                (Failure::Timeout, _) => {
-                    "raise --request-timeout-ms for a slow server, or fix --url"
-                }
-                (Failure::Redirected(_), _) => {
-                    "point --url at the endpoint itself (probe follows no redirect)"
-                }
-                _ => "start the server, or fix --url (and --header for a server that needs one)",
-            };
-            UsageError(format!("{target}: {f}: {fix}"))
-        };
-        let session = peer.initialize().await.map_err(unreachable)?;
-        let tools = peer.tool_names(&session).await.map_err(unreachable)?;
-        peer.end(&session).await;
-        let has = |t: &str| tools.iter().any(|n| n == t);
-        let counter = match &opts.tool {
-            Some(name) if !has(name) => {
+    Ok(Checked {
+        target,
+        legacy,
+        extra,
+        tool_args,
+    })
+}
+
+/// The probe itself, on the runtime: both endpoints resolved (and held
+/// to loopback), one session to read the tool list, then each chosen
+/// hazard's test in turn.
+async fn probe(opts: &Options, checked: Checked) -> Result<Report, UsageError> {
+    let Checked {
+        target,
+        legacy,
+        extra,
+        tool_args,
+    } = checked;
+    for t in [&target, &legacy] {
+        let resolved =
+            tokio::time::timeout(opts.request_timeout, target::resolve(t, opts.allow_remote));
+        match resolved.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(Refused::Unresolved(e) | Refused::Remote(e))) => return Err(UsageError(e)),
+            Err(_) => {
                 return Err(UsageError(format!(
-                    "--tool {name:?}: {target} lists no such tool (it lists: {})",
-                    if tools.is_empty() {
-                        "none".to_string()
-                    } else {
-                        tools.join(", ")
-                    }
+                    "{} host {:?} did not resolve within --request-timeout-ms",
+                    t.from, t.host
                 )))
             }
-            Some(name) => Counter::Tool {
-                name: name.clone(),
-                args: tool_args,
-            },
-            None if has(crate::protocol::mcp::LEDGER_APPEND)
-                && has(crate::protocol::mcp::LEDGER_READ) =>
-            {
-                Counter::Ledger
-            }
-            None => Counter::None,
-        };
-        let counting = match &counter {
-            Counter::Ledger => "executions counted with ledger_append/ledger_read".to_string(),
-            Counter::Tool { name, .. } => {
-                format!("executions counted with the counter tool {name}")
-            }
-            Counter::None => "no counting tool: only what a client sees".to_string(),
-        };
-        let ctx = Ctx {
-            peer: &peer,
-            counter,
-            keys: opts.profile == Profile::Keys,
-            legacy,
-            wait: opts.request_timeout,
-        };
-        let mut findings = Vec::new();
-        for h in HAZARDS
-            .iter()
-            .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == h.name))
-        {
-            findings.push(ctx.run(h).await);
         }
-        Ok(Report {
-            target: target.to_string(),
-            counting,
-            profile: opts.profile,
-            findings,
-            // A read cut short by the probe's end may have judged too soon.
-            budget_spent: peer.spent() || peer.out_of_time(),
-            stopped: peer.stopped(),
-        })
-    });
-    // Nothing may outlive the probe: not a name lookup still blocking a
-    // thread, nor a connection task.
-    drop(local);
-    rt.shutdown_background();
-    report
+    }
+    let peer = Peer::new(target.clone(), extra, bounds(opts));
+    let counter = counter(opts, &peer, &target, tool_args).await?;
+    let counting = match &counter {
+        Counter::Ledger => "executions counted with ledger_append/ledger_read".to_string(),
+        Counter::Tool { name, .. } => {
+            format!("executions counted with the counter tool {name}")
+        }
+        Counter::None => "no counting tool: only what a client sees".to_string(),
+    };
+    let ctx = Ctx {
+        peer: &peer,
+        counter,
+        keys: opts.profile == Profile::Keys,
+        legacy,
+        wait: opts.request_timeout,
+    };
+    let mut findings = Vec::new();
+    for h in HAZARDS
+        .iter()
+        .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == h.name))
+    {
+        findings.push(ctx.run(h).await);
+    }
+    Ok(Report {
+        target: target.to_string(),
+        counting,
+        profile: opts.profile,
+        findings,
+        // A read cut short by the probe's end may have judged too soon.
+        budget_spent: peer.spent() || peer.out_of_time(),
+        stopped: peer.stopped(),
+    })
+}
+
+/// The peer's bounds: the probe's deadline from now, and every read
+/// bounded by `--max-*`.
+fn bounds(opts: &Options) -> Bounds {
+    let l = opts.limits;
+    Bounds {
+        request_timeout: opts.request_timeout,
+        max_requests: opts.max_requests,
+        deadline: tokio::time::Instant::now() + opts.timeout,
+        limits: Limits {
+            head_bytes: Some(l.head_bytes),
+            body_bytes: Some(l.body_bytes),
+            event_bytes: Some(l.event_bytes),
+            events: Some(l.events),
+            budget: Some(Budget::new(l.total_bytes)),
+        },
+        allow_remote: opts.allow_remote,
+    }
+}
+
+/// How executions will be counted: `--tool` if the server lists it, else
+/// the ledger tools if it lists both, else not at all. Reading the list is
+/// the first contact, so a server that cannot be reached is told here.
+async fn counter(
+    opts: &Options,
+    peer: &Peer,
+    target: &Target,
+    tool_args: serde_json::Value,
+) -> Result<Counter, UsageError> {
+    let unreachable = |f: Failure| {
+        let fix = match (&f, peer.stopped()) {
+            (_, Some(line)) => return UsageError(format!("{target}: {line}")),
+            (Failure::Budget, _) => "raise --timeout or --max-requests",
+            (Failure::Timeout, _) => "raise --request-timeout-ms for a slow server, or fix --url",
+            (Failure::Redirected(_), _) => {
+                "point --url at the endpoint itself (probe follows no redirect)"
+            }
+            _ => "start the server, or fix --url (and --header for a server that needs one)",
+        };
+        UsageError(format!("{target}: {f}: {fix}"))
+    };
+    let session = peer.initialize().await.map_err(unreachable)?;
+    let tools = peer.tool_names(&session).await.map_err(unreachable)?;
+    peer.end(&session).await;
+    let has = |t: &str| tools.iter().any(|n| n == t);
+    Ok(match &opts.tool {
+        Some(name) if !has(name) => {
+            return Err(UsageError(format!(
+                "--tool {name:?}: {target} lists no such tool (it lists: {})",
+                if tools.is_empty() {
+                    "none".to_string()
+                } else {
+                    tools.join(", ")
+                }
+            )))
+        }
+        Some(name) => Counter::Tool {
+            name: name.clone(),
+            args: tool_args,
+        },
+        None if has(crate::protocol::mcp::LEDGER_APPEND)
+            && has(crate::protocol::mcp::LEDGER_READ) =>
+        {
+            Counter::Ledger
+        }
+        None => Counter::None,
+    })
 }

@@ -1,7 +1,7 @@
 //! The resume hazards: GET with `Last-Event-ID` after a drop, and a POST
 //! right behind it.
 
-use super::hazards::{dropped_at, Counter, Ctx, Dropped, Step, Verdict, CHUNKS, SETTLE};
+use super::ctx::{dropped_at, Counter, Ctx, Dropped, Step, Verdict, CHUNKS, SETTLE};
 use super::peer::{End, Failure, Got, Reply, Session};
 use crate::protocol::jsonrpc::RequestId;
 use ::http::StatusCode;

@@ -1,6 +1,6 @@
 //! The retry hazards: a call re-sent by POST after its connection dropped.
 
-use super::hazards::{dropped_at, Ctx, Dropped, Step, Verdict, CHUNKS, INTERVAL, SETTLE};
+use super::ctx::{dropped_at, Ctx, Dropped, Step, Verdict, CHUNKS, INTERVAL, SETTLE};
 use super::peer::{End, Got, Reply, Session};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::{Message, RequestId};

@@ -1,7 +1,7 @@
 //! The session hazards: a legacy session id on the streamable endpoint, a
 //! second standalone GET.
 
-use super::hazards::{Ctx, Step, Verdict};
+use super::ctx::{Ctx, Step, Verdict};
 use super::peer::{clip, initialize_request, Session};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::mcp;

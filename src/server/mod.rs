@@ -42,6 +42,7 @@ mod tools;
 mod transport;
 mod writer;
 
+pub use crate::settings::{CompletedResume, Delivery, Effects, Replay, Sdk, ServerConfig};
 pub use body::ServerBody;
 pub use edges::{parse_host, EdgeRefusal, HOST_REFUSED};
 pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
@@ -168,27 +169,6 @@ impl std::str::FromStr for Variant {
     }
 }
 
-/// Where a tool call's response events go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Delivery {
-    /// Each POST gets its own SSE stream.
-    PostStream,
-    /// A POST gets 202 and its response goes on the session's GET stream
-    /// when one is attached and not seen closed (the seed's server).
-    SessionStream,
-}
-
-impl Delivery {
-    /// `post-stream` or `session-stream`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Delivery::PostStream => "post-stream",
-            Delivery::SessionStream => "session-stream",
-        }
-    }
-}
-
 /// How tools pace their chunks.
 #[derive(Clone, Debug, Default)]
 pub enum Pacing {
@@ -198,181 +178,6 @@ pub enum Pacing {
     /// Each chunk waits for one permit: tests release chunks one by one so
     /// that no wall-clock race decides them.
     Gate(Arc<Semaphore>),
-}
-
-/// Server settings (a scenario's `[server]` table, sims/README.md).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct ServerConfig {
-    /// Delivery mode.
-    pub delivery: Delivery,
-    /// The first event id of every session.
-    pub first_event_id: u64,
-    /// Events a session's store holds before evicting the oldest.
-    pub store_capacity: usize,
-    /// Pause before each replayed backlog event (a slow link), ms.
-    pub replay_interval_ms: u64,
-    /// POSTs a session may queue behind a replay (guarded).
-    pub queue_capacity: u32,
-    /// Longest a queued POST waits for the replay, ms (guarded).
-    pub queue_wait_ms: u64,
-    /// A writer that cannot hand a frame over in this long drops the
-    /// connection, ms.
-    pub write_deadline_ms: u64,
-    /// Largest POST body accepted, bytes.
-    pub max_body_bytes: usize,
-    /// Dedup tokens remembered server-wide (arms that honor keys), each
-    /// scoped to its principal.
-    pub dedup_capacity: usize,
-    /// `retry:` advice on priming events, ms.
-    pub retry_ms: Option<u64>,
-    /// Most chunks one tool call may ask for.
-    pub max_chunks: u32,
-    /// Most live sessions.
-    pub max_sessions: usize,
-    /// Seed of the session-id generator (ChaCha20).
-    pub session_seed: u64,
-    /// How long a legacy session outlives its GET stream, ms.
-    pub legacy_session_ttl_ms: u64,
-    /// Rule T: a cross-transport cursor mapping is registered for every
-    /// session (guarded): legacy sessions resume over streamable HTTP
-    /// exactly, keeping what they negotiated.
-    pub cross_transport_mapping: bool,
-    /// The clock resource changes this often, ms (0: never).
-    pub resource_interval_ms: u64,
-    /// Completed keys survive a restart: the key table's completed entries
-    /// are kept beside the ledger (in-flight ones are not). Off: the table
-    /// is lost on restart.
-    pub durable_dedup: bool,
-    /// When a tool's effect lands in the ledger.
-    pub effects: Effects,
-    /// What a resume re-sends (unguarded, keys): after the event its
-    /// `Last-Event-ID` names (`None`: exclusive), or from it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub replay: Option<Replay>,
-    /// What a resume of a POST stream whose result was produced gets
-    /// (unguarded, keys). `None`: `replay`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub completed_resume: Option<CompletedResume>,
-    /// A preset of one SDK's quirks (`rmcp`: inclusive replay, an empty
-    /// resume once the result was produced).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sdk: Option<Sdk>,
-}
-
-/// What a resume re-sends (`[server] replay`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Replay {
-    /// The events after the one `Last-Event-ID` names (the spec; the
-    /// TypeScript and Python SDKs).
-    #[default]
-    Exclusive,
-    /// The named event again, then the ones after it (rmcp): one duplicate
-    /// event per resume.
-    Inclusive,
-}
-
-/// What a resume of a completed stream gets (`[server] completed_resume`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CompletedResume {
-    /// The stream's tail from the store, result included.
-    #[default]
-    Replay,
-    /// 200 and an empty stream (rmcp drops a stream once its final
-    /// response is routed): the tail is unrecoverable.
-    Empty,
-}
-
-/// An SDK whose quirks a preset sets (`[server] sdk`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Sdk {
-    /// rmcp: `replay = "inclusive"`, `completed_resume = "empty"`.
-    Rmcp,
-}
-
-impl Sdk {
-    /// `rmcp`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Sdk::Rmcp => "rmcp",
-        }
-    }
-}
-
-impl ServerConfig {
-    /// The replay mode asked for: `replay`, else the preset's, else
-    /// exclusive.
-    pub fn replay_mode(&self) -> Replay {
-        match (self.replay, self.sdk) {
-            (Some(r), _) => r,
-            (None, Some(Sdk::Rmcp)) => Replay::Inclusive,
-            (None, None) => Replay::Exclusive,
-        }
-    }
-
-    /// What a completed stream's resume gets: `completed_resume`, else the
-    /// preset's, else a replay.
-    pub fn completed_resume_mode(&self) -> CompletedResume {
-        match (self.completed_resume, self.sdk) {
-            (Some(c), _) => c,
-            (None, Some(Sdk::Rmcp)) => CompletedResume::Empty,
-            (None, None) => CompletedResume::Replay,
-        }
-    }
-}
-
-/// When a tool execution's effect lands in the side-effect ledger.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effects {
-    /// When the tool starts (today's SDK tools): a restart mid-execution
-    /// followed by a re-issue is a duplicate nothing can prevent.
-    #[default]
-    Immediate,
-    /// When the tool finishes, together with its key: a key commits at most
-    /// once, a killed execution commits nothing.
-    Transactional,
-}
-
-impl Effects {
-    /// `immediate` or `transactional`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effects::Immediate => "immediate",
-            Effects::Transactional => "transactional",
-        }
-    }
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            delivery: Delivery::PostStream,
-            first_event_id: 1,
-            store_capacity: 1024,
-            replay_interval_ms: 0,
-            queue_capacity: 16,
-            queue_wait_ms: 5_000,
-            write_deadline_ms: 2_000,
-            max_body_bytes: 1 << 20,
-            dedup_capacity: 65_536,
-            retry_ms: None,
-            max_chunks: 10_000,
-            max_sessions: 100_000,
-            session_seed: 0,
-            legacy_session_ttl_ms: 30_000,
-            cross_transport_mapping: false,
-            resource_interval_ms: 0,
-            durable_dedup: false,
-            effects: Effects::Immediate,
-            replay: None,
-            completed_resume: None,
-            sdk: None,
-        }
-    }
 }
 
 /// Mutable server state.

@@ -10,9 +10,9 @@
 
 mod reduce;
 
-use crate::fault::FaultPlan;
+use crate::fault::FaultSpec;
 use crate::run::{self, Options, RunReport};
-use crate::scenario::{Expect, FaultSpec, Regression, RegressionKind, Scenario};
+use crate::scenario::{Expect, Regression, RegressionKind, Scenario};
 use crate::sut::Arm;
 pub use reduce::DEFAULT_MAX_RUNS;
 use std::collections::BTreeSet;
@@ -77,7 +77,7 @@ fn failing_metrics(s: &Scenario, seed: u64, v: Arm) -> Result<BTreeSet<String>, 
 }
 
 /// The scenario with its generators off and `faults` as its explicit list.
-fn with_faults(s: &Scenario, faults: &[crate::scenario::Fault]) -> Scenario {
+fn with_faults(s: &Scenario, faults: &[crate::fault::Fault]) -> Scenario {
     let mut out = s.clone();
     out.faults = FaultSpec {
         explicit: faults.to_vec(),
@@ -91,7 +91,7 @@ fn with_faults(s: &Scenario, faults: &[crate::scenario::Fault]) -> Scenario {
 /// the same seed it replays the same trace (the plan is all the `faults`
 /// child seed decides).
 pub fn as_run(s: &Scenario, seed: u64) -> Scenario {
-    with_faults(s, &FaultPlan::draw(s, seed).faults)
+    with_faults(s, &s.fault_plan(seed).faults)
 }
 
 /// What a shrink found.
@@ -189,7 +189,7 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
             Ok(target.iter().all(|m| got.contains(m)))
         }
     };
-    let plan = FaultPlan::draw(scenario, seed);
+    let plan = scenario.fault_plan(seed);
     let explicit = as_run(scenario, seed);
     if !holds(&explicit)? {
         return Err("the explicit fault plan does not reproduce the failure on its own".into());
@@ -270,7 +270,7 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
     // Without --until, a failure that is not a metric above 0 (a bound
     // "at least" missed) has no [regression] form: the expectations alone
     // pin it.
-    if Scenario::parse(&toml::to_string(&out).map_err(|e| e.to_string())?).is_err() {
+    if crate::check::parse(&toml::to_string(&out).map_err(|e| e.to_string())?).is_err() {
         out.regression = None;
     }
     let (out, pruned) = keep_what_holds(out, seed, v, &what, &mut runs)?;
@@ -301,7 +301,7 @@ fn keep_what_holds(
     let mut dropped = Vec::new();
     let arms: Vec<String> = s.expect.0.keys().cloned().collect();
     let text = toml::to_string(&s).map_err(|e| e.to_string())?;
-    let loaded = Scenario::parse(&text)?;
+    let loaded = crate::check::parse(&text)?;
     for arm in arms {
         let Ok(a) = arm.parse::<Arm>() else { continue };
         *runs += 1;

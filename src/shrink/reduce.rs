@@ -7,7 +7,8 @@
 //! A candidate is only ever kept after a run showed it still reproduces,
 //! so whatever the budget cuts short, the plan in hand reproduces.
 
-use crate::scenario::{ClientGroup, Fault, Scenario};
+use crate::fault::Fault;
+use crate::scenario::{ClientGroup, Scenario};
 
 /// Simulations a shrink may spend when `--max-runs` is not given: enough
 /// for a few rounds of every reduction on a scenario of tens of clients

@@ -3,7 +3,6 @@
 //! fail-fast and timeouts, merge refusals, scenario checks and closed pipes.
 
 use super::cli::{bin, code, refused, run, scratch, seed_case};
-use mcp_chaos::fault::FaultPlan;
 use mcp_chaos::scenario::{RegressionKind, Scenario};
 use mcp_chaos::sweep::Summary;
 use std::path::Path;
@@ -37,7 +36,7 @@ fn json_report(scenario: &str, seed: &str, server: &str) -> serde_json::Value {
 fn shrink_until_needs_no_editing_and_each_kind_keeps_its_promise() {
     let dir = scratch("shrink-until");
     let original = Scenario::load(&root().join("sims/half-open.toml")).unwrap();
-    let before = FaultPlan::draw(&original, 0).faults.len();
+    let before = original.fault_plan(0).faults.len();
     for (kind, want) in [("hazard", 0), ("bug", 1)] {
         let out = dir.join(format!("{kind}.toml"));
         let o = run(&[
@@ -167,7 +166,7 @@ fn repro_emits_a_scenario_that_replays_the_same_trace() {
         assert_eq!(text.lines().filter(|l| l.trim() == "[faults]").count(), 1);
         let emitted = Scenario::load(&file).unwrap();
         let original = Scenario::load(&root().join(&path)).unwrap();
-        let plan = FaultPlan::draw(&original, seed.parse().unwrap());
+        let plan = original.fault_plan(seed.parse().unwrap());
         assert_eq!(
             emitted.faults.explicit, plan.faults,
             "{sc}: the plan, explicit"

@@ -567,7 +567,7 @@ fn planned_faults_are_applied_or_explained() {
     let r = simulate("server-restarts.toml", 0, Variant::Guarded, false);
     r.check(
         r.report.faults.not_applied.iter().any(|n| {
-            matches!(n.fault, mcp_chaos::scenario::Fault::Restart { .. })
+            matches!(n.fault, mcp_chaos::fault::Fault::Restart { .. })
                 && n.reason.contains("the run ended at")
                 && n.reason.contains("every client had finished")
         }),

@@ -4,9 +4,9 @@
 //! `--set` check cannot drift from the loader. Also the nearest known word
 //! to a misspelt one, for messages that name the fix.
 
-use crate::scenario::Scenario;
-use crate::scenario::{ClientGroup, Expect, Fault, FaultSpec, HealSpec, NetworkSpec, Regression};
-use crate::server::ServerConfig;
+use super::format::{ClientGroup, Expect, HealSpec, NetworkSpec, Regression, Scenario};
+use crate::fault::{Fault, FaultSpec};
+use crate::settings::ServerConfig;
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
 /// The error [`Probe`] answers with: the field list serde passed it.
@@ -374,6 +374,6 @@ mod tests {
         let s = set_server(&d, "store_capacity", "64").unwrap();
         assert_eq!(s.store_capacity, 64);
         let s = set_server(&d, "delivery", "session-stream").unwrap();
-        assert_eq!(s.delivery, crate::server::Delivery::SessionStream);
+        assert_eq!(s.delivery, crate::settings::Delivery::SessionStream);
     }
 }

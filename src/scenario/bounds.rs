@@ -1,0 +1,637 @@
+//! The bounds a scenario is held to when it loads: what the simulator
+//! relies on (no sum of times overflows, memory stays bounded, ports and
+//! the accept backlog suffice) and what makes a workload runnable at all
+//! (a call the server refuses every time is an operation lost without any
+//! fault). Every error is one line that names the key and what to do.
+
+use super::format::Scenario;
+use super::names::check_name;
+use crate::fault::Fault;
+use crate::settings::ServerConfig;
+use serde::Serialize;
+
+impl Scenario {
+    /// Checks bounds that the simulator relies on, those the file alone
+    /// can judge (`crate::check::validate` adds the ones that need the
+    /// rest of the house). Every error is one line that names the key and
+    /// what to do.
+    pub fn validate(&self) -> Result<(), String> {
+        self.validate_workload()?;
+        self.validate_times()?;
+        self.validate_server()?;
+        self.validate_faults()?;
+        self.validate_network()?;
+        self.validate_expectations()
+    }
+
+    fn validate_workload(&self) -> Result<(), String> {
+        check_name(&self.name)?;
+        let total = self.total_clients();
+        if total == 0 {
+            return Err("at least one client is needed ([[clients]] with count >= 1)".into());
+        }
+        if total > MAX_CLIENTS {
+            return Err(format!(
+                "[[clients]] count adds up to {total} clients, above the limit of {MAX_CLIENTS} \
+                 (every client runs in one process with its connections and history, \
+                 about 100 KB each): use fewer clients"
+            ));
+        }
+        let (mut operations, mut events) = (0u64, 0u64);
+        for (i, g) in self.clients.iter().enumerate() {
+            if g.chunks == 0 || g.calls == 0 || g.max_attempts == 0 {
+                return Err(format!(
+                    "clients[{i}]: calls, chunks and max_attempts must be at least 1"
+                ));
+            }
+            if g.read_timeout_ms == 0 || g.connect_timeout_ms == 0 {
+                return Err(format!(
+                    "clients[{i}]: read_timeout_ms and connect_timeout_ms must be at least 1"
+                ));
+            }
+            if g.backoff_ms > g.backoff_max_ms {
+                return Err(format!(
+                    "clients[{i}]: backoff_ms {} is above backoff_max_ms {}: the first backoff \
+                     must not exceed the largest",
+                    g.backoff_ms, g.backoff_max_ms
+                ));
+            }
+            let ops = u64::from(g.count) * u64::from(g.calls);
+            operations = operations.saturating_add(ops);
+            events = events.saturating_add(ops.saturating_mul(u64::from(g.chunks)));
+        }
+        if operations > MAX_OPERATIONS {
+            return Err(format!(
+                "[[clients]] count x calls adds up to {operations} operations, above the limit \
+                 of {MAX_OPERATIONS} (each keeps its records in memory): use fewer clients or calls"
+            ));
+        }
+        if events > MAX_EVENTS {
+            return Err(format!(
+                "[[clients]] count x calls x chunks adds up to {events} events, above the limit \
+                 of {MAX_EVENTS} (each keeps its records in memory): use fewer chunks, calls or clients"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Durations: bounded so that no sum of them overflows simulated time.
+    fn validate_times(&self) -> Result<(), String> {
+        let s = &self.server;
+        let mut times: Vec<(String, u64)> = vec![
+            ("duration_ms".into(), self.duration_ms),
+            ("heal.duration_ms".into(), self.heal.duration_ms),
+            ("server.replay_interval_ms".into(), s.replay_interval_ms),
+            ("server.queue_wait_ms".into(), s.queue_wait_ms),
+            ("server.write_deadline_ms".into(), s.write_deadline_ms),
+            ("server.retry_ms".into(), s.retry_ms.unwrap_or(0)),
+            (
+                "server.legacy_session_ttl_ms".into(),
+                s.legacy_session_ttl_ms,
+            ),
+            ("server.resource_interval_ms".into(), s.resource_interval_ms),
+            ("network.latency_ms".into(), self.network.latency_ms[1]),
+            ("network.tick_ms".into(), self.network.tick_ms),
+            (
+                "faults.latency_spike_max_ms".into(),
+                self.faults.latency_spike_max_ms,
+            ),
+        ];
+        for (key, r) in [
+            ("faults.partition_ms", self.faults.partition_ms),
+            ("faults.latency_spike_ms", self.faults.latency_spike_ms),
+        ] {
+            if let Some([_, hi]) = r {
+                times.push((key.into(), hi));
+            }
+        }
+        for (i, g) in self.clients.iter().enumerate() {
+            for (key, v) in [
+                ("think_ms", g.think_ms),
+                ("start_jitter_ms", g.start_jitter_ms),
+                ("connect_timeout_ms", g.connect_timeout_ms),
+                ("read_timeout_ms", g.read_timeout_ms),
+                ("backoff_ms", g.backoff_ms),
+                ("backoff_max_ms", g.backoff_max_ms),
+            ] {
+                times.push((format!("clients[{i}].{key}"), v));
+            }
+        }
+        for (i, f) in self.faults.explicit.iter().enumerate() {
+            match *f {
+                Fault::Partition {
+                    at_ms, duration_ms, ..
+                } => {
+                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
+                }
+                Fault::Latency {
+                    at_ms,
+                    duration_ms,
+                    max_ms,
+                    ..
+                } => {
+                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
+                    times.push((format!("faults.explicit[{i}].max_ms"), max_ms));
+                }
+                Fault::Restart { at_ms } => {
+                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                }
+                Fault::Drop { .. } | Fault::Switch { .. } => {}
+            }
+        }
+        for (key, v) in times {
+            if v > MAX_MS {
+                return Err(format!(
+                    "{key} = {v} is above {MAX_MS} (one day of simulated time): use a shorter time"
+                ));
+            }
+        }
+        if self.network.tick_ms == 0 {
+            return Err("network.tick_ms must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Server settings the workload must fit in: a call the server refuses
+    /// every time is an operation lost without any fault (the limits
+    /// that are the server's own, not settings, are checked above the
+    /// loader, `crate::check`).
+    fn validate_server(&self) -> Result<(), String> {
+        let s = &self.server;
+        check_server(s)?;
+        // A preset and an explicit setting that disagrees with it: say so
+        // rather than let one win silently.
+        if let Some(sdk) = s.sdk {
+            let preset = ServerConfig {
+                sdk: Some(sdk),
+                ..ServerConfig::default()
+            };
+            if s.replay.is_some_and(|r| r != preset.replay_mode()) {
+                return Err(format!(
+                    "server.replay = {:?} contradicts server.sdk = {:?} (which sets replay = {:?}): \
+                     drop one of them",
+                    enum_name(&s.replay),
+                    sdk.as_str(),
+                    enum_name(&Some(preset.replay_mode()))
+                ));
+            }
+            if s.completed_resume
+                .is_some_and(|c| c != preset.completed_resume_mode())
+            {
+                return Err(format!(
+                    "server.completed_resume = {:?} contradicts server.sdk = {:?} (which sets \
+                     completed_resume = {:?}): drop one of them",
+                    enum_name(&s.completed_resume),
+                    sdk.as_str(),
+                    enum_name(&Some(preset.completed_resume_mode()))
+                ));
+            }
+        }
+        if s.first_event_id > MAX_FIRST_EVENT_ID {
+            return Err(format!(
+                "server.first_event_id = {} is above {MAX_FIRST_EVENT_ID}: event ids count up \
+                 from it; lower it",
+                s.first_event_id
+            ));
+        }
+        let total = self.total_clients();
+        if (s.max_sessions as u64) < total {
+            return Err(format!(
+                "server.max_sessions = {} is below the {total} clients (each holds a session, \
+                 the rest would be refused with 503): raise it to at least {total}",
+                s.max_sessions
+            ));
+        }
+        for (i, g) in self.clients.iter().enumerate() {
+            if g.chunks > s.max_chunks {
+                return Err(format!(
+                    "clients[{i}].chunks = {} is above server.max_chunks = {}: the server would \
+                     refuse every call; raise server.max_chunks or lower chunks",
+                    g.chunks, s.max_chunks
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_faults(&self) -> Result<(), String> {
+        let f = &self.faults;
+        if !(0.0..=1.0).contains(&f.drop_rate) {
+            return Err("faults.drop_rate must be within 0..=1".into());
+        }
+        for (key, range) in [
+            ("faults.partition_ms", f.partition_ms),
+            ("faults.latency_spike_ms", f.latency_spike_ms),
+        ] {
+            if let Some([lo, hi]) = range {
+                if lo > hi {
+                    return Err(format!(
+                        "{key} = [{lo}, {hi}] must be [min, max] with min <= max: swap them"
+                    ));
+                }
+            }
+        }
+        let timed = u64::from(f.partitions)
+            + u64::from(f.restarts)
+            + u64::from(f.latency_spikes)
+            + f.explicit.len() as u64;
+        if timed > MAX_TIMED_FAULTS {
+            return Err(format!(
+                "faults.partitions + restarts + latency_spikes + explicit faults add up to \
+                 {timed}, above the limit of {MAX_TIMED_FAULTS}: use fewer"
+            ));
+        }
+        let clients = self.total_clients();
+        for (i, fault) in f.explicit.iter().enumerate() {
+            match fault {
+                Fault::Drop {
+                    client,
+                    after_event,
+                    ..
+                } => {
+                    if u64::from(*client) >= clients {
+                        return Err(format!(
+                            "faults.explicit[{i}]: drop names client {client}, but there are \
+                             {clients} (0-based, in file order)"
+                        ));
+                    }
+                    if *after_event == 0 {
+                        return Err(format!(
+                            "faults.explicit[{i}]: drop after_event is 1-based: use 1 or more"
+                        ));
+                    }
+                }
+                Fault::Partition { host, .. } | Fault::Latency { host, .. } => {
+                    if *host >= self.network.client_hosts {
+                        return Err(format!(
+                            "faults.explicit[{i}]: names client host {host}, but there are {} \
+                             (network.client_hosts)",
+                            self.network.client_hosts
+                        ));
+                    }
+                }
+                Fault::Restart { .. } => {}
+                Fault::Switch { client, .. } => {
+                    if u64::from(*client) >= clients {
+                        return Err(format!(
+                            "faults.explicit[{i}]: switch names client {client}, but there are \
+                             {clients} (0-based, in file order)"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_network(&self) -> Result<(), String> {
+        let net = &self.network;
+        if net.client_hosts == 0 {
+            return Err("network.client_hosts must be at least 1".into());
+        }
+        if net.latency_ms[0] > net.latency_ms[1] {
+            return Err(format!(
+                "network.latency_ms = [{}, {}] must be [min, max] with min <= max: swap them",
+                net.latency_ms[0], net.latency_ms[1]
+            ));
+        }
+        // Every client may connect at once (start, reconnect storm), each
+        // with up to three connections: the accept backlog must hold them.
+        let burst = self.total_clients() * CONNECTIONS_PER_CLIENT;
+        if (net.tcp_capacity as u64) < burst {
+            return Err(format!(
+                "network.tcp_capacity {} is below the largest connect burst {burst} \
+                 ({CONNECTIONS_PER_CLIENT} per client): raise it",
+                net.tcp_capacity
+            ));
+        }
+        if net.tcp_capacity > MAX_TCP_CAPACITY {
+            return Err(format!(
+                "network.tcp_capacity {} is above {MAX_TCP_CAPACITY}: lower it",
+                net.tcp_capacity
+            ));
+        }
+        self.validate_ports()
+    }
+
+    /// Ephemeral ports per client host. The world gives each host
+    /// [`PORTS_PER_HOST`] of them; a port is taken while the client holds a
+    /// connection on it (at most [`CONNECTIONS_PER_CLIENT`] per client) and
+    /// while the server still holds the other end: a connection cut by a
+    /// partition stays half-open on the server until the server closes it
+    /// or writes into it after the heal, and a client never reuses such a
+    /// port. So a host needs, per client, its connections once plus once
+    /// more for every window that may cut it off while they are open (its
+    /// partitions, latency windows at least half a connect timeout slow,
+    /// generated ones counted as if all hit it, and server restarts). A
+    /// host that ran out would fail the run.
+    fn validate_ports(&self) -> Result<(), String> {
+        let net = &self.network;
+        let f = &self.faults;
+        let total = self.total_clients();
+        let hosts = u64::from(net.client_hosts);
+        let used_hosts = hosts.min(total) as usize;
+        let restarts = u64::from(f.restarts)
+            + f.explicit
+                .iter()
+                .filter(|x| matches!(x, Fault::Restart { .. }))
+                .count() as u64;
+        // Windows that may cut host `h` off from clients with connect
+        // timeout `ct`.
+        let windows = |h: u32, ct: u64| -> u64 {
+            let slow = |max_ms: u64| max_ms.saturating_mul(2) >= ct;
+            let mut n = u64::from(f.partitions) + restarts;
+            if slow(f.latency_spike_max_ms.max(net.latency_ms[1])) {
+                n += u64::from(f.latency_spikes);
+            }
+            for x in &f.explicit {
+                match *x {
+                    Fault::Partition { host, .. } if host == h => n += 1,
+                    Fault::Latency { host, max_ms, .. } if host == h && slow(max_ms) => n += 1,
+                    _ => {}
+                }
+            }
+            n
+        };
+        let mut need = vec![0u64; used_hosts];
+        let mut clients_on = vec![0u64; used_hosts];
+        let mut most_windows = vec![0u64; used_hosts];
+        let mut index = 0u64;
+        for g in &self.clients {
+            let ct = g.connect_timeout_ms.max(1);
+            let per_host: Vec<u64> = (0..used_hosts as u32).map(|h| windows(h, ct)).collect();
+            for _ in 0..g.count {
+                let h = (index % hosts) as usize;
+                need[h] += CONNECTIONS_PER_CLIENT * (1 + per_host[h]);
+                clients_on[h] += 1;
+                most_windows[h] = most_windows[h].max(per_host[h]);
+                index += 1;
+            }
+        }
+        let (h, &most) = need
+            .iter()
+            .enumerate()
+            .max_by_key(|(h, n)| (**n, std::cmp::Reverse(*h)))
+            .expect("at least one host");
+        if most > PORTS_PER_HOST {
+            let suggest = (most.saturating_mul(hosts))
+                .div_ceil(PORTS_PER_HOST)
+                .max(hosts + 1);
+            return Err(format!(
+                "network.client_hosts = {hosts}: client host {h} would need about {most} of its \
+                 {PORTS_PER_HOST} ephemeral ports ({} clients x {CONNECTIONS_PER_CLIENT} \
+                 connections, held once more for each of up to {} windows that may cut the \
+                 host off, when the server keeps the far end half-open): raise \
+                 network.client_hosts to about {suggest}, or use fewer clients or fewer cuts",
+                clients_on[h], most_windows[h]
+            ));
+        }
+        Ok(())
+    }
+
+    /// No metric's min is above its max (whether the arms and metrics
+    /// exist is checked above the loader, `crate::check`).
+    fn validate_expectations(&self) -> Result<(), String> {
+        for (server, e) in &self.expect.0 {
+            for (name, min) in &e.min {
+                if let Some(max) = e.max.get(name) {
+                    if min > max {
+                        return Err(format!(
+                            "expect.{server}: {name} min {min} is above its max {max}: \
+                             no run can meet both"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Settings no server can run with, wherever its configuration comes
+/// from (a scenario, `--set`, `serve`'s own): one line naming the key.
+pub fn check_server(s: &ServerConfig) -> Result<(), String> {
+    if s.store_capacity == 0 {
+        return Err(
+            "server.store_capacity must be at least 1 (a session stores the events it sends)"
+                .into(),
+        );
+    }
+    if s.write_deadline_ms == 0 {
+        return Err(
+            "server.write_deadline_ms must be at least 1 (a zero deadline means every write \
+             misses it and every stream is cut): use e.g. 2000, the default"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// Most clients in one scenario.
+pub const MAX_CLIENTS: u64 = 20_000;
+/// Most operations (clients x calls) in one scenario.
+pub const MAX_OPERATIONS: u64 = 200_000;
+/// Most counted events (clients x calls x chunks) in one scenario.
+pub const MAX_EVENTS: u64 = 2_000_000;
+/// Most timed faults (generated and explicit) in one scenario.
+pub const MAX_TIMED_FAULTS: u64 = 10_000;
+/// Longest time any `*_ms` setting may name: one day.
+pub const MAX_MS: u64 = 86_400_000;
+/// A unit enum's name as the scenario spells it.
+fn enum_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Largest `server.first_event_id`.
+pub const MAX_FIRST_EVENT_ID: u64 = 1 << 53;
+/// Largest `network.tcp_capacity`.
+pub const MAX_TCP_CAPACITY: usize = 1 << 30;
+/// Connections one client may hold open at once.
+pub const CONNECTIONS_PER_CLIENT: u64 = 3;
+/// The ephemeral ports the world gives a simulated host.
+pub const EPHEMERAL_PORTS: std::ops::RangeInclusive<u16> = 1024..=65535;
+/// How many there are.
+pub const PORTS_PER_HOST: u64 = 64_512;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One resume client group with `extra` keys.
+    fn group(extra: &str) -> String {
+        format!("[[clients]]\nbehaviour = \"resume\"\n{extra}")
+    }
+
+    /// A scenario of 1 s with `body` after its top-level keys.
+    fn t(body: String) -> String {
+        format!("name = \"t\"\nduration_ms = 1000\n{body}")
+    }
+
+    /// Scenarios that used to pass validation and then panic, abort,
+    /// overflow, or lose every operation without a fault: each is refused
+    /// at load with one line naming the key.
+    fn refused(cases: Vec<(String, &str)>) {
+        for (text, needle) in cases {
+            let err = match Scenario::parse(&text) {
+                Ok(_) => panic!("accepted, expected {needle:?}:\n{text}"),
+                Err(e) => e,
+            };
+            assert!(err.contains(needle), "{needle:?} not in {err:?}");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+    }
+
+    #[test]
+    fn the_loader_refuses_workloads_too_large_to_hold() {
+        refused(vec![
+            (
+                t(format!(
+                    "{}{}[network]\ntcp_capacity = 100000\n",
+                    group("count = 4294967295\n"),
+                    group("count = 2\n")
+                )),
+                "4294967297 clients",
+            ),
+            (
+                t(format!("{}[faults]\npartitions = 4294967295\n", group(""))),
+                "faults.partitions",
+            ),
+            (
+                t(format!(
+                    "{}[faults]\nrestarts = 4294967295\nlatency_spikes = 4294967295\n",
+                    group("")
+                )),
+                "8589934590",
+            ),
+            (
+                t(format!(
+                    "{}[network]\nclient_hosts = 20\ntcp_capacity = 300000\n",
+                    group("count = 100000\n")
+                )),
+                "100000 clients",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn the_loader_refuses_ranges_and_bounds_written_backwards() {
+        refused(vec![
+            (
+                t(format!("{}[faults]\npartition_ms = [2500, 500]\n", group(""))),
+                "faults.partition_ms = [2500, 500]",
+            ),
+            (
+                t(format!("{}[faults]\nlatency_spike_ms = [9, 1]\n", group(""))),
+                "faults.latency_spike_ms",
+            ),
+            (
+                t(format!("{}[network]\nlatency_ms = [9, 1]\n", group(""))),
+                "network.latency_ms = [9, 1]",
+            ),
+            (
+                t(group("backoff_ms = 5000\nbackoff_max_ms = 100\n")),
+                "clients[0]: backoff_ms 5000",
+            ),
+            (
+                t(format!(
+                    "{}[expect.guarded.min]\nguard_bugs = 2\n[expect.guarded.max]\nguard_bugs = 1\n",
+                    group("")
+                )),
+                "guard_bugs min 2 is above its max 1",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn the_loader_refuses_numbers_that_would_overflow() {
+        refused(vec![
+            (
+                t(format!(
+                    "[heal]\nduration_ms = 9223372036854775807\n{}",
+                    group("")
+                )),
+                "heal.duration_ms",
+            ),
+            (
+                t(format!(
+                    "[server]\nfirst_event_id = 9223372036854775807\n{}",
+                    group("")
+                )),
+                "server.first_event_id",
+            ),
+            (
+                t(format!(
+                    "{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 1\nduration_ms = 9223372036854775807\n",
+                    group("")
+                )),
+                "faults.explicit[0].duration_ms",
+            ),
+            (
+                t(format!(
+                    "{}[network]\ntcp_capacity = 9223372036854775807\n",
+                    group("")
+                )),
+                "network.tcp_capacity",
+            ),
+        ]);
+    }
+
+    #[test]
+    fn the_loader_refuses_server_settings_no_workload_can_use() {
+        refused(vec![
+            (
+                t(format!("[server]\nstore_capacity = 0\n{}", group(""))),
+                "server.store_capacity",
+            ),
+            (
+                t(format!(
+                    "[server]\nmax_chunks = 3\n{}",
+                    group("chunks = 4\n")
+                )),
+                "clients[0].chunks = 4 is above server.max_chunks = 3",
+            ),
+            (
+                t(format!(
+                    "[server]\nmax_sessions = 1\n{}",
+                    group("count = 2\n")
+                )),
+                "server.max_sessions = 1",
+            ),
+        ]);
+    }
+
+    /// 20,000 clients fit one host's ports only while nothing cuts it off:
+    /// a partition may leave every connection half-open.
+    #[test]
+    fn the_loader_refuses_a_host_short_of_ports() {
+        refused(vec![(
+            format!(
+                "name = \"t\"\nduration_ms = 30000\n{}[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = 25000\n[network]\nclient_hosts = 1\ntcp_capacity = 60000\n",
+                group("count = 20000\n")
+            ),
+            "network.client_hosts = 1: client host 0 would need",
+        )]);
+    }
+
+    #[test]
+    fn ports_scale_with_hosts_and_cut_off_time() {
+        let text = |count: u32, hosts: u32, partition_ms: u64| {
+            format!(
+                "name = \"t\"\nduration_ms = 30000\n[[clients]]\nbehaviour = \"resume\"\ncount = {count}\n\
+                 [[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 100\nduration_ms = {partition_ms}\n\
+                 [network]\nclient_hosts = {hosts}\ntcp_capacity = 60000\n"
+            )
+        };
+        // One partition of host 0: each client may hold its 3 ports twice
+        // (open, and half-open on the server): 10,000 clients fit one host,
+        // 11,000 do not; spread over more hosts, host 0 has fewer.
+        assert!(Scenario::parse(&text(10_000, 1, 25_000)).is_ok());
+        assert!(Scenario::parse(&text(11_000, 1, 25_000)).is_err());
+        assert!(Scenario::parse(&text(11_000, 2, 25_000)).is_ok());
+    }
+}

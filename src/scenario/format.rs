@@ -1,0 +1,330 @@
+//! The scenario file's types (`sims/*.toml`, schema in sims/README.md):
+//! data that composes a workload of virtual clients with fault
+//! generators, network settings, a heal phase and the expectations each
+//! server must meet, with their defaults.
+
+use crate::fault::{FaultPlan, FaultSpec, Group, Workload};
+use crate::settings::ServerConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How a client reacts to a dropped stream (sims/README.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Behaviour {
+    /// Re-POSTs the call (new id, same tag); opens no GET.
+    RetryByPost,
+    /// GETs with Last-Event-ID and POSTs its next call at once.
+    ResumeThenPost,
+    /// GETs with Last-Event-ID, waits for the owed result, then goes on.
+    Resume,
+    /// Sends `Idempotency-Key` = tag on every attempt; re-POSTs after a drop.
+    DedupRetry,
+    /// Legacy HTTP+SSE first; on a network change, streamable HTTP with the
+    /// same session id and a `Last-Event-ID` from the legacy stream.
+    TransportSwitch,
+}
+
+impl Behaviour {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behaviour::RetryByPost => "retry-by-post",
+            Behaviour::ResumeThenPost => "resume-then-post",
+            Behaviour::Resume => "resume",
+            Behaviour::DedupRetry => "dedup-retry",
+            Behaviour::TransportSwitch => "transport-switch",
+        }
+    }
+
+    /// Whether its clients start on the legacy HTTP+SSE transport.
+    pub fn is_legacy(self) -> bool {
+        self == Behaviour::TransportSwitch
+    }
+}
+
+/// One group of identical clients.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientGroup {
+    /// Reaction to a dropped stream.
+    pub behaviour: Behaviour,
+    /// How many clients.
+    pub count: u32,
+    /// Present a cursor list on every POST (guarded-server extension).
+    pub cursor_on_post: bool,
+    /// Tool calls per client.
+    pub calls: u32,
+    /// Chunks per call (C−1 progress events, then the result).
+    pub chunks: u32,
+    /// Time between chunks, ms.
+    pub chunk_interval_ms: u64,
+    /// Pause between a result and the next call, ms.
+    pub think_ms: u64,
+    /// Delay before a client's first call, drawn in 0..=this, ms.
+    pub start_jitter_ms: u64,
+    /// Connect timeout, ms.
+    pub connect_timeout_ms: u64,
+    /// Longest silence on a stream that owes the client something, ms.
+    pub read_timeout_ms: u64,
+    /// First backoff before a retry or resume, ms (doubles up to the max).
+    pub backoff_ms: u64,
+    /// Largest backoff, ms.
+    pub backoff_max_ms: u64,
+    /// Attempts per operation before giving up.
+    pub max_attempts: u32,
+    /// Send `Idempotency-Key` (= the tag) on every non-idempotent call
+    /// (default: only `dedup-retry` clients do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<bool>,
+}
+
+impl ClientGroup {
+    /// Whether these clients send `Idempotency-Key`: the group's `keys`
+    /// (set by a client profile), else only `dedup-retry` clients do. The
+    /// one rule the client and the class labels both follow.
+    pub fn keyed(&self) -> bool {
+        self.keys.unwrap_or(self.behaviour == Behaviour::DedupRetry)
+    }
+}
+
+impl Default for ClientGroup {
+    fn default() -> Self {
+        ClientGroup {
+            behaviour: Behaviour::Resume,
+            count: 1,
+            cursor_on_post: false,
+            calls: 5,
+            chunks: 4,
+            chunk_interval_ms: 20,
+            think_ms: 50,
+            start_jitter_ms: 0,
+            connect_timeout_ms: 1_000,
+            read_timeout_ms: 1_500,
+            backoff_ms: 200,
+            backoff_max_ms: 3_000,
+            max_attempts: 8,
+            keys: None,
+        }
+    }
+}
+
+/// Network settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// One-way message latency range, ms.
+    pub latency_ms: [u64; 2],
+    /// turmoil's accept backlog and per-connection credit window.
+    pub tcp_capacity: usize,
+    /// Client hosts the clients are spread over (round robin).
+    pub client_hosts: u32,
+    /// turmoil tick, ms.
+    pub tick_ms: u64,
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec {
+            latency_ms: [1, 5],
+            tcp_capacity: 4096,
+            client_hosts: 4,
+            tick_ms: 1,
+        }
+    }
+}
+
+/// The heal phase: faults off, bounded simulated time to finish.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HealSpec {
+    /// Longest the heal phase runs, ms.
+    pub duration_ms: u64,
+}
+
+impl Default for HealSpec {
+    fn default() -> Self {
+        HealSpec {
+            duration_ms: 30_000,
+        }
+    }
+}
+
+/// What one server must show: bounds on metrics by name
+/// (`guard_bugs`, `duplicate_side_effects`, …).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Expect {
+    /// Each metric must be at least this.
+    pub min: BTreeMap<String, u64>,
+    /// Each metric must be at most this.
+    pub max: BTreeMap<String, u64>,
+}
+
+/// Expectations per arm (`[expect.<arm>]`: `guarded`, `unguarded`, `keys`, `cancel`,
+/// `rmcp`, `rmcp-es`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct Expectations(pub BTreeMap<String, Expect>);
+
+impl Expectations {
+    /// What the arm named `arm` must show (nothing, when the scenario
+    /// says nothing about it).
+    pub fn of(&self, arm: &str) -> Expect {
+        self.0.get(arm).cloned().unwrap_or_default()
+    }
+
+    /// Replaces what `arm` must show.
+    pub fn set(&mut self, arm: &str, e: Expect) {
+        self.0.insert(arm.to_string(), e);
+    }
+}
+
+/// A whole scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name (the file stem by convention).
+    pub name: String,
+    /// What it models.
+    #[serde(default)]
+    pub description: String,
+    /// Length of the fault phase, ms.
+    pub duration_ms: u64,
+    /// Server settings.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// Client groups.
+    pub clients: Vec<ClientGroup>,
+    /// Faults.
+    #[serde(default)]
+    pub faults: FaultSpec,
+    /// Network.
+    #[serde(default)]
+    pub network: NetworkSpec,
+    /// Heal phase.
+    #[serde(default)]
+    pub heal: HealSpec,
+    /// The hazards this scenario means to exercise (`drop`, `partition`,
+    /// `latency`, `restart`, `eviction`, `switch`); `compare` flags any
+    /// that no seed of it produced.
+    #[serde(default)]
+    pub hazards: Vec<String>,
+    /// Expectations.
+    #[serde(default)]
+    pub expect: Expectations,
+    /// Set in a regression file (`sims/regressions/`): what it pins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regression: Option<Regression>,
+}
+
+/// What a regression scenario pins (`[regression]`): a failure of one arm
+/// on its seed, as a hazard the arm is expected to show or as a bug.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Regression {
+    /// Hazard or bug.
+    pub kind: RegressionKind,
+    /// The arm that shows it.
+    pub server: String,
+    /// The metrics that show it (each above 0 while it reproduces).
+    pub metrics: Vec<String>,
+}
+
+/// Whether a regression passes while its failure reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RegressionKind {
+    /// An arm expected to fail (e.g. unguarded duplicates): the file
+    /// passes while the failure reproduces (`min` = 1 on each metric) and
+    /// fails once it no longer does.
+    Hazard,
+    /// A failure that should not happen: the file fails until it is
+    /// fixed (`max` = 0 on each metric).
+    Bug,
+}
+
+impl RegressionKind {
+    /// `hazard` or `bug`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RegressionKind::Hazard => "hazard",
+            RegressionKind::Bug => "bug",
+        }
+    }
+}
+
+impl std::str::FromStr for RegressionKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hazard" => Ok(RegressionKind::Hazard),
+            "bug" => Ok(RegressionKind::Bug),
+            _ => Err(format!("unknown regression kind {s:?}: use hazard or bug")),
+        }
+    }
+}
+
+/// Why a scenario could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read (the cause is the error's source, so a
+    /// chain prints it once).
+    #[error("cannot read scenario {path} (`mcp-chaos list DIR` shows the scenarios)")]
+    Io {
+        /// The path.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or does not match the schema.
+    #[error("scenario {path} is not valid: {message} (see sims/README.md for the schema)")]
+    Parse {
+        /// The path.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Scenario {
+    /// Total clients (valid once the scenario is validated: the loader
+    /// refuses totals above [`MAX_CLIENTS`]).
+    pub fn client_count(&self) -> u32 {
+        u32::try_from(self.total_clients()).unwrap_or(u32::MAX)
+    }
+
+    /// The fault plan of this scenario under `root_seed`: its explicit
+    /// faults plus what its generators draw (see [`FaultPlan::draw`]).
+    pub fn fault_plan(&self, root_seed: u64) -> FaultPlan {
+        FaultPlan::draw(&self.workload(), root_seed)
+    }
+
+    /// The scenario as the fault generators see it.
+    fn workload(&self) -> Workload<'_> {
+        Workload {
+            spec: &self.faults,
+            groups: self
+                .clients
+                .iter()
+                .map(|g| Group {
+                    count: g.count,
+                    calls: g.calls,
+                    chunks: g.chunks,
+                    switches: g.behaviour == Behaviour::TransportSwitch,
+                })
+                .collect(),
+            duration_ms: self.duration_ms,
+            // Only hosts that run clients exist in the world.
+            hosts: self.network.client_hosts.min(self.client_count()).max(1),
+            latency_max_ms: self.network.latency_ms[1],
+        }
+    }
+
+    /// Total clients, without overflow.
+    pub(super) fn total_clients(&self) -> u64 {
+        self.clients
+            .iter()
+            .fold(0u64, |n, g| n.saturating_add(u64::from(g.count)))
+    }
+}

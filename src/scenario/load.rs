@@ -1,0 +1,294 @@
+//! The loader: a scenario file read, parsed and held to its own bounds
+//! (see `bounds.rs`), its `[regression]` table turned into the bounds it
+//! implies, and `--set` overrides applied. One line per refusal, naming
+//! the key and the fix.
+
+use super::format::{RegressionKind, Scenario, ScenarioError};
+use super::schema;
+use crate::settings::ServerConfig;
+use std::path::Path;
+
+impl Scenario {
+    /// Reads a scenario file and holds it to its own bounds (commands
+    /// load through `crate::check::load`, which adds the house's checks).
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|message| ScenarioError::Parse {
+            path: path.display().to_string(),
+            message,
+        })
+    }
+
+    /// Parses scenario text and holds it to its own bounds (see
+    /// `crate::check::parse` for the house's checks too).
+    pub fn parse(text: &str) -> Result<Scenario, String> {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| {
+            let at = e.span().map_or(String::new(), |span| {
+                let (line, col) = line_col(text, span.start);
+                format!("line {line}, column {col}: ")
+            });
+            format!("{at}{}", toml_problem(e.message()))
+        })?;
+        s.apply_regression()?;
+        s.validate()?;
+        let (hosts, clients) = (s.network.client_hosts, s.total_clients());
+        // The default (4 hosts) fits any count; a file that asks for more
+        // hosts than clients asks for hosts that run nothing.
+        if u64::from(hosts) > clients && written(text, "network", "client_hosts") {
+            return Err(format!(
+                "network.client_hosts = {hosts} is above the {clients} clients: a host without a \
+                 client runs nothing (and a fault on it applies to no one); use at most {clients}"
+            ));
+        }
+        Ok(s)
+    }
+
+    /// A `[regression]` table implies its arm's bounds (hazard: each metric
+    /// at least 1; bug: at most 0): added when the file does not write
+    /// them, refused when it writes others. Whether its arm and metrics
+    /// exist is checked above the loader (`crate::check`).
+    fn apply_regression(&mut self) -> Result<(), String> {
+        let Some(r) = self.regression.clone() else {
+            return Ok(());
+        };
+        if r.metrics.is_empty() {
+            return Err(
+                "regression.metrics is empty: name what the run shows, e.g. [\"duplicate_side_effects\"]"
+                    .into(),
+            );
+        }
+        let mut e = self.expect.of(&r.server);
+        for m in &r.metrics {
+            let (min, max) = (e.min.get(m).copied(), e.max.get(m).copied());
+            let fits = match r.kind {
+                RegressionKind::Hazard => min.unwrap_or(1) >= 1 && max.is_none_or(|x| x >= 1),
+                RegressionKind::Bug => max.unwrap_or(0) == 0 && min.unwrap_or(0) == 0,
+            };
+            if !fits {
+                return Err(format!(
+                    "expect.{}: a {} regression pins {m} {}; the file bounds it otherwise: \
+                     drop those bounds or change regression.kind",
+                    r.server,
+                    r.kind.as_str(),
+                    match r.kind {
+                        RegressionKind::Hazard => "at least 1 (passes while it reproduces)",
+                        RegressionKind::Bug => "at most 0 (fails until fixed)",
+                    }
+                ));
+            }
+            match r.kind {
+                RegressionKind::Hazard => e.min.insert(m.clone(), min.unwrap_or(1)),
+                RegressionKind::Bug => e.max.insert(m.clone(), 0),
+            };
+        }
+        self.expect.set(&r.server, e);
+        Ok(())
+    }
+
+    /// Overrides one setting (`--set server.KEY=VALUE`): VALUE is read as
+    /// TOML (a number, a boolean, a quoted string), else as a bare string.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.server =
+            check_set(&self.server, key, value).map_err(|e| format!("--set {key}={value}: {e}"))?;
+        Ok(())
+    }
+}
+
+/// `cfg` with `--set KEY=VALUE` applied, or one line naming the fix (the
+/// caller names the input): only `server.*` settings can be set (a bare server key is
+/// told its prefix), an unknown key is told the nearest known one, a
+/// value of the wrong type the type its key takes.
+pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerConfig, String> {
+    let Some(field) = key.strip_prefix("server.") else {
+        let server = schema::fields_of::<ServerConfig>();
+        let fix = if server.contains(&key) {
+            format!("server settings are named with their table: --set server.{key}={value}")
+        } else {
+            "only [server] settings can be set (--set server.KEY=VALUE, e.g. \
+             server.store_capacity=64); other tables are edited in the scenario file"
+                .to_string()
+        };
+        return Err(fix);
+    };
+    schema::set_server(cfg, field, value)
+}
+
+/// A TOML error's message on one line, with the fix where the error
+/// alone does not say it.
+fn toml_problem(message: &str) -> String {
+    let one = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(": ");
+    let fix = if one.contains("duplicate key") {
+        ": write each table once (merge the two into one)"
+    } else if one.contains("recursion limit") {
+        ": keys and values nest at most 80 levels deep (scenarios need 3): flatten it"
+    } else {
+        ""
+    };
+    format!("{one}{fix}")
+}
+
+/// Whether `text` writes `key` in its `[table]` (rather than taking the
+/// default). Called only on text that parsed.
+fn written(text: &str, table: &str, key: &str) -> bool {
+    toml::from_str::<toml::Table>(text)
+        .ok()
+        .and_then(|t| t.get(table)?.as_table()?.get(key).cloned())
+        .is_some()
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut at = offset.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Behaviour;
+    use crate::settings::ServerConfig;
+
+    const MIN: &str = r#"
+name = "t"
+duration_ms = 1000
+[[clients]]
+behaviour = "retry-by-post"
+"#;
+
+    #[test]
+    fn a_minimal_scenario_takes_defaults() {
+        let s = Scenario::parse(MIN).unwrap();
+        assert_eq!(s.clients[0].behaviour, Behaviour::RetryByPost);
+        assert_eq!(s.clients[0].count, 1);
+        assert_eq!(s.server, ServerConfig::default());
+    }
+
+    #[test]
+    fn sdk_quirk_settings_parse_and_the_preset_sets_both() {
+        use crate::settings::{CompletedResume, Replay, Sdk};
+        let s = Scenario::parse(&format!(
+            "{MIN}[server]\nreplay = \"inclusive\"\ncompleted_resume = \"empty\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.server.replay_mode(), Replay::Inclusive);
+        assert_eq!(s.server.completed_resume_mode(), CompletedResume::Empty);
+        let d = ServerConfig::default();
+        assert_eq!(d.replay_mode(), Replay::Exclusive);
+        assert_eq!(d.completed_resume_mode(), CompletedResume::Replay);
+        let rmcp = Scenario::parse(&format!("{MIN}[server]\nsdk = \"rmcp\"\n")).unwrap();
+        assert_eq!(rmcp.server.sdk, Some(Sdk::Rmcp));
+        assert_eq!(rmcp.server.replay_mode(), Replay::Inclusive);
+        assert_eq!(rmcp.server.completed_resume_mode(), CompletedResume::Empty);
+        // Agreeing with the preset is fine; contradicting it is refused.
+        Scenario::parse(&format!(
+            "{MIN}[server]\nsdk = \"rmcp\"\nreplay = \"inclusive\"\n"
+        ))
+        .unwrap();
+        for (extra, needle) in [
+            (
+                "replay = \"exclusive\"",
+                "server.replay = \"exclusive\" contradicts server.sdk",
+            ),
+            (
+                "completed_resume = \"replay\"",
+                "server.completed_resume = \"replay\" contradicts server.sdk",
+            ),
+        ] {
+            let err =
+                Scenario::parse(&format!("{MIN}[server]\nsdk = \"rmcp\"\n{extra}\n")).unwrap_err();
+            assert!(err.contains(needle), "{needle:?} not in {err:?}");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+        let err = Scenario::parse(&format!("{MIN}[server]\nreplay = \"sideways\"\n")).unwrap_err();
+        assert!(err.contains("unknown variant"), "{err}");
+        // Defaults print nothing new: a printed scenario is unchanged.
+        let printed = toml::to_string(&ServerConfig::default()).unwrap();
+        for key in ["replay", "completed_resume", "sdk"] {
+            let line = format!("{key} =");
+            assert!(
+                !printed.lines().any(|l| l.starts_with(&line)),
+                "{key} printed: {printed}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_scenarios_name_the_problem() {
+        let bad = [
+            (format!("{MIN}\nbogus = 1"), "unknown field"),
+            (MIN.replace("retry-by-post", "teleport"), "unknown variant"),
+            (format!("{MIN}[network]\ntcp_capacity = 1\n"), "tcp_capacity"),
+            (format!("{MIN}[[faults.explicit]]\nkind = \"drop\"\nclient = 9\ncall = 0\nafter_event = 1\n"), "client 9"),
+            ("name = 1".to_string(), "invalid type"),
+        ];
+        for (text, needle) in bad {
+            let err = Scenario::parse(&text).unwrap_err();
+            assert!(err.contains(needle), "{needle:?} not in {err:?}");
+        }
+    }
+
+    #[test]
+    fn the_printed_plan_replays_as_explicit_faults() {
+        let s = Scenario::parse(
+            r#"
+name = "t"
+duration_ms = 10000
+[[clients]]
+behaviour = "resume"
+count = 20
+calls = 10
+[faults]
+drop_rate = 0.2
+partitions = 3
+restarts = 1
+latency_spikes = 2
+latency_spike_max_ms = 50
+[[faults.explicit]]
+kind = "restart"
+at_ms = 5
+"#,
+        )
+        .unwrap();
+        let plan = s.fault_plan(3);
+        let text = format!(
+            "name = \"r\"\nduration_ms = 10000\n[[clients]]\nbehaviour = \"resume\"\ncount = 20\ncalls = 10\n[faults]\n{}",
+            plan.to_toml().replace("[[explicit]]", "[[faults.explicit]]")
+        );
+        let replay = Scenario::parse(&text).unwrap();
+        assert_eq!(
+            replay.fault_plan(99),
+            plan,
+            "explicit faults ignore the seed"
+        );
+    }
+
+    #[test]
+    fn every_committed_scenario_loads() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sims");
+        let mut n = 0;
+        for dir in [root.clone(), root.join("regressions")] {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "toml") {
+                    Scenario::load(&p).unwrap_or_else(|e| panic!("{e}"));
+                    n += 1;
+                }
+            }
+        }
+        assert!(n >= 11);
+    }
+}

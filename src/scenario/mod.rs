@@ -1,0 +1,21 @@
+//! Scenarios (`sims/*.toml`, schema in sims/README.md): the file format
+//! (`format.rs`), the keys each table takes (`schema.rs`), the loader
+//! (`load.rs`), the bounds it holds a scenario to (`bounds.rs`) and the
+//! name rule (`names.rs`).
+
+mod bounds;
+mod format;
+mod load;
+mod names;
+pub mod schema;
+
+pub use bounds::{
+    check_server, CONNECTIONS_PER_CLIENT, EPHEMERAL_PORTS, MAX_CLIENTS, MAX_EVENTS,
+    MAX_FIRST_EVENT_ID, MAX_MS, MAX_OPERATIONS, MAX_TCP_CAPACITY, MAX_TIMED_FAULTS, PORTS_PER_HOST,
+};
+pub use format::{
+    Behaviour, ClientGroup, Expect, Expectations, HealSpec, NetworkSpec, Regression,
+    RegressionKind, Scenario, ScenarioError,
+};
+pub use load::check_set;
+pub use names::{check_name, fit_name, MAX_NAME_LEN};
