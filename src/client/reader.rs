@@ -123,34 +123,23 @@ pub(super) type Spawner = Box<dyn Fn(Job) -> AbortHandle>;
 /// type, so that the rest of the client is not generic over it.
 pub(super) fn spawner<C: Connector>(connector: C) -> Spawner {
     Box::new(move |j: Job| {
-        tokio::task::spawn_local(reader(
-            j.slot,
-            connector.clone(),
-            j.out,
-            j.tx,
-            j.connect_timeout,
-            j.read_timeout,
-            j.expecting,
-            j.drops,
-        ))
-        .abort_handle()
+        tokio::task::spawn_local(reader(j, connector.clone())).abort_handle()
     })
 }
 
 /// One exchange on its own connection: connect, send, then forward the
 /// answer (JSON, or SSE headers and events as they come) until it ends,
 /// breaks, times out while events are expected, or a planned drop fires.
-#[allow(clippy::too_many_arguments)]
-async fn reader<C: Connector>(
-    slot: SlotId,
-    connector: C,
-    out: Outgoing,
-    tx: mpsc::UnboundedSender<Input>,
-    connect_timeout: Duration,
-    read_timeout: Duration,
-    expecting: Rc<Cell<bool>>,
-    drops: DropRules,
-) {
+async fn reader<C: Connector>(job: Job, connector: C) {
+    let Job {
+        slot,
+        out,
+        tx,
+        connect_timeout,
+        read_timeout,
+        expecting,
+        drops,
+    } = job;
     let send = |i: Input| {
         let _ = tx.send(i);
     };
