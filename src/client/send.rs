@@ -2,8 +2,9 @@
 //! opens, subscribes), each on a slot of its own with a reader task, and
 //! the messages they carry.
 
+use super::actor::{Client, OpState, Slot, SlotKind};
 use super::behaviour::Policy;
-use super::core::{Client, OpState, Slot, SlotId, SlotKind};
+use super::core::SlotId;
 use super::http::Outgoing;
 use super::reader::Job;
 use crate::history::{ClientRecord, Sent, Transport};

@@ -1,7 +1,7 @@
 //! The end-of-run report on planned faults: why a planned drop or switch
 //! did not happen, so that no planned fault goes missing silently.
 
-use super::core::{Client, OpState};
+use super::actor::{Client, OpState};
 use crate::history::{ClientRecord, Outcome};
 
 impl Client {
