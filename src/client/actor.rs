@@ -138,42 +138,35 @@ impl Got {
     }
 }
 
-/// One virtual client: everything its decisions read and change.
-pub(super) struct Client {
-    pub(super) spec: ClientSpec,
-    /// What its behaviour decides.
-    pub(super) policy: &'static dyn Policy,
+/// The client's I/O handles: what starts its readers, the channel they
+/// report on, the history it writes, and its timers.
+pub(super) struct Io {
     /// Starts a reader task on the client's connector.
     pub(super) spawner: Spawner,
     pub(super) history: History,
     pub(super) tx: mpsc::UnboundedSender<Input>,
-    pub(super) session: Option<SessionId>,
-    pub(super) slots: BTreeMap<SlotId, Slot>,
-    pub(super) next_slot: SlotId,
-    pub(super) streams: BTreeMap<u64, CStream>,
-    pub(super) standalone: Option<u64>,
+    /// What fires when, in the order scheduled at one instant.
     pub(super) timers: BTreeMap<(Instant, u64), Timer>,
     pub(super) timer_seq: u64,
-    pub(super) ops: Vec<Op>,
-    pub(super) next_op: usize,
-    pub(super) held: VecDeque<(usize, Got)>,
+}
+
+/// Results held behind a resume, so they are handled in stream order.
+#[derive(Default)]
+pub(super) struct Hold {
+    /// The results waiting, in arrival order.
+    pub(super) results: VecDeque<(usize, Got)>,
     /// The stream being resumed whose `replay-end` has not arrived: results
     /// on other streams wait for it (with a generation for its timeout).
-    pub(super) holding: Option<(u64, u64)>,
-    pub(super) hold_gen: u64,
-    pub(super) resend_after_resume: BTreeMap<u64, Vec<usize>>,
+    pub(super) on: Option<(u64, u64)>,
+    pub(super) generation: u64,
+}
+
+/// What became of the client's planned faults (drops, the switch), for
+/// the end-of-run report on those that did not happen.
+#[derive(Default)]
+pub(super) struct Planned {
+    /// The drops its readers still apply.
     pub(super) drop_rules: DropRules,
-    pub(super) init_attempts: u32,
-    /// A new op waits for the standalone stream to open (session-stream).
-    pub(super) open_before_next: bool,
-    /// resume-then-post: the next call goes out once a resume's headers arrive.
-    pub(super) next_on_resume: bool,
-    /// The transport the client speaks now.
-    pub(super) transport: Transport,
-    /// A switch's resume is in flight: hold the workload until it resolves.
-    pub(super) switch_pending: bool,
-    /// The legacy `/messages` URI from the endpoint event.
-    pub(super) legacy_endpoint: Option<String>,
     /// Calls whose planned drop fired.
     pub(super) drops_fired: BTreeSet<u32>,
     /// Calls that ended with their planned drop still waiting: (counted
@@ -186,12 +179,44 @@ pub(super) struct Client {
     /// The client left the legacy transport: `Some(None)` at its planned
     /// point, `Some(Some(why))` before it.
     pub(super) switched: Option<Option<String>>,
+}
+
+/// One virtual client: what it is (spec, policy), its session, exchanges
+/// and streams, its workload, and beside them its I/O handles, the hold
+/// and its planned faults.
+pub(super) struct Client {
+    pub(super) spec: ClientSpec,
+    /// What its behaviour decides.
+    pub(super) policy: &'static dyn Policy,
+    pub(super) io: Io,
+    pub(super) session: Option<SessionId>,
+    /// The transport the client speaks now.
+    pub(super) transport: Transport,
+    /// The legacy `/messages` URI from the endpoint event.
+    pub(super) legacy_endpoint: Option<String>,
+    pub(super) init_attempts: u32,
+    pub(super) slots: BTreeMap<SlotId, Slot>,
+    pub(super) next_slot: SlotId,
+    pub(super) streams: BTreeMap<u64, CStream>,
+    pub(super) standalone: Option<u64>,
     /// Streams the server names otherwise than the client does: its
     /// legacy stream, after a mapped resume, by its first event id in the
     /// streamable namespace (server's name → client's key).
     pub(super) names: BTreeMap<u64, u64>,
     /// The servers' event ids, numbered.
     pub(super) event_ids: super::event_ids::EventIds,
+    pub(super) ops: Vec<Op>,
+    pub(super) next_op: usize,
+    pub(super) hold: Hold,
+    /// Calls to re-send once the resume of a stream is accepted.
+    pub(super) resend_after_resume: BTreeMap<u64, Vec<usize>>,
+    /// A new op waits for the standalone stream to open (session-stream).
+    pub(super) open_before_next: bool,
+    /// resume-then-post: the next call goes out once a resume's headers arrive.
+    pub(super) next_on_resume: bool,
+    /// A switch's resume is in flight: hold the workload until it resolves.
+    pub(super) switch_pending: bool,
+    pub(super) planned: Planned,
 }
 
 impl Client {
@@ -219,35 +244,30 @@ impl Client {
                 .collect(),
             policy: behaviour::of(spec.group.behaviour),
             spec,
-            spawner,
-            history,
-            tx,
+            io: Io {
+                spawner,
+                history,
+                tx,
+                timers: BTreeMap::new(),
+                timer_seq: 0,
+            },
             session: None,
+            transport: Transport::Streamable,
+            legacy_endpoint: None,
+            init_attempts: 0,
             slots: BTreeMap::new(),
             next_slot: 0,
             streams: BTreeMap::new(),
             standalone: None,
-            timers: BTreeMap::new(),
-            timer_seq: 0,
+            names: BTreeMap::new(),
+            event_ids: Default::default(),
             next_op: 0,
-            held: VecDeque::new(),
-            holding: None,
-            hold_gen: 0,
+            hold: Hold::default(),
             resend_after_resume: BTreeMap::new(),
-            drop_rules: Rc::default(),
-            init_attempts: 0,
             open_before_next: false,
             next_on_resume: false,
-            transport: Transport::Streamable,
             switch_pending: false,
-            legacy_endpoint: None,
-            event_ids: Default::default(),
-            drops_fired: BTreeSet::new(),
-            drops_missed: BTreeMap::new(),
-            switch_due: false,
-            legacy_dropped: None,
-            switched: None,
-            names: BTreeMap::new(),
+            planned: Planned::default(),
         };
         if c.policy.legacy_first() {
             c.transport = Transport::Legacy;
@@ -272,7 +292,7 @@ impl Client {
             if self.finished() {
                 break;
             }
-            let due = self.timers.keys().next().map(|(t, _)| *t);
+            let due = self.io.timers.keys().next().map(|(t, _)| *t);
             tokio::select! {
                 biased;
                 Some(input) = rx.recv() => self.on_input(input),
@@ -297,9 +317,9 @@ impl Client {
 
     pub(super) fn dropped(&mut self, tag: Rc<str>, after_event: u32) {
         if let Some(op) = self.op_by_tag(&tag) {
-            self.drops_fired.insert(op as u32);
+            self.planned.drops_fired.insert(op as u32);
             if self.transport == Transport::Legacy {
-                self.legacy_dropped = Some(op as u32);
+                self.planned.legacy_dropped = Some(op as u32);
             }
         }
         self.record(ClientRecord::Dropped {
@@ -322,13 +342,14 @@ impl Client {
     }
 
     pub(super) fn record(&self, r: ClientRecord) {
-        self.history.record(r);
+        self.io.history.record(r);
     }
 
     pub(super) fn schedule(&mut self, after: Duration, action: Timer) {
-        self.timer_seq += 1;
-        self.timers
-            .insert((Instant::now() + after, self.timer_seq), action);
+        self.io.timer_seq += 1;
+        self.io
+            .timers
+            .insert((Instant::now() + after, self.io.timer_seq), action);
     }
 
     pub(super) fn backoff(&self, attempts: u32) -> Duration {
@@ -341,7 +362,7 @@ impl Client {
 
     pub(super) fn fire_timers(&mut self) {
         let now = Instant::now();
-        while let Some(entry) = self.timers.first_entry() {
+        while let Some(entry) = self.io.timers.first_entry() {
             if entry.key().0 > now {
                 break;
             }
@@ -364,7 +385,7 @@ impl Client {
             Timer::Switch => self.switch(),
             Timer::Subscribe => self.subscribe(),
             Timer::ReleaseHolds(generation) => {
-                if self.holding.is_some_and(|(_, g)| g == generation) {
+                if self.hold.on.is_some_and(|(_, g)| g == generation) {
                     self.release_holds();
                 }
             }
@@ -380,9 +401,9 @@ impl Client {
 
     /// [`Self::arm_hold`], with the silence counted from `after` from now.
     pub(super) fn arm_hold_for(&mut self, stream: u64, after: Duration) {
-        self.hold_gen += 1;
-        self.holding = Some((stream, self.hold_gen));
-        let generation = self.hold_gen;
+        self.hold.generation += 1;
+        self.hold.on = Some((stream, self.hold.generation));
+        let generation = self.hold.generation;
         self.schedule(
             after + Duration::from_millis(self.g().read_timeout_ms),
             Timer::ReleaseHolds(generation),
@@ -394,7 +415,7 @@ impl Client {
     /// attempts, beyond the read timeout).
     pub(super) fn schedule_resume(&mut self, wait: Duration, stream: u64) {
         self.schedule(wait, Timer::Resume(stream));
-        if self.holding.is_some_and(|(h, _)| h == stream) {
+        if self.hold.on.is_some_and(|(h, _)| h == stream) {
             self.arm_hold_for(stream, wait);
         }
     }
@@ -449,11 +470,11 @@ impl Client {
         if self.ops[op].state != OpState::Active {
             return;
         }
-        if let Some((held_stream, _)) = self.holding {
+        if let Some((held_stream, _)) = self.hold.on {
             let via_stream = via.and_then(|v| self.slots.get(&v)).and_then(|s| s.stream);
             if via_stream != Some(held_stream) {
-                if !self.held.iter().any(|(o, _)| *o == op) {
-                    self.held.push_back((op, got));
+                if !self.hold.results.iter().any(|(o, _)| *o == op) {
+                    self.hold.results.push_back((op, got));
                 }
                 return;
             }
@@ -486,19 +507,21 @@ impl Client {
             OpState::Abandoned
         };
         o.unseen.clear();
-        let missed = self.drop_rules.borrow_mut().remove(&o.tag);
+        let missed = self.planned.drop_rules.borrow_mut().remove(&o.tag);
         if let Some((after, seen)) = missed {
-            self.drops_missed.insert(op as u32, (seen, after, outcome));
+            self.planned
+                .drops_missed
+                .insert(op as u32, (seen, after, outcome));
         }
         if outcome == Outcome::Done
             && self.spec.switch_after == Some(op as u32)
             && self.transport == Transport::Legacy
         {
-            self.switch_due = true;
+            self.planned.switch_due = true;
             self.schedule(Duration::ZERO, Timer::Switch);
         }
         // Nothing left to wait for on the held stream: stop holding.
-        if let Some((held, _)) = self.holding {
+        if let Some((held, _)) = self.hold.on {
             if self.ops_on(held).is_empty() {
                 self.release_holds();
             }
@@ -532,14 +555,14 @@ impl Client {
     }
 
     pub(super) fn end_hold(&mut self, stream: u64) {
-        if self.holding.is_some_and(|(s, _)| s == stream) {
+        if self.hold.on.is_some_and(|(s, _)| s == stream) {
             self.release_holds();
         }
     }
 
     pub(super) fn release_holds(&mut self) {
-        self.holding = None;
-        for (op, got) in std::mem::take(&mut self.held) {
+        self.hold.on = None;
+        for (op, got) in std::mem::take(&mut self.hold.results) {
             self.handle(op, got);
         }
     }

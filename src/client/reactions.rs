@@ -235,7 +235,7 @@ impl Client {
                 }
             }
             Action::Touch => {
-                let now = self.history.now_us();
+                let now = self.io.history.now_us();
                 if let Some(s) = self.slots.get_mut(&ex.slot) {
                     s.last_activity_us = now;
                 }
@@ -491,7 +491,7 @@ impl Client {
         if let Some(first) = ex.stream_first.filter(|&f| f != stream) {
             self.names.insert(first, stream);
         }
-        if self.holding.is_some_and(|(h, _)| h == stream) {
+        if self.hold.on.is_some_and(|(h, _)| h == stream) {
             self.arm_hold(stream);
         }
         // The resume's headers arrived: re-send new calls it held up.
@@ -529,7 +529,7 @@ impl Client {
         let waiting: Vec<usize> = self
             .ops_on(stream)
             .into_iter()
-            .filter(|op| !self.held.iter().any(|(o, _)| o == op))
+            .filter(|op| !self.hold.results.iter().any(|(o, _)| o == op))
             .collect();
         if let Some(st) = self.streams.get_mut(&stream) {
             if st.live == Some(ex.slot) {
@@ -653,12 +653,12 @@ impl Client {
         self.streams.clear();
         self.names.clear();
         self.standalone = None;
-        self.holding = None;
+        self.hold.on = None;
         self.resend_after_resume.clear();
-        for (op, got) in std::mem::take(&mut self.held) {
+        for (op, got) in std::mem::take(&mut self.hold.results) {
             self.handle(op, got);
         }
-        self.timers.retain(|_, a| matches!(a, Timer::StartNext));
+        self.io.timers.retain(|_, a| matches!(a, Timer::StartNext));
         for o in &mut self.ops {
             o.stream = None;
         }
@@ -707,18 +707,18 @@ impl Client {
         if !self.policy.legacy_first() {
             return;
         }
-        let planned = std::mem::take(&mut self.switch_due);
+        let planned = std::mem::take(&mut self.planned.switch_due);
         if self.transport != Transport::Legacy {
             return;
         }
-        self.switched = Some((!planned).then(|| {
+        self.planned.switched = Some((!planned).then(|| {
             let during = self
                 .next_op
                 .checked_sub(1)
                 .map_or("before its first call".to_string(), |n| {
                     format!("during call {n}")
                 });
-            match self.legacy_dropped {
+            match self.planned.legacy_dropped {
                 Some(n) => format!("a planned drop closed its legacy stream during call {n}"),
                 None => format!("its legacy stream broke {during}"),
             }

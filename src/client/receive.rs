@@ -65,7 +65,7 @@ impl Client {
         };
         let sid: SessionId = sid.into();
         if let Some(s) = self.slots.get_mut(&slot) {
-            s.last_activity_us = self.history.now_us();
+            s.last_activity_us = self.io.history.now_us();
         }
         self.session = Some(sid.clone());
         self.legacy_endpoint = Some(uri.to_string());
@@ -110,7 +110,7 @@ impl Client {
         marker: bool,
         msg: Option<Message>,
     ) {
-        let now = self.history.now_us();
+        let now = self.io.history.now_us();
         let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
@@ -132,7 +132,7 @@ impl Client {
         // Events of a call keep the hold alive; notifications do not (a
         // steady notification stream without a marker would hold forever).
         let call_event = msg.as_ref().and_then(tag_of).is_some();
-        if let (SlotKind::Resume { stream }, Some((h, _)), true) = (&kind, self.holding, call_event)
+        if let (SlotKind::Resume { stream }, Some((h, _)), true) = (&kind, self.hold.on, call_event)
         {
             if *stream == h {
                 self.arm_hold(h);
