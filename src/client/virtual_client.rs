@@ -10,7 +10,8 @@
 //! holds results arriving on other streams until `replay-end` (or the
 //! resume stream ends, breaks, or the hold times out).
 //!
-//! This module is the client's public face; the actor lives in
+//! This module is the client's public face; its decisions are the
+//! sans-IO [`super::core`], the actor around them lives in
 //! [`super::actor`] and the modules next to it.
 
 use super::actor::{Client, Timer};

@@ -219,6 +219,17 @@ use Action as A;
 use Kind as K;
 use Reply as R;
 
+/// The answers a GET can get that are neither a stream nor a 404 (nor
+/// not applicable to a GET).
+const GET_REFUSALS: [Reply; 6] = [
+    R::Json200,
+    R::Bad400,
+    R::NotAllowed405,
+    R::Conflict409,
+    R::Gone410,
+    R::Unavailable503,
+];
+
 /// The statuses a request answers the same way, one row each.
 fn each(kind: Kind, replies: &[Reply], view: View, then: &[Action]) -> Vec<Row> {
     replies.iter().map(|&r| row(kind, r, view, then)).collect()
@@ -444,15 +455,7 @@ fn resume_rows() -> Vec<Row> {
         ),
     ];
     // 410 (evicted), 405 (a server that does not resume), any refusal.
-    let refusals = [
-        R::Json200,
-        R::Bad400,
-        R::NotAllowed405,
-        R::Conflict409,
-        R::Gone410,
-        R::Unavailable503,
-    ];
-    rows.extend(each(K::ResumeGet, &refusals, V, &refused));
+    rows.extend(each(K::ResumeGet, &GET_REFUSALS, V, &refused));
     rows
 }
 
@@ -484,15 +487,7 @@ fn standalone_rows() -> Vec<Row> {
         row(K::StandaloneGet, R::Gap, V, &[A::Touch, A::RecordGap]),
         row(K::StandaloneGet, R::NoAnswer, V, &[A::RetryOpen]),
     ];
-    let refusals = [
-        R::Json200,
-        R::Bad400,
-        R::NotAllowed405,
-        R::Conflict409,
-        R::Gone410,
-        R::Unavailable503,
-    ];
-    rows.extend(each(K::StandaloneGet, &refusals, V, &[A::RetryOpen]));
+    rows.extend(each(K::StandaloneGet, &GET_REFUSALS, V, &[A::RetryOpen]));
     rows
 }
 
