@@ -1,549 +1,353 @@
-//! The client's actor: its state (operations, slots, streams, timers), the
-//! decision loop that owns it, and what every behaviour shares: attempts,
-//! results and their outcomes, and the hold behind a resume.
+//! The client's decisions, sans-IO: what a virtual client does with each
+//! answer, as a pure function of the request, the answer and a few facts
+//! of its state ([`react`]), like the guard's `check`. The actor
+//! ([`super::actor`]) builds the [`View`], asks, and performs the
+//! [`Action`]s in order: it owns the connections, streams and timers.
 //!
-//! One loop changes the state: reader tasks ([`super::reader`]) forward what
-//! they see over a channel, timers fire [`Action`]s. The other parts of the
-//! client are `impl Client` blocks of their own: sending
-//! ([`super::send`]), receiving ([`super::receive`]), how the client honors
-//! the server ([`super::reactions`]), what differs per behaviour
-//! ([`super::behaviour`]), and the end-of-run report on planned faults
-//! ([`super::unapplied`]).
+//! Here too the plain data the rest of the client stands on: a client's
+//! [`ClientSpec`], its slots' ids, and what a behaviour decides
+//! ([`OnBreak`], [`AfterInit`]). This module imports nothing of the client.
 
-use super::behaviour::{self, Policy};
-use super::reader::{DropRules, Input, Spawner};
-use super::virtual_client::ClientSpec;
-use crate::history::{ClientRecord, History, Outcome, SessionId, Transport};
-use crate::protocol::jsonrpc::{Message, RequestId};
-use crate::protocol::mcp;
 use crate::scenario::ClientGroup;
-use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::rc::Rc;
-use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
-use tokio::time::Instant;
+use crate::server::Delivery;
+use std::collections::BTreeMap;
 
+/// An exchange in flight: one HTTP request and its answer.
 pub(super) type SlotId = u32;
 
+/// Everything one client needs to run.
 #[derive(Clone, Debug)]
-pub(super) enum SlotKind {
-    Init,
-    /// `GET /sse`: the legacy stream.
+pub struct ClientSpec {
+    /// Global client index.
+    pub index: u32,
+    /// Workload, behaviour, timeouts.
+    pub group: ClientGroup,
+    /// The server's delivery mode (known from the deployment).
+    pub delivery: Delivery,
+    /// Planned drops: call index → counted events before the drop.
+    pub drops: BTreeMap<u32, u32>,
+    /// Delay before the first call, ms.
+    pub start_delay_ms: u64,
+    /// transport-switch: the call after which the network changes.
+    pub switch_after: Option<u32>,
+}
+
+/// How a behaviour answers a stream that ended or broke before its
+/// operation's result (the one decision the behaviours differ on most).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OnBreak {
+    /// A new POST of the call after the backoff (new request id, same tag).
+    Repost,
+    /// Resume the stream after the backoff; with `move_on`, the next call
+    /// goes out as soon as the resume is accepted.
+    Resume { move_on: bool },
+    /// The broken stream is the network change: switch transports now.
+    Switch,
+}
+
+/// What a behaviour adds once a session is negotiated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct AfterInit {
+    /// (Re-)subscribe to the clock resource.
+    pub(super) subscribe: bool,
+    /// Open the standalone stream its notifications ride.
+    pub(super) open: bool,
+}
+
+/// What a request was, as the reaction table tells requests apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Request {
+    /// `initialize` on streamable HTTP.
+    Initialize,
+    /// A `tools/call` POST.
+    Call,
+    /// A GET with `Last-Event-ID`: resuming a stream.
+    Resume,
+    /// The standalone GET on `/mcp`.
+    Open,
+    /// `GET /sse`: the legacy stream (the session is born with it).
     LegacyOpen,
     /// A POST to the legacy `/messages` endpoint (its answer rides the stream).
     LegacyPost,
     /// A streamable `resources/subscribe` (JSON answer).
     Subscribe,
-    Call {
-        op: usize,
-    },
-    Resume {
-        stream: u64,
-    },
-    Open,
 }
 
-pub(super) struct Slot {
-    pub(super) kind: SlotKind,
-    /// The client stream this slot's events belong to, once known.
-    pub(super) stream: Option<u64>,
-    pub(super) last_activity_us: u64,
-    pub(super) expecting: Rc<Cell<bool>>,
-    pub(super) task: AbortHandle,
-    /// A resume slot whose `replay-end` has not arrived yet.
-    pub(super) marker_pending: bool,
-    /// Its response headers arrived.
-    pub(super) answered: bool,
-    /// Messages it brought (events with data: not priming events, not
-    /// `replay-end`). A resume that ends cleanly with none failed.
-    pub(super) messages: u32,
-    /// A standalone stream open before any event named it (its priming
-    /// event had no id).
-    pub(super) open_unnamed: bool,
-    /// An initialize answered with a stream: the session its headers
-    /// named, until the result arrives on it.
-    pub(super) init_session: Option<SessionId>,
+#[cfg(test)]
+impl Request {
+    /// Every request the client makes (the table test covers each).
+    pub(super) const ALL: [Request; 7] = [
+        Request::Initialize,
+        Request::Call,
+        Request::Resume,
+        Request::Open,
+        Request::LegacyOpen,
+        Request::LegacyPost,
+        Request::Subscribe,
+    ];
 }
 
-/// A stream as the client knows it, named by its first (priming) event id.
-pub(super) struct CStream {
-    pub(super) last_seen: u64,
-    pub(super) live: Option<SlotId>,
-    pub(super) finished: bool,
-    pub(super) standalone: bool,
-    /// Operations whose events rode it.
-    pub(super) ops: BTreeSet<usize>,
-}
-
+/// What came back to a request, as far as the decisions need it (the
+/// values themselves — the hint, the message — stay with the actor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum OpState {
-    Pending,
-    Active,
-    Done,
-    Abandoned,
+pub(super) enum Answer {
+    /// SSE response headers; `session`: they name one.
+    Stream { status: u16, session: bool },
+    /// A JSON (or empty) response: `session`, it names one; `result`, its
+    /// body is a JSON-RPC result; `hint`, it carries a `Last-Event-ID`.
+    Json {
+        status: u16,
+        session: bool,
+        result: bool,
+        hint: bool,
+    },
+    /// The stream ended: `clean`ly, or broken (dropped, or silent past the
+    /// read timeout while it owed events).
+    Ended { clean: bool },
+    /// No answer: the connection failed, or was lost or timed out before
+    /// the headers (`connected`: after it was established).
+    Unanswered { connected: bool },
+    /// An `event: gap`; `readable`: its data names the missing ranges.
+    Gap { readable: bool },
 }
 
-pub(super) struct Op {
-    pub(super) tag: Rc<str>,
-    pub(super) posts: u32,
-    pub(super) attempts: u32,
-    pub(super) state: OpState,
-    pub(super) interrupted: bool,
-    /// The stream its response rides, once known.
-    pub(super) stream: Option<u64>,
-    /// Earlier POSTs of it whose response stream the client never saw
-    /// begin (no headers, or no priming event).
-    pub(super) unseen: Vec<RequestId>,
-    /// The request id of its latest POST.
-    pub(super) rpc: Option<RequestId>,
-    /// The call went out (`OpStarted`).
-    pub(super) started: bool,
-    /// Its result came as a JSON response (no events).
-    pub(super) json_result: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Action {
-    Init,
-    StartNext,
-    Post(usize),
-    Resume(u64),
-    Open,
-    /// The hold of that generation timed out (if it still holds).
-    ReleaseHolds(u64),
-    /// The planned network change: leave the legacy transport.
-    Switch,
-    /// (Re-)subscribe to the clock resource.
-    Subscribe,
-}
-
-/// A result as the client got it: the request id it answered, the chunk
-/// its payload names, and whether the server marked it as a replay.
-#[derive(Clone, Debug)]
-pub(super) struct Got {
-    pub(super) rpc: RequestId,
-    pub(super) chunk: Option<mcp::ChunkRef>,
-    pub(super) replayed: bool,
-}
-
-impl Got {
-    pub(super) fn of(rpc: RequestId, msg: &Message) -> Got {
-        Got {
-            rpc,
-            chunk: mcp::chunk_of(msg),
-            replayed: mcp::is_replayed(msg),
-        }
-    }
-}
-
-/// One virtual client: everything its decisions read and change.
-pub(super) struct Client {
-    pub(super) spec: ClientSpec,
-    /// What its behaviour decides.
-    pub(super) policy: &'static dyn Policy,
-    /// Starts a reader task on the client's connector.
-    pub(super) spawner: Spawner,
-    pub(super) history: History,
-    pub(super) tx: mpsc::UnboundedSender<Input>,
-    pub(super) session: Option<SessionId>,
-    pub(super) slots: BTreeMap<SlotId, Slot>,
-    pub(super) next_slot: SlotId,
-    pub(super) streams: BTreeMap<u64, CStream>,
-    pub(super) standalone: Option<u64>,
-    pub(super) timers: BTreeMap<(Instant, u64), Action>,
-    pub(super) timer_seq: u64,
-    pub(super) ops: Vec<Op>,
-    pub(super) next_op: usize,
-    pub(super) held: VecDeque<(usize, Got)>,
-    /// The stream being resumed whose `replay-end` has not arrived: results
-    /// on other streams wait for it (with a generation for its timeout).
-    pub(super) holding: Option<(u64, u64)>,
-    pub(super) hold_gen: u64,
-    pub(super) resend_after_resume: BTreeMap<u64, Vec<usize>>,
-    pub(super) drop_rules: DropRules,
-    pub(super) init_attempts: u32,
-    /// A new op waits for the standalone stream to open (session-stream).
-    pub(super) open_before_next: bool,
-    /// resume-then-post: the next call goes out once a resume's headers arrive.
-    pub(super) next_on_resume: bool,
-    /// The transport the client speaks now.
-    pub(super) transport: Transport,
-    /// A switch's resume is in flight: hold the workload until it resolves.
+/// The facts of the client's state a reaction depends on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct View {
+    /// The client has a session.
+    pub(super) session: bool,
+    /// It speaks the legacy HTTP+SSE transport now.
+    pub(super) legacy: bool,
+    /// A call's operation is still active (not done, not abandoned).
+    pub(super) op_active: bool,
+    /// The session's standalone stream is known.
+    pub(super) standalone: bool,
+    /// An event id has named the exchange's stream (a resume's from the start).
+    pub(super) named: bool,
+    /// The exchange brought no message yet (priming events and markers aside).
+    pub(super) brought_nothing: bool,
+    /// A resume still has operations to resume for.
+    pub(super) waiting: bool,
+    /// A transport switch waits on a resume.
     pub(super) switch_pending: bool,
-    /// The legacy `/messages` URI from the endpoint event.
-    pub(super) legacy_endpoint: Option<String>,
-    /// Calls whose planned drop fired.
-    pub(super) drops_fired: BTreeSet<u32>,
-    /// Calls that ended with their planned drop still waiting: (counted
-    /// events seen, events the drop waited for, how the call ended).
-    pub(super) drops_missed: BTreeMap<u32, (u32, u32, Outcome)>,
-    /// The planned switch is scheduled (its call completed on legacy).
-    pub(super) switch_due: bool,
-    /// A planned drop closed the legacy stream during this call.
-    pub(super) legacy_dropped: Option<u32>,
-    /// The client left the legacy transport: `Some(None)` at its planned
-    /// point, `Some(Some(why))` before it.
-    pub(super) switched: Option<Option<String>>,
-    /// Streams the server names otherwise than the client does: its
-    /// legacy stream, after a mapped resume, by its first event id in the
-    /// streamable namespace (server's name → client's key).
-    pub(super) names: BTreeMap<u64, u64>,
-    /// The servers' event ids, numbered.
-    pub(super) event_ids: super::event_ids::EventIds,
 }
 
-impl Client {
-    /// A client of `spec` that has sent nothing yet; its readers report on `tx`.
-    pub(super) fn new(
-        spec: ClientSpec,
-        spawner: Spawner,
-        history: History,
-        tx: mpsc::UnboundedSender<Input>,
-    ) -> Client {
-        let mut c = Client {
-            ops: (0..spec.group.calls)
-                .map(|n| Op {
-                    tag: crate::history::op_tag(spec.index, n).into(),
-                    posts: 0,
-                    attempts: 0,
-                    state: OpState::Pending,
-                    interrupted: false,
-                    stream: None,
-                    unseen: Vec::new(),
-                    rpc: None,
-                    started: false,
-                    json_result: false,
-                })
-                .collect(),
-            policy: behaviour::of(spec.group.behaviour),
-            spec,
-            spawner,
-            history,
-            tx,
-            session: None,
-            slots: BTreeMap::new(),
-            next_slot: 0,
-            streams: BTreeMap::new(),
-            standalone: None,
-            timers: BTreeMap::new(),
-            timer_seq: 0,
-            next_op: 0,
-            held: VecDeque::new(),
-            holding: None,
-            hold_gen: 0,
-            resend_after_resume: BTreeMap::new(),
-            drop_rules: Rc::default(),
-            init_attempts: 0,
-            open_before_next: false,
-            next_on_resume: false,
-            transport: Transport::Streamable,
-            switch_pending: false,
-            legacy_endpoint: None,
-            event_ids: Default::default(),
-            drops_fired: BTreeSet::new(),
-            drops_missed: BTreeMap::new(),
-            switch_due: false,
-            legacy_dropped: None,
-            switched: None,
-            names: BTreeMap::new(),
-        };
-        if c.policy.legacy_first() {
-            c.transport = Transport::Legacy;
-        }
-        c
-    }
+/// What the actor does, in the order given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Action {
+    /// The exchange's response headers arrived.
+    Answered,
+    /// The exchange was active just now (its last activity, for a fault's time).
+    Touch,
+    /// Record the answer's status (`Status`): with the 409's hint, with
+    /// the stream the answer names.
+    RecordStatus { hint: bool, stream_first: bool },
+    /// Record the gap the server announced (`Gap`).
+    RecordGap,
+    /// The initialize result is here (JSON): the session is the client's.
+    Initialized,
+    /// The initialize result follows on this stream, for the session its
+    /// headers named.
+    AwaitInitResult,
+    /// Deliver the JSON result to the call's operation (or hold it behind a resume).
+    DeliverJson,
+    /// The call's operation ends abandoned.
+    Abandon,
+    /// The call's response rides the standalone stream.
+    RideStandalone,
+    /// A Rule M 409 with a hint: resume the stream it names.
+    ResumeNamed,
+    /// The stream a 410 names is finished.
+    FinishNamed,
+    /// POST the call again after its backoff (an attempt).
+    RetryPost,
+    /// Forget the call's stream, then [`Action::RetryPost`].
+    Reissue,
+    /// Record that the call's POST got no response (`NoResponse`, and
+    /// `Interrupted` the first time): the request may have run.
+    NoResponse,
+    /// The exchange no longer carries its stream.
+    Detach,
+    /// A hold on the exchange's stream ends.
+    EndHold,
+    /// The resume failed for good: re-issue what waits on the stream.
+    ResumeRefused,
+    /// The resume's headers: the stream is back (names, hold, held-up
+    /// calls, a switch or a next call waiting on it).
+    ResumeAccepted,
+    /// Resume the stream again after the backoff.
+    RetryResume,
+    /// The stream ended or broke: detach it (finished, if it ended cleanly
+    /// and nothing waits on it) and interrupt every operation waiting on
+    /// it (each as its behaviour says: [`OnBreak`]).
+    Interrupt { clean: bool },
+    /// The session is gone (404): a new one, every unresolved operation re-issued.
+    Reinit,
+    /// Start over on the current transport, whatever the session state.
+    ReinitNow,
+    /// `initialize` again after the backoff, or give up past the bound.
+    RetryInit,
+    /// The standalone GET again after the backoff.
+    RetryOpen,
+    /// `resources/subscribe` again after the backoff.
+    RetrySubscribe,
+    /// The network change: leave the legacy transport.
+    Switch,
+}
 
-    /// Whether this client's calls carry `Idempotency-Key` (= the tag), by
-    /// its group's rule (`ClientGroup::keyed`).
-    pub(super) fn keyed(&self) -> bool {
-        self.g().keyed()
-    }
+use Action as A;
 
-    /// Whether this client's POSTs present its cursors (`Last-Event-ID`
-    /// list, `Mcp-Lost-Requests`). The one place that decides it.
-    pub(super) fn cursor_on_post(&self) -> bool {
-        self.g().cursor_on_post
-    }
-
-    pub(super) async fn run(&mut self, mut rx: mpsc::UnboundedReceiver<Input>) {
-        loop {
-            if self.finished() {
-                break;
+/// What the client does when `answer` comes back to `request`, given
+/// `view`: the reaction table, row by row in `core/tests.rs`.
+pub(super) fn react(view: &View, request: Request, answer: Answer) -> Vec<Action> {
+    match answer {
+        Answer::Stream { status, session } => on_stream(request, status, session),
+        Answer::Json {
+            status,
+            session,
+            result,
+            hint,
+        } => on_json(view, request, status, session, result, hint),
+        Answer::Ended { clean } => on_ended(view, request, clean),
+        Answer::Unanswered { .. } => on_no_answer(view, request),
+        Answer::Gap { readable } => {
+            if view.named && view.session && readable {
+                vec![A::Touch, A::RecordGap]
+            } else {
+                vec![A::Touch]
             }
-            let due = self.timers.keys().next().map(|(t, _)| *t);
-            tokio::select! {
-                biased;
-                Some(input) = rx.recv() => self.on_input(input),
-                _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => self.fire_timers(),
-            }
-        }
-        // A drop that fired on a call's last event arrives after the event
-        // that finished the client: it was applied all the same.
-        while let Ok(input) = rx.try_recv() {
-            if let Input::Dropped {
-                tag, after_event, ..
-            } = input
-            {
-                self.dropped(tag, after_event);
-            }
-        }
-        for slot in self.slots.values() {
-            slot.task.abort();
-        }
-        self.report_unapplied();
-    }
-
-    pub(super) fn dropped(&mut self, tag: Rc<str>, after_event: u32) {
-        if let Some(op) = self.op_by_tag(&tag) {
-            self.drops_fired.insert(op as u32);
-            if self.transport == Transport::Legacy {
-                self.legacy_dropped = Some(op as u32);
-            }
-        }
-        self.record(ClientRecord::Dropped {
-            client: self.spec.index,
-            tag,
-            after_event,
-        });
-    }
-
-    pub(super) fn finished(&self) -> bool {
-        self.next_op >= self.ops.len()
-            && self
-                .ops
-                .iter()
-                .all(|o| matches!(o.state, OpState::Done | OpState::Abandoned))
-    }
-
-    pub(super) fn g(&self) -> &ClientGroup {
-        &self.spec.group
-    }
-
-    pub(super) fn record(&self, r: ClientRecord) {
-        self.history.record(r);
-    }
-
-    pub(super) fn schedule(&mut self, after: Duration, action: Action) {
-        self.timer_seq += 1;
-        self.timers
-            .insert((Instant::now() + after, self.timer_seq), action);
-    }
-
-    pub(super) fn backoff(&self, attempts: u32) -> Duration {
-        let exp = self
-            .g()
-            .backoff_ms
-            .saturating_mul(1u64 << attempts.saturating_sub(1).min(16));
-        Duration::from_millis(exp.min(self.g().backoff_max_ms))
-    }
-
-    pub(super) fn fire_timers(&mut self) {
-        let now = Instant::now();
-        while let Some(entry) = self.timers.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let action = entry.remove();
-            self.act(action);
-        }
-    }
-
-    pub(super) fn act(&mut self, action: Action) {
-        match action {
-            Action::Init => self.send_init(),
-            Action::StartNext => self.start_next(false),
-            Action::Post(op) => {
-                if self.ops[op].state == OpState::Active {
-                    self.send_call(op);
-                }
-            }
-            Action::Resume(stream) => self.send_resume(stream),
-            Action::Open => self.send_open(),
-            Action::Switch => {
-                let policy = self.policy;
-                policy.switch(self)
-            }
-            Action::Subscribe => self.subscribe(),
-            Action::ReleaseHolds(generation) => {
-                if self.holding.is_some_and(|(_, g)| g == generation) {
-                    self.release_holds();
-                }
-            }
-        }
-    }
-
-    /// (Re-)arms the hold on `stream`: it lasts until the marker, or until
-    /// the resume has been silent for the read timeout (re-armed by each
-    /// resume attempt, its headers, and each event it brings).
-    pub(super) fn arm_hold(&mut self, stream: u64) {
-        self.arm_hold_for(stream, Duration::ZERO);
-    }
-
-    /// [`Self::arm_hold`], with the silence counted from `after` from now.
-    pub(super) fn arm_hold_for(&mut self, stream: u64, after: Duration) {
-        self.hold_gen += 1;
-        self.holding = Some((stream, self.hold_gen));
-        let generation = self.hold_gen;
-        self.schedule(
-            after + Duration::from_millis(self.g().read_timeout_ms),
-            Action::ReleaseHolds(generation),
-        );
-    }
-
-    /// Resumes `stream` after `wait`. A hold on it lasts until that resume
-    /// has been silent for the read timeout (the backoff grows with the
-    /// attempts, beyond the read timeout).
-    pub(super) fn schedule_resume(&mut self, wait: Duration, stream: u64) {
-        self.schedule(wait, Action::Resume(stream));
-        if self.holding.is_some_and(|(h, _)| h == stream) {
-            self.arm_hold_for(stream, wait);
-        }
-    }
-
-    /// Takes one attempt of `op` for a request about to go out (a POST of
-    /// it, or a resume for it): false, and the operation abandoned, past
-    /// the bound.
-    pub(super) fn take_attempt(&mut self, op: usize) -> bool {
-        if !self.count_attempt(op) {
-            return false;
-        }
-        self.ops[op].attempts += 1;
-        true
-    }
-
-    /// The active operations a resume of `stream` is for: those whose
-    /// result rides it, and those to re-send once it is accepted.
-    pub(super) fn resuming_for(&self, stream: u64) -> Vec<usize> {
-        let mut ops = self.ops_on(stream);
-        for &op in self.resend_after_resume.get(&stream).into_iter().flatten() {
-            if self.ops[op].state == OpState::Active && !ops.contains(&op) {
-                ops.push(op);
-            }
-        }
-        ops
-    }
-
-    /// Whether `op` may make another attempt; abandons it past the bound.
-    pub(super) fn count_attempt(&mut self, op: usize) -> bool {
-        let max = self.g().max_attempts;
-        let o = &mut self.ops[op];
-        if o.attempts >= max {
-            self.finish(op, Outcome::Abandoned);
-            return false;
-        }
-        true
-    }
-
-    pub(super) fn ops_on(&self, stream: u64) -> Vec<usize> {
-        (0..self.ops.len())
-            .filter(|&i| self.ops[i].state == OpState::Active && self.ops[i].stream == Some(stream))
-            .collect()
-    }
-
-    pub(super) fn op_by_tag(&self, tag: &str) -> Option<usize> {
-        let n = tag.rsplit_once("-op")?.1.parse::<usize>().ok()?;
-        (self.ops.get(n)?.tag.as_ref() == tag).then_some(n)
-    }
-
-    /// A result arrived for `op`: handle it, or hold it behind a resume.
-    pub(super) fn deliver(&mut self, op: usize, got: Got, via: Option<SlotId>) {
-        if self.ops[op].state != OpState::Active {
-            return;
-        }
-        if let Some((held_stream, _)) = self.holding {
-            let via_stream = via.and_then(|v| self.slots.get(&v)).and_then(|s| s.stream);
-            if via_stream != Some(held_stream) {
-                if !self.held.iter().any(|(o, _)| *o == op) {
-                    self.held.push_back((op, got));
-                }
-                return;
-            }
-        }
-        self.handle(op, got);
-    }
-
-    pub(super) fn handle(&mut self, op: usize, got: Got) {
-        if self.ops[op].state != OpState::Active {
-            return;
-        }
-        self.record(ClientRecord::Handled {
-            client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
-            rpc_id: got.rpc,
-            chunk: got.chunk,
-            replayed: got.replayed,
-        });
-        self.finish(op, Outcome::Done);
-    }
-
-    pub(super) fn finish(&mut self, op: usize, outcome: Outcome) {
-        let o = &mut self.ops[op];
-        if matches!(o.state, OpState::Done | OpState::Abandoned) {
-            return;
-        }
-        o.state = if outcome == Outcome::Done {
-            OpState::Done
-        } else {
-            OpState::Abandoned
-        };
-        o.unseen.clear();
-        let missed = self.drop_rules.borrow_mut().remove(&o.tag);
-        if let Some((after, seen)) = missed {
-            self.drops_missed.insert(op as u32, (seen, after, outcome));
-        }
-        if outcome == Outcome::Done
-            && self.spec.switch_after == Some(op as u32)
-            && self.transport == Transport::Legacy
-        {
-            self.switch_due = true;
-            self.schedule(Duration::ZERO, Action::Switch);
-        }
-        // Nothing left to wait for on the held stream: stop holding.
-        if let Some((held, _)) = self.holding {
-            if self.ops_on(held).is_empty() {
-                self.release_holds();
-            }
-        }
-        self.record(ClientRecord::Outcome {
-            client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
-            outcome,
-            attempts: self.ops[op].attempts,
-        });
-        for s in self.streams.keys().copied().collect::<Vec<_>>() {
-            self.set_expecting(s);
-        }
-        // The sequential workload moves on once nothing is active
-        // (resume-then-post already moved on at its resume).
-        if self.next_op < self.ops.len() && self.ops.iter().all(|o| o.state != OpState::Active) {
-            self.next_on_resume = false;
-            let think = Duration::from_millis(self.g().think_ms);
-            self.schedule(think, Action::StartNext);
-        }
-    }
-
-    pub(super) fn set_expecting(&self, stream: u64) {
-        let Some(st) = self.streams.get(&stream) else {
-            return;
-        };
-        let expecting = !self.ops_on(stream).is_empty();
-        if let Some(s) = st.live.and_then(|l| self.slots.get(&l)) {
-            s.expecting.set(expecting || s.marker_pending);
-        }
-    }
-
-    pub(super) fn end_hold(&mut self, stream: u64) {
-        if self.holding.is_some_and(|(s, _)| s == stream) {
-            self.release_holds();
-        }
-    }
-
-    pub(super) fn release_holds(&mut self) {
-        self.holding = None;
-        for (op, got) in std::mem::take(&mut self.held) {
-            self.handle(op, got);
         }
     }
 }
+
+/// SSE headers: an initialize's result and a resume's replay follow.
+fn on_stream(request: Request, status: u16, session: bool) -> Vec<Action> {
+    match (request, status) {
+        (Request::Initialize, 200) if session => vec![A::Answered, A::AwaitInitResult],
+        (Request::Resume, 200) => vec![A::Answered, A::ResumeAccepted],
+        _ => vec![A::Answered],
+    }
+}
+
+/// A JSON (or empty) answer.
+fn on_json(
+    view: &View,
+    request: Request,
+    status: u16,
+    session: bool,
+    result: bool,
+    hint: bool,
+) -> Vec<Action> {
+    let status_only = A::RecordStatus {
+        hint: false,
+        stream_first: false,
+    };
+    match request {
+        // A legacy stream answered without SSE: it failed to open.
+        Request::LegacyOpen => vec![A::RetryInit],
+        Request::LegacyPost => match status {
+            202 => vec![],
+            404 => vec![status_only, A::Reinit],
+            _ => vec![status_only],
+        },
+        Request::Subscribe if status == 404 => vec![A::Reinit],
+        Request::Subscribe => vec![],
+        Request::Initialize if status == 200 && session => vec![A::Initialized],
+        Request::Initialize => vec![A::RetryInit],
+        Request::Call if !view.op_active => vec![],
+        Request::Call => on_call(view, status, result, hint),
+        Request::Resume => {
+            // 410 (evicted), 405 (a server that does not resume), or any
+            // refusal: re-issue by POST. 404: the session is gone.
+            let then = if status == 404 {
+                A::Reinit
+            } else {
+                A::ResumeRefused
+            };
+            vec![status_only, A::Detach, A::EndHold, then]
+        }
+        Request::Open if status == 404 => vec![A::Reinit],
+        Request::Open => vec![A::RetryOpen],
+    }
+}
+
+/// A JSON (or empty) answer to an active call's POST.
+fn on_call(view: &View, status: u16, result: bool, hint: bool) -> Vec<Action> {
+    let status_only = A::RecordStatus {
+        hint: false,
+        stream_first: false,
+    };
+    match status {
+        200 if result => vec![A::DeliverJson],
+        202 if view.standalone => vec![A::RideStandalone],
+        202 => vec![],
+        409 => {
+            let named = A::RecordStatus {
+                hint: true,
+                stream_first: true,
+            };
+            vec![named, if hint { A::ResumeNamed } else { A::RetryPost }]
+        }
+        404 => vec![status_only, A::Reinit],
+        410 => {
+            let named = A::RecordStatus {
+                hint: false,
+                stream_first: true,
+            };
+            vec![named, A::FinishNamed, A::Reissue]
+        }
+        503 => vec![status_only, A::RetryPost],
+        _ => vec![status_only, A::Abandon],
+    }
+}
+
+/// The stream ended (cleanly, or broken).
+fn on_ended(view: &View, request: Request, clean: bool) -> Vec<Action> {
+    // A resume that ends cleanly with nothing while operations wait on its
+    // stream failed (as real SDKs answer a resume of a stream they do not
+    // have: 200 and a stream that ends with no events, or only a priming
+    // event).
+    if request == Request::Resume && clean && view.brought_nothing && view.waiting {
+        return vec![A::Detach, A::EndHold, A::ResumeRefused];
+    }
+    let mut then = Vec::new();
+    if request == Request::LegacyOpen && view.legacy && view.session {
+        // The legacy stream is gone: that is the network change.
+        then.push(A::Switch);
+    }
+    if !view.named {
+        // Ended before any event: a failed exchange.
+        then.extend(on_no_answer(view, request));
+        return then;
+    }
+    if clean {
+        // The replay is over (the unguarded server sends no marker).
+        then.push(A::EndHold);
+    }
+    then.push(A::Interrupt { clean });
+    then
+}
+
+/// No answer (or a stream that ended before any event).
+fn on_no_answer(view: &View, request: Request) -> Vec<Action> {
+    match request {
+        Request::LegacyOpen if view.session => vec![A::Switch],
+        Request::LegacyOpen | Request::Initialize => vec![A::RetryInit],
+        // A lost legacy message (initialize, subscribe): start over.
+        Request::LegacyPost => vec![A::ReinitNow],
+        Request::Subscribe => vec![A::RetrySubscribe],
+        // The request may have run; its stream never began for us.
+        Request::Call if view.op_active => vec![A::NoResponse, A::RetryPost],
+        Request::Call => vec![A::RetryPost],
+        // Again, for what it resumes for (each try an attempt), or for a
+        // transport switch waiting on it.
+        Request::Resume if view.waiting || view.switch_pending => {
+            vec![A::Detach, A::RetryResume]
+        }
+        Request::Resume => vec![A::Detach],
+        Request::Open => vec![A::RetryOpen],
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -4,6 +4,7 @@
 //! [`virtual_client`] is the simulator's client; its actor is split over
 //! the private modules below.
 
+mod actor;
 mod behaviour;
 mod core;
 mod event_ids;

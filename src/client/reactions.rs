@@ -1,11 +1,15 @@
-//! The reaction table: how the client honors the server and the network.
-//! A call's answer (200, 202, 409 with a hint or without, 404, 410, 503),
-//! a resume's refusal, a failed exchange, a stream that ends or breaks
-//! before the result; and the retries, re-issues and re-initializations
-//! they lead to. What a broken stream leads to differs per behaviour
+//! Performing the reaction table: the actor's side of [`super::core::react`].
+//! Each answer (JSON, SSE headers, a stream's end, no answer, a gap) is
+//! turned into the core's [`View`] and [`Answer`], and the [`Action`]s it
+//! returns are performed here in order: a call's answer (200, 202, 409
+//! with a hint or without, 404, 410, 503), a resume's refusal, a failed
+//! exchange, a stream that ends or breaks before the result; and the
+//! retries, re-issues, re-initializations and the transport switch they
+//! lead to. What a broken stream leads to differs per behaviour
 //! ([`super::behaviour`]).
 
-use super::core::{Action, CStream, Client, Got, OpState, SlotId, SlotKind};
+use super::actor::{CStream, Client, Got, OpState, Slot, SlotKind, Timer};
+use super::core::{self, Action, Answer, OnBreak, Request, SlotId, View};
 use crate::history::{ClientRecord, Outcome, SessionId, Transport};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::Message;
@@ -14,7 +18,100 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+/// An answer as the actor holds it while it performs the reaction: the
+/// exchange it answers and what it carried (the values the core's
+/// [`Answer`] only says are there).
+#[derive(Default)]
+struct Exchange {
+    slot: SlotId,
+    kind: Option<SlotKind>,
+    /// The exchange's stream, once an event id named it.
+    stream: Option<u64>,
+    last_activity_us: u64,
+    status: u16,
+    /// A 409's `Last-Event-ID`.
+    hint: Option<u64>,
+    /// The stream a 409 or a 410 names (`streamFirstEventId`).
+    stream_first: Option<u64>,
+    /// The session the headers name.
+    session: Option<SessionId>,
+    msg: Option<Message>,
+    /// A gap's missing ranges.
+    missing: Option<Vec<(u64, u64)>>,
+    /// No answer, after the connection was established.
+    connected: bool,
+}
+
+impl Exchange {
+    /// The exchange of `slot` (`s`), as it stands.
+    fn of(slot: SlotId, s: &Slot) -> Exchange {
+        Exchange {
+            slot,
+            kind: Some(s.kind.clone()),
+            stream: s.stream,
+            last_activity_us: s.last_activity_us,
+            ..Exchange::default()
+        }
+    }
+
+    fn call(&self) -> Option<usize> {
+        match self.kind {
+            Some(SlotKind::Call { op }) => Some(op),
+            _ => None,
+        }
+    }
+
+    /// The stream a resume resumes (or the one an event named).
+    fn stream(&self) -> Option<u64> {
+        match self.kind {
+            Some(SlotKind::Resume { stream }) => Some(stream),
+            _ => self.stream,
+        }
+    }
+}
+
+/// The request kind of a slot, as the core tells them apart.
+fn request_of(kind: &SlotKind) -> Request {
+    match kind {
+        SlotKind::Init => Request::Initialize,
+        SlotKind::LegacyOpen => Request::LegacyOpen,
+        SlotKind::LegacyPost => Request::LegacyPost,
+        SlotKind::Subscribe => Request::Subscribe,
+        SlotKind::Call { .. } => Request::Call,
+        SlotKind::Resume { .. } => Request::Resume,
+        SlotKind::Open => Request::Open,
+    }
+}
+
 impl Client {
+    /// The facts of the state the core reads for an answer on `s`.
+    fn view(&self, s: &Slot) -> View {
+        View {
+            session: self.session.is_some(),
+            legacy: self.transport == Transport::Legacy,
+            op_active: match s.kind {
+                SlotKind::Call { op } => self.ops[op].state == OpState::Active,
+                _ => false,
+            },
+            standalone: self.standalone.is_some(),
+            named: s.stream.is_some(),
+            brought_nothing: s.messages == 0,
+            waiting: match s.kind {
+                SlotKind::Resume { stream } => !self.resuming_for(stream).is_empty(),
+                _ => false,
+            },
+            switch_pending: self.switch_pending,
+        }
+    }
+
+    /// Asks the core what `answer` on `s` leads to, and performs it.
+    fn react(&mut self, s: &Slot, answer: Answer, ex: &Exchange) {
+        let view = self.view(s);
+        for action in core::react(&view, request_of(&s.kind), answer) {
+            self.perform(action, ex);
+        }
+    }
+
     /// A JSON (non-SSE) answer to the exchange on `slot`.
     pub(super) fn on_json(
         &mut self,
@@ -26,53 +123,190 @@ impl Client {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
-        match s.kind {
-            // A legacy stream answered without SSE: it failed to open.
-            SlotKind::LegacyOpen => self.retry_init(),
-            SlotKind::LegacyPost => match status {
-                202 => {}
-                404 => {
-                    self.status(None, status, None, None);
-                    self.reinit()
-                }
-                _ => self.status(None, status, None, None),
-            },
-            SlotKind::Subscribe => {
-                if status == 404 {
-                    self.reinit();
+        let session = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
+        let data = match &msg {
+            Some(Message::Error { error, .. }) => error.data.clone(),
+            _ => None,
+        };
+        let hint = h
+            .get(headers::LAST_EVENT_ID)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let answer = Answer::Json {
+            status,
+            session: session.is_some(),
+            result: matches!(msg, Some(Message::Result { .. })),
+            hint: hint.is_some(),
+        };
+        let ex = Exchange {
+            status,
+            hint,
+            stream_first: data
+                .as_ref()
+                .and_then(|d| d.get("streamFirstEventId"))
+                .and_then(Value::as_u64),
+            session: session.map(SessionId::from),
+            msg,
+            ..Exchange::of(slot, &s)
+        };
+        self.react(&s, answer, &ex);
+    }
+
+    /// SSE response headers on `slot`.
+    pub(super) fn on_head(
+        &mut self,
+        slot: SlotId,
+        status: u16,
+        stream_first: Option<u64>,
+        session: Option<String>,
+    ) {
+        let Some(s) = self.slots.get(&slot) else {
+            return;
+        };
+        // The exchange goes on: its slot stays.
+        let answer = Answer::Stream {
+            status,
+            session: session.is_some(),
+        };
+        let ex = Exchange {
+            status,
+            stream_first,
+            session: session.map(|sid| sid.as_str().into()),
+            ..Exchange::of(slot, s)
+        };
+        let (view, request) = (self.view(s), request_of(&s.kind));
+        for action in core::react(&view, request, answer) {
+            self.perform(action, &ex);
+        }
+    }
+
+    /// An `event: gap`: the server announces owed events of this stream it
+    /// no longer has. Record the announced loss and keep reading: the
+    /// surviving events (the result, if it survived) follow.
+    pub(super) fn on_gap(&mut self, slot: SlotId, missing: Option<Vec<(u64, u64)>>) {
+        let Some(s) = self.slots.get(&slot) else {
+            return;
+        };
+        let answer = Answer::Gap {
+            readable: missing.is_some(),
+        };
+        let ex = Exchange {
+            missing,
+            ..Exchange::of(slot, s)
+        };
+        let (view, request) = (self.view(s), request_of(&s.kind));
+        for action in core::react(&view, request, answer) {
+            self.perform(action, &ex);
+        }
+    }
+
+    /// The stream on `slot` ended, `clean`ly or broken.
+    pub(super) fn on_end(&mut self, slot: SlotId, clean: bool) {
+        let Some(s) = self.slots.remove(&slot) else {
+            return;
+        };
+        // Ended before any event, it is a failed exchange: after connecting.
+        let ex = Exchange {
+            connected: true,
+            ..Exchange::of(slot, &s)
+        };
+        self.react(&s, Answer::Ended { clean }, &ex);
+    }
+
+    /// No answer on `slot` (`connected`: the connection was established).
+    pub(super) fn on_failed(&mut self, slot: SlotId, connected: bool) {
+        let Some(s) = self.slots.remove(&slot) else {
+            return;
+        };
+        let ex = Exchange {
+            connected,
+            ..Exchange::of(slot, &s)
+        };
+        self.react(&s, Answer::Unanswered { connected }, &ex);
+    }
+
+    /// Performs one action the core decided for `ex`.
+    fn perform(&mut self, action: Action, ex: &Exchange) {
+        let op = ex.call();
+        match action {
+            Action::Answered => {
+                if let Some(s) = self.slots.get_mut(&ex.slot) {
+                    s.answered = true;
                 }
             }
-            SlotKind::Init => {
-                let sid = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
-                match (status, sid) {
-                    (200, Some(sid)) => self.initialized(sid.into(), msg.as_ref()),
-                    _ => self.retry_init(),
+            Action::Touch => {
+                let now = self.io.history.now_us();
+                if let Some(s) = self.slots.get_mut(&ex.slot) {
+                    s.last_activity_us = now;
                 }
             }
-            SlotKind::Call { op } => self.on_call_reply(op, status, h, msg),
-            SlotKind::Resume { stream } => {
-                let op = self.ops_on(stream).first().copied();
-                self.status(op, status, None, None);
-                if let Some(st) = self.streams.get_mut(&stream) {
-                    if st.live == Some(slot) {
-                        st.live = None;
+            Action::RecordStatus { hint, stream_first } => {
+                let op = match ex.kind {
+                    Some(SlotKind::Resume { stream }) => self.ops_on(stream).first().copied(),
+                    _ => op,
+                };
+                let hint = ex.hint.filter(|_| hint);
+                let first = ex.stream_first.filter(|_| stream_first);
+                self.status(op, ex.status, hint, first);
+            }
+            Action::RecordGap => self.record_gap(ex),
+            Action::Initialized => {
+                if let Some(sid) = ex.session.clone() {
+                    self.initialized(sid, ex.msg.as_ref());
+                }
+            }
+            Action::AwaitInitResult => {
+                if let Some(s) = self.slots.get_mut(&ex.slot) {
+                    s.init_session = ex.session.clone();
+                }
+            }
+            Action::DeliverJson => {
+                if let (Some(op), Some(m)) = (op, &ex.msg) {
+                    if let Some(rpc) = m.id().cloned() {
+                        self.ops[op].json_result = true;
+                        self.deliver(op, Got::of(rpc, m), None);
                     }
                 }
-                self.end_hold(stream);
-                match status {
-                    404 => self.reinit(),
-                    // 410 (evicted), 405 (a server that does not resume),
-                    // or any refusal: re-issue by POST.
-                    _ => self.resume_refused(stream),
+            }
+            Action::Abandon => op
+                .into_iter()
+                .for_each(|o| self.finish(o, Outcome::Abandoned)),
+            Action::RideStandalone => op.into_iter().for_each(|o| self.ride_standalone(o)),
+            Action::ResumeNamed => {
+                if let (Some(op), Some(hint)) = (op, ex.hint) {
+                    self.on_conflict(op, hint, ex.stream_first);
                 }
             }
-            SlotKind::Open => match status {
-                404 => self.reinit(),
-                _ => {
-                    let n = self.init_attempts;
-                    self.schedule(self.backoff(n), Action::Open);
+            Action::FinishNamed => {
+                let key = ex.stream_first.map(|f| self.key_of(f));
+                if let Some(st) = key.and_then(|k| self.streams.get_mut(&k)) {
+                    st.finished = true;
                 }
-            },
+            }
+            Action::RetryPost => op.into_iter().for_each(|o| self.retry_post(o)),
+            Action::Reissue => op.into_iter().for_each(|o| self.reissue(o)),
+            Action::NoResponse => op.into_iter().for_each(|o| self.no_response(o, ex)),
+            Action::Detach => self.detach(ex),
+            Action::EndHold => ex.stream().into_iter().for_each(|s| self.end_hold(s)),
+            Action::ResumeRefused => ex.stream().into_iter().for_each(|s| self.resume_refused(s)),
+            Action::ResumeAccepted => ex
+                .stream()
+                .into_iter()
+                .for_each(|s| self.resume_accepted(s, ex)),
+            Action::RetryResume => ex.stream().into_iter().for_each(|s| self.retry_resume(s)),
+            Action::Interrupt { clean } => self.interrupt(ex, clean),
+            Action::Reinit => self.reinit(),
+            Action::ReinitNow => self.reinit_now(),
+            Action::RetryInit => self.retry_init(),
+            Action::RetryOpen => {
+                let n = self.init_attempts;
+                self.schedule(self.backoff(n), Timer::Open);
+            }
+            Action::RetrySubscribe => {
+                let wait = self.backoff(self.init_attempts);
+                self.schedule(wait, Timer::Subscribe);
+            }
+            Action::Switch => self.schedule(Duration::ZERO, Timer::Switch),
         }
     }
 
@@ -114,80 +348,6 @@ impl Client {
             hint,
             stream_first,
         });
-    }
-
-    pub(super) fn on_call_reply(
-        &mut self,
-        op: usize,
-        status: u16,
-        h: &::http::HeaderMap,
-        msg: Option<Message>,
-    ) {
-        if self.ops[op].state != OpState::Active {
-            return;
-        }
-        let data = match &msg {
-            Some(Message::Error { error, .. }) => error.data.clone(),
-            _ => None,
-        };
-        let hint = h
-            .get(headers::LAST_EVENT_ID)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
-        let stream_first = data
-            .as_ref()
-            .and_then(|d| d.get("streamFirstEventId"))
-            .and_then(Value::as_u64);
-        match status {
-            200 => match msg {
-                Some(m @ Message::Result { .. }) => {
-                    self.ops[op].json_result = true;
-                    let got = Got::of(m.id().cloned().expect("a result has an id"), &m);
-                    self.deliver(op, got, None)
-                }
-                _ => {
-                    self.status(Some(op), status, None, None);
-                    self.finish(op, Outcome::Abandoned);
-                }
-            },
-            202 => {
-                // The response rides the standalone stream.
-                if let Some(s) = self.standalone {
-                    self.ops[op].stream = Some(s);
-                    if let Some(st) = self.streams.get_mut(&s) {
-                        st.ops.insert(op);
-                    }
-                    self.set_expecting(s);
-                }
-            }
-            409 => {
-                self.status(Some(op), status, hint, stream_first);
-                match hint {
-                    Some(hint) => self.on_conflict(op, hint, stream_first),
-                    None => self.retry_post(op),
-                }
-            }
-            404 => {
-                self.status(Some(op), status, None, None);
-                self.reinit();
-            }
-            410 => {
-                self.status(Some(op), status, None, stream_first);
-                let key = stream_first.map(|f| self.key_of(f));
-                if let Some(st) = key.and_then(|k| self.streams.get_mut(&k)) {
-                    st.finished = true;
-                }
-                self.reissue(op);
-            }
-            503 => {
-                self.status(Some(op), status, None, None);
-                self.retry_post(op);
-            }
-            _ => {
-                self.status(Some(op), status, None, None);
-                self.finish(op, Outcome::Abandoned);
-            }
-        }
     }
 
     /// A Rule M 409: resume the named stream from our own last seen id
@@ -272,73 +432,132 @@ impl Client {
             if self.spec.delivery != Delivery::SessionStream {
                 self.send_open();
             }
-            self.schedule(Duration::ZERO, Action::StartNext);
+            self.schedule(Duration::ZERO, Timer::StartNext);
         }
         for op in waiting {
             self.reissue(op);
         }
     }
 
-    /// Whether `s`, ending cleanly, was a resume that brought nothing
-    /// while operations wait on its stream: a failed resume (as real SDKs
-    /// answer a resume of a stream they do not have: 200 and a stream that
-    /// ends with no events, or only a priming event).
-    fn empty_resume(&self, s: &super::core::Slot) -> Option<u64> {
-        let SlotKind::Resume { stream } = s.kind else {
-            return None;
-        };
-        (s.messages == 0 && !self.resuming_for(stream).is_empty()).then_some(stream)
+    /// A 202: the call's response rides the standalone stream.
+    fn ride_standalone(&mut self, op: usize) {
+        if let Some(s) = self.standalone {
+            self.ops[op].stream = Some(s);
+            if let Some(st) = self.streams.get_mut(&s) {
+                st.ops.insert(op);
+            }
+            self.set_expecting(s);
+        }
     }
 
-    pub(super) fn on_end(&mut self, slot: SlotId, clean: bool) {
-        let Some(s) = self.slots.remove(&slot) else {
+    /// The call's POST got no response: the request may have run, and its
+    /// stream never began for us.
+    fn no_response(&mut self, op: usize, ex: &Exchange) {
+        let Some(rpc) = self.ops[op].rpc.clone() else {
             return;
         };
-        if let Some(stream) = clean.then(|| self.empty_resume(&s)).flatten() {
-            if let Some(st) = self.streams.get_mut(&stream) {
-                if st.live == Some(slot) {
-                    st.live = None;
-                }
+        self.record(ClientRecord::NoResponse {
+            client: self.spec.index,
+            tag: self.ops[op].tag.clone(),
+            rpc_id: rpc.clone(),
+            connected: ex.connected,
+        });
+        self.ops[op].unseen.push(rpc);
+        if !self.ops[op].interrupted {
+            self.ops[op].interrupted = true;
+            self.record(ClientRecord::Interrupted {
+                client: self.spec.index,
+                tag: self.ops[op].tag.clone(),
+                fault_us: ex.last_activity_us,
+            });
+        }
+    }
+
+    /// The exchange no longer carries its stream.
+    fn detach(&mut self, ex: &Exchange) {
+        let Some(stream) = ex.stream() else {
+            return;
+        };
+        if let Some(st) = self.streams.get_mut(&stream) {
+            if st.live == Some(ex.slot) {
+                st.live = None;
             }
-            self.end_hold(stream);
-            return self.resume_refused(stream);
         }
-        if matches!(s.kind, SlotKind::LegacyOpen)
-            && self.transport == Transport::Legacy
-            && self.session.is_some()
-        {
-            // The legacy stream is gone: that is the network change.
-            self.schedule(Duration::ZERO, Action::Switch);
+    }
+
+    /// A resume's headers arrived (200): the stream is back.
+    fn resume_accepted(&mut self, stream: u64, ex: &Exchange) {
+        // A mapped resume says how Rule M names this stream from now on.
+        if let Some(first) = ex.stream_first.filter(|&f| f != stream) {
+            self.names.insert(first, stream);
         }
-        if clean {
-            // The replay is over (the unguarded server sends no marker).
-            if let Some(stream) = s.stream {
-                self.end_hold(stream);
+        if self.hold.on.is_some_and(|(h, _)| h == stream) {
+            self.arm_hold(stream);
+        }
+        // The resume's headers arrived: re-send new calls it held up.
+        for op in self.resend_after_resume.remove(&stream).unwrap_or_default() {
+            if self.ops[op].state == OpState::Active {
+                self.send_call(op);
             }
         }
-        let Some(stream) = s.stream else {
-            // Ended before any event: treat as a failed exchange.
-            self.slots.insert(slot, s);
-            return self.on_failed(slot, true);
+        self.set_expecting(stream);
+        if std::mem::take(&mut self.next_on_resume) {
+            self.start_next(true);
+        }
+        if std::mem::take(&mut self.switch_pending) {
+            // The server took the session over the new transport.
+            self.schedule(Duration::ZERO, Timer::StartNext);
+        }
+    }
+
+    /// The resume failed before any answer: again, after the backoff of
+    /// the attempts made for what it resumes for.
+    fn retry_resume(&mut self, stream: u64) {
+        let waiting = self.resuming_for(stream);
+        let attempts = waiting.first().map_or(1, |&o| self.ops[o].attempts);
+        self.schedule_resume(self.backoff(attempts), stream);
+    }
+
+    /// The stream ended or broke: it is detached (finished, if it ended
+    /// cleanly and nothing waits on it), and every operation waiting on it
+    /// is interrupted.
+    fn interrupt(&mut self, ex: &Exchange, clean: bool) {
+        let Some(stream) = ex.stream else {
+            return;
         };
         // An op whose result is held behind a resume has its result.
         let waiting: Vec<usize> = self
             .ops_on(stream)
             .into_iter()
-            .filter(|op| !self.held.iter().any(|(o, _)| o == op))
+            .filter(|op| !self.hold.results.iter().any(|(o, _)| o == op))
             .collect();
         if let Some(st) = self.streams.get_mut(&stream) {
-            if st.live == Some(slot) {
+            if st.live == Some(ex.slot) {
                 st.live = None;
             }
             if clean && waiting.is_empty() && !st.standalone {
                 st.finished = true;
             }
         }
-        let fault_us = s.last_activity_us;
         for op in waiting {
-            self.interrupted(op, stream, fault_us);
+            self.interrupted(op, stream, ex.last_activity_us);
         }
+    }
+
+    /// Records the gap the server announced on the exchange's stream.
+    fn record_gap(&mut self, ex: &Exchange) {
+        let (Some(stream), Some(session), Some(missing)) =
+            (ex.stream, self.session.clone(), ex.missing.clone())
+        else {
+            return;
+        };
+        self.record(ClientRecord::Gap {
+            client: self.spec.index,
+            session,
+            stream,
+            named: crate::protocol::sse::gap_count(&missing),
+            missing,
+        });
     }
 
     pub(super) fn interrupted(&mut self, op: usize, stream: u64, fault_us: u64) {
@@ -351,8 +570,16 @@ impl Client {
             });
         }
         let wait = self.backoff(self.ops[op].attempts);
-        let policy = self.policy;
-        policy.on_interrupted(self, op, stream, wait);
+        match self.policy.on_interrupted(self.transport) {
+            OnBreak::Repost => self.repost_after(op, wait),
+            OnBreak::Resume { move_on } => {
+                self.schedule_resume(wait, stream);
+                if move_on && op + 1 == self.next_op {
+                    self.next_on_resume = true;
+                }
+            }
+            OnBreak::Switch => self.schedule(Duration::ZERO, Timer::Switch),
+        }
     }
 
     /// Re-POSTs `op` after `wait` (a new request id, same tag), forgetting
@@ -360,75 +587,14 @@ impl Client {
     pub(super) fn repost_after(&mut self, op: usize, wait: Duration) {
         self.ops[op].stream = None;
         if self.count_attempt(op) {
-            self.schedule(wait, Action::Post(op));
-        }
-    }
-
-    pub(super) fn on_failed(&mut self, slot: SlotId, connected: bool) {
-        let Some(s) = self.slots.remove(&slot) else {
-            return;
-        };
-        match s.kind {
-            SlotKind::LegacyOpen if self.session.is_some() => {
-                self.schedule(Duration::ZERO, Action::Switch)
-            }
-            SlotKind::LegacyOpen => self.retry_init(),
-            // A lost legacy message (initialize, subscribe): start over.
-            SlotKind::LegacyPost => self.reinit_now(),
-            SlotKind::Subscribe => {
-                let wait = self.backoff(self.init_attempts);
-                self.schedule(wait, Action::Subscribe);
-            }
-            SlotKind::Init => self.retry_init(),
-            SlotKind::Call { op } => {
-                // The request may have run; its stream never began for us.
-                if let Some(rpc) = self.ops[op].rpc.clone() {
-                    if self.ops[op].state == OpState::Active {
-                        self.record(ClientRecord::NoResponse {
-                            client: self.spec.index,
-                            tag: self.ops[op].tag.clone(),
-                            rpc_id: rpc.clone(),
-                            connected,
-                        });
-                        self.ops[op].unseen.push(rpc);
-                        if !self.ops[op].interrupted {
-                            self.ops[op].interrupted = true;
-                            self.record(ClientRecord::Interrupted {
-                                client: self.spec.index,
-                                tag: self.ops[op].tag.clone(),
-                                fault_us: s.last_activity_us,
-                            });
-                        }
-                    }
-                }
-                self.retry_post(op)
-            }
-            SlotKind::Resume { stream } => {
-                if let Some(st) = self.streams.get_mut(&stream) {
-                    if st.live == Some(slot) {
-                        st.live = None;
-                    }
-                }
-                // Again, for what it resumes for (each try an attempt), or
-                // for a transport switch waiting on it.
-                let waiting = self.resuming_for(stream);
-                if waiting.is_empty() && !self.switch_pending {
-                    return;
-                }
-                let attempts = waiting.first().map_or(1, |&o| self.ops[o].attempts);
-                self.schedule_resume(self.backoff(attempts), stream);
-            }
-            SlotKind::Open => {
-                let n = self.init_attempts.max(1);
-                self.schedule(self.backoff(n), Action::Open);
-            }
+            self.schedule(wait, Timer::Post(op));
         }
     }
 
     pub(super) fn retry_post(&mut self, op: usize) {
         if self.ops[op].state == OpState::Active && self.count_attempt(op) {
             let wait = self.backoff(self.ops[op].attempts);
-            self.schedule(wait, Action::Post(op));
+            self.schedule(wait, Timer::Post(op));
         }
     }
 
@@ -443,7 +609,7 @@ impl Client {
             return self.give_up();
         }
         let wait = self.backoff(self.init_attempts);
-        self.schedule(wait, Action::Init);
+        self.schedule(wait, Timer::Init);
     }
 
     /// The bound on `initialize` attempts (over the run) is reached.
@@ -467,7 +633,7 @@ impl Client {
     pub(super) fn reinit_now(&mut self) {
         if self.session.is_none() {
             let wait = self.backoff(self.init_attempts);
-            self.schedule(wait, Action::Init);
+            self.schedule(wait, Timer::Init);
         } else {
             self.reinit();
         }
@@ -487,12 +653,12 @@ impl Client {
         self.streams.clear();
         self.names.clear();
         self.standalone = None;
-        self.holding = None;
+        self.hold.on = None;
         self.resend_after_resume.clear();
-        for (op, got) in std::mem::take(&mut self.held) {
+        for (op, got) in std::mem::take(&mut self.hold.results) {
             self.handle(op, got);
         }
-        self.timers.retain(|_, a| matches!(a, Action::StartNext));
+        self.io.timers.retain(|_, a| matches!(a, Timer::StartNext));
         for o in &mut self.ops {
             o.stream = None;
         }
@@ -500,8 +666,13 @@ impl Client {
     }
 
     pub(super) fn after_init(&mut self) {
-        let policy = self.policy;
-        policy.after_init(self);
+        let more = self.policy.after_init(self.transport, self.spec.delivery);
+        if more.subscribe {
+            self.subscribe();
+        }
+        if more.open {
+            self.send_open();
+        }
         // (A legacy session's stream is the session stream already; a GET
         // on /mcp would be refused under Rule T.)
         if self.spec.delivery == Delivery::SessionStream && self.transport == Transport::Streamable
@@ -515,7 +686,7 @@ impl Client {
         if self.init_attempts == 1 && unresolved.is_empty() {
             self.schedule(
                 Duration::from_millis(self.spec.start_delay_ms),
-                Action::StartNext,
+                Timer::StartNext,
             );
         } else {
             for op in unresolved {
@@ -523,8 +694,55 @@ impl Client {
             }
             if self.next_op < self.ops.len() && self.ops.iter().all(|o| o.state != OpState::Active)
             {
-                self.schedule(Duration::ZERO, Action::StartNext);
+                self.schedule(Duration::ZERO, Timer::StartNext);
             }
+        }
+    }
+
+    /// The network change (planned, or the legacy stream lost): leave the
+    /// legacy stream and reconnect over streamable HTTP with the same
+    /// session id and the last legacy event id as `Last-Event-ID`. Only a
+    /// client whose behaviour starts on legacy has one.
+    pub(super) fn switch(&mut self) {
+        if !self.policy.legacy_first() {
+            return;
+        }
+        let planned = std::mem::take(&mut self.planned.switch_due);
+        if self.transport != Transport::Legacy {
+            return;
+        }
+        self.planned.switched = Some((!planned).then(|| {
+            let during = self
+                .next_op
+                .checked_sub(1)
+                .map_or("before its first call".to_string(), |n| {
+                    format!("during call {n}")
+                });
+            match self.planned.legacy_dropped {
+                Some(n) => format!("a planned drop closed its legacy stream during call {n}"),
+                None => format!("its legacy stream broke {during}"),
+            }
+        }));
+        let stream = self.standalone;
+        let cursor = stream
+            .and_then(|k| self.streams.get(&k))
+            .map(|st| st.last_seen);
+        self.record(ClientRecord::Switched {
+            client: self.spec.index,
+            from: Transport::Legacy,
+            cursor,
+        });
+        self.transport = Transport::Streamable;
+        if let Some(k) = stream {
+            if let Some(old) = self.streams.get_mut(&k).and_then(|st| st.live.take()) {
+                if let Some(o) = self.slots.remove(&old) {
+                    o.task.abort();
+                }
+            }
+            self.switch_pending = true;
+            self.send_resume(k);
+        } else {
+            self.reinit();
         }
     }
 }

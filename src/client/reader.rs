@@ -4,16 +4,38 @@
 
 use super::core::SlotId;
 use super::http::{self, Outgoing};
-use super::virtual_client::Connector;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::{headers, mcp, sse};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
 use std::rc::Rc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
+
+/// Opens connections to the server. The world implements it over
+/// turmoil; [`TcpConnector`] over a real socket.
+pub trait Connector: Clone + 'static {
+    /// The connection type.
+    type Io: AsyncRead + AsyncWrite + Unpin + 'static;
+    /// Opens one connection.
+    fn connect(&self) -> impl Future<Output = io::Result<Self::Io>>;
+}
+
+/// A connector for a server on a real socket.
+#[derive(Clone, Debug)]
+pub struct TcpConnector(pub std::net::SocketAddr);
+
+impl Connector for TcpConnector {
+    type Io = tokio::net::TcpStream;
+    async fn connect(&self) -> io::Result<Self::Io> {
+        tokio::net::TcpStream::connect(self.0).await
+    }
+}
 
 /// What a reader task saw, for the decision loop.
 pub(super) enum Input {
@@ -122,35 +144,22 @@ pub(super) type Spawner = Box<dyn Fn(Job) -> AbortHandle>;
 /// A [`Spawner`] on `connector`: the one place that names the connector's
 /// type, so that the rest of the client is not generic over it.
 pub(super) fn spawner<C: Connector>(connector: C) -> Spawner {
-    Box::new(move |j: Job| {
-        tokio::task::spawn_local(reader(
-            j.slot,
-            connector.clone(),
-            j.out,
-            j.tx,
-            j.connect_timeout,
-            j.read_timeout,
-            j.expecting,
-            j.drops,
-        ))
-        .abort_handle()
-    })
+    Box::new(move |j: Job| tokio::task::spawn_local(reader(j, connector.clone())).abort_handle())
 }
 
 /// One exchange on its own connection: connect, send, then forward the
 /// answer (JSON, or SSE headers and events as they come) until it ends,
 /// breaks, times out while events are expected, or a planned drop fires.
-#[allow(clippy::too_many_arguments)]
-async fn reader<C: Connector>(
-    slot: SlotId,
-    connector: C,
-    out: Outgoing,
-    tx: mpsc::UnboundedSender<Input>,
-    connect_timeout: Duration,
-    read_timeout: Duration,
-    expecting: Rc<Cell<bool>>,
-    drops: DropRules,
-) {
+async fn reader<C: Connector>(job: Job, connector: C) {
+    let Job {
+        slot,
+        out,
+        tx,
+        connect_timeout,
+        read_timeout,
+        expecting,
+        drops,
+    } = job;
     let send = |i: Input| {
         let _ = tx.send(i);
     };

@@ -2,13 +2,13 @@
 //! of its streams (priming ids, last seen ids, markers), records of what
 //! arrived, and results delivered to their operations.
 
-use super::core::{Action, CStream, Client, Got, OpState, SlotId, SlotKind};
+use super::actor::{CStream, Client, Got, SlotKind};
+use super::core::SlotId;
 use super::reader::{rpc_of, tag_of, Input};
 use crate::history::{ClientRecord, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
-use crate::protocol::{mcp, sse, Json};
+use crate::protocol::{mcp, Json};
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 impl Client {
     /// One report of a reader task.
@@ -55,47 +55,6 @@ impl Client {
         }
     }
 
-    pub(super) fn on_head(
-        &mut self,
-        slot: SlotId,
-        status: u16,
-        stream_first: Option<u64>,
-        session: Option<String>,
-    ) {
-        let Some(s) = self.slots.get_mut(&slot) else {
-            return;
-        };
-        s.answered = true;
-        // initialize answered with a stream: its result follows on it.
-        if let (SlotKind::Init, 200, Some(sid)) = (&s.kind, status, session) {
-            s.init_session = Some(sid.as_str().into());
-        }
-        if let (SlotKind::Resume { stream }, 200) = (&s.kind, status) {
-            let stream = *stream;
-            // A mapped resume says how Rule M names this stream from now on.
-            if let Some(first) = stream_first.filter(|&f| f != stream) {
-                self.names.insert(first, stream);
-            }
-            if self.holding.is_some_and(|(h, _)| h == stream) {
-                self.arm_hold(stream);
-            }
-            // The resume's headers arrived: re-send new calls it held up.
-            for op in self.resend_after_resume.remove(&stream).unwrap_or_default() {
-                if self.ops[op].state == OpState::Active {
-                    self.send_call(op);
-                }
-            }
-            self.set_expecting(stream);
-            if std::mem::take(&mut self.next_on_resume) {
-                self.start_next(true);
-            }
-            if std::mem::take(&mut self.switch_pending) {
-                // The server took the session over the new transport.
-                self.schedule(Duration::ZERO, Action::StartNext);
-            }
-        }
-    }
-
     /// The legacy `endpoint` event: the session exists; initialize there.
     pub(super) fn on_endpoint(&mut self, slot: SlotId, uri: &str) {
         let Some(sid) = uri
@@ -106,7 +65,7 @@ impl Client {
         };
         let sid: SessionId = sid.into();
         if let Some(s) = self.slots.get_mut(&slot) {
-            s.last_activity_us = self.history.now_us();
+            s.last_activity_us = self.io.history.now_us();
         }
         self.session = Some(sid.clone());
         self.legacy_endpoint = Some(uri.to_string());
@@ -142,29 +101,8 @@ impl Client {
         self.after_init();
     }
 
-    /// An `event: gap`: the server announces owed events of this stream it
-    /// no longer has. Record the announced loss and keep reading: the
-    /// surviving events (the result, if it survived) follow.
-    pub(super) fn on_gap(&mut self, slot: SlotId, missing: Option<Vec<(u64, u64)>>) {
-        let now = self.history.now_us();
-        let Some(s) = self.slots.get_mut(&slot) else {
-            return;
-        };
-        s.last_activity_us = now;
-        let (Some(stream), Some(session), Some(missing)) =
-            (s.stream, self.session.clone(), missing)
-        else {
-            return;
-        };
-        self.record(ClientRecord::Gap {
-            client: self.spec.index,
-            session,
-            stream,
-            named: sse::gap_count(&missing),
-            missing,
-        });
-    }
-
+    /// One SSE event on `slot` (its id numbered): the stream it names,
+    /// the record of what arrived, a marker, a result delivered.
     pub(super) fn on_event(
         &mut self,
         slot: SlotId,
@@ -172,20 +110,13 @@ impl Client {
         marker: bool,
         msg: Option<Message>,
     ) {
-        let now = self.history.now_us();
+        let now = self.io.history.now_us();
         let Some(s) = self.slots.get_mut(&slot) else {
             return;
         };
         s.last_activity_us = now;
         if matches!(s.kind, SlotKind::Init) {
-            // The initialize result on its stream (priming events aside).
-            if let Some(m @ Message::Result { .. }) = &msg {
-                if let Some(sid) = s.init_session.take() {
-                    self.slots.remove(&slot);
-                    self.initialized(sid, Some(m));
-                }
-            }
-            return;
+            return self.on_init_event(slot, msg.as_ref());
         }
         s.messages += u32::from(msg.is_some());
         let kind = s.kind.clone();
@@ -201,71 +132,21 @@ impl Client {
         // Events of a call keep the hold alive; notifications do not (a
         // steady notification stream without a marker would hold forever).
         let call_event = msg.as_ref().and_then(tag_of).is_some();
-        if let (SlotKind::Resume { stream }, Some((h, _)), true) = (&kind, self.holding, call_event)
+        if let (SlotKind::Resume { stream }, Some((h, _)), true) = (&kind, self.hold.on, call_event)
         {
             if *stream == h {
                 self.arm_hold(h);
             }
         }
-        let Some(s) = self.slots.get_mut(&slot) else {
-            return;
-        };
         if let Some(id) = id {
-            let key = match s.stream {
-                Some(k) => k,
-                None => {
-                    s.stream = Some(id);
-                    let standalone = matches!(kind, SlotKind::Open | SlotKind::LegacyOpen);
-                    self.streams.insert(
-                        id,
-                        CStream {
-                            last_seen: id,
-                            live: Some(slot),
-                            finished: false,
-                            standalone,
-                            ops: BTreeSet::new(),
-                        },
-                    );
-                    if let SlotKind::Call { op } = kind {
-                        self.ops[op].stream = Some(id);
-                        self.streams
-                            .get_mut(&id)
-                            .expect("just inserted")
-                            .ops
-                            .insert(op);
-                    }
-                    if standalone {
-                        self.standalone = Some(id);
-                        if std::mem::take(&mut self.open_before_next) {
-                            self.start_next(false);
-                        }
-                    }
-                    id
-                }
+            let Some(key) = self.stream_of(slot, &kind, id) else {
+                return;
             };
             if let Some(st) = self.streams.get_mut(&key) {
                 st.last_seen = st.last_seen.max(id);
             }
-            if let (Some(session), Some(m)) = (self.session.clone(), &msg) {
-                let (tag, result) = match tag_of(m) {
-                    Some((t, r)) => (self.op_by_tag(&t).map(|o| self.ops[o].tag.clone()), r),
-                    None => (None, false),
-                };
-                let transport = if matches!(kind, SlotKind::LegacyOpen) {
-                    Transport::Legacy
-                } else {
-                    Transport::Streamable
-                };
-                self.record(ClientRecord::Received {
-                    client: self.spec.index,
-                    session,
-                    event: id,
-                    tag,
-                    chunk: mcp::chunk_of(m),
-                    result,
-                    transport,
-                    stream: key,
-                });
+            if let Some(m) = &msg {
+                self.record_received(&kind, id, key, m);
             }
         }
         // An event of a POST we never saw begin: its stream is seen now.
@@ -303,5 +184,79 @@ impl Client {
                 self.deliver(op, Got::of(rpc.clone(), m), Some(slot));
             }
         }
+    }
+
+    /// An event on an initialize's stream: its result (priming events
+    /// aside) makes the session the client's.
+    fn on_init_event(&mut self, slot: SlotId, msg: Option<&Message>) {
+        let Some(m @ Message::Result { .. }) = msg else {
+            return;
+        };
+        let Some(sid) = self
+            .slots
+            .get_mut(&slot)
+            .and_then(|s| s.init_session.take())
+        else {
+            return;
+        };
+        self.slots.remove(&slot);
+        self.initialized(sid, Some(m));
+    }
+
+    /// The client's key for the stream of `slot` (of `kind`), which event
+    /// `id` arrived on: the first id names a new stream (a call's, or the
+    /// standalone one, which a call waiting for it may now start on).
+    fn stream_of(&mut self, slot: SlotId, kind: &SlotKind, id: u64) -> Option<u64> {
+        let s = self.slots.get_mut(&slot)?;
+        if let Some(k) = s.stream {
+            return Some(k);
+        }
+        s.stream = Some(id);
+        let standalone = matches!(kind, SlotKind::Open | SlotKind::LegacyOpen);
+        let mut st = CStream {
+            last_seen: id,
+            live: Some(slot),
+            finished: false,
+            standalone,
+            ops: BTreeSet::new(),
+        };
+        if let SlotKind::Call { op } = *kind {
+            self.ops[op].stream = Some(id);
+            st.ops.insert(op);
+        }
+        self.streams.insert(id, st);
+        if standalone {
+            self.standalone = Some(id);
+            if std::mem::take(&mut self.open_before_next) {
+                self.start_next(false);
+            }
+        }
+        Some(id)
+    }
+
+    /// The `Received` record of message `m`, event `id` of stream `key`.
+    fn record_received(&mut self, kind: &SlotKind, id: u64, key: u64, m: &Message) {
+        let Some(session) = self.session.clone() else {
+            return;
+        };
+        let (tag, result) = match tag_of(m) {
+            Some((t, r)) => (self.op_by_tag(&t).map(|o| self.ops[o].tag.clone()), r),
+            None => (None, false),
+        };
+        let transport = if matches!(kind, SlotKind::LegacyOpen) {
+            Transport::Legacy
+        } else {
+            Transport::Streamable
+        };
+        self.record(ClientRecord::Received {
+            client: self.spec.index,
+            session,
+            event: id,
+            tag,
+            chunk: mcp::chunk_of(m),
+            result,
+            transport,
+            stream: key,
+        });
     }
 }

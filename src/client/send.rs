@@ -2,8 +2,9 @@
 //! opens, subscribes), each on a slot of its own with a reader task, and
 //! the messages they carry.
 
+use super::actor::{Client, OpState, Slot, SlotKind};
 use super::behaviour::Policy;
-use super::core::{Client, OpState, Slot, SlotId, SlotKind};
+use super::core::SlotId;
 use super::http::Outgoing;
 use super::reader::Job;
 use crate::history::{ClientRecord, Sent, Transport};
@@ -31,21 +32,21 @@ impl Client {
         let slot = self.next_slot;
         self.next_slot += 1;
         let expecting = Rc::new(Cell::new(expecting));
-        let task = (self.spawner)(Job {
+        let task = (self.io.spawner)(Job {
             slot,
             out,
-            tx: self.tx.clone(),
+            tx: self.io.tx.clone(),
             connect_timeout: Duration::from_millis(self.g().connect_timeout_ms),
             read_timeout: Duration::from_millis(self.g().read_timeout_ms),
             expecting: expecting.clone(),
-            drops: self.drop_rules.clone(),
+            drops: self.planned.drop_rules.clone(),
         });
         self.slots.insert(
             slot,
             Slot {
                 kind,
                 stream: None,
-                last_activity_us: self.history.now_us(),
+                last_activity_us: self.io.history.now_us(),
                 expecting,
                 task,
                 marker_pending: false,
@@ -166,7 +167,8 @@ impl Client {
             tag: self.ops[op].tag.clone(),
         });
         if let Some(&after) = self.spec.drops.get(&(op as u32)) {
-            self.drop_rules
+            self.planned
+                .drop_rules
                 .borrow_mut()
                 .insert(self.ops[op].tag.clone(), (after, 0));
         }
@@ -311,7 +313,7 @@ impl Client {
         // resume that breaks before its marker keeps the hold: the next
         // resume brings the marker.
         // Only a stream that owes us a result has an order to protect.
-        if self.holding.is_none_or(|(h, _)| h == stream) && !self.ops_on(stream).is_empty() {
+        if self.hold.on.is_none_or(|(h, _)| h == stream) && !self.ops_on(stream).is_empty() {
             self.arm_hold(stream);
         }
     }

@@ -1,7 +1,7 @@
 //! The end-of-run report on planned faults: why a planned drop or switch
 //! did not happen, so that no planned fault goes missing silently.
 
-use super::core::{Client, OpState};
+use super::actor::{Client, OpState};
 use crate::history::{ClientRecord, Outcome};
 
 impl Client {
@@ -12,7 +12,7 @@ impl Client {
         let calls = self.ops.len() as u32;
         let mut out: Vec<(&'static str, u32, Option<u32>, String)> = Vec::new();
         for (&call, &after) in &self.spec.drops {
-            if self.drops_fired.contains(&call) {
+            if self.planned.drops_fired.contains(&call) {
                 continue;
             }
             let reason = match self.ops.get(call as usize) {
@@ -21,7 +21,7 @@ impl Client {
                     "call {call} never started: the client gave up after {} failed initializations",
                     self.init_attempts
                 ),
-                Some(o) => match self.drops_missed.get(&call) {
+                Some(o) => match self.planned.drops_missed.get(&call) {
                     Some(&(seen, _, Outcome::Done)) if o.json_result => format!(
                         "call {call} got its result as a JSON response (no events) after \
                          {seen} counted events, before event {after}"
@@ -48,7 +48,7 @@ impl Client {
             out.push(("drop", call, Some(after), reason));
         }
         if let Some(after) = self.spec.switch_after {
-            let reason = match (&self.switched, self.ops.get(after as usize)) {
+            let reason = match (&self.planned.switched, self.ops.get(after as usize)) {
                 (Some(None), _) => None,
                 _ if !self.policy.legacy_first() => Some(format!(
                     "client {index} is a {} client: only transport-switch clients switch",

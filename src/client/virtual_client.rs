@@ -10,67 +10,29 @@
 //! holds results arriving on other streams until `replay-end` (or the
 //! resume stream ends, breaks, or the hold times out).
 //!
-//! This module is the client's public face; the actor lives in
-//! [`super::core`] and the modules next to it.
+//! This module is the client's public face; its decisions are the
+//! sans-IO [`super::core`], the actor around them lives in
+//! [`super::actor`] and the modules next to it.
 
+use super::actor::{Client, Timer};
 use super::behaviour;
-use super::core::{Action, Client};
 use super::reader;
 use super::send::{call_request, init_request};
 use crate::history::{History, Transport};
 use crate::protocol::jsonrpc::RequestId;
 use crate::scenario::ClientGroup;
-use crate::server::Delivery;
-use std::collections::BTreeMap;
-use std::future::Future;
-use std::io;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
-/// Opens connections to the server. The world implements it over
-/// turmoil; [`TcpConnector`] over a real socket.
-pub trait Connector: Clone + 'static {
-    /// The connection type.
-    type Io: AsyncRead + AsyncWrite + Unpin + 'static;
-    /// Opens one connection.
-    fn connect(&self) -> impl Future<Output = io::Result<Self::Io>>;
-}
-
-/// A connector for a server on a real socket.
-#[derive(Clone, Debug)]
-pub struct TcpConnector(pub std::net::SocketAddr);
-
-impl Connector for TcpConnector {
-    type Io = tokio::net::TcpStream;
-    async fn connect(&self) -> io::Result<Self::Io> {
-        tokio::net::TcpStream::connect(self.0).await
-    }
-}
-
-/// Everything one client needs to run.
-#[derive(Clone, Debug)]
-pub struct ClientSpec {
-    /// Global client index.
-    pub index: u32,
-    /// Workload, behaviour, timeouts.
-    pub group: ClientGroup,
-    /// The server's delivery mode (known from the deployment).
-    pub delivery: Delivery,
-    /// Planned drops: call index → counted events before the drop.
-    pub drops: BTreeMap<u32, u32>,
-    /// Delay before the first call, ms.
-    pub start_delay_ms: u64,
-    /// transport-switch: the call after which the network changes.
-    pub switch_after: Option<u32>,
-}
+pub use super::core::ClientSpec;
+pub use super::reader::{Connector, TcpConnector};
 
 /// Runs one virtual client to completion (every operation done or
 /// abandoned). Must run inside a `LocalSet`.
 pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History) {
     let (tx, rx) = mpsc::unbounded_channel();
     let mut c = Client::new(spec, reader::spawner(connector), history, tx);
-    c.schedule(Duration::ZERO, Action::Init);
+    c.schedule(Duration::ZERO, Timer::Init);
     c.run(rx).await;
 }
 

@@ -3,8 +3,8 @@
 //! answer a retry without running the tool again.
 
 use super::Policy;
-use crate::client::core::Client;
-use std::time::Duration;
+use crate::client::core::OnBreak;
+use crate::history::Transport;
 
 /// See the module docs.
 pub(in crate::client) struct DedupRetry;
@@ -12,7 +12,7 @@ pub(in crate::client) struct DedupRetry;
 /// Its keys are the group's default capability (`ClientGroup::keyed`), the
 /// one rule that decides them; here it reacts like `retry-by-post`.
 impl Policy for DedupRetry {
-    fn on_interrupted(&self, c: &mut Client, op: usize, _stream: u64, wait: Duration) {
-        c.repost_after(op, wait);
+    fn on_interrupted(&self, _transport: Transport) -> OnBreak {
+        OnBreak::Repost
     }
 }

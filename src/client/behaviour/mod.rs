@@ -1,7 +1,8 @@
 //! What differs per behaviour ([`Behaviour`]), one module each: a
 //! [`Policy`] the shared client asks at the few points where behaviours
-//! part ways. Everything else (sending, receiving, the reaction table,
-//! attempts, holds) is shared.
+//! part ways. A policy decides and returns data (the core's [`OnBreak`],
+//! [`AfterInit`]); the client acts on it. Everything else (sending,
+//! receiving, the reaction table, attempts, holds) is shared.
 //!
 //! Adding a behaviour: a variant of [`Behaviour`] (the scenario schema),
 //! a module here with a unit struct implementing [`Policy`], and its arm
@@ -13,16 +14,15 @@ mod resume_then_post;
 mod retry_by_post;
 mod transport_switch;
 
-use super::core::Client;
+use super::core::{AfterInit, OnBreak};
 use crate::history::Transport;
 use crate::protocol::mcp;
 use crate::scenario::Behaviour;
+use crate::server::Delivery;
 use serde_json::{json, Value};
-use std::time::Duration;
 
-/// The decisions that differ per behaviour. Hooks get the whole client:
-/// they act through its shared steps (schedule a resume, a re-POST, a
-/// switch), in the order the behaviour needs.
+/// The decisions that differ per behaviour, each a function of what the
+/// client tells it: the client performs them with its shared steps.
 pub(super) trait Policy {
     /// Whether the client starts on the legacy HTTP+SSE transport and
     /// leaves it for streamable HTTP at a network change.
@@ -36,19 +36,16 @@ pub(super) trait Policy {
         (mcp::LATEST_VERSION, json!({}))
     }
 
-    /// A session was negotiated (first, or again after a 404 or a
-    /// switch); runs before the shared steps (the session stream, the
-    /// workload).
-    fn after_init(&self, _c: &mut Client) {}
+    /// A session was negotiated on `transport` (first, or again after a
+    /// 404 or a switch) with a server of `delivery`: what to do before the
+    /// shared steps (the session stream, the workload).
+    fn after_init(&self, _transport: Transport, _delivery: Delivery) -> AfterInit {
+        AfterInit::default()
+    }
 
-    /// The stream `op`'s result rides ended or broke before the result
-    /// (already on the record as `Interrupted`); `wait` is the backoff
-    /// for the attempts it made so far.
-    fn on_interrupted(&self, c: &mut Client, op: usize, stream: u64, wait: Duration);
-
-    /// The network change (planned, or the legacy stream lost). Only a
-    /// client that starts on legacy has one.
-    fn switch(&self, _c: &mut Client) {}
+    /// The stream an operation's result rides ended or broke before the
+    /// result (already on the record as `Interrupted`), on `transport`.
+    fn on_interrupted(&self, transport: Transport) -> OnBreak;
 }
 
 /// The policy of behaviour `b`.

@@ -2,14 +2,14 @@
 //! client waits for the owed result before its next call.
 
 use super::Policy;
-use crate::client::core::Client;
-use std::time::Duration;
+use crate::client::core::OnBreak;
+use crate::history::Transport;
 
 /// See the module docs.
 pub(in crate::client) struct Resume;
 
 impl Policy for Resume {
-    fn on_interrupted(&self, c: &mut Client, _op: usize, stream: u64, wait: Duration) {
-        c.schedule_resume(wait, stream);
+    fn on_interrupted(&self, _transport: Transport) -> OnBreak {
+        OnBreak::Resume { move_on: false }
     }
 }

@@ -3,19 +3,16 @@
 //! owed result.
 
 use super::Policy;
-use crate::client::core::Client;
-use std::time::Duration;
+use crate::client::core::OnBreak;
+use crate::history::Transport;
 
 /// See the module docs.
 pub(in crate::client) struct ResumeThenPost;
 
 impl Policy for ResumeThenPost {
-    fn on_interrupted(&self, c: &mut Client, op: usize, stream: u64, wait: Duration) {
-        c.schedule_resume(wait, stream);
-        // The next call goes out as soon as the resume is accepted (its
-        // headers arrive), without waiting for the owed result.
-        if op + 1 == c.next_op {
-            c.next_on_resume = true;
-        }
+    /// The next call goes out as soon as the resume is accepted (its
+    /// headers arrive), without waiting for the owed result.
+    fn on_interrupted(&self, _transport: Transport) -> OnBreak {
+        OnBreak::Resume { move_on: true }
     }
 }

@@ -2,14 +2,14 @@
 //! (new request id, same tag); the client never resumes on its own.
 
 use super::Policy;
-use crate::client::core::Client;
-use std::time::Duration;
+use crate::client::core::OnBreak;
+use crate::history::Transport;
 
 /// See the module docs.
 pub(in crate::client) struct RetryByPost;
 
 impl Policy for RetryByPost {
-    fn on_interrupted(&self, c: &mut Client, op: usize, _stream: u64, wait: Duration) {
-        c.repost_after(op, wait);
+    fn on_interrupted(&self, _transport: Transport) -> OnBreak {
+        OnBreak::Repost
     }
 }

@@ -6,14 +6,14 @@
 //! is resumed as under `resume`.
 
 use super::Policy;
-use crate::client::core::{Action, Client};
-use crate::history::{ClientRecord, Transport};
+use crate::client::core::{AfterInit, OnBreak};
+use crate::history::Transport;
 use crate::protocol::mcp;
 use crate::server::Delivery;
 use serde_json::{json, Value};
-use std::time::Duration;
 
-/// See the module docs.
+/// See the module docs. The switch itself is the client's
+/// (`Client::switch`): only a client that starts on legacy has one.
 pub(in crate::client) struct TransportSwitch;
 
 impl Policy for TransportSwitch {
@@ -30,65 +30,21 @@ impl Policy for TransportSwitch {
         }
     }
 
-    fn after_init(&self, c: &mut Client) {
-        // Re-negotiated (or first negotiated): (re-)subscribe, and on
-        // streamable HTTP open the stream notifications ride.
-        c.subscribe();
-        if c.transport == Transport::Streamable && c.spec.delivery != Delivery::SessionStream {
-            c.send_open();
+    /// Re-negotiated (or first negotiated): (re-)subscribe, and on
+    /// streamable HTTP open the stream notifications ride.
+    fn after_init(&self, transport: Transport, delivery: Delivery) -> AfterInit {
+        AfterInit {
+            subscribe: true,
+            open: transport == Transport::Streamable && delivery != Delivery::SessionStream,
         }
     }
 
-    fn on_interrupted(&self, c: &mut Client, _op: usize, stream: u64, wait: Duration) {
-        // A broken legacy stream is the network change; afterwards it
-        // resumes like `resume`.
-        if c.transport == Transport::Legacy {
-            c.schedule(Duration::ZERO, Action::Switch)
-        } else {
-            c.schedule_resume(wait, stream)
-        }
-    }
-
-    /// The planned network change: leave the legacy stream and reconnect
-    /// over streamable HTTP with the same session id and the last legacy
-    /// event id as `Last-Event-ID`.
-    fn switch(&self, c: &mut Client) {
-        let planned = std::mem::take(&mut c.switch_due);
-        if c.transport != Transport::Legacy {
-            return;
-        }
-        c.switched = Some((!planned).then(|| {
-            let during = c
-                .next_op
-                .checked_sub(1)
-                .map_or("before its first call".to_string(), |n| {
-                    format!("during call {n}")
-                });
-            match c.legacy_dropped {
-                Some(n) => format!("a planned drop closed its legacy stream during call {n}"),
-                None => format!("its legacy stream broke {during}"),
-            }
-        }));
-        let stream = c.standalone;
-        let cursor = stream
-            .and_then(|k| c.streams.get(&k))
-            .map(|st| st.last_seen);
-        c.record(ClientRecord::Switched {
-            client: c.spec.index,
-            from: Transport::Legacy,
-            cursor,
-        });
-        c.transport = Transport::Streamable;
-        if let Some(k) = stream {
-            if let Some(old) = c.streams.get_mut(&k).and_then(|st| st.live.take()) {
-                if let Some(o) = c.slots.remove(&old) {
-                    o.task.abort();
-                }
-            }
-            c.switch_pending = true;
-            c.send_resume(k);
-        } else {
-            c.reinit();
+    /// A broken legacy stream is the network change; afterwards it
+    /// resumes like `resume`.
+    fn on_interrupted(&self, transport: Transport) -> OnBreak {
+        match transport {
+            Transport::Legacy => OnBreak::Switch,
+            Transport::Streamable => OnBreak::Resume { move_on: false },
         }
     }
 }

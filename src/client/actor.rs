@@ -1,0 +1,569 @@
+//! The client's actor: its state (operations, slots, streams, timers), the
+//! decision loop that owns it, and what every behaviour shares: attempts,
+//! results and their outcomes, and the hold behind a resume.
+//!
+//! One loop changes the state: reader tasks ([`super::reader`]) forward what
+//! they see over a channel, timers fire [`Timer`]s. The other parts of the
+//! client are `impl Client` blocks of their own: sending
+//! ([`super::send`]), receiving ([`super::receive`]), performing what the
+//! sans-IO core ([`super::core::react`]) decides for each answer
+//! ([`super::reactions`]), and the end-of-run report on planned faults
+//! ([`super::unapplied`]). What differs per behaviour is data the
+//! policies return ([`super::behaviour`]).
+
+use super::behaviour::{self, Policy};
+use super::core::{ClientSpec, SlotId};
+use super::reader::{DropRules, Input, Spawner};
+use crate::history::{ClientRecord, History, Outcome, SessionId, Transport};
+use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::mcp;
+use crate::scenario::ClientGroup;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+#[derive(Clone, Debug)]
+pub(super) enum SlotKind {
+    Init,
+    /// `GET /sse`: the legacy stream.
+    LegacyOpen,
+    /// A POST to the legacy `/messages` endpoint (its answer rides the stream).
+    LegacyPost,
+    /// A streamable `resources/subscribe` (JSON answer).
+    Subscribe,
+    Call {
+        op: usize,
+    },
+    Resume {
+        stream: u64,
+    },
+    Open,
+}
+
+pub(super) struct Slot {
+    pub(super) kind: SlotKind,
+    /// The client stream this slot's events belong to, once known.
+    pub(super) stream: Option<u64>,
+    pub(super) last_activity_us: u64,
+    pub(super) expecting: Rc<Cell<bool>>,
+    pub(super) task: AbortHandle,
+    /// A resume slot whose `replay-end` has not arrived yet.
+    pub(super) marker_pending: bool,
+    /// Its response headers arrived.
+    pub(super) answered: bool,
+    /// Messages it brought (events with data: not priming events, not
+    /// `replay-end`). A resume that ends cleanly with none failed.
+    pub(super) messages: u32,
+    /// A standalone stream open before any event named it (its priming
+    /// event had no id).
+    pub(super) open_unnamed: bool,
+    /// An initialize answered with a stream: the session its headers
+    /// named, until the result arrives on it.
+    pub(super) init_session: Option<SessionId>,
+}
+
+/// A stream as the client knows it, named by its first (priming) event id.
+pub(super) struct CStream {
+    pub(super) last_seen: u64,
+    pub(super) live: Option<SlotId>,
+    pub(super) finished: bool,
+    pub(super) standalone: bool,
+    /// Operations whose events rode it.
+    pub(super) ops: BTreeSet<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OpState {
+    Pending,
+    Active,
+    Done,
+    Abandoned,
+}
+
+pub(super) struct Op {
+    pub(super) tag: Rc<str>,
+    pub(super) posts: u32,
+    pub(super) attempts: u32,
+    pub(super) state: OpState,
+    pub(super) interrupted: bool,
+    /// The stream its response rides, once known.
+    pub(super) stream: Option<u64>,
+    /// Earlier POSTs of it whose response stream the client never saw
+    /// begin (no headers, or no priming event).
+    pub(super) unseen: Vec<RequestId>,
+    /// The request id of its latest POST.
+    pub(super) rpc: Option<RequestId>,
+    /// The call went out (`OpStarted`).
+    pub(super) started: bool,
+    /// Its result came as a JSON response (no events).
+    pub(super) json_result: bool,
+}
+
+/// What a timer does when it fires.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Timer {
+    Init,
+    StartNext,
+    Post(usize),
+    Resume(u64),
+    Open,
+    /// The hold of that generation timed out (if it still holds).
+    ReleaseHolds(u64),
+    /// The planned network change: leave the legacy transport.
+    Switch,
+    /// (Re-)subscribe to the clock resource.
+    Subscribe,
+}
+
+/// A result as the client got it: the request id it answered, the chunk
+/// its payload names, and whether the server marked it as a replay.
+#[derive(Clone, Debug)]
+pub(super) struct Got {
+    pub(super) rpc: RequestId,
+    pub(super) chunk: Option<mcp::ChunkRef>,
+    pub(super) replayed: bool,
+}
+
+impl Got {
+    pub(super) fn of(rpc: RequestId, msg: &Message) -> Got {
+        Got {
+            rpc,
+            chunk: mcp::chunk_of(msg),
+            replayed: mcp::is_replayed(msg),
+        }
+    }
+}
+
+/// The client's I/O handles: what starts its readers, the channel they
+/// report on, the history it writes, and its timers.
+pub(super) struct Io {
+    /// Starts a reader task on the client's connector.
+    pub(super) spawner: Spawner,
+    pub(super) history: History,
+    pub(super) tx: mpsc::UnboundedSender<Input>,
+    /// What fires when, in the order scheduled at one instant.
+    pub(super) timers: BTreeMap<(Instant, u64), Timer>,
+    pub(super) timer_seq: u64,
+}
+
+/// Results held behind a resume, so they are handled in stream order.
+#[derive(Default)]
+pub(super) struct Hold {
+    /// The results waiting, in arrival order.
+    pub(super) results: VecDeque<(usize, Got)>,
+    /// The stream being resumed whose `replay-end` has not arrived: results
+    /// on other streams wait for it (with a generation for its timeout).
+    pub(super) on: Option<(u64, u64)>,
+    pub(super) generation: u64,
+}
+
+/// What became of the client's planned faults (drops, the switch), for
+/// the end-of-run report on those that did not happen.
+#[derive(Default)]
+pub(super) struct Planned {
+    /// The drops its readers still apply.
+    pub(super) drop_rules: DropRules,
+    /// Calls whose planned drop fired.
+    pub(super) drops_fired: BTreeSet<u32>,
+    /// Calls that ended with their planned drop still waiting: (counted
+    /// events seen, events the drop waited for, how the call ended).
+    pub(super) drops_missed: BTreeMap<u32, (u32, u32, Outcome)>,
+    /// The planned switch is scheduled (its call completed on legacy).
+    pub(super) switch_due: bool,
+    /// A planned drop closed the legacy stream during this call.
+    pub(super) legacy_dropped: Option<u32>,
+    /// The client left the legacy transport: `Some(None)` at its planned
+    /// point, `Some(Some(why))` before it.
+    pub(super) switched: Option<Option<String>>,
+}
+
+/// One virtual client: what it is (spec, policy), its session, exchanges
+/// and streams, its workload, and beside them its I/O handles, the hold
+/// and its planned faults.
+pub(super) struct Client {
+    pub(super) spec: ClientSpec,
+    /// What its behaviour decides.
+    pub(super) policy: &'static dyn Policy,
+    pub(super) io: Io,
+    pub(super) session: Option<SessionId>,
+    /// The transport the client speaks now.
+    pub(super) transport: Transport,
+    /// The legacy `/messages` URI from the endpoint event.
+    pub(super) legacy_endpoint: Option<String>,
+    pub(super) init_attempts: u32,
+    pub(super) slots: BTreeMap<SlotId, Slot>,
+    pub(super) next_slot: SlotId,
+    pub(super) streams: BTreeMap<u64, CStream>,
+    pub(super) standalone: Option<u64>,
+    /// Streams the server names otherwise than the client does: its
+    /// legacy stream, after a mapped resume, by its first event id in the
+    /// streamable namespace (server's name → client's key).
+    pub(super) names: BTreeMap<u64, u64>,
+    /// The servers' event ids, numbered.
+    pub(super) event_ids: super::event_ids::EventIds,
+    pub(super) ops: Vec<Op>,
+    pub(super) next_op: usize,
+    pub(super) hold: Hold,
+    /// Calls to re-send once the resume of a stream is accepted.
+    pub(super) resend_after_resume: BTreeMap<u64, Vec<usize>>,
+    /// A new op waits for the standalone stream to open (session-stream).
+    pub(super) open_before_next: bool,
+    /// resume-then-post: the next call goes out once a resume's headers arrive.
+    pub(super) next_on_resume: bool,
+    /// A switch's resume is in flight: hold the workload until it resolves.
+    pub(super) switch_pending: bool,
+    pub(super) planned: Planned,
+}
+
+impl Client {
+    /// A client of `spec` that has sent nothing yet; its readers report on `tx`.
+    pub(super) fn new(
+        spec: ClientSpec,
+        spawner: Spawner,
+        history: History,
+        tx: mpsc::UnboundedSender<Input>,
+    ) -> Client {
+        let mut c = Client {
+            ops: (0..spec.group.calls)
+                .map(|n| Op {
+                    tag: crate::history::op_tag(spec.index, n).into(),
+                    posts: 0,
+                    attempts: 0,
+                    state: OpState::Pending,
+                    interrupted: false,
+                    stream: None,
+                    unseen: Vec::new(),
+                    rpc: None,
+                    started: false,
+                    json_result: false,
+                })
+                .collect(),
+            policy: behaviour::of(spec.group.behaviour),
+            spec,
+            io: Io {
+                spawner,
+                history,
+                tx,
+                timers: BTreeMap::new(),
+                timer_seq: 0,
+            },
+            session: None,
+            transport: Transport::Streamable,
+            legacy_endpoint: None,
+            init_attempts: 0,
+            slots: BTreeMap::new(),
+            next_slot: 0,
+            streams: BTreeMap::new(),
+            standalone: None,
+            names: BTreeMap::new(),
+            event_ids: Default::default(),
+            next_op: 0,
+            hold: Hold::default(),
+            resend_after_resume: BTreeMap::new(),
+            open_before_next: false,
+            next_on_resume: false,
+            switch_pending: false,
+            planned: Planned::default(),
+        };
+        if c.policy.legacy_first() {
+            c.transport = Transport::Legacy;
+        }
+        c
+    }
+
+    /// Whether this client's calls carry `Idempotency-Key` (= the tag), by
+    /// its group's rule (`ClientGroup::keyed`).
+    pub(super) fn keyed(&self) -> bool {
+        self.g().keyed()
+    }
+
+    /// Whether this client's POSTs present its cursors (`Last-Event-ID`
+    /// list, `Mcp-Lost-Requests`). The one place that decides it.
+    pub(super) fn cursor_on_post(&self) -> bool {
+        self.g().cursor_on_post
+    }
+
+    pub(super) async fn run(&mut self, mut rx: mpsc::UnboundedReceiver<Input>) {
+        loop {
+            if self.finished() {
+                break;
+            }
+            let due = self.io.timers.keys().next().map(|(t, _)| *t);
+            tokio::select! {
+                biased;
+                Some(input) = rx.recv() => self.on_input(input),
+                _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => self.fire_timers(),
+            }
+        }
+        // A drop that fired on a call's last event arrives after the event
+        // that finished the client: it was applied all the same.
+        while let Ok(input) = rx.try_recv() {
+            if let Input::Dropped {
+                tag, after_event, ..
+            } = input
+            {
+                self.dropped(tag, after_event);
+            }
+        }
+        for slot in self.slots.values() {
+            slot.task.abort();
+        }
+        self.report_unapplied();
+    }
+
+    pub(super) fn dropped(&mut self, tag: Rc<str>, after_event: u32) {
+        if let Some(op) = self.op_by_tag(&tag) {
+            self.planned.drops_fired.insert(op as u32);
+            if self.transport == Transport::Legacy {
+                self.planned.legacy_dropped = Some(op as u32);
+            }
+        }
+        self.record(ClientRecord::Dropped {
+            client: self.spec.index,
+            tag,
+            after_event,
+        });
+    }
+
+    pub(super) fn finished(&self) -> bool {
+        self.next_op >= self.ops.len()
+            && self
+                .ops
+                .iter()
+                .all(|o| matches!(o.state, OpState::Done | OpState::Abandoned))
+    }
+
+    pub(super) fn g(&self) -> &ClientGroup {
+        &self.spec.group
+    }
+
+    pub(super) fn record(&self, r: ClientRecord) {
+        self.io.history.record(r);
+    }
+
+    pub(super) fn schedule(&mut self, after: Duration, action: Timer) {
+        self.io.timer_seq += 1;
+        self.io
+            .timers
+            .insert((Instant::now() + after, self.io.timer_seq), action);
+    }
+
+    pub(super) fn backoff(&self, attempts: u32) -> Duration {
+        let exp = self
+            .g()
+            .backoff_ms
+            .saturating_mul(1u64 << attempts.saturating_sub(1).min(16));
+        Duration::from_millis(exp.min(self.g().backoff_max_ms))
+    }
+
+    pub(super) fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(entry) = self.io.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let action = entry.remove();
+            self.act(action);
+        }
+    }
+
+    pub(super) fn act(&mut self, action: Timer) {
+        match action {
+            Timer::Init => self.send_init(),
+            Timer::StartNext => self.start_next(false),
+            Timer::Post(op) => {
+                if self.ops[op].state == OpState::Active {
+                    self.send_call(op);
+                }
+            }
+            Timer::Resume(stream) => self.send_resume(stream),
+            Timer::Open => self.send_open(),
+            Timer::Switch => self.switch(),
+            Timer::Subscribe => self.subscribe(),
+            Timer::ReleaseHolds(generation) => {
+                if self.hold.on.is_some_and(|(_, g)| g == generation) {
+                    self.release_holds();
+                }
+            }
+        }
+    }
+
+    /// (Re-)arms the hold on `stream`: it lasts until the marker, or until
+    /// the resume has been silent for the read timeout (re-armed by each
+    /// resume attempt, its headers, and each event it brings).
+    pub(super) fn arm_hold(&mut self, stream: u64) {
+        self.arm_hold_for(stream, Duration::ZERO);
+    }
+
+    /// [`Self::arm_hold`], with the silence counted from `after` from now.
+    pub(super) fn arm_hold_for(&mut self, stream: u64, after: Duration) {
+        self.hold.generation += 1;
+        self.hold.on = Some((stream, self.hold.generation));
+        let generation = self.hold.generation;
+        self.schedule(
+            after + Duration::from_millis(self.g().read_timeout_ms),
+            Timer::ReleaseHolds(generation),
+        );
+    }
+
+    /// Resumes `stream` after `wait`. A hold on it lasts until that resume
+    /// has been silent for the read timeout (the backoff grows with the
+    /// attempts, beyond the read timeout).
+    pub(super) fn schedule_resume(&mut self, wait: Duration, stream: u64) {
+        self.schedule(wait, Timer::Resume(stream));
+        if self.hold.on.is_some_and(|(h, _)| h == stream) {
+            self.arm_hold_for(stream, wait);
+        }
+    }
+
+    /// Takes one attempt of `op` for a request about to go out (a POST of
+    /// it, or a resume for it): false, and the operation abandoned, past
+    /// the bound.
+    pub(super) fn take_attempt(&mut self, op: usize) -> bool {
+        if !self.count_attempt(op) {
+            return false;
+        }
+        self.ops[op].attempts += 1;
+        true
+    }
+
+    /// The active operations a resume of `stream` is for: those whose
+    /// result rides it, and those to re-send once it is accepted.
+    pub(super) fn resuming_for(&self, stream: u64) -> Vec<usize> {
+        let mut ops = self.ops_on(stream);
+        for &op in self.resend_after_resume.get(&stream).into_iter().flatten() {
+            if self.ops[op].state == OpState::Active && !ops.contains(&op) {
+                ops.push(op);
+            }
+        }
+        ops
+    }
+
+    /// Whether `op` may make another attempt; abandons it past the bound.
+    pub(super) fn count_attempt(&mut self, op: usize) -> bool {
+        let max = self.g().max_attempts;
+        let o = &mut self.ops[op];
+        if o.attempts >= max {
+            self.finish(op, Outcome::Abandoned);
+            return false;
+        }
+        true
+    }
+
+    pub(super) fn ops_on(&self, stream: u64) -> Vec<usize> {
+        (0..self.ops.len())
+            .filter(|&i| self.ops[i].state == OpState::Active && self.ops[i].stream == Some(stream))
+            .collect()
+    }
+
+    pub(super) fn op_by_tag(&self, tag: &str) -> Option<usize> {
+        let n = tag.rsplit_once("-op")?.1.parse::<usize>().ok()?;
+        (self.ops.get(n)?.tag.as_ref() == tag).then_some(n)
+    }
+
+    /// A result arrived for `op`: handle it, or hold it behind a resume.
+    pub(super) fn deliver(&mut self, op: usize, got: Got, via: Option<SlotId>) {
+        if self.ops[op].state != OpState::Active {
+            return;
+        }
+        if let Some((held_stream, _)) = self.hold.on {
+            let via_stream = via.and_then(|v| self.slots.get(&v)).and_then(|s| s.stream);
+            if via_stream != Some(held_stream) {
+                if !self.hold.results.iter().any(|(o, _)| *o == op) {
+                    self.hold.results.push_back((op, got));
+                }
+                return;
+            }
+        }
+        self.handle(op, got);
+    }
+
+    pub(super) fn handle(&mut self, op: usize, got: Got) {
+        if self.ops[op].state != OpState::Active {
+            return;
+        }
+        self.record(ClientRecord::Handled {
+            client: self.spec.index,
+            tag: self.ops[op].tag.clone(),
+            rpc_id: got.rpc,
+            chunk: got.chunk,
+            replayed: got.replayed,
+        });
+        self.finish(op, Outcome::Done);
+    }
+
+    pub(super) fn finish(&mut self, op: usize, outcome: Outcome) {
+        let o = &mut self.ops[op];
+        if matches!(o.state, OpState::Done | OpState::Abandoned) {
+            return;
+        }
+        o.state = if outcome == Outcome::Done {
+            OpState::Done
+        } else {
+            OpState::Abandoned
+        };
+        o.unseen.clear();
+        let missed = self.planned.drop_rules.borrow_mut().remove(&o.tag);
+        if let Some((after, seen)) = missed {
+            self.planned
+                .drops_missed
+                .insert(op as u32, (seen, after, outcome));
+        }
+        if outcome == Outcome::Done
+            && self.spec.switch_after == Some(op as u32)
+            && self.transport == Transport::Legacy
+        {
+            self.planned.switch_due = true;
+            self.schedule(Duration::ZERO, Timer::Switch);
+        }
+        // Nothing left to wait for on the held stream: stop holding.
+        if let Some((held, _)) = self.hold.on {
+            if self.ops_on(held).is_empty() {
+                self.release_holds();
+            }
+        }
+        self.record(ClientRecord::Outcome {
+            client: self.spec.index,
+            tag: self.ops[op].tag.clone(),
+            outcome,
+            attempts: self.ops[op].attempts,
+        });
+        for s in self.streams.keys().copied().collect::<Vec<_>>() {
+            self.set_expecting(s);
+        }
+        // The sequential workload moves on once nothing is active
+        // (resume-then-post already moved on at its resume).
+        if self.next_op < self.ops.len() && self.ops.iter().all(|o| o.state != OpState::Active) {
+            self.next_on_resume = false;
+            let think = Duration::from_millis(self.g().think_ms);
+            self.schedule(think, Timer::StartNext);
+        }
+    }
+
+    pub(super) fn set_expecting(&self, stream: u64) {
+        let Some(st) = self.streams.get(&stream) else {
+            return;
+        };
+        let expecting = !self.ops_on(stream).is_empty();
+        if let Some(s) = st.live.and_then(|l| self.slots.get(&l)) {
+            s.expecting.set(expecting || s.marker_pending);
+        }
+    }
+
+    pub(super) fn end_hold(&mut self, stream: u64) {
+        if self.hold.on.is_some_and(|(s, _)| s == stream) {
+            self.release_holds();
+        }
+    }
+
+    pub(super) fn release_holds(&mut self) {
+        self.hold.on = None;
+        for (op, got) in std::mem::take(&mut self.hold.results) {
+            self.handle(op, got);
+        }
+    }
+}
