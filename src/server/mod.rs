@@ -32,8 +32,10 @@ mod get;
 mod holds;
 mod legacy;
 mod post;
+mod principal;
 mod replay;
 mod reply;
+mod respond;
 mod routes;
 mod rule_m;
 mod session;
@@ -637,7 +639,7 @@ impl Server {
             let service = hyper::service::service_fn(move |mut req: http::Request<_>| {
                 let s = svc_shared.clone();
                 let busy = conn::Busy::enter(&task_busy);
-                req.extensions_mut().insert(holds::Peer(peer));
+                req.extensions_mut().insert(principal::Peer(peer));
                 async move {
                     let (resp, slot) = routes::handle(s, req, conn).await;
                     Ok::<_, std::convert::Infallible>(

@@ -7,7 +7,8 @@
 #![allow(clippy::result_large_err)]
 
 use super::body::ServerBody;
-use super::reply::{error, error_with, header_str};
+use super::reply::header_str;
+use super::respond::{error, error_with};
 use super::session::logged_id;
 use super::Shared;
 use crate::guard::{Decision, Limits, PostFacts, Reason, StreamIdx, Verdict};

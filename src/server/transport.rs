@@ -5,7 +5,7 @@
 #![allow(clippy::result_large_err)]
 
 use super::body::ServerBody;
-use super::reply::error_with;
+use super::respond::error_with;
 use super::Shared;
 use crate::guard::{check_transport, TransportVerdict};
 use crate::history::{Record, SessionId, Transport};
