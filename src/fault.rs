@@ -1,6 +1,7 @@
 //! The fault plan: an explicit, printable list of faults drawn from the
 //! `faults` child seed before the run, the same for both servers.
 
+use crate::history::FaultKind;
 use crate::scenario::{Fault, Scenario};
 use crate::seed;
 use rand::{Rng, SeedableRng};
@@ -184,15 +185,20 @@ impl FaultPlan {
     }
 }
 
+/// A fault's kind ([`FaultKind`], the kinds' registry).
+pub fn kind_of(f: &Fault) -> FaultKind {
+    match f {
+        Fault::Drop { .. } => FaultKind::Drop,
+        Fault::Partition { .. } => FaultKind::Partition,
+        Fault::Restart { .. } => FaultKind::Restart,
+        Fault::Latency { .. } => FaultKind::Latency,
+        Fault::Switch { .. } => FaultKind::Switch,
+    }
+}
+
 /// The snake_case kind of a fault.
 pub fn kind_name(f: &Fault) -> &'static str {
-    match f {
-        Fault::Drop { .. } => "drop",
-        Fault::Partition { .. } => "partition",
-        Fault::Restart { .. } => "restart",
-        Fault::Latency { .. } => "latency",
-        Fault::Switch { .. } => "switch",
-    }
+    kind_of(f).name()
 }
 
 #[cfg(test)]

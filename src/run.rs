@@ -1,8 +1,8 @@
 //! One simulation run, end to end: world → history → oracle → RunReport.
 
 use crate::fault::{kind_name, FaultPlan};
-use crate::history::{ClientRecord, Entry, History, Rec};
-use crate::oracle::{self, Metrics};
+use crate::history::{ClientRecord, Entry, FaultKind, History, Rec};
+use crate::oracle::{self, MetricEntry, Metrics};
 use crate::scenario::{Fault, Scenario};
 use crate::server::Variant;
 use crate::sut::{Arm, BuiltIn, SystemUnderTest};
@@ -392,24 +392,31 @@ fn run_effective<S: SystemUnderTest>(
     let records = entries.len() as u64;
     drop(entries);
     let expect = &scenario.expect.of(sut.name());
-    let mut failed = Vec::new();
+    // Each broken expectation with the metric it is about.
+    let mut failed: Vec<(&str, String)> = Vec::new();
     for (name, min) in &expect.min {
         match j.metrics.get(name) {
             Some(v) if v >= *min => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at least {min}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
+            Some(v) => failed.push((name, format!("{name} = {v}, expected at least {min}"))),
+            None => failed.push((
+                name,
+                format!(
+                    "unknown metric {name:?} in expectations (known: {})",
+                    Metrics::NAMES.join(", ")
+                ),
             )),
         }
     }
     for (name, max) in &expect.max {
         match j.metrics.get(name) {
             Some(v) if v <= *max => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at most {max}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
+            Some(v) => failed.push((name, format!("{name} = {v}, expected at most {max}"))),
+            None => failed.push((
+                name,
+                format!(
+                    "unknown metric {name:?} in expectations (known: {})",
+                    Metrics::NAMES.join(", ")
+                ),
             )),
         }
     }
@@ -436,7 +443,7 @@ fn run_effective<S: SystemUnderTest>(
             verdict(&failed).to_string()
         },
         not_applicable_clients: out.not_applicable.len() as u32,
-        failed_expectations: failed,
+        failed_expectations: failed.into_iter().map(|(_, line)| line).collect(),
         meta: Meta { wall_ms },
     };
     Ok((report, out.history))
@@ -457,27 +464,23 @@ fn fault_accounts(plan: &FaultPlan, entries: &[Entry], out: &world::RunOutput) -
             reason: reason.clone(),
         })
         .collect();
-    let call_of = |tag: &str| {
-        tag.rsplit_once("-op")
-            .and_then(|(_, n)| n.parse::<u32>().ok())
-    };
     let mut dropped: std::collections::BTreeSet<(u32, u32)> = Default::default();
     let mut switched: std::collections::BTreeSet<u32> = Default::default();
     let mut reported: std::collections::BTreeSet<Fault> = Default::default();
     let mut started: std::collections::BTreeSet<(u32, u32)> = Default::default();
     for e in entries {
         match &e.record {
-            Rec::Client(ClientRecord::Dropped { client, tag, .. }) => {
-                if let Some(call) = call_of(tag) {
-                    dropped.insert((*client, call));
+            Rec::Client(r @ ClientRecord::Dropped { client, .. }) => {
+                if let Some(op) = r.op() {
+                    dropped.insert((*client, op.call));
                 }
             }
             Rec::Client(ClientRecord::Switched { client, .. }) => {
                 switched.insert(*client);
             }
-            Rec::Client(ClientRecord::OpStarted { client, tag }) => {
-                if let Some(call) = call_of(tag) {
-                    started.insert((*client, call));
+            Rec::Client(r @ ClientRecord::OpStarted { client, .. }) => {
+                if let Some(op) = r.op() {
+                    started.insert((*client, op.call));
                 }
             }
             Rec::Client(ClientRecord::FaultNotApplied {
@@ -487,7 +490,7 @@ fn fault_accounts(plan: &FaultPlan, entries: &[Entry], out: &world::RunOutput) -
                 after_event,
                 reason,
             }) => {
-                let fault = if *kind == "switch" {
+                let fault = if *kind == FaultKind::Switch {
                     Fault::Switch {
                         client: *client,
                         after_call: *call,
@@ -576,15 +579,12 @@ fn fault_accounts(plan: &FaultPlan, entries: &[Entry], out: &world::RunOutput) -
     }
 }
 
-/// Liveness metrics: a failure on these alone is a liveness failure.
-pub const LIVENESS_METRICS: &[&str] = &["lost_operations"];
-
-fn verdict(failed: &[String]) -> &'static str {
-    let liveness = |f: &String| {
-        LIVENESS_METRICS
-            .iter()
-            .any(|m| f.starts_with(&format!("{m} ")))
-    };
+/// `pass`, `safety` or `liveness` for the broken expectations, each with
+/// the metric it is about: only liveness metrics ([`MetricEntry::liveness`])
+/// broken is a liveness failure.
+fn verdict(failed: &[(&str, String)]) -> &'static str {
+    let liveness =
+        |(metric, _): &(&str, String)| MetricEntry::named(metric).is_some_and(|m| m.liveness);
     if failed.iter().any(|f| !liveness(f)) {
         "safety"
     } else if !failed.is_empty() {

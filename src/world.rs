@@ -5,7 +5,7 @@
 //! outside the server host, so it survives restarts.
 
 use crate::client::{self, ClientSpec, Connector};
-use crate::fault::{kind_name, FaultPlan};
+use crate::fault::{kind_name, kind_of, FaultPlan};
 use crate::history::{History, WorldRecord};
 use crate::ledger::Ledger;
 use crate::scenario::{Fault, Scenario};
@@ -248,7 +248,7 @@ pub fn run<S: SystemUnderTest>(
                 };
                 history.record(WorldRecord::FaultStarted {
                     index: i,
-                    kind: kind_name(&f),
+                    kind: kind_of(&f),
                     host,
                 });
             } else {

@@ -13,7 +13,7 @@
 use super::behaviour::{self, Policy};
 use super::reader::{DropRules, Input, Spawner};
 use super::virtual_client::ClientSpec;
-use crate::history::{ClientRecord, History, Outcome, SessionId, Transport};
+use crate::history::{ClientRecord, History, OpId, Outcome, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
 use crate::scenario::ClientGroup;
@@ -443,7 +443,7 @@ impl Client {
     }
 
     pub(super) fn op_by_tag(&self, tag: &str) -> Option<usize> {
-        let n = tag.rsplit_once("-op")?.1.parse::<usize>().ok()?;
+        let n = OpId::of_tag(tag)?.call as usize;
         (self.ops.get(n)?.tag.as_ref() == tag).then_some(n)
     }
 

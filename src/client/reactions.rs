@@ -6,10 +6,9 @@
 //! ([`super::behaviour`]).
 
 use super::core::{Action, CStream, Client, Got, OpState, SlotId, SlotKind};
-use crate::history::{ClientRecord, Outcome, SessionId, Transport};
+use crate::history::{ClientRecord, Delivery, Outcome, SessionId, Transport};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::Message;
-use crate::server::Delivery;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! outcome. The oracle's outcomes and causes read these (with the ledger's
 //! and the world's), never the server's.
 
-use super::{EventId, SessionId, Transport};
+use super::{EventId, FaultKind, OpId, SessionId, Transport};
 use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
 use serde::Serialize;
@@ -197,8 +197,8 @@ pub enum ClientRecord {
     FaultNotApplied {
         /// Client index.
         client: u32,
-        /// `drop` or `switch`.
-        kind: &'static str,
+        /// [`FaultKind::Drop`] or [`FaultKind::Switch`].
+        kind: FaultKind,
         /// The drop's call, or the call after which the switch was planned.
         call: u32,
         /// For a drop: counted events it was to come after.
@@ -206,4 +206,28 @@ pub enum ClientRecord {
         /// Why it was not applied.
         reason: String,
     },
+}
+
+impl ClientRecord {
+    /// The workload operation the record is about, read from its tag
+    /// ([`OpId::of_tag`]); `None` when it names none.
+    pub fn op(&self) -> Option<OpId> {
+        let tag = match self {
+            ClientRecord::OpStarted { tag, .. }
+            | ClientRecord::Handled { tag, .. }
+            | ClientRecord::Interrupted { tag, .. }
+            | ClientRecord::Dropped { tag, .. }
+            | ClientRecord::NoResponse { tag, .. }
+            | ClientRecord::Outcome { tag, .. } => Some(tag),
+            ClientRecord::Sent { tag, .. }
+            | ClientRecord::Status { tag, .. }
+            | ClientRecord::Received { tag, .. } => tag.as_ref(),
+            ClientRecord::Session { .. }
+            | ClientRecord::Gap { .. }
+            | ClientRecord::Negotiated { .. }
+            | ClientRecord::Switched { .. }
+            | ClientRecord::FaultNotApplied { .. } => None,
+        }?;
+        OpId::of_tag(tag)
+    }
 }

@@ -15,10 +15,10 @@ mod world;
 pub use client::{ClientRecord, Outcome, Sent};
 pub use ledger::LedgerRecord;
 pub use server::{
-    EmptyResume, EventKind, LoggedDecision, LoggedStream, LoggedView, Record, RequestReceived,
-    ServerClose, StreamKind,
+    Delivery, EmptyResume, EventKind, LoggedDecision, LoggedReason, LoggedStream, LoggedTransport,
+    LoggedVerdict, LoggedView, Record, RequestReceived, ServerClose, StreamKind,
 };
-pub use world::WorldRecord;
+pub use world::{FaultKind, WorldRecord};
 
 use serde::Serialize;
 use std::cell::{Ref, RefCell};
@@ -40,6 +40,46 @@ pub type SessionId = Rc<str>;
 /// began.
 pub fn op_tag(client: u32, n: u32) -> String {
     format!("c{client}-op{n}")
+}
+
+/// One operation of the workload: client `client`'s call `call`
+/// (0-based), as its tag ([`op_tag`]) names it. Not a field of any record
+/// (the trace's bytes stay what they were): it is read back from the tag,
+/// here and nowhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId {
+    /// Client index.
+    pub client: u32,
+    /// The client's call, 0-based.
+    pub call: u32,
+}
+
+impl OpId {
+    /// The operation `tag` names, read only as [`op_tag`] writes it
+    /// (decimal, no sign, no leading zero), so that distinct strings never
+    /// name the same operation; `None` for any other string (a foreign
+    /// server's echo, an initialize's id).
+    pub fn of_tag(tag: &str) -> Option<OpId> {
+        fn num(s: &str) -> Option<u32> {
+            if s.is_empty() || (s.len() > 1 && s.starts_with('0')) {
+                return None;
+            }
+            if !s.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            s.parse().ok()
+        }
+        let (c, n) = tag.strip_prefix('c')?.split_once("-op")?;
+        Some(OpId {
+            client: num(c)?,
+            call: num(n)?,
+        })
+    }
+
+    /// Its tag.
+    pub fn tag(self) -> String {
+        op_tag(self.client, self.call)
+    }
 }
 
 /// A server-side connection number, unique within one server incarnation.
@@ -229,8 +269,58 @@ pub fn trace_sha256(entries: &[Entry]) -> String {
 }
 
 #[cfg(test)]
-mod size_tests {
+mod tests {
     use super::*;
+
+    #[test]
+    fn tags_parse_only_as_op_tag_writes_them() {
+        let op = |client, call| Some(OpId { client, call });
+        assert_eq!(OpId::of_tag("c0-op0"), op(0, 0));
+        assert_eq!(OpId::of_tag("c12-op345"), op(12, 345));
+        for t in [
+            "c01-op1",
+            "c1-op01",
+            "c-op1",
+            "c1-op",
+            "c+1-op1",
+            "x1-op1",
+            "c1-op1x",
+            "c1op1",
+            "c4294967296-op0",
+            "c3-init#1",
+        ] {
+            assert_eq!(OpId::of_tag(t), None, "{t}");
+        }
+        for (c, n) in [(0, 0), (7, 19), (10_000, 3)] {
+            assert_eq!(OpId::of_tag(&op_tag(c, n)), op(c, n));
+            assert_eq!(op(c, n).map(|o| o.tag()), Some(op_tag(c, n)));
+        }
+    }
+
+    #[test]
+    fn a_record_names_the_operation_of_its_tag() {
+        let tag: Rc<str> = op_tag(4, 2).into();
+        let started = ClientRecord::OpStarted {
+            client: 4,
+            tag: tag.clone(),
+        };
+        assert_eq!(started.op(), Some(OpId { client: 4, call: 2 }));
+        let untagged = ClientRecord::Status {
+            client: 4,
+            tag: None,
+            session: None,
+            status: 200,
+            hint: None,
+            stream_first: None,
+        };
+        assert_eq!(untagged.op(), None);
+        let foreign = ClientRecord::Dropped {
+            client: 4,
+            tag: "not-a-tag".into(),
+            after_event: 1,
+        };
+        assert_eq!(foreign.op(), None);
+    }
 
     /// The history holds tens of millions of entries at scale: a new
     /// variant with large inline fields grows every one of them. Box what

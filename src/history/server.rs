@@ -4,17 +4,104 @@
 
 use super::{ConnId, EventId, SessionId, StreamIdx, Transport};
 use crate::protocol::RequestId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::rc::Rc;
+
+/// Where a tool call's response events go (a server setting the clients
+/// read too; the server logs the effective one when it starts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// Each POST gets its own SSE stream.
+    PostStream,
+    /// A POST gets 202 and its response goes on the session's GET stream
+    /// when one is attached and not seen closed (the seed's server).
+    SessionStream,
+}
+
+impl Delivery {
+    /// `post-stream` or `session-stream`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::PostStream => "post-stream",
+            Delivery::SessionStream => "session-stream",
+        }
+    }
+}
+
+/// A Rule M verdict as logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoggedVerdict {
+    /// Not a migration: served.
+    Fresh,
+    /// A legal migration: served.
+    Allow,
+    /// Held behind a replay backlog.
+    Queue,
+    /// Refused (409, or 410 for a lost stream).
+    Reject,
+}
+
+/// Why a logged decision refused (the rule's row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoggedReason {
+    /// Row 0: a replay backlog is pending.
+    ReplayInProgress,
+    /// Row 2: a dropped stream's watermark is below its last event.
+    NotDrained,
+    /// Row 3: a request still produces events for a dropped stream.
+    InFlight,
+    /// Row 4: non-idempotent, without an honored key.
+    NonIdempotent,
+    /// A dropped stream's owed result was evicted.
+    StreamLost,
+}
+
+impl LoggedVerdict {
+    /// Its name in the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoggedVerdict::Fresh => "fresh",
+            LoggedVerdict::Allow => "allow",
+            LoggedVerdict::Queue => "queue",
+            LoggedVerdict::Reject => "reject",
+        }
+    }
+}
+
+impl LoggedReason {
+    /// Its name in the trace.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoggedReason::ReplayInProgress => "replay_in_progress",
+            LoggedReason::NotDrained => "not_drained",
+            LoggedReason::InFlight => "in_flight",
+            LoggedReason::NonIdempotent => "non_idempotent",
+            LoggedReason::StreamLost => "stream_lost",
+        }
+    }
+}
+
+/// A Rule T verdict as logged (a plain serve is not logged).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoggedTransport {
+    /// Served through the registered cross-transport mapping.
+    ServeMapped,
+    /// Refused: 404, re-initialize on this transport.
+    Reject,
+}
 
 /// A Rule M decision as logged (plain data: the oracle reads it without
 /// importing the guard).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LoggedDecision {
-    /// `fresh`, `allow`, `queue` or `reject`.
-    pub verdict: &'static str,
-    /// The rejection reason (snake_case), for `reject`.
-    pub reason: Option<&'static str>,
+    /// The verdict.
+    pub verdict: LoggedVerdict,
+    /// The rejection reason, for a rejection.
+    pub reason: Option<LoggedReason>,
     /// The stream the decision is about.
     pub stream: Option<StreamIdx>,
     /// The resume point named in a 409.
@@ -157,7 +244,7 @@ pub enum Record {
         /// `post-stream` or `session-stream`: whether the standalone GET
         /// stream carries responses (and so takes part in Rule M). The
         /// effective delivery: `cancel` is post-stream whatever was asked.
-        delivery: &'static str,
+        delivery: Delivery,
     },
     /// `initialize` created a session.
     SessionCreated {
@@ -187,7 +274,7 @@ pub enum Record {
         /// The transport the request came on.
         arriving: Transport,
         /// `serve_mapped` or `reject`.
-        verdict: &'static str,
+        verdict: LoggedTransport,
     },
     /// A registered cross-transport mapping translated a cursor.
     MappingApplied {

@@ -53,6 +53,7 @@ pub use fixtures::Fixtures;
 /// (longer ones are refused with invalid params).
 pub const MAX_CHUNK_INTERVAL_MS: u64 = 3_600_000;
 
+pub use crate::history::Delivery;
 use crate::history::{ConnId, History, Record, SessionId, Transport};
 use crate::ledger::Ledger;
 use dedup::DedupTable;
@@ -167,27 +168,6 @@ impl std::str::FromStr for Variant {
                     Variant::ALL.map(Variant::as_str).join(", ")
                 )
             })
-    }
-}
-
-/// Where a tool call's response events go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Delivery {
-    /// Each POST gets its own SSE stream.
-    PostStream,
-    /// A POST gets 202 and its response goes on the session's GET stream
-    /// when one is attached and not seen closed (the seed's server).
-    SessionStream,
-}
-
-impl Delivery {
-    /// `post-stream` or `session-stream`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Delivery::PostStream => "post-stream",
-            Delivery::SessionStream => "session-stream",
-        }
     }
 }
 
@@ -530,7 +510,7 @@ impl Server {
         });
         history.record(Record::ServerStarted {
             variant: variant.as_str(),
-            delivery: cfg.delivery.as_str(),
+            delivery: cfg.delivery,
         });
         let rng = ChaCha20Rng::seed_from_u64(cfg.session_seed);
         // Durable keys live beside the ledger, which outlives incarnations;

@@ -7,9 +7,8 @@
 
 use super::Policy;
 use crate::client::core::{Action, Client};
-use crate::history::{ClientRecord, Transport};
+use crate::history::{ClientRecord, Delivery, Transport};
 use crate::protocol::mcp;
-use crate::server::Delivery;
 use serde_json::{json, Value};
 use std::time::Duration;
 
