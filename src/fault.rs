@@ -4,6 +4,7 @@
 //! before the run, the same for every server. Below the scenario file,
 //! which writes these types, and above nothing but the seed.
 
+use crate::history::FaultKind;
 use crate::seed;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -307,15 +308,20 @@ impl PlannedFault {
     }
 }
 
+/// A fault's kind ([`FaultKind`], the kinds' registry).
+pub fn kind_of(f: &Fault) -> FaultKind {
+    match f {
+        Fault::Drop { .. } => FaultKind::Drop,
+        Fault::Partition { .. } => FaultKind::Partition,
+        Fault::Restart { .. } => FaultKind::Restart,
+        Fault::Latency { .. } => FaultKind::Latency,
+        Fault::Switch { .. } => FaultKind::Switch,
+    }
+}
+
 /// The snake_case kind of a fault.
 pub fn kind_name(f: &Fault) -> &'static str {
-    match f {
-        Fault::Drop { .. } => "drop",
-        Fault::Partition { .. } => "partition",
-        Fault::Restart { .. } => "restart",
-        Fault::Latency { .. } => "latency",
-        Fault::Switch { .. } => "switch",
-    }
+    kind_of(f).name()
 }
 
 #[cfg(test)]

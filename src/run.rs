@@ -2,7 +2,7 @@
 
 use crate::fault::{kind_name, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::History;
-use crate::oracle::{self, Metrics};
+use crate::oracle::{self, MetricEntry, Metrics};
 use crate::scenario::Scenario;
 use crate::server::Variant;
 use crate::sut::{Arm, BuiltIn, SystemUnderTest};
@@ -420,34 +420,37 @@ fn run_effective<S: SystemUnderTest>(
             verdict(&failed).to_string()
         },
         not_applicable_clients: not_applicable as u32,
-        failed_expectations: failed,
+        failed_expectations: failed.into_iter().map(|(_, line)| line).collect(),
         meta: Meta { wall_ms },
     };
     Ok((report, out.history))
 }
 
-/// Each bound of `expect` that `metrics` breaks, in one line (an unknown
-/// metric breaks its bound).
-fn failed_expectations(expect: &crate::scenario::Expect, metrics: &Metrics) -> Vec<String> {
+/// Each bound of `expect` that `metrics` breaks, with its metric and in one
+/// line (an unknown metric breaks its bound).
+fn failed_expectations<'a>(
+    expect: &'a crate::scenario::Expect,
+    metrics: &Metrics,
+) -> Vec<(&'a str, String)> {
+    let unknown = |name: &str| {
+        format!(
+            "unknown metric {name:?} in expectations (known: {})",
+            Metrics::NAMES.join(", ")
+        )
+    };
     let mut failed = Vec::new();
     for (name, min) in &expect.min {
         match metrics.get(name) {
             Some(v) if v >= *min => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at least {min}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
-            )),
+            Some(v) => failed.push((name.as_str(), format!("{name} = {v}, expected at least {min}"))),
+            None => failed.push((name.as_str(), unknown(name))),
         }
     }
     for (name, max) in &expect.max {
         match metrics.get(name) {
             Some(v) if v <= *max => {}
-            Some(v) => failed.push(format!("{name} = {v}, expected at most {max}")),
-            None => failed.push(format!(
-                "unknown metric {name:?} in expectations (known: {})",
-                Metrics::NAMES.join(", ")
-            )),
+            Some(v) => failed.push((name.as_str(), format!("{name} = {v}, expected at most {max}"))),
+            None => failed.push((name.as_str(), unknown(name))),
         }
     }
     failed
@@ -475,15 +478,12 @@ fn fault_accounts(plan: &FaultPlan, faults: &[PlannedFault]) -> Faults {
     }
 }
 
-/// Liveness metrics: a failure on these alone is a liveness failure.
-pub const LIVENESS_METRICS: &[&str] = &["lost_operations"];
-
-fn verdict(failed: &[String]) -> &'static str {
-    let liveness = |f: &String| {
-        LIVENESS_METRICS
-            .iter()
-            .any(|m| f.starts_with(&format!("{m} ")))
-    };
+/// `pass`, `safety` or `liveness` for the broken expectations, each with
+/// the metric it is about: only liveness metrics ([`MetricEntry::liveness`])
+/// broken is a liveness failure.
+fn verdict(failed: &[(&str, String)]) -> &'static str {
+    let liveness =
+        |(metric, _): &(&str, String)| MetricEntry::named(metric).is_some_and(|m| m.liveness);
     if failed.iter().any(|f| !liveness(f)) {
         "safety"
     } else if !failed.is_empty() {

@@ -6,26 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Where a tool call's response events go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Delivery {
-    /// Each POST gets its own SSE stream.
-    PostStream,
-    /// A POST gets 202 and its response goes on the session's GET stream
-    /// when one is attached and not seen closed (the seed's server).
-    SessionStream,
-}
-
-impl Delivery {
-    /// `post-stream` or `session-stream`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Delivery::PostStream => "post-stream",
-            Delivery::SessionStream => "session-stream",
-        }
-    }
-}
+/// Where a tool call's response events go: a history type (the clients
+/// and the server's log read it too), re-exported here with the settings.
+pub use crate::history::Delivery;
 
 /// Server settings (a scenario's `[server]` table, sims/README.md).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -106,28 +106,149 @@ pub enum Arm {
     RmcpEs,
 }
 
+/// One arm as every part that names it reads it: `--server`, the
+/// scenario's `[expect.<arm>]` tables, the report's glossary, the matrix's
+/// legend and order, the plots' colours. A new arm is one entry of
+/// [`ARMS`] plus its implementation.
+#[derive(Clone, Copy, Debug)]
+pub struct ArmEntry {
+    /// The arm.
+    pub arm: Arm,
+    /// Its name (`--server`, JSON, `[expect.<arm>]`).
+    pub name: &'static str,
+    /// The arm it adds one mechanism to (`None`: a baseline of its own).
+    /// The reports put each arm right after its baseline.
+    pub baseline: Option<&'static str>,
+    /// What it adds to its baseline: one line of the matrix's legend.
+    pub adds: &'static str,
+    /// What it is: one line of the report's glossary.
+    pub glossary: &'static str,
+    /// Its colour in every plot and legend.
+    pub colour: &'static str,
+    /// Its dash pattern in line plots (empty: solid), so curves that
+    /// coincide still show each other through their gaps.
+    pub dashes: &'static str,
+    /// Whether this build can run it (the rmcp arms need their feature;
+    /// a scenario may name them in any build).
+    pub runnable: bool,
+}
+
+/// Every arm, built-in ones first in [`Variant::ALL`] order, then rmcp's.
+pub const ARMS: [ArmEntry; 6] = [
+    ArmEntry {
+        arm: Arm::BuiltIn(Variant::Guarded),
+        name: "guarded",
+        baseline: Some("keys"),
+        adds: "keys + Rule M, Rule T, announced gaps and retirement",
+        glossary: "`keys` plus the session guard: Rule M decides whether a POST may run while a dropped stream is still owed events, Rule T handles a session used across transports, evicted events are announced with an `event: gap`, finished streams retire.",
+        colour: "#1b7837",
+        dashes: "2,2",
+        runnable: true,
+    },
+    ArmEntry {
+        arm: Arm::BuiltIn(Variant::Unguarded),
+        name: "unguarded",
+        baseline: None,
+        adds: "the baseline: today's SDK behaviour (no guard, keys ignored, silent gaps)",
+        glossary: "the baseline, behaving as today's SDK servers do: no resumption guard, `Idempotency-Key` ignored, evicted events skipped without a word.",
+        colour: "#c51b7d",
+        dashes: "",
+        runnable: true,
+    },
+    ArmEntry {
+        arm: Arm::BuiltIn(Variant::Keys),
+        name: "keys",
+        baseline: Some("unguarded"),
+        adds: "unguarded + `Idempotency-Key` honoured per principal",
+        glossary: "`unguarded` plus `Idempotency-Key` honoured per principal: a retried call with the same key gets the first execution's result instead of running again.",
+        colour: "#2166ac",
+        dashes: "8,3",
+        runnable: true,
+    },
+    ArmEntry {
+        arm: Arm::BuiltIn(Variant::Cancel),
+        name: "cancel",
+        baseline: Some("unguarded"),
+        adds: "unguarded + a close the server sees cancels the request; resume GETs get 405",
+        glossary: "`unguarded` plus: a connection close the server sees cancels the request still running; resume GETs are refused (405).",
+        colour: "#e08214",
+        dashes: "10,3,2,3",
+        runnable: true,
+    },
+    ArmEntry {
+        arm: Arm::Rmcp,
+        name: "rmcp",
+        baseline: None,
+        adds: "the official Rust SDK's server (rmcp 3.11) as shipped, judged black-box (so its replayed events are not counted): its per-stream cache of 16 events, inclusive replay, no resume once a request completed; no legacy transport",
+        glossary: "the official Rust MCP SDK's server as shipped, judged from the outside only.",
+        colour: "#762a83",
+        dashes: "4,4",
+        runnable: cfg!(feature = "rmcp"),
+    },
+    ArmEntry {
+        arm: Arm::RmcpEs,
+        name: "rmcp-es",
+        baseline: Some("rmcp"),
+        adds: "rmcp + an in-memory event store: exclusive replay that follows the stream to its result",
+        glossary: "`rmcp` with an in-memory event store, so a resume replays the stream up to its result.",
+        colour: "#35978f",
+        dashes: "1,3",
+        runnable: cfg!(feature = "rmcp"),
+    },
+];
+
+/// The registry's names, in its order.
+const fn arm_names() -> [&'static str; ARMS.len()] {
+    let mut names = [""; ARMS.len()];
+    let mut i = 0;
+    while i < ARMS.len() {
+        names[i] = ARMS[i].name;
+        i += 1;
+    }
+    names
+}
+
+impl ArmEntry {
+    /// The entry of the arm named `name`, if one.
+    pub fn named(name: &str) -> Option<&'static ArmEntry> {
+        ARMS.iter().find(|e| e.name == name)
+    }
+
+    /// Every arm in report order: each baseline, then the arms built on
+    /// it (each followed by its own), in registry order.
+    pub fn in_report_order() -> Vec<&'static ArmEntry> {
+        fn after(base: Option<&str>, out: &mut Vec<&'static ArmEntry>) {
+            for e in ARMS.iter().filter(|e| e.baseline == base) {
+                out.push(e);
+                after(Some(e.name), out);
+            }
+        }
+        let mut out = Vec::with_capacity(ARMS.len());
+        after(None, &mut out);
+        out
+    }
+}
+
 impl Arm {
     /// Every arm's name, whether or not this build can run it (a scenario
     /// may state expectations for the rmcp arms in any build).
-    pub const NAMES: [&'static str; 6] =
-        ["guarded", "unguarded", "keys", "cancel", "rmcp", "rmcp-es"];
+    pub const NAMES: [&'static str; ARMS.len()] = arm_names();
 
     /// Every arm this build can run: the built-in arms, then rmcp's.
     pub fn all() -> Vec<Arm> {
-        let mut v: Vec<Arm> = Variant::ALL.map(Arm::BuiltIn).to_vec();
-        if cfg!(feature = "rmcp") {
-            v.extend([Arm::Rmcp, Arm::RmcpEs]);
-        }
-        v
+        ARMS.iter().filter(|e| e.runnable).map(|e| e.arm).collect()
+    }
+
+    /// Its registry entry.
+    pub fn entry(self) -> &'static ArmEntry {
+        ARMS.iter()
+            .find(|e| e.arm == self)
+            .expect("every arm has an entry in ARMS (a test checks it)")
     }
 
     /// Its name (`--server`, JSON, `[expect.<arm>]`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Arm::BuiltIn(v) => v.as_str(),
-            Arm::Rmcp => "rmcp",
-            Arm::RmcpEs => "rmcp-es",
-        }
+        self.entry().name
     }
 
     /// The built-in arm, if it is one.
@@ -157,7 +278,7 @@ impl std::str::FromStr for Arm {
         if let Some(a) = Arm::all().into_iter().find(|a| a.as_str() == s) {
             return Ok(a);
         }
-        if s == "rmcp" || s == "rmcp-es" {
+        if ArmEntry::named(s).is_some_and(|e| !e.runnable) {
             return Err(format!(
                 "server {s:?} needs the rmcp feature: build without --no-default-features"
             ));
@@ -170,5 +291,64 @@ impl std::str::FromStr for Arm {
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A forgotten or half-filled entry fails here, not as a grey bar or an
+    /// arm sorted last in a report.
+    #[test]
+    fn every_arm_has_a_whole_entry() {
+        let mut names = std::collections::BTreeSet::new();
+        let mut colours = std::collections::BTreeSet::new();
+        for e in &ARMS {
+            assert!(names.insert(e.name), "{} twice", e.name);
+            assert!(
+                colours.insert(e.colour),
+                "{}: colour {} twice",
+                e.name,
+                e.colour
+            );
+            assert!(
+                e.colour.starts_with('#') && e.colour.len() == 7,
+                "{}",
+                e.name
+            );
+            assert!(!e.adds.is_empty() && !e.glossary.is_empty(), "{}", e.name);
+            assert_eq!(e.arm.as_str(), e.name);
+            if let Some(b) = e.baseline {
+                assert!(
+                    ArmEntry::named(b).is_some(),
+                    "{}: baseline {b} is no arm",
+                    e.name
+                );
+            }
+        }
+        for v in Variant::ALL {
+            assert_eq!(Arm::BuiltIn(v).entry().name, v.as_str());
+        }
+        assert_eq!(Arm::NAMES.len(), ARMS.len());
+    }
+
+    #[test]
+    fn reports_put_each_arm_after_its_baseline() {
+        let order: Vec<&str> = ArmEntry::in_report_order().iter().map(|e| e.name).collect();
+        assert_eq!(
+            order,
+            ["unguarded", "keys", "guarded", "cancel", "rmcp", "rmcp-es"]
+        );
+    }
+
+    #[test]
+    fn every_name_parses_back_or_says_what_it_needs() {
+        for e in &ARMS {
+            match e.name.parse::<Arm>() {
+                Ok(a) => assert_eq!(a, e.arm),
+                Err(m) => assert!(!e.runnable && m.contains("feature"), "{m}"),
+            }
+        }
     }
 }

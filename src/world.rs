@@ -10,8 +10,8 @@
 //! account for every planned fault (applied, or not with why).
 
 use crate::client::{self, ClientSpec, Connector};
-use crate::fault::{kind_name, Fate, Fault, FaultPlan, PlannedFault};
-use crate::history::{ClientRecord, Entry, History, Rec, WorldRecord};
+use crate::fault::{kind_of, Fate, Fault, FaultPlan, PlannedFault};
+use crate::history::{ClientRecord, Entry, FaultKind, History, Rec, WorldRecord};
 use crate::ledger::Ledger;
 use crate::scenario::Scenario;
 use crate::seed;
@@ -356,7 +356,7 @@ impl Schedule {
                 };
                 history.record(WorldRecord::FaultStarted {
                     index: e.index,
-                    kind: kind_name(&e.fault),
+                    kind: kind_of(&e.fault),
                     host,
                 });
             } else {
@@ -461,27 +461,23 @@ fn client_fates(
     sim_ms: u64,
     clients_finished: bool,
 ) -> Vec<PlannedFault> {
-    let call_of = |tag: &str| {
-        tag.rsplit_once("-op")
-            .and_then(|(_, n)| n.parse::<u32>().ok())
-    };
     let mut dropped: BTreeSet<(u32, u32)> = BTreeSet::new();
     let mut switched: BTreeSet<u32> = BTreeSet::new();
     let mut reported: BTreeMap<Fault, String> = BTreeMap::new();
     let mut started: BTreeSet<(u32, u32)> = BTreeSet::new();
     for e in entries {
         match &e.record {
-            Rec::Client(ClientRecord::Dropped { client, tag, .. }) => {
-                if let Some(call) = call_of(tag) {
-                    dropped.insert((*client, call));
+            Rec::Client(r @ ClientRecord::Dropped { client, .. }) => {
+                if let Some(op) = r.op() {
+                    dropped.insert((*client, op.call));
                 }
             }
             Rec::Client(ClientRecord::Switched { client, .. }) => {
                 switched.insert(*client);
             }
-            Rec::Client(ClientRecord::OpStarted { client, tag }) => {
-                if let Some(call) = call_of(tag) {
-                    started.insert((*client, call));
+            Rec::Client(r @ ClientRecord::OpStarted { client, .. }) => {
+                if let Some(op) = r.op() {
+                    started.insert((*client, op.call));
                 }
             }
             Rec::Client(ClientRecord::FaultNotApplied {
@@ -491,7 +487,7 @@ fn client_fates(
                 after_event,
                 reason,
             }) => {
-                let fault = if *kind == "switch" {
+                let fault = if *kind == FaultKind::Switch {
                     Fault::Switch {
                         client: *client,
                         after_call: *call,

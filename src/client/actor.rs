@@ -461,7 +461,7 @@ impl Client {
     }
 
     pub(super) fn op_by_tag(&self, tag: &str) -> Option<usize> {
-        let n = tag.rsplit_once("-op")?.1.parse::<usize>().ok()?;
+        let n = crate::history::OpId::of_tag(tag)?.call as usize;
         (self.ops.get(n)?.tag.as_ref() == tag).then_some(n)
     }
 

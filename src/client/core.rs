@@ -9,7 +9,7 @@
 //! ([`OnBreak`], [`AfterInit`]). This module imports nothing of the client.
 
 use crate::scenario::ClientGroup;
-use crate::server::Delivery;
+use crate::history::Delivery;
 use std::collections::BTreeMap;
 
 /// An exchange in flight: one HTTP request and its answer.

@@ -13,7 +13,7 @@ use super::core::{self, Action, Answer, OnBreak, Request, SlotId, View};
 use crate::history::{ClientRecord, Outcome, SessionId, Transport};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::Message;
-use crate::server::Delivery;
+use crate::history::Delivery;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;

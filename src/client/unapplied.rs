@@ -2,7 +2,7 @@
 //! did not happen, so that no planned fault goes missing silently.
 
 use super::actor::{Client, OpState};
-use crate::history::{ClientRecord, Outcome};
+use crate::history::{ClientRecord, FaultKind, Outcome};
 
 impl Client {
     /// One `FaultNotApplied` record per planned drop or switch that did not
@@ -10,7 +10,7 @@ impl Client {
     pub(super) fn report_unapplied(&self) {
         let index = self.spec.index;
         let calls = self.ops.len() as u32;
-        let mut out: Vec<(&'static str, u32, Option<u32>, String)> = Vec::new();
+        let mut out: Vec<(FaultKind, u32, Option<u32>, String)> = Vec::new();
         for (&call, &after) in &self.spec.drops {
             if self.planned.drops_fired.contains(&call) {
                 continue;
@@ -45,7 +45,7 @@ impl Client {
                     None => format!("call {call} ended without reaching event {after}"),
                 },
             };
-            out.push(("drop", call, Some(after), reason));
+            out.push((FaultKind::Drop, call, Some(after), reason));
         }
         if let Some(after) = self.spec.switch_after {
             let reason = match (&self.planned.switched, self.ops.get(after as usize)) {
@@ -76,7 +76,7 @@ impl Client {
                 }
             };
             if let Some(reason) = reason {
-                out.push(("switch", after, None, reason));
+                out.push((FaultKind::Switch, after, None, reason));
             }
         }
         for (kind, call, after_event, reason) in out {

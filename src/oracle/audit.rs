@@ -4,7 +4,8 @@
 
 use super::intern::Sessions;
 use crate::history::{
-    Entry, EventKind, LoggedStream, LoggedView, Rec, Record, ServerClose, SessionId, StreamKind,
+    Delivery, Entry, EventKind, LoggedDecision, LoggedReason, LoggedStream, LoggedVerdict,
+    LoggedView, Rec, Record, ServerClose, SessionId, StreamKind,
 };
 use crate::protocol::RequestId;
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,27 +92,29 @@ impl Session {
         &self,
         idempotent: bool,
         dedup_honored: bool,
-    ) -> Vec<(&'static str, Option<&'static str>)> {
+    ) -> Vec<(LoggedVerdict, Option<LoggedReason>)> {
+        use LoggedReason as R;
+        use LoggedVerdict::{Allow, Fresh, Queue, Reject};
         let v = self.view();
         if v.replay_backlog > 0 {
-            return vec![("queue", None), ("reject", Some("replay_in_progress"))];
+            return vec![(Queue, None), (Reject, Some(R::ReplayInProgress))];
         }
         if v.dropped.is_empty() {
-            return vec![("fresh", None)];
+            return vec![(Fresh, None)];
         }
         if v.dropped.iter().any(|s| s.lost) {
-            return vec![("reject", Some("stream_lost"))];
+            return vec![(Reject, Some(R::StreamLost))];
         }
         if v.dropped.iter().any(|s| s.watermark < s.last_produced) {
-            return vec![("reject", Some("not_drained"))];
+            return vec![(Reject, Some(R::NotDrained))];
         }
         if v.dropped.iter().any(|s| s.in_flight > 0) {
-            return vec![("reject", Some("in_flight"))];
+            return vec![(Reject, Some(R::InFlight))];
         }
         if !idempotent && !dedup_honored {
-            return vec![("reject", Some("non_idempotent"))];
+            return vec![(Reject, Some(R::NonIdempotent))];
         }
-        vec![("allow", None)]
+        vec![(Allow, None)]
     }
 }
 
@@ -128,186 +131,11 @@ pub struct DecisionErrors {
 
 /// Replays the server's records and checks every logged decision.
 pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
-    let mut sessions = States::default();
+    let mut audit = Audit::default();
     let mut out = DecisionErrors::default();
-    // Whether the standalone GET stream carries responses.
-    let mut standalone_responses = false;
     for e in entries {
         let Rec::Server(r) = &e.record else { continue };
         match r {
-            Record::ServerStarted { delivery, .. } => {
-                sessions.clear();
-                standalone_responses = *delivery == "session-stream";
-            }
-            Record::StreamOpened {
-                session,
-                stream,
-                conn,
-                kind,
-                ..
-            } => {
-                let s = sessions.entry(session);
-                s.streams.insert(
-                    *stream,
-                    Stream {
-                        conn: Some(*conn),
-                        response: *kind != StreamKind::Standalone || standalone_responses,
-                        ..Stream::default()
-                    },
-                );
-            }
-            Record::Produced {
-                session,
-                stream,
-                event,
-                kind,
-                ..
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.last_produced = *event;
-                    if *kind == EventKind::Priming {
-                        st.last_written = *event;
-                        st.watermark = *event;
-                    }
-                }
-            }
-            Record::Written {
-                session,
-                stream,
-                event,
-                conn,
-                replay,
-                ..
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    if st.conn == Some(*conn) {
-                        st.last_written = st.last_written.max(*event);
-                        if *replay && st.replay_backlog > 0 {
-                            st.replay_backlog -= 1;
-                        }
-                    }
-                }
-            }
-            Record::CloseSeen {
-                session, stream, ..
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.conn = None;
-                    if !st.finished {
-                        if !st.cursor_presented {
-                            st.watermark = st.last_written;
-                        }
-                        st.replay_backlog = 0;
-                        st.dropped = true;
-                        st.retire_if_caught_up();
-                    }
-                }
-            }
-            Record::ServerClosed {
-                session,
-                stream,
-                why: ServerClose::TakenOver,
-                ..
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.replay_backlog = 0;
-                    st.conn = None;
-                }
-            }
-            Record::StreamFinished { session, stream } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.finished = true;
-                    st.conn = None;
-                    st.dropped = false;
-                }
-            }
-            Record::CursorPresented {
-                session,
-                stream,
-                event,
-                lost,
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    // A finished stream reopens only when the client reports
-                    // it lost short of its last event.
-                    if st.finished {
-                        if !(*lost && *event < st.last_produced) {
-                            continue;
-                        }
-                        st.finished = false;
-                    }
-                    st.watermark = if st.cursor_presented {
-                        st.watermark.max(*event)
-                    } else {
-                        *event
-                    };
-                    st.cursor_presented = true;
-                    st.client_cursor = st.client_cursor.max(Some(*event));
-                    if *lost {
-                        st.dropped = true;
-                    }
-                    st.retire_if_caught_up();
-                }
-            }
-            Record::Resumed {
-                session,
-                stream,
-                cursor,
-                backlog,
-                conn,
-                ..
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.conn = Some(*conn);
-                    st.watermark = *cursor;
-                    st.last_written = *cursor;
-                    st.cursor_presented = false;
-                    st.client_cursor = Some(*cursor);
-                    st.replay_backlog = *backlog;
-                    st.dropped = false;
-                }
-            }
-            Record::Evicted {
-                session,
-                stream,
-                event,
-                result: true,
-                ..
-            } => {
-                // Only an owed result makes a stream lost; other owed
-                // events are announced by a gap (`GapReplayed`), which
-                // changes nothing in Rule M's view.
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    if *event > st.delivered() {
-                        st.lost = true;
-                    }
-                }
-            }
-            Record::LostReported { session, stream } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.lost_reported = true;
-                }
-            }
-            Record::ToolStarted {
-                session, stream, ..
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.in_flight += 1;
-                }
-            }
-            Record::ToolEnded {
-                session, stream, ..
-            } => {
-                if let Some(st) = sessions.stream_mut(session, *stream) {
-                    st.in_flight = st.in_flight.saturating_sub(1);
-                    st.retire_if_caught_up();
-                }
-            }
-            Record::QueueLeft { session, rpc_id } => {
-                if let Some(s) = sessions.get_mut(session) {
-                    s.queued.remove(rpc_id);
-                }
-            }
             Record::Decision {
                 session,
                 rpc_id,
@@ -316,21 +144,10 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                 idempotent,
                 dedup_honored,
             } => {
-                let s = sessions.entry(session);
+                let s = audit.sessions.entry(session);
                 // A decision for a queued POST is its dequeue.
                 s.queued.remove(rpc_id);
-                let rebuilt = s.view();
-                let legal = s.legal(*idempotent, *dedup_honored);
-                let mut wrong = Vec::new();
-                if rebuilt != **view {
-                    wrong.push(format!("logged view {view:?} != rebuilt {rebuilt:?}"));
-                }
-                if !legal.contains(&(decision.verdict, decision.reason)) {
-                    wrong.push(format!(
-                        "verdict {}/{:?} where the rules give {legal:?}",
-                        decision.verdict, decision.reason
-                    ));
-                }
+                let wrong = s.disputes(decision, view, *idempotent, *dedup_honored);
                 if !wrong.is_empty() {
                     out.count += 1;
                     out.sessions.insert(session.clone());
@@ -340,14 +157,236 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
                         wrong.join("; ")
                     ));
                 }
-                if decision.verdict == "queue" {
+                if decision.verdict == LoggedVerdict::Queue {
                     s.queued.insert(rpc_id.clone());
                 }
+            }
+            r => audit.observe(r),
+        }
+    }
+    out
+}
+
+/// The guard's view as the server's records rebuild it.
+#[derive(Default)]
+struct Audit {
+    sessions: States,
+    /// Whether the standalone GET stream carries responses.
+    standalone_responses: bool,
+}
+
+impl Audit {
+    /// What one server record (other than a decision) changes in the view.
+    fn observe(&mut self, r: &Record) {
+        let sessions = &mut self.sessions;
+        match r {
+            Record::ServerStarted { delivery, .. } => {
+                sessions.clear();
+                self.standalone_responses = *delivery == Delivery::SessionStream;
+            }
+            Record::StreamOpened {
+                session,
+                stream,
+                conn,
+                kind,
+                ..
+            } => {
+                let response = *kind != StreamKind::Standalone || self.standalone_responses;
+                let s = sessions.entry(session);
+                s.streams.insert(
+                    *stream,
+                    Stream {
+                        conn: Some(*conn),
+                        response,
+                        ..Stream::default()
+                    },
+                );
+            }
+            Record::QueueLeft { session, rpc_id } => {
+                if let Some(s) = sessions.get_mut(session) {
+                    s.queued.remove(rpc_id);
+                }
+            }
+            _ => {
+                if let Some((session, stream)) = stream_of(r) {
+                    if let Some(st) = sessions.stream_mut(session, stream) {
+                        st.observe(r);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The stream a record about one stream names.
+fn stream_of(r: &Record) -> Option<(&SessionId, u32)> {
+    match r {
+        Record::Produced {
+            session, stream, ..
+        }
+        | Record::Written {
+            session, stream, ..
+        }
+        | Record::CloseSeen {
+            session, stream, ..
+        }
+        | Record::ServerClosed {
+            session, stream, ..
+        }
+        | Record::StreamFinished { session, stream }
+        | Record::CursorPresented {
+            session, stream, ..
+        }
+        | Record::Resumed {
+            session, stream, ..
+        }
+        | Record::Evicted {
+            session, stream, ..
+        }
+        | Record::LostReported { session, stream }
+        | Record::ToolStarted {
+            session, stream, ..
+        }
+        | Record::ToolEnded {
+            session, stream, ..
+        } => Some((session, *stream)),
+        _ => None,
+    }
+}
+
+impl Stream {
+    /// What a record about this stream changes in its view.
+    fn observe(&mut self, r: &Record) {
+        match r {
+            Record::Produced { event, kind, .. } => {
+                self.last_produced = *event;
+                if *kind == EventKind::Priming {
+                    self.last_written = *event;
+                    self.watermark = *event;
+                }
+            }
+            Record::Written {
+                event,
+                conn,
+                replay,
+                ..
+            } if self.conn == Some(*conn) => {
+                self.last_written = self.last_written.max(*event);
+                if *replay && self.replay_backlog > 0 {
+                    self.replay_backlog -= 1;
+                }
+            }
+            Record::CloseSeen { .. } => {
+                self.conn = None;
+                if !self.finished {
+                    if !self.cursor_presented {
+                        self.watermark = self.last_written;
+                    }
+                    self.replay_backlog = 0;
+                    self.dropped = true;
+                    self.retire_if_caught_up();
+                }
+            }
+            Record::ServerClosed {
+                why: ServerClose::TakenOver,
+                ..
+            } => {
+                self.replay_backlog = 0;
+                self.conn = None;
+            }
+            Record::StreamFinished { .. } => {
+                self.finished = true;
+                self.conn = None;
+                self.dropped = false;
+            }
+            Record::CursorPresented { event, lost, .. } => self.cursor(*event, *lost),
+            Record::Resumed {
+                cursor,
+                backlog,
+                conn,
+                ..
+            } => {
+                self.conn = Some(*conn);
+                self.watermark = *cursor;
+                self.last_written = *cursor;
+                self.cursor_presented = false;
+                self.client_cursor = Some(*cursor);
+                self.replay_backlog = *backlog;
+                self.dropped = false;
+            }
+            // Only an owed result makes a stream lost; other owed events
+            // are announced by a gap (`GapReplayed`), which changes nothing
+            // in Rule M's view.
+            Record::Evicted {
+                event,
+                result: true,
+                ..
+            } if *event > self.delivered() => self.lost = true,
+            Record::LostReported { .. } => self.lost_reported = true,
+            Record::ToolStarted { .. } => self.in_flight += 1,
+            Record::ToolEnded { .. } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                self.retire_if_caught_up();
             }
             _ => {}
         }
     }
-    out
+
+    /// The client presented `event` as its cursor (`lost`: it reports the
+    /// stream lost short of it).
+    fn cursor(&mut self, event: u64, lost: bool) {
+        // A finished stream reopens only when the client reports it lost
+        // short of its last event.
+        if self.finished {
+            if !(lost && event < self.last_produced) {
+                return;
+            }
+            self.finished = false;
+        }
+        self.watermark = if self.cursor_presented {
+            self.watermark.max(event)
+        } else {
+            event
+        };
+        self.cursor_presented = true;
+        self.client_cursor = self.client_cursor.max(Some(event));
+        if lost {
+            self.dropped = true;
+        }
+        self.retire_if_caught_up();
+    }
+}
+
+impl Session {
+    /// What the oracle disputes in a logged decision: its view against
+    /// the rebuilt one, its verdict against the rule's.
+    fn disputes(
+        &self,
+        decision: &LoggedDecision,
+        view: &LoggedView,
+        idempotent: bool,
+        dedup_honored: bool,
+    ) -> Vec<String> {
+        let rebuilt = self.view();
+        let legal = self.legal(idempotent, dedup_honored);
+        let mut wrong = Vec::new();
+        if rebuilt != *view {
+            wrong.push(format!("logged view {view:?} != rebuilt {rebuilt:?}"));
+        }
+        if !legal.contains(&(decision.verdict, decision.reason)) {
+            // Named as the trace names them.
+            let names: Vec<_> = legal
+                .iter()
+                .map(|(v, r)| (v.as_str(), r.map(LoggedReason::as_str)))
+                .collect();
+            wrong.push(format!(
+                "verdict {}/{:?} where the rules give {names:?}",
+                decision.verdict.as_str(),
+                decision.reason.map(LoggedReason::as_str)
+            ));
+        }
+        wrong
+    }
 }
 
 /// The sessions of the current server incarnation, by interned id.

@@ -54,7 +54,11 @@ pub enum Cause {
     RunEnded,
 }
 
-/// The precedence list: the first cause whose rule holds wins.
+/// The causes' registry and precedence list: the first cause whose rule
+/// holds wins. A new cause is a variant, its place here, its name, its
+/// glossary line and its rule ([`Cause::applies`]); the metrics'
+/// `failures_by_cause`, `validate`'s metric names, the report's glossary
+/// and `shrink --until-cause` read this list.
 pub const PRECEDENCE: &[Cause] = &[
     Cause::RestartMidExecution,
     Cause::RestartLostSession,
@@ -87,6 +91,51 @@ impl Cause {
         }
     }
 
+    /// One line on what happened, for the report's glossary (the rule
+    /// itself is [`Cause::applies`]; `docs/causes.md` has the catalogue).
+    pub fn glossary(self) -> &'static str {
+        match self {
+            Cause::RestartMidExecution => {
+                "a server restart hit while the tool was running: its effect was taken, no result came, and the re-issue ran it again (or nothing finished it)."
+            }
+            Cause::RestartLostSession => {
+                "a server restart hit after the result was produced but before the client got it: the session vanished (404) and the client re-issued."
+            }
+            Cause::Eviction => {
+                "events owed to the client left the server's bounded event store before it came back for them (a 410, or a resume that skipped a hole)."
+            }
+            Cause::TransportReissue => {
+                "the client switched transport, was refused (404) on the new one, re-initialized and re-issued while the first execution ran or had run."
+            }
+            Cause::LostResponseHead => {
+                "a POST reached the server and ran, but the client never saw its response begin, so it sent it again."
+            }
+            Cause::FinRace => {
+                "the connection broke just as the server finished the stream: the server saw a finished stream, the client a broken one, and retried."
+            }
+            Cause::RetryWithoutKey => {
+                "the client re-sent the call without an `Idempotency-Key` after losing its stream, and the server ran it again."
+            }
+            Cause::KeyNotHonored => {
+                "every attempt carried the same key and the server ran the call again anyway."
+            }
+            Cause::ReplayLiveInterleave => {
+                "a result came back in a resume's replay after a later call's result arrived live: handled out of order."
+            }
+            Cause::GaveUp => {
+                "the client used up its attempts."
+            }
+            Cause::RunEnded => {
+                "the run (faults, then the heal phase) ended with the call unresolved."
+            }
+        }
+    }
+
+    /// The cause named `name` (a `failures_by_cause` key).
+    pub fn named(name: &str) -> Option<Cause> {
+        PRECEDENCE.iter().copied().find(|c| c.as_str() == name)
+    }
+
     /// Whether this cause's rule holds for a failed operation.
     fn applies(self, op: &OpFacts, run: &RunFacts) -> bool {
         let dup = op.failures.contains(Failure::Duplicated);
@@ -114,4 +163,25 @@ impl Cause {
 /// (an oracle defect).
 pub fn primary(op: &OpFacts, run: &RunFacts) -> Option<Cause> {
     PRECEDENCE.iter().copied().find(|c| c.applies(op, run))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every cause has its place in the precedence, a name of its own and
+    /// a glossary line: one forgotten would count its failures nowhere.
+    #[test]
+    fn every_cause_has_a_whole_entry() {
+        let mut names = std::collections::BTreeSet::new();
+        for (i, c) in PRECEDENCE.iter().enumerate() {
+            assert!(names.insert(c.as_str()), "{} twice", c.as_str());
+            assert!(!c.glossary().is_empty(), "{}", c.as_str());
+            assert_eq!(Cause::named(c.as_str()), Some(*c));
+            // Tally arrays are indexed by `Cause as usize`.
+            assert!((*c as usize) < PRECEDENCE.len(), "{i}");
+        }
+        // `RunEnded` is declared last: every variant has its place.
+        assert_eq!(PRECEDENCE.len(), Cause::RunEnded as usize + 1);
+    }
 }

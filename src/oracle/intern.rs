@@ -4,6 +4,7 @@
 //! and session ids (interned). Lookups only: nothing iterates a hash map
 //! here, so no output depends on hash order.
 
+use crate::history::OpId;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
@@ -83,22 +84,6 @@ impl Sessions {
     }
 }
 
-/// Parses a tag `c{client}-op{n}` as `op_tag` writes it (decimal, no
-/// sign, no leading zero), so that distinct strings never share a pair.
-pub(super) fn parse_tag(tag: &str) -> Option<(u32, u32)> {
-    fn num(s: &str) -> Option<u32> {
-        if s.is_empty() || (s.len() > 1 && s.starts_with('0')) {
-            return None;
-        }
-        if !s.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        s.parse().ok()
-    }
-    let (c, n) = tag.strip_prefix('c')?.split_once("-op")?;
-    Some((num(c)?, num(n)?))
-}
-
 /// Operation tags as small integers: the workload's operations
 /// (`c{client}-op{n}` with `n < calls[client]`) get a dense slot each,
 /// computed from the tag; any other string (a foreign server's echo, a
@@ -126,8 +111,8 @@ impl Tags {
     }
 
     fn dense(&self, tag: &str) -> Option<u32> {
-        let (c, n) = parse_tag(tag)?;
-        let c = c as usize;
+        let OpId { client, call: n } = OpId::of_tag(tag)?;
+        let c = client as usize;
         let from = *self.base.get(c)?;
         let to = *self.base.get(c + 1)?;
         (n < to - from).then_some(from + n)
@@ -160,28 +145,6 @@ impl Tags {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tags_parse_only_as_op_tag_writes_them() {
-        assert_eq!(parse_tag("c0-op0"), Some((0, 0)));
-        assert_eq!(parse_tag("c12-op345"), Some((12, 345)));
-        for t in [
-            "c01-op1",
-            "c1-op01",
-            "c-op1",
-            "c1-op",
-            "c+1-op1",
-            "x1-op1",
-            "c1-op1x",
-            "c1op1",
-            "c4294967296-op0",
-        ] {
-            assert_eq!(parse_tag(t), None, "{t}");
-        }
-        for (c, n) in [(0, 0), (7, 19), (10_000, 3)] {
-            assert_eq!(parse_tag(&crate::history::op_tag(c, n)), Some((c, n)));
-        }
-    }
 
     #[test]
     fn workload_tags_are_dense_and_others_interned_after_them() {

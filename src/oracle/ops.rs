@@ -12,7 +12,9 @@
 //! factor).
 
 use super::intern::{FxMap, Sessions, Tags};
-use crate::history::{ClientRecord, Entry, LedgerRecord, Outcome, Rec, Sent, WorldRecord};
+use crate::history::{
+    ClientRecord, Entry, FaultKind, LedgerRecord, Outcome, Rec, Sent, SessionId, WorldRecord,
+};
 use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
 use std::collections::HashMap;
@@ -307,7 +309,7 @@ struct Builder {
     clients: Vec<ClientFacts>,
     run: RunFacts,
     /// fault index → (kind, host, start µs), for timed faults still on.
-    open_faults: HashMap<u32, (&'static str, Option<u32>, u64)>,
+    open_faults: HashMap<u32, (FaultKind, Option<u32>, u64)>,
     /// client → switch time not yet matched with a handled result.
     pending_switch: Vec<Option<u64>>,
     /// (client, session, stream) → event ids named by the gaps received on
@@ -357,10 +359,10 @@ impl Builder {
             Rec::Ledger(r) => self.ledger_record(r, t, seq),
             Rec::World(r) => match r {
                 WorldRecord::FaultStarted { index, kind, host } => {
-                    if *kind == "restart" {
+                    if *kind == FaultKind::Restart {
                         self.run.restarts_us.push(t);
                     } else {
-                        self.open_faults.insert(*index, (kind, *host, t));
+                        self.open_faults.insert(*index, (*kind, *host, t));
                     }
                 }
                 WorldRecord::FaultEnded { index } => {
@@ -374,12 +376,12 @@ impl Builder {
         }
     }
 
-    fn close_fault(&mut self, kind: &str, host: Option<u32>, from: u64, to: u64) {
+    fn close_fault(&mut self, kind: FaultKind, host: Option<u32>, from: u64, to: u64) {
         let Some(host) = host else { return };
         match kind {
-            "partition" => self.run.partitions.push((host, from, to)),
-            "latency" => self.run.spikes.push((host, from, to)),
-            _ => {}
+            FaultKind::Partition => self.run.partitions.push((host, from, to)),
+            FaultKind::Latency => self.run.spikes.push((host, from, to)),
+            FaultKind::Drop | FaultKind::Restart | FaultKind::Switch => {}
         }
     }
 
@@ -394,24 +396,7 @@ impl Builder {
                 tag,
                 keyed,
                 ..
-            } => match (what, tag) {
-                (Sent::Initialize, _) => self.client(*client).inits += 1,
-                (Sent::Call, Some(tag)) => {
-                    if let Some(op) = self.op(tag) {
-                        op.calls_sent += 1;
-                        op.first_sent_seq.get_or_insert(seq);
-                        if op.calls_sent > 1 && !keyed {
-                            op.keyless_retry = true;
-                        }
-                    }
-                }
-                (Sent::Resume, Some(tag)) => {
-                    if let Some(op) = self.op(tag) {
-                        op.resumed = true;
-                    }
-                }
-                _ => {}
-            },
+            } => self.sent(*client, *what, tag.as_ref(), *keyed, seq),
             ClientRecord::Status {
                 client,
                 tag,
@@ -445,64 +430,14 @@ impl Builder {
                 chunk: Some(c),
                 result,
                 ..
-            } => {
-                if *result {
-                    let named = if self.gaps_named.is_empty() {
-                        0
-                    } else {
-                        self.sessions
-                            .get(session)
-                            .and_then(|s| self.gaps_named.get(&(*client, s, *stream)))
-                            .copied()
-                            .unwrap_or(0)
-                    };
-                    // Absent means 0: the latest arrival wins either way.
-                    if named > 0 {
-                        let t = self.tags.id(&c.tag);
-                        self.result_gaps
-                            .insert((*client, t, c.execution, c.index), named);
-                    } else if !self.result_gaps.is_empty() {
-                        if let Some(t) = self.tags.get(&c.tag) {
-                            self.result_gaps.remove(&(*client, t, c.execution, c.index));
-                        }
-                    }
-                }
-                if let Some(x) = self
-                    .op(&c.tag)
-                    .and_then(|op| op.execs.get_mut((c.execution as usize).wrapping_sub(1)))
-                {
-                    let i = c.index as usize;
-                    if i >= 1 && i <= x.received.len() {
-                        x.received[i - 1] = true;
-                    }
-                }
-            }
+            } => self.received(*client, session, *stream, c, *result),
             ClientRecord::Handled {
                 client,
                 tag,
                 chunk,
                 replayed,
                 ..
-            } => {
-                if let Some(s) = self
-                    .pending_switch
-                    .get_mut(*client as usize)
-                    .and_then(Option::take)
-                {
-                    let sample = t.saturating_sub(s);
-                    self.client(*client).switch_latency_us.push(sample);
-                }
-                let gap_named = self.gap_budget(*client, chunk.as_ref());
-                if let Some(op) = self.op(tag) {
-                    op.handled.get_or_insert(Handled {
-                        seq,
-                        t_us: t,
-                        chunk: chunk.clone(),
-                        replayed: *replayed,
-                        gap_named,
-                    });
-                }
-            }
+            } => self.handled(*client, tag, chunk.as_ref(), *replayed, t, seq),
             ClientRecord::Interrupted { tag, fault_us, .. } => {
                 if let Some(op) = self.op(tag) {
                     op.interrupted_us.get_or_insert(*fault_us);
@@ -539,6 +474,103 @@ impl Builder {
                 op.gave_up = *outcome == Outcome::Abandoned;
             }
             _ => {}
+        }
+    }
+
+    /// A request the client sent: an initialize, a call's attempt, a
+    /// resume.
+    fn sent(&mut self, client: u32, what: Sent, tag: Option<&Rc<str>>, keyed: bool, seq: u64) {
+        match (what, tag) {
+            (Sent::Initialize, _) => self.client(client).inits += 1,
+            (Sent::Call, Some(tag)) => {
+                if let Some(op) = self.op(tag) {
+                    op.calls_sent += 1;
+                    op.first_sent_seq.get_or_insert(seq);
+                    if op.calls_sent > 1 && !keyed {
+                        op.keyless_retry = true;
+                    }
+                }
+            }
+            (Sent::Resume, Some(tag)) => {
+                if let Some(op) = self.op(tag) {
+                    op.resumed = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A chunk the client received on `stream` of `session` (`result`: the
+    /// result's own): the gaps named before a result, and the chunks each
+    /// execution delivered.
+    fn received(
+        &mut self,
+        client: u32,
+        session: &SessionId,
+        stream: u64,
+        c: &ChunkRef,
+        result: bool,
+    ) {
+        if result {
+            let named = if self.gaps_named.is_empty() {
+                0
+            } else {
+                self.sessions
+                    .get(session)
+                    .and_then(|s| self.gaps_named.get(&(client, s, stream)))
+                    .copied()
+                    .unwrap_or(0)
+            };
+            // Absent means 0: the latest arrival wins either way.
+            if named > 0 {
+                let t = self.tags.id(&c.tag);
+                self.result_gaps
+                    .insert((client, t, c.execution, c.index), named);
+            } else if !self.result_gaps.is_empty() {
+                if let Some(t) = self.tags.get(&c.tag) {
+                    self.result_gaps.remove(&(client, t, c.execution, c.index));
+                }
+            }
+        }
+        if let Some(x) = self
+            .op(&c.tag)
+            .and_then(|op| op.execs.get_mut((c.execution as usize).wrapping_sub(1)))
+        {
+            let i = c.index as usize;
+            if i >= 1 && i <= x.received.len() {
+                x.received[i - 1] = true;
+            }
+        }
+    }
+
+    /// The client handled `tag`'s result (its first handling counts); a
+    /// pending transport switch's latency ends here.
+    fn handled(
+        &mut self,
+        client: u32,
+        tag: &Rc<str>,
+        chunk: Option<&ChunkRef>,
+        replayed: bool,
+        t: u64,
+        seq: u64,
+    ) {
+        if let Some(s) = self
+            .pending_switch
+            .get_mut(client as usize)
+            .and_then(Option::take)
+        {
+            let sample = t.saturating_sub(s);
+            self.client(client).switch_latency_us.push(sample);
+        }
+        let gap_named = self.gap_budget(client, chunk);
+        if let Some(op) = self.op(tag) {
+            op.handled.get_or_insert(Handled {
+                seq,
+                t_us: t,
+                chunk: chunk.cloned(),
+                replayed,
+                gap_named,
+            });
         }
     }
 

@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::history::{
-    ClientRecord, EventKind, History, LedgerRecord, LoggedDecision, LoggedView, Outcome, Rec,
-    Record, Sent, SessionId, Transport, WorldRecord,
+    ClientRecord, EventKind, FaultKind, History, LedgerRecord, LoggedDecision, LoggedReason,
+    LoggedVerdict, LoggedView, Outcome, Rec, Record, Sent, SessionId, Transport, WorldRecord,
 };
 use crate::protocol::mcp::ChunkRef;
 use crate::protocol::RequestId;
@@ -75,13 +75,21 @@ fn a_decision_that_contradicts_the_rules_is_an_error() {
         dedup_honored: false,
     };
     // Right view, right verdict (row 2): no error.
-    h.record(decide("reject", Some("not_drained"), rebuilt.clone()));
+    h.record(decide(
+        LoggedVerdict::Reject,
+        Some(LoggedReason::NotDrained),
+        rebuilt.clone(),
+    ));
     assert_eq!(audit::decision_errors(&h.entries()).count, 0);
     // Right view, wrong verdict.
-    h.record(decide("fresh", None, rebuilt.clone()));
+    h.record(decide(LoggedVerdict::Fresh, None, rebuilt.clone()));
     assert_eq!(audit::decision_errors(&h.entries()).count, 1);
     // Wrong view, right verdict.
-    h.record(decide("reject", Some("not_drained"), LoggedView::default()));
+    h.record(decide(
+        LoggedVerdict::Reject,
+        Some(LoggedReason::NotDrained),
+        LoggedView::default(),
+    ));
     let errs = audit::decision_errors(&h.entries());
     assert_eq!(errs.count, 2);
     assert!(
@@ -443,7 +451,7 @@ fn a_restart_inside_an_execution_outranks_every_other_cause() {
     });
     h.at(20).rec(WorldRecord::FaultStarted {
         index: 0,
-        kind: "restart",
+        kind: FaultKind::Restart,
         host: None,
     });
     h.at(30).send(&t, 2, false).execute(&t, 2, 1);

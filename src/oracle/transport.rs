@@ -118,23 +118,35 @@ struct Facts {
 
 /// Per client, what the server's records say.
 pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
-    let mut receipts = Receipts::default();
-    let mut rejections: Vec<(u32, &'static str)> = Vec::new();
-    let mut facts: Vec<Facts> = Vec::new();
-    let mut notifications: HashSet<(u32, u64), std::hash::BuildHasherDefault<super::intern::Fx>> =
-        HashSet::default();
-    let mut served_across: Vec<u32> = Vec::new();
-    let mut switch_cursor: BTreeMap<u32, Option<u64>> = BTreeMap::new();
-    // (session, stream, conn, resume seq, replayed-from)
-    let mut foreign: Vec<(u32, u32, u64, u64, u64)> = Vec::new();
-    let mut replayed: BTreeMap<(u32, u64), Vec<u64>> = BTreeMap::new();
+    let mut scan = Scan::default();
     for e in entries {
-        receipts.observe(e);
+        scan.observe(e);
+    }
+    scan.per_client()
+}
+
+/// What one pass over the records gathers, by session.
+#[derive(Default)]
+struct Scan {
+    receipts: Receipts,
+    rejections: Vec<(u32, &'static str)>,
+    facts: Vec<Facts>,
+    notifications: HashSet<(u32, u64), std::hash::BuildHasherDefault<super::intern::Fx>>,
+    served_across: Vec<u32>,
+    switch_cursor: BTreeMap<u32, Option<u64>>,
+    /// (session, stream, conn, resume seq, replayed-from)
+    foreign: Vec<(u32, u32, u64, u64, u64)>,
+    replayed: BTreeMap<(u32, u64), Vec<u64>>,
+}
+
+impl Scan {
+    fn observe(&mut self, e: &Entry) {
+        self.receipts.observe(e);
         let session = match &e.record {
             Rec::Client(ClientRecord::Session { session, .. }) => session,
             Rec::Client(ClientRecord::Switched { client, cursor, .. }) => {
-                switch_cursor.insert(*client, *cursor);
-                continue;
+                self.switch_cursor.insert(*client, *cursor);
+                return;
             }
             Rec::Server(
                 Record::Decision { session, .. }
@@ -155,25 +167,25 @@ pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
             // exist or for a replay.
             Rec::Server(Record::Written {
                 session, replay, ..
-            }) if *replay || !notifications.is_empty() => session,
-            _ => continue,
+            }) if *replay || !self.notifications.is_empty() => session,
+            _ => return,
         };
-        let s = receipts.sessions.id(session);
-        if s as usize >= facts.len() {
-            facts.resize(s as usize + 1, Facts::default());
+        let s = self.receipts.sessions.id(session);
+        if s as usize >= self.facts.len() {
+            self.facts.resize(s as usize + 1, Facts::default());
         }
-        let f = &mut facts[s as usize];
+        let f = &mut self.facts[s as usize];
         let Rec::Server(r) = &e.record else {
             if let Rec::Client(ClientRecord::Session { client, .. }) = &e.record {
                 f.client = Some(*client);
             }
-            continue;
+            return;
         };
         let across = |f: &Facts, t: &Transport| f.issued.is_some_and(|i| i != *t) && !f.mapped;
         match r {
             Record::Decision { decision, .. } => {
                 if let Some(reason) = decision.reason {
-                    rejections.push((s, reason));
+                    self.rejections.push((s, reason.as_str()));
                 }
             }
             Record::SessionCreated { transport, .. } => f.issued = Some(*transport),
@@ -183,7 +195,7 @@ pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
                 transport,
                 request: true,
                 ..
-            } if (200..300).contains(status) && across(f, transport) => served_across.push(s),
+            } if (200..300).contains(status) && across(f, transport) => self.served_across.push(s),
             Record::Written {
                 event,
                 conn,
@@ -191,14 +203,14 @@ pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
                 transport,
                 ..
             } => {
-                if !notifications.is_empty()
-                    && notifications.contains(&(s, *event))
+                if !self.notifications.is_empty()
+                    && self.notifications.contains(&(s, *event))
                     && across(f, transport)
                 {
-                    served_across.push(s);
+                    self.served_across.push(s);
                 }
                 if *replay {
-                    replayed.entry((s, *conn)).or_default().push(*event);
+                    self.replayed.entry((s, *conn)).or_default().push(*event);
                 }
             }
             Record::Resumed {
@@ -206,62 +218,71 @@ pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
             } if f.issued == Some(Transport::Legacy) && !f.mapped => {
                 // A streamable resume of a legacy session, no mapping:
                 // its cursor came from the other namespace.
-                foreign.push((s, *stream, *conn, e.seq, *from));
+                self.foreign.push((s, *stream, *conn, e.seq, *from));
             }
             Record::Produced {
                 event,
                 kind: EventKind::Notification,
                 ..
             } => {
-                notifications.insert((s, *event));
+                self.notifications.insert((s, *event));
             }
             _ => {}
         }
     }
-    let client_of = |s: u32| facts.get(s as usize).and_then(|f| f.client);
-    let mut out: BTreeMap<u32, ServerSide> = BTreeMap::new();
-    for (s, reason) in rejections {
-        if let Some(c) = client_of(s) {
-            *out.entry(c)
-                .or_default()
-                .rejections
-                .entry(reason)
-                .or_insert(0) += 1;
-        }
-    }
-    for ((s, _), evs) in &replayed {
-        if let Some(c) = client_of(*s) {
-            out.entry(c).or_default().replayed_events += evs.len() as u64;
-        }
-    }
-    for s in served_across {
-        if let Some(c) = client_of(s) {
-            out.entry(c).or_default().capability_violations += 1;
-        }
-    }
-    for (s, stream, conn, at, from) in foreign {
-        let Some(c) = client_of(s) else {
-            continue;
-        };
-        let mut n = 0;
-        // Replayed although the client already had it: not owed.
-        for ev in replayed.get(&(s, conn)).into_iter().flatten() {
-            if receipts.first(&(s, *ev)).is_some_and(|r| r < at) {
-                n += 1;
+
+    /// The gathered facts, per client.
+    fn per_client(self) -> BTreeMap<u32, ServerSide> {
+        let client_of = |s: u32| self.facts.get(s as usize).and_then(|f| f.client);
+        let mut out: BTreeMap<u32, ServerSide> = BTreeMap::new();
+        for (s, reason) in self.rejections {
+            if let Some(c) = client_of(s) {
+                *out.entry(c)
+                    .or_default()
+                    .rejections
+                    .entry(reason)
+                    .or_insert(0) += 1;
             }
         }
-        // Owed but skipped: after the client's true position, at or before
-        // where the foreign cursor started the replay, never received.
-        let truth = switch_cursor.get(&c).copied().flatten();
-        if let (Some(l), true) = (truth, receipts.streams.contains(&(s, stream))) {
-            let ids = receipts.ids.get(&s).map(Vec::as_slice).unwrap_or_default();
-            let true_pos = ids.get((l as usize).wrapping_sub(1)).copied().unwrap_or(0);
-            n += ids
-                .iter()
-                .filter(|&&id| id > true_pos && id <= from && !receipts.received(&(s, id)))
-                .count() as u64;
+        for ((s, _), evs) in &self.replayed {
+            if let Some(c) = client_of(*s) {
+                out.entry(c).or_default().replayed_events += evs.len() as u64;
+            }
         }
-        out.entry(c).or_default().foreign_cursor_replays += n;
+        for s in self.served_across {
+            if let Some(c) = client_of(s) {
+                out.entry(c).or_default().capability_violations += 1;
+            }
+        }
+        for (s, stream, conn, at, from) in self.foreign {
+            let Some(c) = client_of(s) else {
+                continue;
+            };
+            let mut n = 0;
+            // Replayed although the client already had it: not owed.
+            for ev in self.replayed.get(&(s, conn)).into_iter().flatten() {
+                if self.receipts.first(&(s, *ev)).is_some_and(|r| r < at) {
+                    n += 1;
+                }
+            }
+            // Owed but skipped: after the client's true position, at or before
+            // where the foreign cursor started the replay, never received.
+            let truth = self.switch_cursor.get(&c).copied().flatten();
+            if let (Some(l), true) = (truth, self.receipts.streams.contains(&(s, stream))) {
+                let ids = self
+                    .receipts
+                    .ids
+                    .get(&s)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                let true_pos = ids.get((l as usize).wrapping_sub(1)).copied().unwrap_or(0);
+                n += ids
+                    .iter()
+                    .filter(|&&id| id > true_pos && id <= from && !self.receipts.received(&(s, id)))
+                    .count() as u64;
+            }
+            out.entry(c).or_default().foreign_cursor_replays += n;
+        }
+        out
     }
-    out
 }

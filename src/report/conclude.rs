@@ -8,8 +8,9 @@ use super::matrix::{arm_rank, profile_rank};
 use super::numbers::{per_1000, rate_text, thousands};
 use super::recommend::Recommendation;
 use super::{causes_line, columns};
+use crate::oracle::causes;
 use crate::run::{self, RunReport};
-use crate::sut::Arm;
+use crate::sut::{Arm, ArmEntry};
 use crate::sweep::{Aggregate, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -169,18 +170,30 @@ pub fn per_scenario_markdown(s: &Summary) -> String {
     out
 }
 
-/// What every term in the report means.
-pub const GLOSSARY: &str = "## Glossary
+/// What every term in the report means: the arms and the causes from
+/// their registries ([`ArmEntry`], [`causes::PRECEDENCE`]), the rest as
+/// written here.
+pub fn glossary() -> String {
+    let mut out = String::from(GLOSSARY_HEAD);
+    for e in ArmEntry::in_report_order() {
+        let _ = writeln!(out, "- `{}`: {}", e.name, e.glossary);
+    }
+    out.push_str(GLOSSARY_TERMS);
+    for c in causes::PRECEDENCE {
+        let _ = writeln!(out, "- `{}`: {}", c.as_str(), c.glossary());
+    }
+    out.push('\n');
+    out
+}
+
+const GLOSSARY_HEAD: &str = "## Glossary
 
 **Arms** (the server under test):
 
-- `unguarded`: the baseline, behaving as today's SDK servers do: no resumption guard, `Idempotency-Key` ignored, evicted events skipped without a word.
-- `keys`: `unguarded` plus `Idempotency-Key` honoured per principal: a retried call with the same key gets the first execution's result instead of running again.
-- `guarded`: `keys` plus the session guard: Rule M decides whether a POST may run while a dropped stream is still owed events, Rule T handles a session used across transports, evicted events are announced with an `event: gap`, finished streams retire.
-- `cancel`: `unguarded` plus: a connection close the server sees cancels the request still running; resume GETs are refused (405).
-- `rmcp`: the official Rust MCP SDK's server as shipped, judged from the outside only.
-- `rmcp-es`: `rmcp` with an in-memory event store, so a resume replays the stream up to its result.
+";
 
+/// The glossary between the arms and the causes.
+const GLOSSARY_TERMS: &str = "
 **Client profiles**: `scenario` (clients as the scenario file writes them), `plain` (no key, no cursor), `keys` (an `Idempotency-Key` on every non-idempotent call), `cursors` (the last event ids seen go with every POST), `keys+cursors` (both).
 
 **Outcomes** (each operation, i.e. one logical tool call across all its retries, gets exactly one):
@@ -199,18 +212,6 @@ pub const GLOSSARY: &str = "## Glossary
 - **extra executions**: executions beyond each operation's first, whatever they committed; **replayed events**: events written again from the store on resumes.
 
 **Causes** (why a failed operation failed; the first that applies, in this order):
-
-- `restart_mid_execution`: a server restart hit while the tool was running: its effect was taken, no result came, and the re-issue ran it again (or nothing finished it).
-- `restart_lost_session`: a server restart hit after the result was produced but before the client got it: the session vanished (404) and the client re-issued.
-- `eviction`: events owed to the client left the server's bounded event store before it came back for them (a 410, or a resume that skipped a hole).
-- `transport_reissue`: the client switched transport, was refused (404) on the new one, re-initialized and re-issued while the first execution ran or had run.
-- `lost_response_head`: a POST reached the server and ran, but the client never saw its response begin, so it sent it again.
-- `fin_race`: the connection broke just as the server finished the stream: the server saw a finished stream, the client a broken one, and retried.
-- `retry_without_key`: the client re-sent the call without an `Idempotency-Key` after losing its stream, and the server ran it again.
-- `key_not_honored`: every attempt carried the same key and the server ran the call again anyway.
-- `replay_live_interleave`: a result came back in a resume's replay after a later call's result arrived live: handled out of order.
-- `gave_up`: the client used up its attempts.
-- `run_ended`: the run (faults, then the heal phase) ended with the call unresolved.
 
 ";
 

@@ -35,7 +35,7 @@ pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> Stri
         let _ = write!(out, "<p class=\"warn\">Warning: {}</p>", xml(&w));
     }
     out.push_str(&md_html(&super::headline_markdown(s)));
-    out.push_str(&md_html(conclude::GLOSSARY));
+    out.push_str(&md_html(&conclude::glossary()));
     out.push_str(&md_html(&conclude::scenarios_markdown(s)));
     out.push_str(&md_html(&conclude::provenance_markdown(s)));
     let profiles = matrix::profiles(s);

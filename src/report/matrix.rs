@@ -8,36 +8,9 @@
 
 use super::{causes_line, ms, xml};
 use crate::run::{Profile, AS_WRITTEN};
+use crate::sut::ArmEntry;
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
-
-/// What each arm adds to its baseline, for the legend.
-const ARMS: &[(&str, &str)] = &[
-    (
-        "unguarded",
-        "the baseline: today's SDK behaviour (no guard, keys ignored, silent gaps)",
-    ),
-    (
-        "keys",
-        "unguarded + `Idempotency-Key` honoured per principal",
-    ),
-    (
-        "guarded",
-        "keys + Rule M, Rule T, announced gaps and retirement",
-    ),
-    (
-        "cancel",
-        "unguarded + a close the server sees cancels the request; resume GETs get 405",
-    ),
-    (
-        "rmcp",
-        "the official Rust SDK's server (rmcp 3.11) as shipped, judged black-box (so its replayed events are not counted): its per-stream cache of 16 events, inclusive replay, no resume once a request completed; no legacy transport",
-    ),
-    (
-        "rmcp-es",
-        "rmcp + an in-memory event store: exclusive replay that follows the stream to its result",
-    ),
-];
 
 /// The arms of a summary in report order ([`arm_rank`]), then any other,
 /// by name.
@@ -51,7 +24,10 @@ pub(super) fn arms(s: &Summary) -> Vec<&str> {
 /// Where an arm sorts: each built-in arm right after its baseline (the
 /// legend's order), then any other.
 pub(super) fn arm_rank(a: &str) -> usize {
-    ARMS.iter().position(|(x, _)| *x == a).unwrap_or(usize::MAX)
+    ArmEntry::in_report_order()
+        .iter()
+        .position(|e| e.name == a)
+        .unwrap_or(usize::MAX)
 }
 
 /// The client profiles of a summary: as written first, then
@@ -158,9 +134,10 @@ fn cell_lines(g: &Aggregate) -> [String; 3] {
 /// What each arm of the summary adds to its baseline, for the legend.
 fn legend(s: &Summary) -> Vec<(&'static str, &'static str)> {
     let arms = arms(s);
-    ARMS.iter()
-        .copied()
-        .filter(|(a, _)| arms.contains(a))
+    ArmEntry::in_report_order()
+        .into_iter()
+        .filter(|e| arms.contains(&e.name))
+        .map(|e| (e.name, e.adds))
         .collect()
 }
 

@@ -15,7 +15,7 @@ mod repro;
 mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
-pub use conclude::{repro, GLOSSARY};
+pub use conclude::{glossary, repro};
 pub use html::{html, html_beside};
 pub use junit::junit;
 pub use matrix::headline;
@@ -184,7 +184,7 @@ pub fn markdown_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> 
         let _ = writeln!(out, "**Warning:** {w}\n");
     }
     out.push_str(&headline_markdown(s));
-    out.push_str(conclude::GLOSSARY);
+    out.push_str(&conclude::glossary());
     out.push_str(&conclude::scenarios_markdown(s));
     out.push_str(&conclude::provenance_markdown(s));
     out.push_str(&timelines_markdown(timelines));

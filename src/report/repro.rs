@@ -3,6 +3,7 @@
 //! that failure (`shrink --until-cause` with the operation's cause); and
 //! the section that lists them, one row per scenario and cause.
 
+use crate::history::OpId;
 use crate::oracle::OpVerdict;
 use crate::run::RunReport;
 use crate::sweep::Summary;
@@ -41,12 +42,7 @@ pub fn commands(s: &Summary, r: &RunReport, op: &OpVerdict) -> (String, String) 
 
 /// `c3-op1` as `client 3, call 1`; any other tag as it is.
 fn client_and_call(op: &OpVerdict) -> String {
-    match op
-        .tag
-        .strip_prefix('c')
-        .and_then(|t| t.split_once("-op"))
-        .and_then(|(_, n)| n.parse::<u32>().ok())
-    {
+    match OpId::of_tag(&op.tag).map(|o| o.call) {
         Some(call) => format!("client {}, call {call} (`{}`)", op.client, op.tag),
         None => format!("client {} (`{}`)", op.client, op.tag),
     }

@@ -12,7 +12,8 @@
 //! request of the session still executing (they have no other stream to
 //! answer on, and no resume brings them back).
 
-use super::reply::{self, Reply};
+use super::reply::Reply;
+use super::respond;
 use super::session::Session;
 use super::Shared;
 use crate::guard::StreamIdx;
@@ -24,7 +25,7 @@ use http::{header, HeaderValue, StatusCode};
 /// A resume (GET with `Last-Event-ID`): 405 with a JSON-RPC error body.
 /// A plain GET (the standalone notification stream) stays allowed.
 pub(super) fn refuse_resume() -> Reply {
-    let mut r = reply::error(
+    let mut r = respond::error(
         StatusCode::METHOD_NOT_ALLOWED,
         None,
         jsonrpc::TRANSPORT_ERROR,

@@ -8,14 +8,14 @@
 //! for, the two looks, the 422 and 409 refusals, a replayed result.
 
 use super::body::ServerBody;
-use super::reply::error;
+use super::respond::error;
 use super::Shared;
 use crate::bounded::Bounded;
 use crate::history::{Record, SessionId};
 use crate::ledger::{Ledger, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, RequestId};
 use crate::protocol::{mcp, Json};
-use http::{HeaderMap, Response, StatusCode};
+use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::rc::Rc;
 
@@ -174,20 +174,6 @@ impl DedupTable {
     pub fn abandon(&mut self, who: &Principal, key: &str) {
         self.remove(&Self::scoped(who, key));
     }
-}
-
-/// Who a request acts for (keys per principal): its
-/// `Authorization: Bearer` token when it has one, else its session.
-pub(super) fn principal(h: &HeaderMap, sid: &SessionId) -> Rc<str> {
-    bearer(h).unwrap_or_else(|| sid.clone())
-}
-
-/// The request's `Authorization: Bearer` token, if any.
-pub(super) fn bearer(h: &HeaderMap) -> Option<Rc<str>> {
-    h.get(::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| Rc::from(t.trim()))
 }
 
 /// What the key table says about `who`'s `key` presented with `call`.

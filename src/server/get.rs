@@ -5,15 +5,17 @@
 //! resume of a completed stream when configured).
 
 use super::body::ServerBody;
-use super::reply::{accepts, check_version, error, error_with, header_str, session_of, Reply};
-use super::session::logged_id;
+use super::reply::{accepts, check_version, header_str, session_of, Reply};
+use super::respond::{error, error_with};
+use super::session::{logged_id, Session};
 use super::transport::transport_gate;
 use super::writer::{sse_response, Plan};
 use super::{CompletedResume, Delivery, Replay, Shared};
-use crate::guard::StreamIdx;
+use crate::guard::{EventId, StreamIdx};
 use crate::history::{ConnId, EmptyResume, Record, ServerClose, SessionId, StreamKind, Transport};
 use crate::protocol::headers::{self, CursorList};
 use crate::protocol::jsonrpc::{self, ErrorObject};
+use bytes::Bytes;
 use http::{header, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
@@ -156,26 +158,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
         }
         return empty_resume(shared, sid, None, conn, EmptyResume::Completed);
     }
-    let target = if translate {
-        sess.legacy_stream.map(|l| {
-            let ids = &sess.streams[l].ids;
-            // Legacy ids number the stream's events from 1: 0 saw none
-            // (`None`: from before its first event).
-            let to = match cursor {
-                0 => None,
-                n => ids.get(n as usize - 1).or(ids.last()).copied(),
-            };
-            (l, to)
-        })
-    } else {
-        match sess.stream_of(cursor) {
-            Some(s) => Some((s, Some(cursor))),
-            // Not an id of this session: the unguarded server replays
-            // every event with a larger id (on the notification stream).
-            None if !shared.guarded() => sess.notification_stream().map(|s| (s, Some(cursor))),
-            None => None,
-        }
-    };
+    let target = resume_target(shared, sess, cursor, translate);
     let Some((s, at)) = target else {
         return Reply::new(error(
             StatusCode::BAD_REQUEST,
@@ -208,56 +191,10 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             to: logged_id(at),
         });
     }
-    let (_, gap) = sess.replayable_after(s, at);
-    let mut from = at;
-    let mut preamble = None;
-    if shared.guarded() {
-        // The guarded server announces what it lost (a `gap` event) and
-        // replays what survived; only a lost result leaves nothing to
-        // resume: 410, and the client re-issues.
-        if sess.result_evicted_after(s, at) {
-            sess.guard.report_lost(s);
-            shared.history.record(Record::LostReported {
-                session: sid.clone(),
-                stream: s,
-            });
-            return Reply::new(error_with(
-                StatusCode::GONE,
-                None,
-                ErrorObject::new(
-                    jsonrpc::GONE,
-                    "the result after Last-Event-ID was evicted: re-issue the operation",
-                    Some(json!({
-                        "stream": s,
-                        "streamFirstEventId": sess.streams[s].ids.first(),
-                        "lastEventId": at,
-                        "oldestRetained": sess.oldest_stored(),
-                    })),
-                ),
-            ));
-        }
-        if gap {
-            let missing = sess.missing_after(s, at);
-            preamble = Some(super::replay::gap_frame(&missing));
-            shared.history.record(Record::GapReplayed {
-                session: sid.clone(),
-                stream: s,
-                conn,
-                missing,
-            });
-            from = at.max(sess.oldest_stored().checked_sub(1));
-        }
-    } else if gap || sess.guard.stream(s).lost {
-        // As real SDKs do: replay from the oldest event still stored,
-        // silently.
-        from = at.max(sess.oldest_stored().checked_sub(1));
-    }
-    // rmcp re-sends the named event too (when it is still stored): one
-    // duplicate per resume (`replay = "inclusive"`; never on guarded).
-    let named_stored = at.is_some_and(|c| sess.stream_of(c) == Some(s) && sess.data(c).is_some());
-    if shared.cfg.replay == Some(Replay::Inclusive) && from == at && named_stored {
-        from = at.and_then(|c| c.checked_sub(1));
-    }
+    let (from, preamble) = match replay_start(shared, sid, sess, s, at, conn) {
+        Ok(start) => start,
+        Err(r) => return r,
+    };
     if let Some(old) = sess.streams[s].conn.take() {
         shared.history.record(Record::ServerClosed {
             session: sid.clone(),
@@ -310,4 +247,102 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
         }
     }
     Reply::new(resp).holding(slot)
+}
+
+/// The stream a resume's `cursor` names and the event it names there
+/// (`None`: from before the stream's first event); `translate`: the
+/// cursor is a legacy id to map onto the legacy stream.
+fn resume_target(
+    shared: &Shared,
+    sess: &Session,
+    cursor: u64,
+    translate: bool,
+) -> Option<(StreamIdx, Option<EventId>)> {
+    if translate {
+        sess.legacy_stream.map(|l| {
+            let ids = &sess.streams[l].ids;
+            // Legacy ids number the stream's events from 1: 0 saw none
+            // (`None`: from before its first event).
+            let to = match cursor {
+                0 => None,
+                n => ids.get(n as usize - 1).or(ids.last()).copied(),
+            };
+            (l, to)
+        })
+    } else {
+        match sess.stream_of(cursor) {
+            Some(s) => Some((s, Some(cursor))),
+            // Not an id of this session: the unguarded server replays
+            // every event with a larger id (on the notification stream).
+            None if !shared.guarded() => sess.notification_stream().map(|s| (s, Some(cursor))),
+            None => None,
+        }
+    }
+}
+
+/// Where a resume's replay starts (after the returned id) and the frame
+/// written before it: the guarded server announces what it lost (a `gap`
+/// event) and replays what survived; the others replay from the oldest
+/// event stored, silently, and rmcp's inclusive replay re-sends the named
+/// event. `Err`: 410, the result after `at` is gone (guarded).
+#[allow(clippy::result_large_err)] // a refusal, the cold path (as in `reply`)
+fn replay_start(
+    shared: &Shared,
+    sid: &SessionId,
+    sess: &mut Session,
+    s: StreamIdx,
+    at: Option<EventId>,
+    conn: ConnId,
+) -> Result<(Option<EventId>, Option<Bytes>), Reply> {
+    let (_, gap) = sess.replayable_after(s, at);
+    let mut from = at;
+    let mut preamble = None;
+    if shared.guarded() {
+        // The guarded server announces what it lost (a `gap` event) and
+        // replays what survived; only a lost result leaves nothing to
+        // resume: 410, and the client re-issues.
+        if sess.result_evicted_after(s, at) {
+            sess.guard.report_lost(s);
+            shared.history.record(Record::LostReported {
+                session: sid.clone(),
+                stream: s,
+            });
+            return Err(Reply::new(error_with(
+                StatusCode::GONE,
+                None,
+                ErrorObject::new(
+                    jsonrpc::GONE,
+                    "the result after Last-Event-ID was evicted: re-issue the operation",
+                    Some(json!({
+                        "stream": s,
+                        "streamFirstEventId": sess.streams[s].ids.first(),
+                        "lastEventId": at,
+                        "oldestRetained": sess.oldest_stored(),
+                    })),
+                ),
+            )));
+        }
+        if gap {
+            let missing = sess.missing_after(s, at);
+            preamble = Some(super::replay::gap_frame(&missing));
+            shared.history.record(Record::GapReplayed {
+                session: sid.clone(),
+                stream: s,
+                conn,
+                missing,
+            });
+            from = at.max(sess.oldest_stored().checked_sub(1));
+        }
+    } else if gap || sess.guard.stream(s).lost {
+        // As real SDKs do: replay from the oldest event still stored,
+        // silently.
+        from = at.max(sess.oldest_stored().checked_sub(1));
+    }
+    // rmcp re-sends the named event too (when it is still stored): one
+    // duplicate per resume (`replay = "inclusive"`; never on guarded).
+    let named_stored = at.is_some_and(|c| sess.stream_of(c) == Some(s) && sess.data(c).is_some());
+    if shared.cfg.replay == Some(Replay::Inclusive) && from == at && named_stored {
+        from = at.and_then(|c| c.checked_sub(1));
+    }
+    Ok((from, preamble))
 }

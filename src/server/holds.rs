@@ -10,7 +10,8 @@
 #![allow(clippy::result_large_err)]
 
 use super::body::ServerBody;
-use super::reply::error;
+use super::principal::bearer;
+use super::respond::error;
 use super::session::Session;
 use super::Shared;
 use crate::history::SessionId;
@@ -23,22 +24,12 @@ use std::rc::Rc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// The peer address of the connection a request arrived on, as a request
-/// extension (`None` when the listener does not know it).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Peer(pub Option<IpAddr>);
-
-/// The peer address a request's extensions carry.
-pub(super) fn peer_of(ext: &http::Extensions) -> Option<IpAddr> {
-    ext.get::<Peer>().and_then(|p| p.0)
-}
-
 /// Whether a request with headers `h` may name `sess`: with binding on,
 /// only with the bearer token that opened it, or with none when it was
 /// opened with none. A refused request is answered as an unknown session
 /// is, so it learns nothing.
 pub(super) fn may_name(shared: &Shared, sess: &Session, h: &HeaderMap) -> bool {
-    !shared.exposure.bind_sessions || super::dedup::bearer(h) == sess.owner
+    !shared.exposure.bind_sessions || bearer(h) == sess.owner
 }
 
 /// Who open streams are counted against: the session's bearer token, else

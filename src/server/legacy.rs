@@ -9,12 +9,15 @@
 
 use super::cancel;
 use super::dedup::{self, KeyState, Lookup};
+use super::principal;
 use super::reply::{self, Reply};
+use super::respond;
 use super::session::ToolCall;
 use super::tools;
 use super::transport;
 use super::writer::{self, Plan};
 use super::Shared;
+use crate::guard::StreamIdx;
 use crate::history::{ConnId, EventKind, Record, SessionId, StreamKind, Transport};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
@@ -34,14 +37,14 @@ fn reply(r: http::Response<super::ServerBody>) -> Reply {
 /// `GET /sse`: a new legacy session and its stream.
 pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
     if !reply::accepts(req.headers(), "text/event-stream") {
-        return reply(reply::error(
+        return reply(respond::error(
             StatusCode::NOT_ACCEPTABLE,
             None,
             jsonrpc::TRANSPORT_ERROR,
             "Accept must list text/event-stream",
         ));
     }
-    let peer = super::holds::peer_of(req.extensions());
+    let peer = principal::peer_of(req.extensions());
     let owner = match reply::admit_session(shared, req.headers(), peer, None) {
         Ok(o) => o,
         Err(r) => return reply(r),
@@ -94,7 +97,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("sessionId=")))
         .map(str::to_string)
     else {
-        return reply(reply::error(
+        return reply(respond::error(
             StatusCode::BAD_REQUEST,
             None,
             jsonrpc::TRANSPORT_ERROR,
@@ -119,7 +122,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
             k.clone()
         });
     let Some(sid) = known else {
-        return reply(reply::error(
+        return reply(respond::error(
             StatusCode::NOT_FOUND,
             msg.id().cloned(),
             jsonrpc::SESSION_ERROR,
@@ -133,7 +136,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     let id = msg.id().cloned();
     match msg {
         Message::Request { id, method, params } => {
-            let who = dedup::principal(&parts.headers, &sid);
+            let who = principal::principal(&parts.headers, &sid);
             // Keys as on /mcp: only an arm that honors them reads the header.
             let key = if shared.variant.honors_keys() {
                 match reply::header_str(&parts.headers, headers::IDEMPOTENCY_KEY) {
@@ -143,7 +146,8 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
             } else {
                 None
             };
-            if let Err(r) = request(shared, &sid, id.clone(), &method, params, who, key, conn) {
+            let by = Poster { who, key, conn };
+            if let Err(r) = request(shared, &sid, id.clone(), &method, params, by) {
                 return reply(r).about(Some(&sid), Some(&id));
             }
         }
@@ -152,22 +156,20 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         }
         _ => {}
     }
-    reply(reply::accepted()).about(Some(&sid), id.as_ref())
+    reply(respond::accepted()).about(Some(&sid), id.as_ref())
 }
 
 /// Answers one legacy request on the legacy stream; `Err` is a refusal of
 /// the POST itself (the key table's 409 and 422), a cold path as in
 /// `reply`.
-#[allow(clippy::too_many_arguments, clippy::result_large_err)]
+#[allow(clippy::result_large_err)]
 fn request(
     shared: &Rc<Shared>,
     sid: &SessionId,
     id: RequestId,
     method: &str,
     params: Option<Json>,
-    principal: Rc<str>,
-    key: Option<String>,
-    conn: ConnId,
+    by: Poster,
 ) -> Result<(), http::Response<super::ServerBody>> {
     let Some(s) = shared
         .state
@@ -178,28 +180,8 @@ fn request(
     else {
         return Ok(()); // a streamable session served here (unguarded): nowhere to answer
     };
-    let answer = |result: Result<Json, ErrorObject>| {
-        let msg = match result {
-            Ok(result) => Message::Result {
-                id: id.clone(),
-                result,
-            },
-            Err(error) => Message::Error {
-                id: Some(id.clone()),
-                error,
-            },
-        };
-        if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
-            sess.produce(
-                s,
-                EventKind::Other,
-                &msg.encode(),
-                Some(id.clone()),
-                None,
-                &shared.history,
-            );
-        }
-    };
+    let at = Answering { shared, sid, s, id };
+    let answer = |result| at.answer(result);
     let bad = |m: &str| Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, m, None));
     match method {
         mcp::INITIALIZE => match params.map(|p| p.parse_as_value::<InitializeParams>()) {
@@ -255,68 +237,7 @@ fn request(
             }
             None => answer(bad("resources/subscribe needs a uri")),
         },
-        mcp::TOOLS_CALL => {
-            let p = match params.map(|p| p.parse_as_value::<CallToolParams>()) {
-                Some(Ok(p)) => p,
-                _ => {
-                    answer(bad("tools/call needs name and arguments"));
-                    return Ok(());
-                }
-            };
-            let inv = match tools::validate(shared, &p.name, &p.arguments) {
-                Ok(inv) => inv,
-                Err(e) => {
-                    answer(Err(e));
-                    return Ok(());
-                }
-            };
-            reply::session_full(shared, sid, Some(&id))?;
-            shared.history.record(Record::request_received(
-                sid,
-                conn,
-                &id,
-                method,
-                inv.tag(),
-                Some(&p.name),
-                key.as_deref(),
-            ));
-            if let Some(k) = &key {
-                let cv = json!({"name": p.name, "arguments": p.arguments});
-                match dedup::key_lookup(shared, &principal, k, &cv) {
-                    Lookup::OtherArguments => return Err(dedup::key_reused(id)),
-                    Lookup::Known(KeyState::InFlight) => return Err(dedup::key_in_flight(id)),
-                    Lookup::Known(KeyState::Done(result)) => {
-                        // The stored result, under the retry's id, rides the
-                        // stream as every legacy answer does.
-                        let result = dedup::replayed_result(shared, sid, &id, k, result);
-                        let msg = Message::Result {
-                            id: id.clone(),
-                            result,
-                        };
-                        if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
-                            sess.produce(
-                                s,
-                                EventKind::Result,
-                                &msg.encode(),
-                                Some(id.clone()),
-                                inv.tag().map(Rc::from),
-                                &shared.history,
-                            );
-                        }
-                        return Ok(());
-                    }
-                    Lookup::Unknown => shared.state.borrow_mut().dedup.begin(&principal, k, cv),
-                }
-            }
-            let call = ToolCall {
-                rpc_id: id.clone(),
-                tool: p.name.clone(),
-                progress_token: p.progress_token().cloned(),
-                dedup_key: key,
-                principal,
-            };
-            tools::start(shared.clone(), sid.clone(), s, call, inv);
-        }
+        mcp::TOOLS_CALL => return at.tools_call(params, by),
         other => answer(Err(ErrorObject::new(
             jsonrpc::METHOD_NOT_FOUND,
             format!("method {other:?} not found"),
@@ -324,6 +245,132 @@ fn request(
         ))),
     }
     Ok(())
+}
+
+/// Who a legacy POST acts for and what it presents: its principal, its
+/// `Idempotency-Key` (read only on an arm that honors keys), the
+/// connection it came on.
+struct Poster {
+    who: Rc<str>,
+    key: Option<String>,
+    conn: ConnId,
+}
+
+/// Where one legacy request is answered: on its session's legacy stream
+/// `s`, under its id.
+struct Answering<'a> {
+    shared: &'a Rc<Shared>,
+    sid: &'a SessionId,
+    s: StreamIdx,
+    id: RequestId,
+}
+
+impl Answering<'_> {
+    /// Puts the answer (a result or an error) on the legacy stream.
+    fn answer(&self, result: Result<Json, ErrorObject>) {
+        let (shared, sid, s, id) = (self.shared, self.sid, self.s, &self.id);
+        let msg = match result {
+            Ok(result) => Message::Result {
+                id: id.clone(),
+                result,
+            },
+            Err(error) => Message::Error {
+                id: Some(id.clone()),
+                error,
+            },
+        };
+        if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+            sess.produce(
+                s,
+                EventKind::Other,
+                &msg.encode(),
+                Some(id.clone()),
+                None,
+                &shared.history,
+            );
+        }
+    }
+
+    /// A `tools/call`: validated, the key table's look, then the tool runs
+    /// with its events on the legacy stream. `Err`: the POST's own refusal
+    /// (503 session full, the key table's 409 and 422).
+    #[allow(clippy::result_large_err)]
+    fn tools_call(
+        &self,
+        params: Option<Json>,
+        by: Poster,
+    ) -> Result<(), http::Response<super::ServerBody>> {
+        let (shared, sid, s, id) = (self.shared, self.sid, self.s, self.id.clone());
+        let Poster {
+            who: principal,
+            key,
+            conn,
+        } = by;
+        let method = mcp::TOOLS_CALL;
+        let answer = |result| self.answer(result);
+        let bad = |m: &str| Err(ErrorObject::new(jsonrpc::INVALID_PARAMS, m, None));
+        let p = match params.map(|p| p.parse_as_value::<CallToolParams>()) {
+            Some(Ok(p)) => p,
+            _ => {
+                answer(bad("tools/call needs name and arguments"));
+                return Ok(());
+            }
+        };
+        let inv = match tools::validate(shared, &p.name, &p.arguments) {
+            Ok(inv) => inv,
+            Err(e) => {
+                answer(Err(e));
+                return Ok(());
+            }
+        };
+        reply::session_full(shared, sid, Some(&id))?;
+        shared.history.record(Record::request_received(
+            sid,
+            conn,
+            &id,
+            method,
+            inv.tag(),
+            Some(&p.name),
+            key.as_deref(),
+        ));
+        if let Some(k) = &key {
+            let cv = json!({"name": p.name, "arguments": p.arguments});
+            match dedup::key_lookup(shared, &principal, k, &cv) {
+                Lookup::OtherArguments => return Err(dedup::key_reused(id)),
+                Lookup::Known(KeyState::InFlight) => return Err(dedup::key_in_flight(id)),
+                Lookup::Known(KeyState::Done(result)) => {
+                    // The stored result, under the retry's id, rides the
+                    // stream as every legacy answer does.
+                    let result = dedup::replayed_result(shared, sid, &id, k, result);
+                    let msg = Message::Result {
+                        id: id.clone(),
+                        result,
+                    };
+                    if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                        sess.produce(
+                            s,
+                            EventKind::Result,
+                            &msg.encode(),
+                            Some(id.clone()),
+                            inv.tag().map(Rc::from),
+                            &shared.history,
+                        );
+                    }
+                    return Ok(());
+                }
+                Lookup::Unknown => shared.state.borrow_mut().dedup.begin(&principal, k, cv),
+            }
+        }
+        let call = ToolCall {
+            rpc_id: id.clone(),
+            tool: p.name.clone(),
+            progress_token: p.progress_token().cloned(),
+            dedup_key: key,
+            principal,
+        };
+        tools::start(shared.clone(), sid.clone(), s, call, inv);
+        Ok(())
+    }
 }
 
 /// `resources/list`, `resources/read` and `resources/unsubscribe` for

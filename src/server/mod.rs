@@ -32,8 +32,10 @@ mod get;
 mod holds;
 mod legacy;
 mod post;
+mod principal;
 mod replay;
 mod reply;
+mod respond;
 mod routes;
 mod rule_m;
 mod session;
@@ -333,7 +335,7 @@ impl Server {
         });
         history.record(Record::ServerStarted {
             variant: variant.as_str(),
-            delivery: cfg.delivery.as_str(),
+            delivery: cfg.delivery,
         });
         let rng = ChaCha20Rng::seed_from_u64(cfg.session_seed);
         // Durable keys live beside the ledger, which outlives incarnations;
@@ -442,7 +444,7 @@ impl Server {
             let service = hyper::service::service_fn(move |mut req: http::Request<_>| {
                 let s = svc_shared.clone();
                 let busy = conn::Busy::enter(&task_busy);
-                req.extensions_mut().insert(holds::Peer(peer));
+                req.extensions_mut().insert(principal::Peer(peer));
                 async move {
                     let (resp, slot) = routes::handle(s, req, conn).await;
                     Ok::<_, std::convert::Infallible>(

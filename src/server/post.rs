@@ -3,10 +3,9 @@
 //! call's response goes.
 
 use super::dedup::{self, KeyState, Lookup};
-use super::reply::{
-    accepted, admit_session, error, error_with, header_str, json_response, read_message,
-    session_full, session_of, Reply,
-};
+use super::principal;
+use super::reply::{admit_session, header_str, read_message, session_full, session_of, Reply};
+use super::respond::{accepted, error, error_with, json_response};
 use super::session::ToolCall;
 use super::tools::{self, Invocation};
 use super::transport::transport_gate;
@@ -31,7 +30,7 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     };
     if let Message::Request { id, method, params } = &msg {
         if method == mcp::INITIALIZE {
-            let peer = super::holds::peer_of(&parts.extensions);
+            let peer = principal::peer_of(&parts.extensions);
             return initialize(shared, h, peer, id, params.as_ref());
         }
     }
@@ -147,6 +146,18 @@ fn initialize(
     Reply::new(r).about(Some(&sid), Some(id))
 }
 
+/// A request past intake: the session and connection it came on, who it
+/// acts for, the key it presents (on an arm that honors keys) and the
+/// tool call it is (none for the other methods).
+struct Asked<'a> {
+    sid: &'a SessionId,
+    id: RequestId,
+    conn: ConnId,
+    call: Option<(CallToolParams, Invocation)>,
+    key: Option<String>,
+    who: Rc<str>,
+}
+
 async fn request(
     shared: &Rc<Shared>,
     h: &HeaderMap,
@@ -156,102 +167,16 @@ async fn request(
     params: Option<Json>,
     conn: ConnId,
 ) -> Reply {
-    // What is being asked, and is it idempotent?
-    let mut call: Option<(CallToolParams, Invocation)> = None;
-    // The open-stream slot of the call's POST stream, taken before anything
-    // else is (a refused call leaves no key behind).
-    let mut slot = None;
     if let Some(answer) = super::fixtures::request(shared, method, params.as_ref()) {
         return Reply::new(match answer {
             Ok(result) => json_response(StatusCode::OK, &Message::Result { id, result }),
             Err(e) => error_with(StatusCode::OK, Some(id), e),
         });
     }
-    match method {
-        mcp::TOOLS_CALL => {
-            let p: CallToolParams = match params.as_ref().map(Json::parse_as_value) {
-                Some(Ok(p)) => p,
-                _ => {
-                    return Reply::new(error(
-                        StatusCode::OK,
-                        Some(id),
-                        jsonrpc::INVALID_PARAMS,
-                        "tools/call needs name and arguments",
-                    ))
-                }
-            };
-            match tools::validate(shared, &p.name, &p.arguments) {
-                Ok(inv) => call = Some((p, inv)),
-                Err(e) => return Reply::new(error_with(StatusCode::OK, Some(id), e)),
-            }
-            if let Err(r) = session_full(shared, sid, Some(&id)) {
-                return Reply::new(r);
-            }
-            match call_stream_slot(shared, sid, &id) {
-                Ok(s) => slot = s,
-                Err(r) => return Reply::new(r),
-            }
-        }
-        mcp::PING | mcp::TOOLS_LIST => {}
-        mcp::RESOURCES_LIST | mcp::RESOURCES_READ | mcp::RESOURCES_UNSUBSCRIBE => {
-            return match super::legacy::resources(shared, sid, method, params.as_ref()) {
-                Ok(result) => Reply::new(json_response(
-                    StatusCode::OK,
-                    &Message::Result { id, result },
-                )),
-                Err(e) => Reply::new(error_with(StatusCode::OK, Some(id), e)),
-            };
-        }
-        mcp::LOGGING_SET_LEVEL => {
-            let Some(level) = params
-                .as_ref()
-                .and_then(|p| p.get("level"))
-                .and_then(|l| l.as_str())
-                .and_then(|l| mcp::log_level(&l))
-            else {
-                return Reply::new(error(
-                    StatusCode::OK,
-                    Some(id),
-                    jsonrpc::INVALID_PARAMS,
-                    &format!(
-                        "logging/setLevel needs a level: one of {}",
-                        mcp::LOG_LEVELS.join(", ")
-                    ),
-                ));
-            };
-            if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
-                sess.log_level = level;
-            }
-        }
-        mcp::RESOURCES_SUBSCRIBE => {
-            let Some(uri) = params
-                .as_ref()
-                .and_then(|p| p.get("uri"))
-                .and_then(|u| u.as_str())
-            else {
-                return Reply::new(error(
-                    StatusCode::OK,
-                    Some(id),
-                    jsonrpc::INVALID_PARAMS,
-                    "resources/subscribe needs a uri",
-                ));
-            };
-            if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
-                sess.subscriptions.insert(uri.to_string());
-            }
-        }
-        other => {
-            return Reply::new(error(
-                StatusCode::OK,
-                Some(id),
-                jsonrpc::METHOD_NOT_FOUND,
-                &format!(
-                "method {other:?} not found: this server offers ping, tools/list, tools/call, resources/list, resources/read, resources/subscribe, resources/unsubscribe and logging/setLevel{}",
-                super::fixtures::methods_offered(shared)
-            ),
-            ))
-        }
-    }
+    let (call, slot) = match intake(shared, sid, &id, method, params.as_ref()) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
     // An arm that ignores keys ignores the header entirely (a non-ASCII
     // one included).
     let key = if shared.variant.honors_keys() {
@@ -262,7 +187,7 @@ async fn request(
     } else {
         None
     };
-    let who = dedup::principal(h, sid);
+    let who = principal::principal(h, sid);
     shared.history.record(Record::request_received(
         sid,
         conn,
@@ -272,6 +197,144 @@ async fn request(
         call.as_ref().map(|(p, _)| p.name.as_str()),
         key.as_deref(),
     ));
+    let asked = Asked {
+        sid,
+        id,
+        conn,
+        call,
+        key,
+        who,
+    };
+    if let Err(r) = admit(shared, h, &asked).await {
+        return r;
+    }
+    if !shared.state.borrow().sessions.contains_key(sid) {
+        return Reply::new(error(
+            StatusCode::NOT_FOUND,
+            Some(asked.id),
+            jsonrpc::SESSION_ERROR,
+            "session terminated while the request waited",
+        ));
+    }
+    let result = match method {
+        mcp::PING | mcp::RESOURCES_SUBSCRIBE | mcp::LOGGING_SET_LEVEL => json!({}).into(),
+        mcp::TOOLS_LIST => super::fixtures::tools_list(shared),
+        _ => return start_call(shared, asked).holding(slot),
+    };
+    Reply::new(json_response(
+        StatusCode::OK,
+        &Message::Result {
+            id: asked.id,
+            result,
+        },
+    ))
+}
+
+/// What is being asked: a validated tools/call with the slot its POST
+/// stream takes (taken before anything else is, so a refused call leaves
+/// no key behind), or nothing more for the other methods, whose settings
+/// it applies. `Err`: the request is answered here (refused, or a
+/// resources request answered at once).
+#[allow(clippy::type_complexity)] // a call and its slot, read at once by the caller
+#[allow(clippy::result_large_err)] // an answer given here, the cold path (as in `reply`)
+fn intake(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    id: &RequestId,
+    method: &str,
+    params: Option<&Json>,
+) -> Result<
+    (
+        Option<(CallToolParams, Invocation)>,
+        Option<super::holds::SseSlot>,
+    ),
+    Reply,
+> {
+    let refuse = |code, message: &str| {
+        Err(Reply::new(error(
+            StatusCode::OK,
+            Some(id.clone()),
+            code,
+            message,
+        )))
+    };
+    match method {
+        mcp::TOOLS_CALL => {
+            let p: CallToolParams = match params.map(Json::parse_as_value) {
+                Some(Ok(p)) => p,
+                _ => return refuse(jsonrpc::INVALID_PARAMS, "tools/call needs name and arguments"),
+            };
+            let inv = match tools::validate(shared, &p.name, &p.arguments) {
+                Ok(inv) => inv,
+                Err(e) => {
+                    return Err(Reply::new(error_with(StatusCode::OK, Some(id.clone()), e)))
+                }
+            };
+            if let Err(r) = session_full(shared, sid, Some(id)) {
+                return Err(Reply::new(r));
+            }
+            match call_stream_slot(shared, sid, id) {
+                Ok(slot) => Ok((Some((p, inv)), slot)),
+                Err(r) => Err(Reply::new(r)),
+            }
+        }
+        mcp::PING | mcp::TOOLS_LIST => Ok((None, None)),
+        mcp::RESOURCES_LIST | mcp::RESOURCES_READ | mcp::RESOURCES_UNSUBSCRIBE => {
+            Err(match super::legacy::resources(shared, sid, method, params) {
+                Ok(result) => Reply::new(json_response(
+                    StatusCode::OK,
+                    &Message::Result {
+                        id: id.clone(),
+                        result,
+                    },
+                )),
+                Err(e) => Reply::new(error_with(StatusCode::OK, Some(id.clone()), e)),
+            })
+        }
+        mcp::LOGGING_SET_LEVEL => {
+            let Some(level) = params
+                .and_then(|p| p.get("level"))
+                .and_then(|l| l.as_str())
+                .and_then(|l| mcp::log_level(&l))
+            else {
+                return refuse(
+                    jsonrpc::INVALID_PARAMS,
+                    &format!(
+                        "logging/setLevel needs a level: one of {}",
+                        mcp::LOG_LEVELS.join(", ")
+                    ),
+                );
+            };
+            if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                sess.log_level = level;
+            }
+            Ok((None, None))
+        }
+        mcp::RESOURCES_SUBSCRIBE => {
+            let Some(uri) = params.and_then(|p| p.get("uri")).and_then(|u| u.as_str()) else {
+                return refuse(jsonrpc::INVALID_PARAMS, "resources/subscribe needs a uri");
+            };
+            if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                sess.subscriptions.insert(uri.to_string());
+            }
+            Ok((None, None))
+        }
+        other => refuse(
+            jsonrpc::METHOD_NOT_FOUND,
+            &format!(
+                "method {other:?} not found: this server offers ping, tools/list, tools/call, resources/list, resources/read, resources/subscribe, resources/unsubscribe and logging/setLevel{}",
+                super::fixtures::methods_offered(shared)
+            ),
+        ),
+    }
+}
+
+/// The looks a request passes before it runs: a reused in-flight id, the
+/// cursors it presents and Rule M (guarded), and the key table's two looks
+/// around Rule M. `Err`: the answer it gets instead (a refusal, or a
+/// completed key's stored result).
+async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<(), Reply> {
+    let (sid, id, who) = (asked.sid, &asked.id, &asked.who);
     // A request id still in flight in the session: the guarded arm refuses
     // it; the others run it again, as the SDKs do, and the id's result is
     // cross-wired to the new POST's stream (`tools::start`). The keys arm
@@ -282,31 +345,32 @@ async fn request(
             .borrow()
             .sessions
             .get(sid)
-            .is_some_and(|s| s.in_flight.contains_key(&id))
+            .is_some_and(|s| s.in_flight.contains_key(id))
     {
-        return Reply::new(error(
+        return Err(Reply::new(error(
             StatusCode::CONFLICT,
-            Some(id),
+            Some(id.clone()),
             jsonrpc::CONFLICT,
             "request id already in flight in this session: use a new id",
-        ));
+        )));
     }
-    let idempotent = call.as_ref().is_none_or(|(_, inv)| inv.idempotent());
+    let idempotent = asked.call.as_ref().is_none_or(|(_, inv)| inv.idempotent());
     // Built only when a key will be looked up.
-    let call_value = call
+    let call_value = asked
+        .call
         .as_ref()
-        .filter(|_| key.is_some())
+        .filter(|_| asked.key.is_some())
         .map(|(p, _)| json!({"name": p.name, "arguments": p.arguments}));
-    let keyed = key.as_deref().zip(call_value.as_ref());
+    let keyed = asked.key.as_deref().zip(call_value.as_ref());
     if shared.guarded() {
         if let Err(r) = super::rule_m::present_cursors(shared, h, sid) {
-            return Reply::new(r);
+            return Err(Reply::new(r));
         }
     }
     // The key table, first look: 422 before anything else; a known key
     // is an honored token for Rule M.
-    let dedup_honored = match keyed.map(|(k, cv)| dedup::key_lookup(shared, &who, k, cv)) {
-        Some(Lookup::OtherArguments) => return Reply::new(dedup::key_reused(id)),
+    let dedup_honored = match keyed.map(|(k, cv)| dedup::key_lookup(shared, who, k, cv)) {
+        Some(Lookup::OtherArguments) => return Err(Reply::new(dedup::key_reused(id.clone()))),
         Some(Lookup::Known(_)) => true,
         Some(Lookup::Unknown) | None => false,
     };
@@ -315,46 +379,32 @@ async fn request(
             idempotent,
             dedup_honored,
         };
-        if let Err(r) = super::rule_m::rule_m(shared, sid, &id, facts).await {
-            return Reply::new(r);
+        if let Err(r) = super::rule_m::rule_m(shared, sid, id, facts).await {
+            return Err(Reply::new(r));
         }
     }
     // The key table, second look (Rule M may have waited): in flight, done,
     // or a new execution under the key.
     if let Some((k, cv)) = keyed {
-        match dedup::key_lookup(shared, &who, k, cv) {
-            Lookup::Known(KeyState::InFlight) => return Reply::new(dedup::key_in_flight(id)),
-            Lookup::Known(KeyState::Done(result)) => {
-                let result = dedup::replayed_result(shared, sid, &id, k, result);
-                return Reply::new(json_response(
-                    StatusCode::OK,
-                    &Message::Result { id, result },
-                ));
+        match dedup::key_lookup(shared, who, k, cv) {
+            Lookup::Known(KeyState::InFlight) => {
+                return Err(Reply::new(dedup::key_in_flight(id.clone())))
             }
-            Lookup::OtherArguments => return Reply::new(dedup::key_reused(id)),
-            Lookup::Unknown => shared.state.borrow_mut().dedup.begin(&who, k, cv.clone()),
+            Lookup::Known(KeyState::Done(result)) => {
+                let result = dedup::replayed_result(shared, sid, id, k, result);
+                return Err(Reply::new(json_response(
+                    StatusCode::OK,
+                    &Message::Result {
+                        id: id.clone(),
+                        result,
+                    },
+                )));
+            }
+            Lookup::OtherArguments => return Err(Reply::new(dedup::key_reused(id.clone()))),
+            Lookup::Unknown => shared.state.borrow_mut().dedup.begin(who, k, cv.clone()),
         }
     }
-    if !shared.state.borrow().sessions.contains_key(sid) {
-        return Reply::new(error(
-            StatusCode::NOT_FOUND,
-            Some(id),
-            jsonrpc::SESSION_ERROR,
-            "session terminated while the request waited",
-        ));
-    }
-    let result = match method {
-        mcp::PING | mcp::RESOURCES_SUBSCRIBE | mcp::LOGGING_SET_LEVEL => json!({}).into(),
-        mcp::TOOLS_LIST => super::fixtures::tools_list(shared),
-        _ => {
-            let (p, inv) = call.expect("tools/call validated above");
-            return start_call(shared, sid, id, p, inv, key, who, conn).holding(slot);
-        }
-    };
-    Reply::new(json_response(
-        StatusCode::OK,
-        &Message::Result { id, result },
-    ))
+    Ok(())
 }
 
 /// The slot a call's POST stream takes ([`super::holds::stream_slot`]):
@@ -375,23 +425,24 @@ fn call_stream_slot(
     super::holds::stream_slot(shared, sess, false, Some(id))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn start_call(
-    shared: &Rc<Shared>,
-    sid: &SessionId,
-    id: RequestId,
-    p: CallToolParams,
-    inv: Invocation,
-    dedup_key: Option<String>,
-    principal: Rc<str>,
-    conn: ConnId,
-) -> Reply {
+/// Starts the asked tool call: on a new POST stream, or on the attached
+/// standalone stream under `session-stream` delivery (then 202).
+fn start_call(shared: &Rc<Shared>, asked: Asked) -> Reply {
+    let Asked {
+        sid,
+        id,
+        conn,
+        call,
+        key,
+        who,
+    } = asked;
+    let (p, inv) = call.expect("tools/call validated by intake");
     let call = ToolCall {
         rpc_id: id.clone(),
         tool: p.name.clone(),
         progress_token: p.progress_token().cloned(),
-        dedup_key,
-        principal,
+        dedup_key: key,
+        principal: who,
     };
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("checked by the caller");

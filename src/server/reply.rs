@@ -9,12 +9,13 @@
 
 use super::body::ServerBody;
 use super::holds::SseSlot;
+use super::principal::bearer;
+use super::respond::{error, error_with};
 use super::Shared;
 use crate::history::{SessionId, Transport};
 use crate::protocol::headers;
-use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
+use crate::protocol::jsonrpc::{self, Message, RequestId};
 use crate::protocol::mcp;
-use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -52,33 +53,6 @@ impl Reply {
         self.rpc_id = self.rpc_id.or_else(|| rpc_id.cloned());
         self
     }
-}
-
-pub(super) fn json_response(status: StatusCode, body: &Message) -> Response<ServerBody> {
-    let mut r = Response::new(ServerBody::Full(Some(Bytes::from(body.encode()))));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
-}
-
-pub(super) fn error_with(
-    status: StatusCode,
-    id: Option<RequestId>,
-    err: ErrorObject,
-) -> Response<ServerBody> {
-    json_response(status, &Message::Error { id, error: err })
-}
-
-pub(super) fn error(
-    status: StatusCode,
-    id: Option<RequestId>,
-    code: i64,
-    message: &str,
-) -> Response<ServerBody> {
-    error_with(status, id, ErrorObject::new(code, message, None))
 }
 
 /// Whether `Accept` admits `wanted`: the most specific media range that
@@ -264,12 +238,6 @@ pub(super) async fn read_message(
     Ok(msg)
 }
 
-pub(super) fn accepted() -> Response<ServerBody> {
-    let mut r = Response::new(ServerBody::empty());
-    *r.status_mut() = StatusCode::ACCEPTED;
-    r
-}
-
 /// Whether a new session may open: 503 when the server holds
 /// `max_sessions`, 429 when the request's bearer token holds
 /// `max_sessions_per_principal`, or, without a token, when its peer
@@ -290,7 +258,7 @@ pub(super) fn admit_session(
             "session limit reached: retry later",
         ));
     }
-    let owner = super::dedup::bearer(h);
+    let owner = bearer(h);
     if let (Some(max), Some(who)) = (shared.exposure.max_sessions_per_principal, &owner) {
         let held = st
             .sessions

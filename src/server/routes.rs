@@ -5,7 +5,8 @@
 
 use super::body::ServerBody;
 use super::holds::SseSlot;
-use super::reply::{error, session_of, Reply};
+use super::reply::{session_of, Reply};
+use super::respond::error;
 use super::transport::transport_gate;
 use super::Shared;
 use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};

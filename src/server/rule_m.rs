@@ -7,11 +7,14 @@
 #![allow(clippy::result_large_err)]
 
 use super::body::ServerBody;
-use super::reply::{error, error_with, header_str};
+use super::reply::header_str;
+use super::respond::{error, error_with};
 use super::session::logged_id;
 use super::Shared;
 use crate::guard::{Decision, Limits, PostFacts, Reason, StreamIdx, Verdict};
-use crate::history::{LoggedDecision, LoggedStream, LoggedView, Record, SessionId};
+use crate::history::{
+    LoggedDecision, LoggedReason, LoggedStream, LoggedVerdict, LoggedView, Record, SessionId,
+};
 use crate::protocol::headers::{self, CursorList};
 use crate::protocol::jsonrpc::{self, ErrorObject, RequestId};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
@@ -183,16 +186,27 @@ impl Drop for QueueSlot {
 
 fn logged_decision(d: &Decision) -> LoggedDecision {
     let (verdict, reason) = match d.verdict {
-        Verdict::Fresh => ("fresh", None),
-        Verdict::Allow => ("allow", None),
-        Verdict::Queue => ("queue", None),
-        Verdict::Reject(r) => ("reject", Some(r.as_str())),
+        Verdict::Fresh => (LoggedVerdict::Fresh, None),
+        Verdict::Allow => (LoggedVerdict::Allow, None),
+        Verdict::Queue => (LoggedVerdict::Queue, None),
+        Verdict::Reject(r) => (LoggedVerdict::Reject, Some(logged_reason(r))),
     };
     LoggedDecision {
         verdict,
         reason,
         stream: d.stream,
         hint: d.hint,
+    }
+}
+
+/// The guard's reason as the trace names it.
+fn logged_reason(r: Reason) -> LoggedReason {
+    match r {
+        Reason::ReplayInProgress => LoggedReason::ReplayInProgress,
+        Reason::NotDrained => LoggedReason::NotDrained,
+        Reason::InFlight => LoggedReason::InFlight,
+        Reason::NonIdempotent => LoggedReason::NonIdempotent,
+        Reason::StreamLost => LoggedReason::StreamLost,
     }
 }
 
@@ -306,4 +320,20 @@ fn rejection(
             .insert(headers::LAST_EVENT_ID, HeaderValue::from(hint));
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The trace names a rejection as the guard does: the oracle's audit
+    /// compares them with its own statement of the rule.
+    #[test]
+    fn logged_reasons_carry_the_guards_names() {
+        for r in Reason::ALL {
+            assert_eq!(logged_reason(r).as_str(), r.as_str());
+            let json = serde_json::to_value(logged_reason(r)).expect("serializes");
+            assert_eq!(json, r.as_str());
+        }
+    }
 }

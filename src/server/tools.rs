@@ -297,7 +297,13 @@ async fn run(
         // Progress without a token travels as an `info` log message.
         let level = (kind == EventKind::Progress && call.progress_token.is_none())
             .then_some(mcp::PROGRESS_LOG_LEVEL);
-        let delivered = deliver(&shared, &sid, s, &call, kind, &encoded, level, &tag);
+        let ev = Event {
+            kind,
+            encoded: &encoded,
+            level,
+            tag: &tag,
+        };
+        let delivered = deliver(&shared, &sid, s, &call, ev);
         finished = last;
         if delivered == Delivered::SessionGone {
             // Nothing to deliver to. The tool still ends (a key it had not
@@ -320,22 +326,35 @@ pub(super) enum Delivered {
     SessionGone,
 }
 
+/// One event a call produced, as [`deliver`] takes it.
+pub(super) struct Event<'a> {
+    pub kind: EventKind,
+    /// The message as it travels.
+    pub encoded: &'a str,
+    /// A log message's rank in [`mcp::LOG_LEVELS`] (`None`: not one).
+    pub level: Option<u8>,
+    /// The operation tag the trace gives the event.
+    pub tag: &'a Option<Rc<str>>,
+}
+
 /// Puts one event of `call` (produced on stream `s`) where it goes:
 /// progress and other messages on the execution's own stream, a POST
 /// stream's result on the stream its id is routed to, which it ends. A log
 /// message (`level`: its rank in [`mcp::LOG_LEVELS`]) is not sent to a
 /// session that asked for more severe ones only.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn deliver(
     shared: &Shared,
     sid: &SessionId,
     s: StreamIdx,
     call: &ToolCall,
-    kind: EventKind,
-    encoded: &str,
-    level: Option<u8>,
-    tag: &Option<Rc<str>>,
+    ev: Event,
 ) -> Delivered {
+    let Event {
+        kind,
+        encoded,
+        level,
+        tag,
+    } = ev;
     let mut st = shared.state.borrow_mut();
     let Some(sess) = st.sessions.get_mut(sid) else {
         return Delivered::SessionGone;

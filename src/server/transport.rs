@@ -5,10 +5,10 @@
 #![allow(clippy::result_large_err)]
 
 use super::body::ServerBody;
-use super::reply::error_with;
+use super::respond::error_with;
 use super::Shared;
 use crate::guard::{check_transport, TransportVerdict};
-use crate::history::{Record, SessionId, Transport};
+use crate::history::{LoggedTransport, Record, SessionId, Transport};
 use crate::protocol::jsonrpc::{self, ErrorObject, RequestId};
 use http::{Response, StatusCode};
 use serde_json::json;
@@ -40,8 +40,8 @@ pub(super) fn transport_gate(
     );
     let name = match verdict {
         TransportVerdict::Serve => return Ok(false),
-        TransportVerdict::ServeMapped => "serve_mapped",
-        TransportVerdict::Reject => "reject",
+        TransportVerdict::ServeMapped => LoggedTransport::ServeMapped,
+        TransportVerdict::Reject => LoggedTransport::Reject,
     };
     shared.history.record(Record::TransportDecision {
         session: sid.clone(),

@@ -99,6 +99,62 @@ pub(crate) fn spawn(
     tokio::task::spawn_local(run(shared, sid, s, conn, tx, plan));
 }
 
+/// One writer's fixed part: the stream and connection it writes, the plan
+/// it follows, and the pacing and deadline it writes under.
+struct Writer {
+    shared: Rc<Shared>,
+    sid: SessionId,
+    s: StreamIdx,
+    conn: ConnId,
+    plan: Plan,
+    /// An unguarded replay: live events go out between backlog events.
+    interleave: bool,
+    /// The pause between backlog events.
+    pace: Duration,
+    /// How long one frame may wait to be handed over.
+    deadline: Duration,
+}
+
+/// Where a writer stands. Non-interleaved: `last` is the one cursor.
+/// Interleaved: `last` walks the backlog and `live_last` the events
+/// produced after the resume.
+struct Position {
+    last: Option<EventId>,
+    live_last: Option<EventId>,
+    /// The guarded replay's `replay-end` is still to be written.
+    marker_due: bool,
+    /// The backlog event whose pause has passed.
+    paced: Option<EventId>,
+    /// The backlog event being paced and when its pause ends: a live event
+    /// written meanwhile must not restart the pause.
+    pace_until: Option<(EventId, tokio::time::Instant)>,
+}
+
+impl Position {
+    fn start(plan: &Plan, guarded: bool) -> Self {
+        Position {
+            last: plan.after,
+            live_last: plan.replay_until.max(plan.after),
+            marker_due: plan.replay && guarded,
+            paced: None,
+            pace_until: None,
+        }
+    }
+
+    /// When the pause before backlog event `id` ends (started now, unless
+    /// it is already running).
+    fn pause_until(&mut self, id: EventId, pace: Duration) -> tokio::time::Instant {
+        match self.pace_until {
+            Some((p, t)) if p == id => t,
+            _ => {
+                let t = tokio::time::Instant::now() + pace;
+                self.pace_until = Some((id, t));
+                t
+            }
+        }
+    }
+}
+
 async fn run(
     shared: Rc<Shared>,
     sid: SessionId,
@@ -107,240 +163,205 @@ async fn run(
     tx: mpsc::Sender<Bytes>,
     plan: Plan,
 ) {
-    let interleave = plan.replay && !shared.guarded();
-    let mut marker_due = plan.replay && shared.guarded();
-    // Non-interleaved: `last` is the one cursor. Interleaved: `last` walks
-    // the backlog and `live_last` the events produced after the resume.
-    let mut last = plan.after;
-    let mut live_last = plan.replay_until.max(plan.after);
-    // The backlog event being paced and when its pause ends: a live event
-    // written meanwhile must not restart the pause.
-    let mut paced: Option<EventId> = None;
-    let mut pace_until: Option<(EventId, tokio::time::Instant)> = None;
-    let pace = Duration::from_millis(shared.cfg.replay_interval_ms);
-    let deadline = Duration::from_millis(shared.cfg.write_deadline_ms);
-    let Some(wake) = with_session(&shared, &sid, |sess| {
+    let w = Writer {
+        interleave: plan.replay && !shared.guarded(),
+        pace: Duration::from_millis(shared.cfg.replay_interval_ms),
+        deadline: Duration::from_millis(shared.cfg.write_deadline_ms),
+        shared,
+        sid,
+        s,
+        conn,
+        plan,
+    };
+    let mut at = Position::start(&w.plan, w.shared.guarded());
+    let Some(wake) = with_session(&w.shared, &w.sid, |sess| {
         sess.streams.get(s).map(|rt| rt.wake.clone())
     })
     .flatten() else {
         return;
     };
-    if let Some(pre) = plan.preamble.clone() {
-        if let Err(why) = send(&tx, pre, deadline).await {
-            return lost(&shared, &sid, s, conn, why);
+    if let Some(pre) = w.plan.preamble.clone() {
+        if let Err(why) = send(&tx, pre, w.deadline).await {
+            return w.lost(why);
         }
     }
     loop {
         let mut notified = pin!(wake.notified());
         notified.as_mut().enable();
-        let next = next_action(
-            &shared, &sid, s, conn, &plan, interleave, marker_due, last, live_last, paced, pace,
-        );
-        match next {
+        match w.next_action(&at) {
             Next::Exit => return,
             Next::Wait => {
                 tokio::select! {
                     biased;
-                    _ = tx.closed() => return on_close(&shared, &sid, s, conn, None),
+                    _ = tx.closed() => return w.lost(Lost::Closed),
                     _ = notified => continue,
                 }
             }
             Next::Pace(id) => {
-                let until = match pace_until {
-                    Some((p, t)) if p == id => t,
-                    _ => {
-                        let t = tokio::time::Instant::now() + pace;
-                        pace_until = Some((id, t));
-                        t
-                    }
-                };
+                let until = at.pause_until(id, w.pace);
                 tokio::select! {
                     biased;
-                    _ = tx.closed() => return on_close(&shared, &sid, s, conn, None),
-                    _ = notified, if interleave => continue,
-                    _ = tokio::time::sleep_until(until) => paced = Some(id),
+                    _ = tx.closed() => return w.lost(Lost::Closed),
+                    _ = notified, if w.interleave => continue,
+                    _ = tokio::time::sleep_until(until) => at.paced = Some(id),
                 }
             }
             Next::Gap { id, backlog } => {
-                if shared.guarded() {
+                if w.shared.guarded() {
                     // Owed events are gone: never a silent gap. Close the
                     // connection; the client's resume then gets an
                     // announced `gap` and the survivors (410 only when the
                     // result itself is gone).
-                    shared.close_conn(conn);
-                    return on_close(&shared, &sid, s, conn, Some(ServerClose::Evicted));
+                    w.shared.close_conn(w.conn);
+                    let (shared, sid) = (&w.shared, &w.sid);
+                    return on_close(shared, sid, s, w.conn, Some(ServerClose::Evicted));
                 }
-                advance(
-                    &shared,
-                    &sid,
-                    s,
-                    conn,
-                    id,
-                    backlog,
-                    interleave,
-                    &mut last,
-                    &mut live_last,
-                    false,
-                    plan.transport,
-                );
+                w.advance(&mut at, id, backlog, false);
             }
             Next::Marker => {
-                let data =
-                    serde_json::json!({"stream": s, "lastEventId": plan.replay_until}).to_string();
-                let frame = sse::encode(None, Some("replay-end"), &data, None);
-                if let Err(why) = send(&tx, frame, deadline).await {
-                    return lost(&shared, &sid, s, conn, why);
+                if let Err(why) = send(&tx, w.marker(), w.deadline).await {
+                    return w.lost(why);
                 }
-                marker_due = false;
-                shared.history.record(Record::ReplayEnd {
-                    session: sid.clone(),
+                at.marker_due = false;
+                w.shared.history.record(Record::ReplayEnd {
+                    session: w.sid.clone(),
                     stream: s,
-                    conn,
+                    conn: w.conn,
                 });
             }
             Next::Write { id, frame, backlog } => {
-                if let Err(why) = send(&tx, frame, deadline).await {
-                    return lost(&shared, &sid, s, conn, why);
+                if let Err(why) = send(&tx, frame, w.deadline).await {
+                    return w.lost(why);
                 }
-                advance(
-                    &shared,
-                    &sid,
-                    s,
-                    conn,
-                    id,
-                    backlog,
-                    interleave,
-                    &mut last,
-                    &mut live_last,
-                    true,
-                    plan.transport,
-                );
+                w.advance(&mut at, id, backlog, true);
             }
             Next::Finish => {
                 drop(tx);
-                with_session(&shared, &sid, |sess| {
-                    if let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) {
-                        rt.conn = None;
-                        sess.room.notify_waiters();
-                        sess.last_active.set(tokio::time::Instant::now());
-                        sess.guard.finished(s);
-                        shared.history.record(Record::StreamFinished {
-                            session: sid.clone(),
-                            stream: s,
-                        });
-                        sess.release_if_done(s);
-                    }
+                return w.finish();
+            }
+        }
+    }
+}
+
+impl Writer {
+    /// What to do next from `at`, as the store stands now.
+    fn next_action(&self, at: &Position) -> Next {
+        let (plan, s) = (&self.plan, self.s);
+        with_session(&self.shared, &self.sid, |sess| {
+            let Some(rt) = sess.streams.get(s).filter(|rt| rt.conn == Some(self.conn)) else {
+                return Next::Exit; // taken over
+            };
+            let first_after = |x: Option<EventId>| {
+                let i = rt.ids.partition_point(|&e| Some(e) <= x);
+                rt.ids.get(i).copied()
+            };
+            let emit = |id: EventId, backlog: bool| match sess.data(id) {
+                None => Next::Gap { id, backlog },
+                Some(_) if backlog && !self.pace.is_zero() && at.paced != Some(id) => {
+                    Next::Pace(id)
+                }
+                Some(data) => Next::Write {
+                    id,
+                    frame: encode(sess, s, id, data, plan.transport, self.shared.cfg.retry_ms),
+                    backlog,
+                },
+            };
+            if self.interleave {
+                if let Some(id) = first_after(at.live_last) {
+                    return emit(id, false);
+                }
+                if let Some(id) = first_after(at.last).filter(|&id| Some(id) <= plan.replay_until) {
+                    return emit(id, true);
+                }
+            } else {
+                match first_after(at.last) {
+                    Some(id) if Some(id) <= plan.replay_until => return emit(id, true),
+                    Some(_) | None if at.marker_due => return Next::Marker,
+                    Some(id) => return emit(id, false),
+                    None => {}
+                }
+            }
+            if rt.done_producing {
+                Next::Finish
+            } else {
+                Next::Wait
+            }
+        })
+        .unwrap_or(Next::Exit)
+    }
+
+    /// Event `id` is behind the writer (`written`: handed over; else
+    /// skipped as gone): moves `at` and the stream's `Sent` position past
+    /// it and tells the guard.
+    fn advance(&self, at: &mut Position, id: EventId, backlog: bool, written: bool) {
+        let (shared, sid, s, conn) = (&self.shared, &self.sid, self.s, self.conn);
+        if self.interleave && !backlog {
+            at.live_last = Some(id);
+        } else {
+            at.last = Some(id);
+        }
+        with_session(shared, sid, |sess| {
+            if written {
+                shared.history.record(Record::Written {
+                    session: sid.clone(),
+                    stream: s,
+                    event: id,
+                    conn,
+                    replay: backlog,
+                    transport: self.plan.transport,
                 });
+            }
+            let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) else {
                 return;
+            };
+            let sent = &mut rt.sent;
+            match &mut sent.interleaved {
+                Some((live, _)) if !backlog => *live = Some(id),
+                _ => sent.last = Some(id),
             }
-        }
+            sess.room.notify_waiters();
+            if written {
+                sess.guard.written(s, id);
+            }
+            if backlog && sess.guard.stream(s).replay_backlog > 0 {
+                sess.guard.replay_written(s);
+                if sess.guard.replay_backlog() == 0 {
+                    sess.drained.notify_waiters();
+                }
+            }
+        });
     }
-}
 
-#[allow(clippy::too_many_arguments)]
-fn next_action(
-    shared: &Shared,
-    sid: &SessionId,
-    s: StreamIdx,
-    conn: ConnId,
-    plan: &Plan,
-    interleave: bool,
-    marker_due: bool,
-    last: Option<EventId>,
-    live_last: Option<EventId>,
-    paced: Option<EventId>,
-    pace: Duration,
-) -> Next {
-    with_session(shared, sid, |sess| {
-        let Some(rt) = sess.streams.get(s).filter(|rt| rt.conn == Some(conn)) else {
-            return Next::Exit; // taken over
-        };
-        let first_after = |x: Option<EventId>| {
-            let i = rt.ids.partition_point(|&e| Some(e) <= x);
-            rt.ids.get(i).copied()
-        };
-        let emit = |id: EventId, backlog: bool| match sess.data(id) {
-            None => Next::Gap { id, backlog },
-            Some(_) if backlog && !pace.is_zero() && paced != Some(id) => Next::Pace(id),
-            Some(data) => Next::Write {
-                id,
-                frame: encode(sess, s, id, data, plan.transport, shared.cfg.retry_ms),
-                backlog,
-            },
-        };
-        if interleave {
-            if let Some(id) = first_after(live_last) {
-                return emit(id, false);
-            }
-            if let Some(id) = first_after(last).filter(|&id| Some(id) <= plan.replay_until) {
-                return emit(id, true);
-            }
-        } else {
-            match first_after(last) {
-                Some(id) if Some(id) <= plan.replay_until => return emit(id, true),
-                Some(_) | None if marker_due => return Next::Marker,
-                Some(id) => return emit(id, false),
-                None => {}
-            }
-        }
-        if rt.done_producing {
-            Next::Finish
-        } else {
-            Next::Wait
-        }
-    })
-    .unwrap_or(Next::Exit)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn advance(
-    shared: &Shared,
-    sid: &SessionId,
-    s: StreamIdx,
-    conn: ConnId,
-    id: EventId,
-    backlog: bool,
-    interleave: bool,
-    last: &mut Option<EventId>,
-    live_last: &mut Option<EventId>,
-    written: bool,
-    transport: Transport,
-) {
-    if interleave && !backlog {
-        *live_last = Some(id);
-    } else {
-        *last = Some(id);
+    /// The guarded replay's `replay-end` frame.
+    fn marker(&self) -> Bytes {
+        let data = serde_json::json!({"stream": self.s, "lastEventId": self.plan.replay_until})
+            .to_string();
+        sse::encode(None, Some("replay-end"), &data, None)
     }
-    with_session(shared, sid, |sess| {
-        if written {
-            shared.history.record(Record::Written {
-                session: sid.clone(),
-                stream: s,
-                event: id,
-                conn,
-                replay: backlog,
-                transport,
-            });
-        }
-        let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) else {
-            return;
-        };
-        let sent = &mut rt.sent;
-        match &mut sent.interleaved {
-            Some((live, _)) if !backlog => *live = Some(id),
-            _ => sent.last = Some(id),
-        }
-        sess.room.notify_waiters();
-        if written {
-            sess.guard.written(s, id);
-        }
-        if backlog && sess.guard.stream(s).replay_backlog > 0 {
-            sess.guard.replay_written(s);
-            if sess.guard.replay_backlog() == 0 {
-                sess.drained.notify_waiters();
+
+    /// The stream is done and every event written: the connection is no
+    /// longer the stream's.
+    fn finish(&self) {
+        let (shared, sid, s, conn) = (&self.shared, &self.sid, self.s, self.conn);
+        with_session(shared, sid, |sess| {
+            if let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) {
+                rt.conn = None;
+                sess.room.notify_waiters();
+                sess.last_active.set(tokio::time::Instant::now());
+                sess.guard.finished(s);
+                shared.history.record(Record::StreamFinished {
+                    session: sid.clone(),
+                    stream: s,
+                });
+                sess.release_if_done(s);
             }
-        }
-    });
+        });
+    }
+
+    /// The connection is lost for `why`.
+    fn lost(&self, why: Lost) {
+        lost(&self.shared, &self.sid, self.s, self.conn, why);
+    }
 }
 
 /// One event's SSE frame for a connection of `transport`: a priming event

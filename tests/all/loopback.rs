@@ -1248,7 +1248,7 @@ fn an_abandoned_queued_post_gives_its_slot_back() {
         assert_eq!(resumed.status, 200, "a paced replay of 3 events");
         let queued = |n: usize| {
             h.wait_for("queue decisions", n, |r| {
-                matches!(r, Rec::Server(Record::Decision { decision, .. }) if decision.verdict == "queue")
+                matches!(r, Rec::Server(Record::Decision { decision, .. }) if decision.verdict.as_str() == "queue")
             })
         };
         let left = |n: usize| {
@@ -1282,7 +1282,7 @@ fn an_abandoned_queued_post_gives_its_slot_back() {
             .rev()
             .find_map(|e| match &e.record {
                 Rec::Server(Record::Decision { decision, view, .. }) => {
-                    Some((decision.verdict, decision.reason, view.queued))
+                    Some((decision.verdict.as_str(), decision.reason, view.queued))
                 }
                 _ => None,
             })
@@ -1443,7 +1443,7 @@ fn cancel_refuses_a_resume_with_405() {
             e.record,
             Rec::Server(Record::ServerStarted {
                 variant: "cancel",
-                delivery: "post-stream"
+                delivery: Delivery::PostStream
             })
         )));
         let sid = h.initialize().await;

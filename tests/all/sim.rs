@@ -198,10 +198,9 @@ fn seed_case_two() {
         g.metric("order_violations") == 0,
         "guarded: no order violation",
     );
-    let queued = g
-        .server_records()
-        .iter()
-        .any(|r| matches!(r, Record::Decision { decision, .. } if decision.verdict == "queue"));
+    let queued = g.server_records().iter().any(
+        |r| matches!(r, Record::Decision { decision, .. } if decision.verdict.as_str() == "queue"),
+    );
     g.check(queued, "guarded: R'' queued behind the replay");
     let marker = g
         .server_records()
@@ -1233,7 +1232,10 @@ fn every_scenario_runs_under_cancel_without_an_oracle_defect() {
                 for e in history.entries().iter() {
                     match &e.record {
                         Rec::Server(Record::ServerStarted { delivery, .. }) => {
-                            assert!(*delivery == "post-stream", "reproduce: {repro}")
+                            assert!(
+                                *delivery == mcp_chaos::history::Delivery::PostStream,
+                                "reproduce: {repro}"
+                            )
                         }
                         Rec::Server(Record::Resumed { .. }) => {
                             panic!("cancel served a resume\nreproduce: {repro}")

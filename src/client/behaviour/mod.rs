@@ -18,7 +18,7 @@ use super::core::{AfterInit, OnBreak};
 use crate::history::Transport;
 use crate::protocol::mcp;
 use crate::scenario::Behaviour;
-use crate::server::Delivery;
+use crate::history::Delivery;
 use serde_json::{json, Value};
 
 /// The decisions that differ per behaviour, each a function of what the

@@ -19,34 +19,18 @@ pub(super) use timeline::share_lanes;
 pub use timeline::{FaultWindow, Lane, OpBar, Timeline};
 pub use timeline_svg::{timeline_group_svg, timeline_svg};
 
+use crate::sut::ArmEntry;
 use crate::sweep::Summary;
 
-/// An arm's colour in every plot and legend.
+/// An arm's colour in every plot and legend ([`ArmEntry::colour`]; grey
+/// for a name no entry has, as a summary from elsewhere may hold).
 pub(super) fn color(arm: &str) -> &'static str {
-    match arm {
-        "unguarded" => "#c51b7d",
-        "keys" => "#2166ac",
-        "guarded" => "#1b7837",
-        "cancel" => "#e08214",
-        "rmcp" => "#762a83",
-        "rmcp-es" => "#35978f",
-        _ => "#555555",
-    }
+    ArmEntry::named(arm).map_or("#555555", |e| e.colour)
 }
 
-/// An arm's dash pattern in line plots (empty: solid), so two arms'
-/// curves that coincide still show both: the gaps of one let the other
-/// through.
+/// An arm's dash pattern in line plots ([`ArmEntry::dashes`]).
 pub(super) fn dashes(arm: &str) -> &'static str {
-    match arm {
-        "unguarded" => "",
-        "keys" => "8,3",
-        "guarded" => "2,2",
-        "cancel" => "10,3,2,3",
-        "rmcp" => "4,4",
-        "rmcp-es" => "1,3",
-        _ => "6,2,1,2",
-    }
+    ArmEntry::named(arm).map_or("6,2,1,2", |e| e.dashes)
 }
 
 /// The scenarios of a summary, in summary order.

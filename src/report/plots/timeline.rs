@@ -2,7 +2,7 @@
 //! operations as bars, faults as windows and marks. `timeline_svg.rs`
 //! draws it.
 
-use crate::history::{ClientRecord, History, LedgerRecord, Outcome, Rec, WorldRecord};
+use crate::history::{ClientRecord, FaultKind, History, LedgerRecord, Outcome, Rec, WorldRecord};
 use crate::oracle::OpVerdict;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,9 +31,20 @@ pub struct Lane {
     pub host: u32,
     /// Its operations, in the order they began.
     pub ops: Vec<OpBar>,
-    /// Drops (`drop`), transport switches (`switch`) and duplicate
-    /// executions (`duplicate`), with their time in µs.
-    pub marks: Vec<(u64, &'static str)>,
+    /// Drops, transport switches and duplicate executions, with their
+    /// time in µs.
+    pub marks: Vec<(u64, Mark)>,
+}
+
+/// What a mark on a lane shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// The client's stream dropped ([`FaultKind::Drop`]).
+    Drop,
+    /// The client switched transport ([`FaultKind::Switch`]).
+    Switch,
+    /// An operation executed again.
+    Duplicate,
 }
 
 /// A timed fault.
@@ -43,8 +54,8 @@ pub struct FaultWindow {
     pub start_us: u64,
     /// Ended, µs (the run's end when it never ended).
     pub end_us: u64,
-    /// `partition`, `restart` or `latency`.
-    pub kind: String,
+    /// A timed kind: partition, restart or latency.
+    pub kind: FaultKind,
     /// The client host it acts on, if one.
     pub host: Option<u32>,
 }
@@ -95,30 +106,32 @@ impl Timeline {
             title,
             ..Timeline::default()
         };
-        let mut open: BTreeMap<u32, (u64, &'static str, Option<u32>)> = BTreeMap::new();
+        let mut open: BTreeMap<u32, (u64, FaultKind, Option<u32>)> = BTreeMap::new();
         let mut lanes: BTreeMap<u32, Lane> = BTreeMap::new();
         let mut started: BTreeMap<String, (u32, usize)> = BTreeMap::new();
         for e in h.entries().iter() {
             t.end_us = t.end_us.max(e.t_us);
             match &e.record {
                 // A restart is an instant: it has no end record.
-                Rec::World(WorldRecord::FaultStarted { kind, host, .. }) if *kind == "restart" => {
+                Rec::World(WorldRecord::FaultStarted { kind, host, .. })
+                    if *kind == FaultKind::Restart =>
+                {
                     t.faults.push(FaultWindow {
                         start_us: e.t_us,
                         end_us: e.t_us,
-                        kind: kind.to_string(),
+                        kind: *kind,
                         host: *host,
                     });
                 }
                 Rec::World(WorldRecord::FaultStarted { index, kind, host }) => {
-                    open.insert(*index, (e.t_us, kind, *host));
+                    open.insert(*index, (e.t_us, *kind, *host));
                 }
                 Rec::World(WorldRecord::FaultEnded { index }) => {
                     if let Some((s, k, host)) = open.remove(index) {
                         t.faults.push(FaultWindow {
                             start_us: s,
                             end_us: e.t_us,
-                            kind: k.to_string(),
+                            kind: k,
                             host,
                         });
                     }
@@ -165,16 +178,16 @@ impl Timeline {
                     .entry(*client)
                     .or_insert_with(|| new_lane(*client, hosts))
                     .marks
-                    .push((e.t_us, "drop")),
+                    .push((e.t_us, Mark::Drop)),
                 Rec::Client(ClientRecord::Switched { client, .. }) => lanes
                     .entry(*client)
                     .or_insert_with(|| new_lane(*client, hosts))
                     .marks
-                    .push((e.t_us, "switch")),
+                    .push((e.t_us, Mark::Switch)),
                 Rec::Ledger(LedgerRecord::Execution { tag, n, .. }) if *n > 1 => {
                     if let Some(&(c, _)) = started.get(&**tag) {
                         if let Some(l) = lanes.get_mut(&c) {
-                            l.marks.push((e.t_us, "duplicate"));
+                            l.marks.push((e.t_us, Mark::Duplicate));
                         }
                     }
                 }
@@ -185,12 +198,13 @@ impl Timeline {
             t.faults.push(FaultWindow {
                 start_us: s,
                 end_us: t.end_us,
-                kind: k.to_string(),
+                kind: k,
                 host,
             });
         }
+        // By start, then by name (the order the drawing has always had).
         t.faults
-            .sort_by(|a, b| (a.start_us, &a.kind).cmp(&(b.start_us, &b.kind)));
+            .sort_by(|a, b| (a.start_us, a.kind.name()).cmp(&(b.start_us, b.kind.name())));
         t.clients = lanes.len() as u32;
         for l in lanes.values_mut() {
             for op in &mut l.ops {

@@ -5,7 +5,8 @@
 
 use super::super::xml;
 use super::svg::{linear_ticks, svg_open, text, trim_float};
-use super::timeline::{rows, Timeline};
+use super::timeline::{rows, Mark, Timeline};
+use crate::history::FaultKind;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -248,18 +249,18 @@ fn section(
         for (tm, kind) in &ln.marks {
             let (xx, cy) = (x(*tm), ly + lh / 2.0);
             let _ = match *kind {
-                "drop" => write!(
+                Mark::Drop => write!(
                     out,
                     "<path d=\"M{xx:.1},{:.1} l4,9 l-8,0 z\" fill=\"black\"><title>drop at {:.3} s</title></path>",
                     cy - 5.0,
                     *tm as f64 / 1e6
                 ),
-                "switch" => write!(
+                Mark::Switch => write!(
                     out,
                     "<circle cx=\"{xx:.1}\" cy=\"{cy:.1}\" r=\"4\" fill=\"none\" stroke=\"#2c7bb6\" stroke-width=\"2\"><title>transport switch at {:.3} s</title></circle>",
                     *tm as f64 / 1e6
                 ),
-                _ => write!(
+                Mark::Duplicate => write!(
                     out,
                     "<path d=\"M{:.1},{cy:.1} l5,-5 l5,5 l-5,5 z\" fill=\"#ffef00\" stroke=\"black\"><title>duplicate execution at {:.3} s</title></path>",
                     xx - 5.0,
@@ -315,9 +316,9 @@ fn faults(
     x: &impl Fn(u64) -> f64,
 ) {
     for f in &t.faults {
-        let (fill, op) = match f.kind.as_str() {
-            "restart" => ("#7b3294", 0.25),
-            "partition" => ("#2c7bb6", 0.18),
+        let (fill, op) = match f.kind {
+            FaultKind::Restart => ("#7b3294", 0.25),
+            FaultKind::Partition => ("#2c7bb6", 0.18),
             _ => ("#888888", 0.12),
         };
         let wdt = (x(f.end_us) - x(f.start_us)).max(1.5);
@@ -328,8 +329,8 @@ fn faults(
             f.start_us as f64 / 1e6,
             f.end_us as f64 / 1e6
         );
-        match (f.kind.as_str(), f.host) {
-            ("restart", _) => {
+        match (f.kind, f.host) {
+            (FaultKind::Restart, _) => {
                 let xx = x(f.start_us);
                 let _ = write!(
                     out,

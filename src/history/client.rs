@@ -1,0 +1,233 @@
+//! The virtual clients' records: what each sent, the statuses and events
+//! it got, the faults it applied or could not, and each operation's
+//! outcome. The oracle's outcomes and causes read these (with the ledger's
+//! and the world's), never the server's.
+
+use super::{EventId, FaultKind, OpId, SessionId, Transport};
+use crate::protocol::mcp::ChunkRef;
+use crate::protocol::RequestId;
+use serde::Serialize;
+use std::rc::Rc;
+
+/// What a client sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sent {
+    /// `initialize`.
+    Initialize,
+    /// A tool call (a first attempt or a re-issue).
+    Call,
+    /// A GET with `Last-Event-ID`.
+    Resume,
+    /// A plain GET for the standalone stream.
+    Open,
+}
+
+/// How an operation ended for its client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Its result was handled.
+    Done,
+    /// The client gave up (attempts exhausted).
+    Abandoned,
+    /// Still unresolved when the run ended.
+    Unresolved,
+}
+
+/// Client-side records (the other half of the history).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientRecord {
+    /// The client holds a session.
+    Session {
+        /// Client index.
+        client: u32,
+        /// Session id.
+        session: SessionId,
+    },
+    /// An operation (logical tool call) was begun.
+    OpStarted {
+        /// Client index.
+        client: u32,
+        /// Operation tag.
+        tag: Rc<str>,
+    },
+    /// A request went out.
+    Sent {
+        /// Client index.
+        client: u32,
+        /// What.
+        what: Sent,
+        /// Operation, for calls and resumes on its behalf.
+        tag: Option<Rc<str>>,
+        /// JSON-RPC id, for POSTs.
+        rpc_id: Option<RequestId>,
+        /// `Last-Event-ID` sent (resume cursor or cursor list).
+        cursor: Option<String>,
+        /// An `Idempotency-Key` went with it.
+        keyed: bool,
+    },
+    /// A response status other than 200/202.
+    Status {
+        /// Client index.
+        client: u32,
+        /// Operation concerned.
+        tag: Option<Rc<str>>,
+        /// Session the request named.
+        session: Option<SessionId>,
+        /// HTTP status.
+        status: u16,
+        /// `Last-Event-ID` hint of a 409.
+        hint: Option<EventId>,
+        /// First event id of the stream the refusal names, when it says.
+        stream_first: Option<EventId>,
+    },
+    /// An SSE event with an id arrived.
+    Received {
+        /// Client index.
+        client: u32,
+        /// Session.
+        session: SessionId,
+        /// Event id.
+        event: EventId,
+        /// Operation it belongs to by its request id, when it is a call's
+        /// event.
+        tag: Option<Rc<str>>,
+        /// The chunk its payload names (the ledger's identity), if any.
+        chunk: Option<ChunkRef>,
+        /// It was a result.
+        result: bool,
+        /// The transport it arrived on (the id's namespace).
+        transport: Transport,
+        /// The stream it arrived on (the stream's first event id).
+        stream: u64,
+    },
+    /// An `event: gap` arrived: the server announced owed events of the
+    /// stream that it lost (evicted) before it replays what survived.
+    Gap {
+        /// Client index.
+        client: u32,
+        /// Session.
+        session: SessionId,
+        /// The stream it arrived on (the stream's first event id).
+        stream: u64,
+        /// Inclusive ranges of the missing event ids, as announced.
+        missing: Vec<(EventId, EventId)>,
+        /// How many event ids the ranges name.
+        named: u64,
+    },
+    /// The client handled an operation's result (first time only).
+    Handled {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The request id the result answered.
+        rpc_id: RequestId,
+        /// The chunk the result's payload names (which execution produced it).
+        chunk: Option<ChunkRef>,
+        /// The server marked it as a replay from its key table.
+        replayed: bool,
+    },
+    /// An operation was interrupted (its stream broke before the result).
+    Interrupted {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// When the fault began (the stream's last sign of life), µs.
+        fault_us: u64,
+    },
+    /// The client negotiated a session (initialize result handled).
+    Negotiated {
+        /// Client index.
+        client: u32,
+        /// Session id.
+        session: SessionId,
+        /// The transport it negotiated on.
+        transport: Transport,
+        /// The revision it asked for and got.
+        protocol_version: String,
+    },
+    /// A planned transport switch (network change) was applied.
+    Switched {
+        /// Client index.
+        client: u32,
+        /// From this transport.
+        from: Transport,
+        /// The last event id it saw on the old transport's stream.
+        cursor: Option<EventId>,
+    },
+    /// A planned drop fault was applied by the client's connector.
+    Dropped {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// Counted events received before the drop.
+        after_event: u32,
+    },
+    /// A call's POST got no response head (no status, or no stream):
+    /// whatever it started, the client never saw begin.
+    NoResponse {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The POST's request id.
+        rpc_id: RequestId,
+        /// The connection was established (so the request may have
+        /// reached the server).
+        connected: bool,
+    },
+    /// How an operation ended.
+    Outcome {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The outcome.
+        outcome: Outcome,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// A drop or switch planned for this client that it did not apply, and
+    /// why (written when the client ends its run).
+    FaultNotApplied {
+        /// Client index.
+        client: u32,
+        /// [`FaultKind::Drop`] or [`FaultKind::Switch`].
+        kind: FaultKind,
+        /// The drop's call, or the call after which the switch was planned.
+        call: u32,
+        /// For a drop: counted events it was to come after.
+        after_event: Option<u32>,
+        /// Why it was not applied.
+        reason: String,
+    },
+}
+
+impl ClientRecord {
+    /// The workload operation the record is about, read from its tag
+    /// ([`OpId::of_tag`]); `None` when it names none.
+    pub fn op(&self) -> Option<OpId> {
+        let tag = match self {
+            ClientRecord::OpStarted { tag, .. }
+            | ClientRecord::Handled { tag, .. }
+            | ClientRecord::Interrupted { tag, .. }
+            | ClientRecord::Dropped { tag, .. }
+            | ClientRecord::NoResponse { tag, .. }
+            | ClientRecord::Outcome { tag, .. } => Some(tag),
+            ClientRecord::Sent { tag, .. }
+            | ClientRecord::Status { tag, .. }
+            | ClientRecord::Received { tag, .. } => tag.as_ref(),
+            ClientRecord::Session { .. }
+            | ClientRecord::Gap { .. }
+            | ClientRecord::Negotiated { .. }
+            | ClientRecord::Switched { .. }
+            | ClientRecord::FaultNotApplied { .. } => None,
+        }?;
+        OpId::of_tag(tag)
+    }
+}

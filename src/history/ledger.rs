@@ -1,0 +1,51 @@
+//! The ledger's records: side effects outside the server host (each
+//! execution, its commit, each chunk it emitted).
+
+use crate::protocol::RequestId;
+use serde::Serialize;
+use std::rc::Rc;
+
+/// Side-effect ledger records (outside the server host): what the oracle
+/// judges any server by.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LedgerRecord {
+    /// A tool execution began. With `effects = immediate` it took its
+    /// effect now; with `effects = transactional` (`deferred`) it takes it
+    /// only with a later [`LedgerRecord::Commit`], or never (killed,
+    /// cancelled, or its key had committed already).
+    Execution {
+        /// Operation tag.
+        tag: Rc<str>,
+        /// The how-many-th execution of the tag (1 = first).
+        n: u32,
+        /// Who it ran for (bearer token, else session).
+        principal: Rc<str>,
+        /// The `Idempotency-Key` the request carried.
+        key: Option<Rc<str>>,
+        /// The request that ran it.
+        rpc_id: RequestId,
+        /// Its effect waits for a commit (`effects = transactional`).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        deferred: bool,
+    },
+    /// A deferred execution finished and committed its effect, together
+    /// with its key (a key commits at most once per principal).
+    Commit {
+        /// Operation tag.
+        tag: Rc<str>,
+        /// Execution number.
+        n: u32,
+    },
+    /// An execution emitted a chunk (its payload names `(tag, n, index)`).
+    Chunk {
+        /// Operation tag.
+        tag: Rc<str>,
+        /// Execution number.
+        n: u32,
+        /// 1-based chunk index.
+        index: u32,
+        /// The result (the execution's last chunk).
+        last: bool,
+    },
+}

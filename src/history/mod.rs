@@ -1,0 +1,336 @@
+//! History: the plain records that the server, the clients and the world
+//! write, and the oracle reads (docs/causes.md). Records are primitive facts
+//! (produced, written, close seen, cursor presented, decision with its
+//! view): the oracle rebuilds everything else from them.
+//!
+//! Every record gets a trace sequence number (its position in the one
+//! global order) and a timestamp from an injected clock: simulated time in
+//! the simulator, real elapsed time on a real socket.
+
+mod client;
+mod ledger;
+mod server;
+mod world;
+
+pub use client::{ClientRecord, Outcome, Sent};
+pub use ledger::LedgerRecord;
+pub use server::{
+    Delivery, EmptyResume, EventKind, LoggedDecision, LoggedReason, LoggedStream, LoggedTransport,
+    LoggedVerdict, LoggedView, Record, RequestReceived, ServerClose, StreamKind,
+};
+pub use world::{FaultKind, WorldRecord};
+
+use serde::Serialize;
+use std::cell::{Ref, RefCell};
+use std::io::{self, Write};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A session-scoped event id.
+pub type EventId = u64;
+
+/// A stream's index within its session.
+pub type StreamIdx = u32;
+
+/// A session id as issued (`Mcp-Session-Id`).
+pub type SessionId = Rc<str>;
+
+/// The tag of client `client`'s operation `n` (0-based): clients begin
+/// their operations in this order, so the oracle can name one that never
+/// began.
+pub fn op_tag(client: u32, n: u32) -> String {
+    format!("c{client}-op{n}")
+}
+
+/// One operation of the workload: client `client`'s call `call`
+/// (0-based), as its tag ([`op_tag`]) names it. Not a field of any record
+/// (the trace's bytes stay what they were): it is read back from the tag,
+/// here and nowhere else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId {
+    /// Client index.
+    pub client: u32,
+    /// The client's call, 0-based.
+    pub call: u32,
+}
+
+impl OpId {
+    /// The operation `tag` names, read only as [`op_tag`] writes it
+    /// (decimal, no sign, no leading zero), so that distinct strings never
+    /// name the same operation; `None` for any other string (a foreign
+    /// server's echo, an initialize's id).
+    pub fn of_tag(tag: &str) -> Option<OpId> {
+        fn num(s: &str) -> Option<u32> {
+            if s.is_empty() || (s.len() > 1 && s.starts_with('0')) {
+                return None;
+            }
+            if !s.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            s.parse().ok()
+        }
+        let (c, n) = tag.strip_prefix('c')?.split_once("-op")?;
+        Some(OpId {
+            client: num(c)?,
+            call: num(n)?,
+        })
+    }
+
+    /// Its tag.
+    pub fn tag(self) -> String {
+        op_tag(self.client, self.call)
+    }
+}
+
+/// A server-side connection number, unique within one server incarnation.
+pub type ConnId = u64;
+
+/// The transport a request, a connection or a negotiation belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// Streamable HTTP (`/mcp`).
+    Streamable,
+    /// Legacy HTTP+SSE (`/sse` + `/messages`).
+    Legacy,
+}
+
+/// One history entry: sequence number, time, record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Entry {
+    /// Position in the global trace order.
+    pub seq: u64,
+    /// Time since the clock's origin, microseconds.
+    pub t_us: u64,
+    /// The record.
+    #[serde(flatten)]
+    pub record: Rec,
+}
+
+/// A record from the server, a client, or the world.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Rec {
+    /// Written by the server.
+    Server(Record),
+    /// Written by a client.
+    Client(ClientRecord),
+    /// Written by the world.
+    World(WorldRecord),
+    /// Written by the side-effect ledger.
+    Ledger(LedgerRecord),
+}
+
+impl From<Record> for Rec {
+    fn from(r: Record) -> Self {
+        Rec::Server(r)
+    }
+}
+
+impl From<ClientRecord> for Rec {
+    fn from(r: ClientRecord) -> Self {
+        Rec::Client(r)
+    }
+}
+
+impl From<LedgerRecord> for Rec {
+    fn from(r: LedgerRecord) -> Self {
+        Rec::Ledger(r)
+    }
+}
+
+impl From<WorldRecord> for Rec {
+    fn from(r: WorldRecord) -> Self {
+        Rec::World(r)
+    }
+}
+
+/// The time source for records.
+pub type Clock = Rc<dyn Fn() -> Duration>;
+
+struct Inner {
+    entries: Vec<Entry>,
+    clock: Clock,
+    /// Whether records are kept (off: a server on a real socket, where
+    /// nothing reads them and they would only grow).
+    keep: bool,
+}
+
+/// A shared, append-only history. Cloning shares it.
+#[derive(Clone)]
+pub struct History {
+    inner: Rc<RefCell<Inner>>,
+}
+
+impl History {
+    /// A history stamped by `clock`.
+    pub fn new(clock: Clock) -> Self {
+        History {
+            inner: Rc::new(RefCell::new(Inner {
+                entries: Vec::new(),
+                clock,
+                keep: true,
+            })),
+        }
+    }
+
+    /// A history that keeps nothing (`mcp-chaos serve`: no oracle reads it,
+    /// and a long-running server must not grow with its traffic); its clock
+    /// is tokio's, as [`History::tokio_clock`]'s.
+    pub fn off() -> Self {
+        let h = Self::tokio_clock();
+        h.inner.borrow_mut().keep = false;
+        h
+    }
+
+    /// A history stamped with tokio's clock, from now (simulated time under
+    /// a paused runtime, real time otherwise).
+    pub fn tokio_clock() -> Self {
+        let origin = tokio::time::Instant::now();
+        Self::new(Rc::new(move || origin.elapsed()))
+    }
+
+    /// Appends a record.
+    pub fn record(&self, record: impl Into<Rec>) {
+        let mut inner = self.inner.borrow_mut();
+        if !inner.keep {
+            return;
+        }
+        let t_us = u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX);
+        let seq = inner.entries.len() as u64;
+        inner.entries.push(Entry {
+            seq,
+            t_us,
+            record: record.into(),
+        });
+    }
+
+    /// The clock's reading now, µs.
+    pub fn now_us(&self) -> u64 {
+        let inner = self.inner.borrow();
+        u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Server records only, with their sequence numbers.
+    pub fn server_records(&self) -> Vec<(u64, Record)> {
+        self.entries()
+            .iter()
+            .filter_map(|e| match &e.record {
+                Rec::Server(r) => Some((e.seq, r.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// All entries so far.
+    pub fn entries(&self) -> Ref<'_, [Entry]> {
+        Ref::map(self.inner.borrow(), |i| i.entries.as_slice())
+    }
+
+    /// Number of entries so far.
+    pub fn len(&self) -> usize {
+        self.inner.borrow().entries.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes the history as JSON lines, one entry each.
+    pub fn write_jsonl(&self, mut w: impl Write) -> io::Result<()> {
+        for e in self.entries().iter() {
+            serde_json::to_writer(&mut w, e)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+/// The trace's fingerprint: SHA-256 over every entry in order, each in
+/// MessagePack with struct fields by position (no field names, no text
+/// formatting of numbers, no escaping). Same records, same bytes, same
+/// digest; computed on every run, so it must cost little next to the run.
+/// It is not the digest of the JSONL file `--trace` writes.
+pub fn trace_sha256(entries: &[Entry]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut buf = Vec::with_capacity(256);
+    for e in entries {
+        buf.clear();
+        rmp_serde::encode::write(&mut buf, &(e.seq, e.t_us, &e.record)).expect("records encode");
+        hasher.update(&buf);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_parse_only_as_op_tag_writes_them() {
+        let op = |client, call| Some(OpId { client, call });
+        assert_eq!(OpId::of_tag("c0-op0"), op(0, 0));
+        assert_eq!(OpId::of_tag("c12-op345"), op(12, 345));
+        for t in [
+            "c01-op1",
+            "c1-op01",
+            "c-op1",
+            "c1-op",
+            "c+1-op1",
+            "x1-op1",
+            "c1-op1x",
+            "c1op1",
+            "c4294967296-op0",
+            "c3-init#1",
+        ] {
+            assert_eq!(OpId::of_tag(t), None, "{t}");
+        }
+        for (c, n) in [(0, 0), (7, 19), (10_000, 3)] {
+            assert_eq!(OpId::of_tag(&op_tag(c, n)), op(c, n));
+            assert_eq!(op(c, n).map(|o| o.tag()), Some(op_tag(c, n)));
+        }
+    }
+
+    #[test]
+    fn a_record_names_the_operation_of_its_tag() {
+        let tag: Rc<str> = op_tag(4, 2).into();
+        let started = ClientRecord::OpStarted {
+            client: 4,
+            tag: tag.clone(),
+        };
+        assert_eq!(started.op(), Some(OpId { client: 4, call: 2 }));
+        let untagged = ClientRecord::Status {
+            client: 4,
+            tag: None,
+            session: None,
+            status: 200,
+            hint: None,
+            stream_first: None,
+        };
+        assert_eq!(untagged.op(), None);
+        let foreign = ClientRecord::Dropped {
+            client: 4,
+            tag: "not-a-tag".into(),
+            after_event: 1,
+        };
+        assert_eq!(foreign.op(), None);
+    }
+
+    /// The history holds tens of millions of entries at scale: a new
+    /// variant with large inline fields grows every one of them. Box what
+    /// is rare and large (as `RequestReceived`, `Decision`).
+    #[test]
+    fn an_entry_stays_small() {
+        assert!(
+            std::mem::size_of::<Entry>() <= 112,
+            "Entry is {} bytes",
+            std::mem::size_of::<Entry>()
+        );
+    }
+}

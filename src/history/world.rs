@@ -1,0 +1,95 @@
+//! The world's records: timed faults as they start and end, and the heal
+//! phase.
+
+use serde::Serialize;
+
+/// The kinds of fault a plan holds: the one list every part names them
+/// from (the plan's counts, the world's records, the clients' accounts,
+/// the oracle's hazards, the timelines). A new kind is one entry here
+/// (with its description) plus the code that applies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// A client's response stream dropped after some events.
+    Drop,
+    /// A client host cut off from the server for a while.
+    Partition,
+    /// The server host restarted.
+    Restart,
+    /// A client host's link slowed for a while.
+    Latency,
+    /// A client switched transport after a call.
+    Switch,
+}
+
+impl FaultKind {
+    /// Every kind, in the plan's order.
+    pub const ALL: [FaultKind; 5] = [
+        FaultKind::Drop,
+        FaultKind::Partition,
+        FaultKind::Restart,
+        FaultKind::Latency,
+        FaultKind::Switch,
+    ];
+
+    /// The name scenarios, records and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Drop => "drop",
+            FaultKind::Partition => "partition",
+            FaultKind::Restart => "restart",
+            FaultKind::Latency => "latency",
+            FaultKind::Switch => "switch",
+        }
+    }
+
+    /// One line on what the fault does.
+    pub fn description(self) -> &'static str {
+        match self {
+            FaultKind::Drop => "a client's response stream drops after some of its events",
+            FaultKind::Partition => "a client host is cut off from the server for a while",
+            FaultKind::Restart => "the server host restarts: what it held in memory is gone",
+            FaultKind::Latency => "a client host's link to the server slows for a while",
+            FaultKind::Switch => "a client switches transport (streamable or legacy) after a call",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn of(name: &str) -> Option<FaultKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the world times it (a window or an instant on the clock);
+    /// the others are the clients' own (drops, switches).
+    pub fn timed(self) -> bool {
+        !matches!(self, FaultKind::Drop | FaultKind::Switch)
+    }
+}
+
+impl std::fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// World records: faults and phases.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorldRecord {
+    /// A timed fault began.
+    FaultStarted {
+        /// Index in the plan.
+        index: u32,
+        /// Kind.
+        kind: FaultKind,
+        /// The client host it acts on (partitions, latency).
+        host: Option<u32>,
+    },
+    /// A timed fault ended (partition repaired, latency restored).
+    FaultEnded {
+        /// Index in the plan.
+        index: u32,
+    },
+    /// Faults are off; the heal phase began.
+    HealStarted,
+}

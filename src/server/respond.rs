@@ -1,0 +1,47 @@
+//! Ready-made responses every handler builds on: a JSON body, a JSON-RPC
+//! error with its HTTP status, an empty 202. They stand below everything
+//! else in `server/` (reply, holds, dedup all answer with them), so they
+//! import nothing of it but the body type.
+
+use super::body::ServerBody;
+use crate::protocol::jsonrpc::{ErrorObject, Message, RequestId};
+use bytes::Bytes;
+use http::{header, HeaderValue, Response, StatusCode};
+
+/// `body` as `application/json` with `status`.
+pub(super) fn json_response(status: StatusCode, body: &Message) -> Response<ServerBody> {
+    let mut r = Response::new(ServerBody::Full(Some(Bytes::from(body.encode()))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A JSON-RPC error object as the body of a `status` response.
+pub(super) fn error_with(
+    status: StatusCode,
+    id: Option<RequestId>,
+    err: ErrorObject,
+) -> Response<ServerBody> {
+    json_response(status, &Message::Error { id, error: err })
+}
+
+/// A JSON-RPC error with `code` and `message` as the body of a `status`
+/// response.
+pub(super) fn error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: i64,
+    message: &str,
+) -> Response<ServerBody> {
+    error_with(status, id, ErrorObject::new(code, message, None))
+}
+
+/// 202 with no body: a notification or response POST taken.
+pub(super) fn accepted() -> Response<ServerBody> {
+    let mut r = Response::new(ServerBody::empty());
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
+}
