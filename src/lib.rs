@@ -2,8 +2,11 @@
 //! servers. See ARCHITECTURE.md for the map.
 
 mod bounded;
+pub mod catalog;
 pub mod cli;
 pub mod client;
+pub mod compare;
+pub mod console;
 pub mod explain;
 pub mod fault;
 pub mod flags;
@@ -12,6 +15,7 @@ pub mod history;
 pub mod ledger;
 pub mod locate;
 pub mod never_applied;
+pub mod one_run;
 pub mod oracle;
 pub mod probe;
 pub mod protocol;
@@ -23,6 +27,7 @@ pub mod schema;
 #[cfg(feature = "rmcp")]
 pub mod sdk;
 pub mod seed;
+pub mod serve;
 pub mod server;
 pub mod shrink;
 pub mod sut;

@@ -671,6 +671,11 @@ fn timed_out(job: &Job, limit: std::time::Duration) -> RunReport {
     }
 }
 
+/// The machine's cores: the pool's size when `--jobs` is not given.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Runs `jobs` on `workers` threads (each simulation single-threaded and
 /// deterministic); `progress(done, total, report)` is called as each
 /// finishes. Results come back in job order; `None` for a job that

@@ -8,9 +8,7 @@ use super::SHOWN;
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
 
-/// The line after which a calibration file's hand-written notes begin;
-/// [`calibration`] keeps everything from it on.
-pub const NOTES_MARKER: &str = "<!-- notes: kept when this file is regenerated -->";
+pub use crate::console::{notes_of, NOTES_MARKER};
 
 /// The calibration of `model` against `sdk` over the summary's runs (as
 /// the scenarios wrote their clients), with a third column when `quirks`
@@ -173,9 +171,4 @@ fn rows(cols: &[Option<&Aggregate>]) -> Vec<(String, Vec<Option<u64>>)> {
                 .then_some((n, vals))
         })
         .collect()
-}
-
-/// The notes of an earlier calibration file: everything from the marker on.
-pub fn notes_of(text: &str) -> Option<&str> {
-    text.find(NOTES_MARKER).map(|i| &text[i..])
 }

@@ -11,6 +11,7 @@ mod plots;
 mod provenance;
 pub mod recommend;
 mod repro;
+mod run_text;
 mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
@@ -25,6 +26,7 @@ pub use plots::{
 pub use provenance::{provenance, sha256_hex, Meta};
 pub use recommend::{recommend, Beside, Recommendation, Standing};
 pub use repro::{commands as repro_commands, worth_a_look_markdown};
+pub use run_text::{regression_line, run_outcome, text_report};
 pub use write::{pick_timeline_groups, pick_timeline_runs, timelines, write_reports};
 
 use crate::oracle::Metrics;

@@ -8,6 +8,7 @@
 //! scenario expects. The shrunk scenario pins it with a `[regression]`
 //! table: a hazard passes while it reproduces, a bug fails until fixed.
 
+pub mod command;
 mod reduce;
 
 use crate::fault::FaultPlan;
