@@ -4,11 +4,11 @@
 //! provenance block, and every run whose expectations broke with the
 //! command that reproduces it.
 
+use super::commands::repro;
 use super::matrix::{arm_rank, profile_rank};
 use super::recommend::{rate_text, thousands, Recommendation};
 use super::{causes_line, columns};
-use crate::run::{self, RunReport};
-use crate::sut::Arm;
+use crate::run::RunReport;
 use crate::sweep::{Aggregate, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -312,20 +312,4 @@ pub fn failing_markdown(s: &Summary) -> String {
     }
     out.push('\n');
     out
-}
-
-/// The command that reproduces run `r`: its scenario file from the
-/// provenance (else `sims/NAME.toml`), its arm, profile and overrides.
-pub fn repro(s: &Summary, r: &RunReport) -> String {
-    let path = super::repro::scenario_path(s, r);
-    let opts = r.options();
-    match r.server.parse::<Arm>() {
-        Ok(arm) => run::repro_command(&path, r.seed, arm, &opts),
-        Err(_) => format!(
-            "cargo run --release -- repro --scenario {path} --seed {} --server {}{}",
-            r.seed,
-            r.server,
-            opts.flags()
-        ),
-    }
 }
