@@ -297,7 +297,8 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         &out.join("summary.json"),
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
-    report::write_reports(out, &summary, &files)?;
+    let ts = timelines(&summary, &files, sweep::cores())?;
+    report::write_reports(out, &summary, &ts)?;
     meta.wall_s = started.elapsed().as_secs_f64();
     let meta_path = out.join("compare-meta.json");
     write(
@@ -319,6 +320,66 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         meta_path.display()
     );
     finish(&summary, &files, c.junit.as_deref())
+}
+
+/// The timelines of the groups [`report::pick_timeline_groups`] picks,
+/// each run made again through the sweep's pool (on up to `workers`
+/// threads) from its scenario in `files` (path, scenario) for its
+/// history; in pick order, a group's timelines next to each other with
+/// the same `group` and the same lanes.
+pub fn timelines(
+    s: &Summary,
+    files: &[(String, Scenario)],
+    workers: usize,
+) -> anyhow::Result<Vec<report::Timeline>> {
+    let groups = report::pick_timeline_groups(s);
+    let mut picks: Vec<(&RunReport, &str, String, u32)> = Vec::new();
+    let mut jobs = Vec::new();
+    for g in &groups {
+        let Some((worst, _)) = g.last() else { continue };
+        let name = format!("{} · seed {}", worst.scenario, worst.seed);
+        for (r, role) in g {
+            let (path, scenario) = files
+                .iter()
+                .find(|(_, sc)| sc.name == r.scenario)
+                .with_context(|| {
+                    format!("no scenario file for {} to draw its timeline", r.scenario)
+                })?;
+            let variant: Arm = r
+                .server
+                .parse()
+                .map_err(|e| anyhow::anyhow!("timeline of {}: {e}", r.scenario))?;
+            picks.push((r, role, name.clone(), scenario.network.client_hosts));
+            jobs.push(Job {
+                path: path.as_str().into(),
+                scenario: std::sync::Arc::new(scenario.clone()),
+                seed: r.seed,
+                variant,
+                opts: r.options(),
+            });
+        }
+    }
+    let drawn = sweep::run_kept(&jobs, workers, &|i, fresh, history| {
+        let (r, role, group, hosts) = &picks[i];
+        report::timeline_of(s, r, (fresh, history), *hosts, (role, group))
+    });
+    let mut out = Vec::new();
+    for (t, (r, ..)) in drawn.into_iter().zip(&picks) {
+        out.push(t.map_err(|e| {
+            anyhow::anyhow!(
+                "re-running {} seed {} {}: {e}",
+                r.scenario,
+                r.seed,
+                r.server
+            )
+        })?);
+    }
+    let mut at = 0;
+    for g in &groups {
+        report::share_lanes(&mut out[at..at + g.len()]);
+        at += g.len();
+    }
+    Ok(out)
 }
 
 /// The comparison's command with every choice spelled out the one way

@@ -24,14 +24,14 @@ pub use junit::junit;
 pub use matrix::headline;
 pub use picks::{pick_timeline_groups, pick_timeline_runs};
 pub use plots::{
-    bars_svg, cdf_panel_svg, cdf_panels, timeline_group_svg, timeline_svg, FaultWindow, Lane,
-    OpBar, Timeline,
+    bars_svg, cdf_panel_svg, cdf_panels, share_lanes, timeline_group_svg, timeline_svg,
+    FaultWindow, Lane, OpBar, Timeline,
 };
 pub use provenance::{provenance, sha256_hex, Meta};
 pub use recommend::{recommend, Beside, Recommendation, Standing};
 pub use repro::worth_a_look_markdown;
 pub use run_text::{regression_line, run_outcome, text_report};
-pub use write::{timelines, write_reports};
+pub use write::{timeline_of, write_reports};
 
 use crate::oracle::Metrics;
 use crate::sweep::{Aggregate, Summary};
