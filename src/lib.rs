@@ -30,6 +30,7 @@ pub mod seed;
 pub mod serve;
 pub mod server;
 pub mod shrink;
+pub mod stop;
 pub mod sut;
 pub mod sweep;
 pub mod world;

@@ -267,6 +267,12 @@ pub fn run<S: SystemUnderTest>(
             Ok(false) => {}
             Err(e) => return Err(WorldError(e.to_string())),
         }
+        // Its caller's --timeout passed: the run ends here, its report unwritten.
+        if crate::stop::requested() {
+            return Err(WorldError(
+                "stopped: the run took longer than --timeout".into(),
+            ));
+        }
         if sim.elapsed().as_millis() as u64 >= end_ms {
             break false;
         }

@@ -38,8 +38,8 @@ pub struct Control {
     /// finish).
     pub fail_fast: bool,
     /// Longest wall-clock time one run may take; a run past it is reported
-    /// as failed with verdict [`TIMEOUT`] (the simulation is abandoned on
-    /// its thread). Runs that finish are unaffected: each is still one
+    /// as failed with verdict [`TIMEOUT`] (its simulation told to stop, its
+    /// thread joined). Runs that finish are unaffected: each is still one
     /// deterministic single-threaded simulation.
     pub timeout: Option<std::time::Duration>,
 }
@@ -47,7 +47,9 @@ pub struct Control {
 /// The verdict of a run that exceeded `--timeout`.
 pub const TIMEOUT: &str = "timeout";
 
-/// Runs one job, on its own thread when a timeout bounds it.
+/// Runs one job, on its own thread when a timeout bounds it. A run past
+/// its timeout is told to stop ([`crate::stop`]) and its thread joined, so
+/// no simulation outlives the verdict that says it timed out.
 fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport, String> {
     let repro = || run::repro_command(&job.path, job.seed, job.variant, &job.opts);
     let Some(limit) = timeout else {
@@ -57,16 +59,27 @@ fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport,
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let owned = job.clone();
-    std::thread::spawn(move || {
-        let r = run::run_arm(&owned.scenario, owned.seed, owned.variant, &owned.opts)
-            .map(|(report, _)| report)
-            .map_err(|e| e.to_string());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let r = crate::stop::with(flag, || {
+            run::run_arm(&owned.scenario, owned.seed, owned.variant, &owned.opts)
+        })
+        .map(|(report, _)| report)
+        .map_err(|e| e.to_string());
         // The receiver is gone when the run timed out: nothing to tell.
         let _ = tx.send(r);
     });
     match rx.recv_timeout(limit) {
-        Ok(r) => r.map_err(|e| format!("{e}\nreproduce with: {}", repro())),
-        Err(_) => Ok(timed_out(job, limit)),
+        Ok(r) => {
+            let _ = thread.join();
+            r.map_err(|e| format!("{e}\nreproduce with: {}", repro()))
+        }
+        Err(_) => {
+            stop.store(true, Ordering::SeqCst);
+            let _ = thread.join();
+            Ok(timed_out(job, limit))
+        }
     }
 }
 
@@ -189,4 +202,44 @@ fn pool<T: Send>(
         }
     });
     results.into_inner().expect("workers are done")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// A run past its `--timeout` is stopped, not abandoned: `run_job`
+    /// joins the run's thread before it reports the timeout, so it returns
+    /// soon after the limit only if the simulation ended there. The run
+    /// (10,000 clients, about a minute of wall time and 2 GB when it runs
+    /// to the end) would hold it far longer.
+    #[test]
+    fn a_timed_out_run_stops_on_its_thread() {
+        let traffic = crate::scale::Traffic {
+            clients: 10_000,
+            hosts: 4,
+            calls: 20,
+            chunks: 4,
+            chunk_interval_ms: 20,
+            think_ms: 3000,
+        };
+        let scenario = crate::scale::scenario(traffic).expect("a valid scenario");
+        let job = Job {
+            path: "scale-10000".into(),
+            scenario: std::sync::Arc::new(scenario),
+            seed: 0,
+            variant: Arm::BuiltIn(crate::server::Variant::Guarded),
+            opts: Options::default(),
+        };
+        let limit = Duration::from_millis(300);
+        let started = Instant::now();
+        let r = run_job(&job, Some(limit)).expect("a timed-out run is a report");
+        let took = started.elapsed();
+        assert_eq!(r.verdict, TIMEOUT);
+        assert!(
+            took < Duration::from_secs(15),
+            "the run's thread went on for {took:?} after a {limit:?} timeout"
+        );
+    }
 }
