@@ -348,49 +348,6 @@ pub fn targets(big: (&Figures, &Figures), exponent: Option<f64>, fleet: &Figures
     t
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn figures(side: &str, wall_s: f64, peak_mb: f64) -> Figures {
-        Figures {
-            side: side.into(),
-            wall_s,
-            sim_s: 60.0,
-            peak_mb,
-            work: 1,
-        }
-    }
-
-    #[test]
-    fn targets_say_which_are_met() {
-        let base = figures("baseline", 20.0, 700.0);
-        let fleet = figures("mixed-fleet", 0.5, 100.0);
-        let met = targets(
-            (&base, &figures("mcp-chaos", 29.0, 1000.0)),
-            Some(1.05),
-            &fleet,
-        );
-        assert!(met.iter().all(|t| t.met), "all met");
-        let missed = targets(
-            (&base, &figures("mcp-chaos", 31.0, 1100.0)),
-            Some(1.2),
-            &figures("mixed-fleet", 1.0, 100.0),
-        );
-        assert_eq!(missed.len(), 5);
-        assert!(missed.iter().all(|t| !t.met), "none met");
-    }
-
-    #[test]
-    fn the_ten_thousand_client_fleet_loads() {
-        let p =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/scale/ten-thousand.toml");
-        let s = Scenario::load(&p).expect("it validates");
-        assert_eq!(s.client_count(), 10_000);
-        assert_eq!(s.network.client_hosts, 4);
-    }
-}
-
 /// `scale`: each size's two sides and the mixed fleet, each in a child
 /// process; the table printed and, with `out`, written with the machine
 /// (notes below the marker kept). With `one`, this process is such a
@@ -567,4 +524,47 @@ fn side_figures(exe: &Path, name: &str, n: u32, base: Traffic) -> anyhow::Result
         );
     }
     serde_json::from_slice(&o.stdout).context("reading a side's figures")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(side: &str, wall_s: f64, peak_mb: f64) -> Figures {
+        Figures {
+            side: side.into(),
+            wall_s,
+            sim_s: 60.0,
+            peak_mb,
+            work: 1,
+        }
+    }
+
+    #[test]
+    fn targets_say_which_are_met() {
+        let base = figures("baseline", 20.0, 700.0);
+        let fleet = figures("mixed-fleet", 0.5, 100.0);
+        let met = targets(
+            (&base, &figures("mcp-chaos", 29.0, 1000.0)),
+            Some(1.05),
+            &fleet,
+        );
+        assert!(met.iter().all(|t| t.met), "all met");
+        let missed = targets(
+            (&base, &figures("mcp-chaos", 31.0, 1100.0)),
+            Some(1.2),
+            &figures("mixed-fleet", 1.0, 100.0),
+        );
+        assert_eq!(missed.len(), 5);
+        assert!(missed.iter().all(|t| !t.met), "none met");
+    }
+
+    #[test]
+    fn the_ten_thousand_client_fleet_loads() {
+        let p =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/scale/ten-thousand.toml");
+        let s = Scenario::load(&p).expect("it validates");
+        assert_eq!(s.client_count(), 10_000);
+        assert_eq!(s.network.client_hosts, 4);
+    }
 }

@@ -198,6 +198,10 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
     })
 }
 
+/// A run's failed expectations as (metric, whether the bound is a most,
+/// the bound).
+type Failed = Vec<(String, bool, u64)>;
+
 /// What a shrink keeps: the run's failed expectations (metric, most,
 /// bound) and their metrics, or (with `--until`) the metrics `goal` names;
 /// errs on an unknown metric, or when the run shows nothing to keep.
@@ -206,7 +210,7 @@ fn target_of(
     seed: u64,
     v: Arm,
     goal: &Goal,
-) -> Result<(Vec<(String, bool, u64)>, BTreeSet<String>), String> {
+) -> Result<(Failed, BTreeSet<String>), String> {
     for m in &goal.until {
         if !crate::oracle::Metrics::is_known(m) {
             return Err(format!(

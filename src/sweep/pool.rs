@@ -167,15 +167,21 @@ pub fn run_kept<T: Send>(
         .collect()
 }
 
+/// Whether a finished job's result stops the batch (`--fail-fast`).
+type Failed<'a, T> = dyn Fn(&Result<T, String>) -> bool + Sync + 'a;
+
+/// Called as each job finishes: (done, total, job, its result).
+type Done<'a, T> = dyn Fn(usize, usize, &Job, &Result<T, String>) + Sync + 'a;
+
 /// The pool under [`run_all`] and [`run_kept`]: `one(index, job)` for
 /// each job on up to `workers` threads, `progress` as each finishes; once
 /// a result `stop_after` calls failed, no new job starts (`None`).
 fn pool<T: Send>(
     jobs: &[Job],
     workers: usize,
-    stop_after: Option<&(dyn Fn(&Result<T, String>) -> bool + Sync)>,
+    stop_after: Option<&Failed<'_, T>>,
     one: &(dyn Fn(usize, &Job) -> Result<T, String> + Sync),
-    progress: &(dyn Fn(usize, usize, &Job, &Result<T, String>) + Sync),
+    progress: &Done<'_, T>,
 ) -> Vec<Option<Result<T, String>>> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
