@@ -107,6 +107,23 @@ fn describe(rec: &Value) -> String {
 /// one-line error naming the file or the tag (with a few known tags) when
 /// it cannot.
 pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
+    let recs = read_records(path)?;
+    let client = client_of(&recs, tag, path)?;
+    let (ids, streams) = requests_of(&recs, client, tag);
+    let mut out = format!("operation {tag} (client {client}) in {}\n", path.display());
+    let _ = writeln!(
+        out,
+        "{:>12}  {:<7} {:<22} what",
+        "time (s)", "side", "record"
+    );
+    let n = timeline(&mut out, &recs, client, tag, (&ids, &streams));
+    let _ = writeln!(out, "{n} records");
+    out.push_str(&verdict_line(&recs, tag));
+    Ok(out)
+}
+
+/// The trace's records, one JSON value a line.
+fn read_records(path: &Path) -> Result<Vec<Value>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "cannot read trace {}: {e} (write one with `mcp-chaos repro ... --trace FILE`)",
@@ -128,16 +145,23 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
         })?;
         recs.push(v);
     }
-    let kind = |r: &Value| {
-        r.get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
-    };
-    // The operation's client, from its start; its requests' ids by session.
+    Ok(recs)
+}
+
+/// A record's `type`.
+fn kind(r: &Value) -> String {
+    r.get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// The operation's client, from its start; else an error naming a few
+/// tags the trace knows.
+fn client_of(recs: &[Value], tag: &str, path: &Path) -> Result<u64, String> {
     let mut tags: BTreeSet<String> = BTreeSet::new();
     let mut client: Option<u64> = None;
-    for r in &recs {
+    for r in recs {
         if kind(r) == "op_started" {
             if let Some(t) = r.get("tag").and_then(Value::as_str) {
                 if t == tag {
@@ -147,46 +171,54 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
             }
         }
     }
-    let Some(client) = client else {
-        if tags.is_empty() {
-            return Err(format!(
-                "no operation {tag:?} in {}: the trace has no operations (is it a trace from `repro`?)",
-                path.display()
-            ));
-        }
-        // The failed and degraded ones first: the ones worth explaining.
-        let mut known: Vec<&str> = recs
-            .iter()
-            .filter(|r| kind(r) == "op_verdict")
-            .filter_map(|r| r.get("tag").and_then(Value::as_str))
-            .take(5)
-            .collect();
-        let judged = !known.is_empty();
-        for t in &tags {
-            if known.len() >= 8 {
-                break;
-            }
-            if !known.contains(&t.as_str()) {
-                known.push(t);
-            }
-        }
+    if let Some(client) = client {
+        return Ok(client);
+    }
+    if tags.is_empty() {
         return Err(format!(
-            "no operation {tag:?} in {}: try {}{} ({} operations, tags cCLIENT-opN)",
-            path.display(),
-            known.join(", "),
-            if judged {
-                " (failed or degraded ones first)"
-            } else {
-                ""
-            },
-            tags.len()
+            "no operation {tag:?} in {}: the trace has no operations (is it a trace from `repro`?)",
+            path.display()
         ));
-    };
-    // Sessions the client held, and the request ids its calls for the
-    // operation used in them.
+    }
+    // The failed and degraded ones first: the ones worth explaining.
+    let mut known: Vec<&str> = recs
+        .iter()
+        .filter(|r| kind(r) == "op_verdict")
+        .filter_map(|r| r.get("tag").and_then(Value::as_str))
+        .take(5)
+        .collect();
+    let judged = !known.is_empty();
+    for t in &tags {
+        if known.len() >= 8 {
+            break;
+        }
+        if !known.contains(&t.as_str()) {
+            known.push(t);
+        }
+    }
+    Err(format!(
+        "no operation {tag:?} in {}: try {}{} ({} operations, tags cCLIENT-opN)",
+        path.display(),
+        known.join(", "),
+        if judged {
+            " (failed or degraded ones first)"
+        } else {
+            ""
+        },
+        tags.len()
+    ))
+}
+
+/// (session, request id) pairs.
+type Pairs = BTreeSet<(String, String)>;
+
+/// The request ids the operation's calls used, by session (a record
+/// without a session: every session its client held), and the POST
+/// streams those requests opened, by session.
+fn requests_of(recs: &[Value], client: u64, tag: &str) -> (Pairs, Pairs) {
     let mut sessions: BTreeSet<String> = BTreeSet::new();
-    let mut ids: BTreeSet<(String, String)> = BTreeSet::new();
-    for r in &recs {
+    let mut ids: Pairs = BTreeSet::new();
+    for r in recs {
         let of_client = r.get("client").and_then(Value::as_u64) == Some(client);
         if of_client && matches!(kind(r).as_str(), "session" | "negotiated") {
             if let Some(s) = r.get("session") {
@@ -194,7 +226,7 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
             }
         }
     }
-    for r in &recs {
+    for r in recs {
         let named = r.get("tag").and_then(Value::as_str) == Some(tag);
         if let (true, Some(id)) = (named, r.get("rpc_id").filter(|v| !v.is_null())) {
             match r.get("session").filter(|v| !v.is_null()) {
@@ -209,8 +241,7 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
             }
         }
     }
-    // The POST streams its requests opened, by session.
-    let mut streams: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut streams: Pairs = BTreeSet::new();
     for r in recs.iter().filter(|r| kind(r) == "stream_opened") {
         let post = r.get("kind").and_then(Value::as_str) == Some("post");
         if let (true, Some(s), Some(id), Some(st)) =
@@ -221,13 +252,19 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
             }
         }
     }
-    let mut out = format!("operation {tag} (client {client}) in {}\n", path.display());
-    let _ = writeln!(
-        out,
-        "{:>12}  {:<7} {:<22} what",
-        "time (s)", "side", "record"
-    );
-    // Its lifetime: a transport switch of its client inside it concerns it.
+    (ids, streams)
+}
+
+/// Writes one line per record touching the operation (its requests, its
+/// streams, a transport switch of its client inside its lifetime) to
+/// `out`; returns how many.
+fn timeline(
+    out: &mut String,
+    recs: &[Value],
+    client: u64,
+    tag: &str,
+    (ids, streams): (&Pairs, &Pairs),
+) -> usize {
     let (mut first, mut last) = (u64::MAX, 0);
     for r in recs
         .iter()
@@ -247,7 +284,7 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
         let switch = k == "switched"
             && r.get("client").and_then(Value::as_u64) == Some(client)
             && (first..=last).contains(&t_us);
-        if !(touches(r, tag, &ids, &streams) || switch) {
+        if !(touches(r, tag, ids, streams) || switch) {
             continue;
         }
         n += 1;
@@ -260,11 +297,16 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
             describe(r)
         );
     }
+    n
+}
+
+/// The oracle's verdict on the operation, one line: failed with its
+/// primary cause, degraded, ok, or not in the trace.
+fn verdict_line(recs: &[Value], tag: &str) -> String {
     let verdict = recs
         .iter()
         .find(|r| kind(r) == "op_verdict" && r.get("tag").and_then(Value::as_str) == Some(tag));
     let judged = recs.iter().any(|r| kind(r) == "oracle");
-    let _ = writeln!(out, "{n} records");
     match (verdict, judged) {
         (Some(v), _) => {
             let failures: Vec<String> = v
@@ -273,28 +315,17 @@ pub fn explain(path: &Path, tag: &str) -> Result<String, String> {
                 .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
                 .unwrap_or_default();
             match v.get("cause").and_then(Value::as_str) {
-                Some(c) => {
-                    let _ = writeln!(
-                        out,
-                        "oracle: failed ({}), primary cause {c}{}",
-                        failures.join(", "),
-                        v.get("detail")
-                            .and_then(Value::as_str)
-                            .map_or(String::new(), |d| format!(" ({d})"))
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "oracle: degraded (it missed only events the server announced)"
-                    );
-                }
+                Some(c) => format!(
+                    "oracle: failed ({}), primary cause {c}{}\n",
+                    failures.join(", "),
+                    v.get("detail")
+                        .and_then(Value::as_str)
+                        .map_or(String::new(), |d| format!(" ({d})"))
+                ),
+                None => "oracle: degraded (it missed only events the server announced)\n".into(),
             }
         }
-        (None, true) => out.push_str("oracle: ok\n"),
-        (None, false) => out.push_str(
-            "oracle: not in this trace (written by an older mcp-chaos; run `repro` again for the verdict)\n",
-        ),
+        (None, true) => "oracle: ok\n".into(),
+        (None, false) => "oracle: not in this trace (written by an older mcp-chaos; run `repro` again for the verdict)\n".into(),
     }
-    Ok(out)
 }

@@ -1,10 +1,15 @@
 //! mcp-chaos: a deterministic network simulator for MCP streamable-HTTP
 //! servers. See ARCHITECTURE.md for the map.
 
+#![warn(clippy::too_many_lines)]
+
 mod bounded;
+pub mod catalog;
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod compare;
+pub mod console;
 pub mod explain;
 pub mod fault;
 pub mod flags;
@@ -13,6 +18,7 @@ pub mod history;
 pub mod ledger;
 pub mod locate;
 pub mod never_applied;
+pub mod one_run;
 pub mod oracle;
 pub mod probe;
 pub mod protocol;
@@ -23,9 +29,11 @@ pub mod scenario;
 #[cfg(feature = "rmcp")]
 pub mod sdk;
 pub mod seed;
+pub mod serve;
 pub mod server;
 pub mod settings;
 pub mod shrink;
+pub mod stop;
 pub mod sut;
 pub mod sweep;
 pub mod world;

@@ -442,14 +442,20 @@ fn failed_expectations<'a>(
     for (name, min) in &expect.min {
         match metrics.get(name) {
             Some(v) if v >= *min => {}
-            Some(v) => failed.push((name.as_str(), format!("{name} = {v}, expected at least {min}"))),
+            Some(v) => failed.push((
+                name.as_str(),
+                format!("{name} = {v}, expected at least {min}"),
+            )),
             None => failed.push((name.as_str(), unknown(name))),
         }
     }
     for (name, max) in &expect.max {
         match metrics.get(name) {
             Some(v) if v <= *max => {}
-            Some(v) => failed.push((name.as_str(), format!("{name} = {v}, expected at most {max}"))),
+            Some(v) => failed.push((
+                name.as_str(),
+                format!("{name} = {v}, expected at most {max}"),
+            )),
             None => failed.push((name.as_str(), unknown(name))),
         }
     }

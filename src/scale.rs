@@ -10,15 +10,18 @@
 //! calls whose answer is an SSE stream of `chunks` events
 //! `chunk_interval_ms` apart, `think_ms` between calls. No faults.
 
+use crate::console::{errln, notes_of, outln, write, NOTES_MARKER};
 use crate::run::{self, Options};
 use crate::scenario::Scenario;
 use crate::server::Variant;
+use anyhow::{bail, Context};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Frame;
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
+use std::path::Path;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 /// One size of traffic.
@@ -343,6 +346,184 @@ pub fn targets(big: (&Figures, &Figures), exponent: Option<f64>, fleet: &Figures
         met: fleet.speed() >= 100.0,
     });
     t
+}
+
+/// `scale`: each size's two sides and the mixed fleet, each in a child
+/// process; the table printed and, with `out`, written with the machine
+/// (notes below the marker kept). With `one`, this process is such a
+/// child: it runs that side and prints its figures as JSON.
+pub fn command(
+    sizes: &[u32],
+    base: Traffic,
+    out: Option<&Path>,
+    one: Option<&str>,
+) -> anyhow::Result<u8> {
+    if base.hosts == 0 {
+        bail!("--hosts must be at least 1");
+    }
+    if let Some(side) = one {
+        let t = Traffic {
+            clients: *sizes.first().context("--clients names no size")?,
+            ..base
+        };
+        let f = measure(side, t).map_err(anyhow::Error::msg)?;
+        outln!("{}", serde_json::to_string(&f).expect("figures serialize"));
+        return Ok(0);
+    }
+    check_sizes(sizes, base)?;
+    let exe = std::env::current_exe().context("finding this program to run each side")?;
+    let mut rows: Vec<(u32, Figures, Figures)> = Vec::new();
+    for &n in sizes {
+        let b = side_figures(&exe, "baseline", n, base)?;
+        let c = side_figures(&exe, "mcp-chaos", n, base)?;
+        rows.push((n, b, c));
+    }
+    let fleet = side_figures(&exe, "mixed-fleet", 0, base)?;
+    let table = table(base, &rows, &fleet);
+    outln!("{table}");
+    if let Some(p) = out {
+        write_perf(p, &table)?;
+    }
+    Ok(0)
+}
+
+/// Every size checked before the first side runs: the baseline would run
+/// what the simulator's loader refuses.
+fn check_sizes(sizes: &[u32], base: Traffic) -> anyhow::Result<()> {
+    if sizes.is_empty() || sizes.contains(&0) {
+        bail!("--clients needs sizes of at least 1, e.g. --clients 1000,10000");
+    }
+    let smallest = sizes.iter().copied().min().unwrap_or(1);
+    if base.hosts > smallest {
+        bail!(
+            "--hosts {} is above the smallest --clients size {smallest}: a host without a \
+             client runs nothing; use at most {smallest} hosts",
+            base.hosts
+        );
+    }
+    for &n in sizes {
+        scenario(Traffic { clients: n, ..base })
+            .map_err(|e| anyhow::anyhow!("scale --clients {n}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The Markdown the command prints: one row per size and side, the mixed
+/// fleet, the wall-time exponent between the first and last size, the
+/// targets at the last.
+fn table(base: Traffic, rows: &[(u32, Figures, Figures)], fleet: &Figures) -> String {
+    let mut table = format!(
+        "{} client hosts, {} calls per client of {} SSE events {} ms apart, {} ms think time, \
+         no faults; one connection per exchange.\n\n\
+         | clients | side | wall s | simulated s | sim s / wall s | peak MB | wall ratio | memory ratio |\n\
+         |---|---|---|---|---|---|---|---|\n",
+        base.hosts, base.calls, base.chunks, base.chunk_interval_ms, base.think_ms
+    );
+    for (n, b, c) in rows {
+        for f in [b, c] {
+            let (wr, mr) = if f.side == "baseline" {
+                ("1".to_string(), "1".to_string())
+            } else {
+                (
+                    format!("{:.2}", f.wall_s / b.wall_s.max(1e-9)),
+                    format!("{:.2}", f.peak_mb / b.peak_mb.max(1e-9)),
+                )
+            };
+            table.push_str(&format!(
+                "| {n} | {} | {:.2} | {:.1} | {:.1} | {:.0} | {wr} | {mr} |\n",
+                f.side,
+                f.wall_s,
+                f.sim_s,
+                f.speed(),
+                f.peak_mb
+            ));
+        }
+    }
+    table.push_str(&format!(
+        "\nmixed-fleet (sims/mixed-fleet.toml, guarded, seed 0: {} operations, faults on): \
+         {:.1} simulated s in {:.2} s wall, {:.0}x real time, peak {:.0} MB.\n",
+        fleet.work,
+        fleet.sim_s,
+        fleet.wall_s,
+        fleet.speed(),
+        fleet.peak_mb
+    ));
+    let mut exponent = None;
+    if let [(n1, b1, c1), .., (n2, b2, c2)] = rows {
+        let k = |w1: f64, w2: f64| (w2 / w1).ln() / (f64::from(*n2) / f64::from(*n1)).ln();
+        exponent = Some(k(c1.wall_s, c2.wall_s));
+        table.push_str(&format!(
+            "\nWall-time exponent from {n1} to {n2} clients: baseline {:.2}, mcp-chaos {:.2}.\n",
+            k(b1.wall_s, b2.wall_s),
+            k(c1.wall_s, c2.wall_s)
+        ));
+    }
+    if let Some((n, b, c)) = rows.last() {
+        table.push_str(&format!(
+            "\nTargets ({n} clients for the sizes):\n\n| what | target | measured | met |\n|---|---|---|---|\n"
+        ));
+        for t in targets((b, c), exponent, fleet) {
+            table.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                t.what,
+                t.target,
+                t.measured,
+                if t.met { "yes" } else { "**no**" }
+            ));
+        }
+    }
+    table
+}
+
+/// Writes the table to `p` with the machine it ran on, keeping the notes
+/// an earlier file holds below the marker.
+fn write_perf(p: &Path, table: &str) -> anyhow::Result<()> {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let notes = std::fs::read_to_string(p)
+        .ok()
+        .and_then(|old| notes_of(&old).map(str::to_string));
+    let notes = notes.unwrap_or_else(|| NOTES_MARKER.to_string());
+    write(
+        p,
+        &format!(
+            "# Scale: mcp-chaos against a bare turmoil + hyper program\n\n\
+             Machine: {cpu}, {} cores visible (each side runs on one). Written by \
+             `mcp-chaos scale`; one run, wall-clock figures on a shared machine.\n\n{table}\n{notes}\n",
+            crate::sweep::cores()
+        ),
+    )
+}
+
+/// Runs one side of the scale bench in a child process (so that its peak
+/// memory is its own) and reads its figures.
+fn side_figures(exe: &Path, name: &str, n: u32, base: Traffic) -> anyhow::Result<Figures> {
+    errln!("mcp-chaos scale: {n} clients, {name}");
+    let o = std::process::Command::new(exe)
+        // The mixed-fleet side runs its own 264 clients (n = 0); --clients
+        // still takes a valid size.
+        .args(["scale", "--one", name, "--clients", &n.max(1).to_string()])
+        .args(["--hosts", &base.hosts.to_string()])
+        .args(["--calls", &base.calls.to_string()])
+        .args(["--chunks", &base.chunks.to_string()])
+        .args(["--chunk-interval-ms", &base.chunk_interval_ms.to_string()])
+        .args(["--think-ms", &base.think_ms.to_string()])
+        .output()
+        .context("running a side")?;
+    if !o.status.success() {
+        bail!(
+            "the {name} side at {n} clients failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    serde_json::from_slice(&o.stdout).context("reading a side's figures")
 }
 
 #[cfg(test)]

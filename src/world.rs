@@ -447,6 +447,12 @@ impl Driver<'_> {
             Ok(false) => {}
             Err(e) => return Err(WorldError(e.to_string())),
         }
+        // Its caller's --timeout passed: the run ends here, its report unwritten.
+        if crate::stop::requested() {
+            return Err(WorldError(
+                "stopped: the run took longer than --timeout".into(),
+            ));
+        }
         Ok((sim.elapsed().as_millis() as u64 >= self.end_ms).then_some(false))
     }
 }

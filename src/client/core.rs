@@ -8,8 +8,8 @@
 //! [`ClientSpec`], its slots' ids, and what a behaviour decides
 //! ([`OnBreak`], [`AfterInit`]). This module imports nothing of the client.
 
-use crate::scenario::ClientGroup;
 use crate::history::Delivery;
+use crate::scenario::ClientGroup;
 use std::collections::BTreeMap;
 
 /// An exchange in flight: one HTTP request and its answer.

@@ -10,10 +10,10 @@
 
 use super::actor::{CStream, Client, Got, OpState, Slot, SlotKind, Timer};
 use super::core::{self, Action, Answer, OnBreak, Request, SlotId, View};
+use crate::history::Delivery;
 use crate::history::{ClientRecord, Outcome, SessionId, Transport};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::Message;
-use crate::history::Delivery;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -23,6 +23,7 @@
 //! however it ends.
 
 mod rule_t;
+pub mod table;
 
 pub use rule_t::{check_transport, Transport, TransportVerdict};
 

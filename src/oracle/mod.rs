@@ -12,6 +12,7 @@
 
 mod audit;
 pub mod causes;
+mod facts;
 mod intern;
 mod metrics;
 pub mod ops;

@@ -8,9 +8,7 @@ use super::SHOWN;
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
 
-/// The line after which a calibration file's hand-written notes begin;
-/// [`calibration`] keeps everything from it on.
-pub const NOTES_MARKER: &str = "<!-- notes: kept when this file is regenerated -->";
+pub use crate::console::{notes_of, NOTES_MARKER};
 
 /// The calibration of `model` against `sdk` over the summary's runs (as
 /// the scenarios wrote their clients), with a third column when `quirks`
@@ -54,7 +52,7 @@ pub fn calibration(
         );
         heads.push(format!("`{model}` + `{label}`"));
     }
-    let mut tables = Vec::new();
+    let mut tables: Vec<Table<'_>> = Vec::new();
     for m in &ms {
         let k = ks.iter().find(|k| k.scenario == m.scenario);
         let q = qs.iter().find(|q| q.scenario == m.scenario);
@@ -64,13 +62,34 @@ pub fn calibration(
         }
         tables.push((m, k, rows(&cols)));
     }
+    summary_table(&mut out, &tables, (model, sdk), quirks.is_some());
+    scenario_tables(&mut out, &tables, sdk, &heads);
+    out.push_str(NOTES_MARKER);
+    out.push('\n');
+    if let Some(n) = notes {
+        out.push_str(n.trim_start_matches(NOTES_MARKER).trim_start_matches('\n'));
+    }
+    Some(out)
+}
+
+/// One scenario's table: the model's aggregate, the SDK's (if it ran),
+/// and the rows that are not zero in any column.
+type Table<'a> = (
+    &'a Aggregate,
+    Option<&'a Aggregate>,
+    Vec<(String, Vec<Option<u64>>)>,
+);
+
+/// The summary: per scenario how many rows agree and which differ
+/// (`model` against `sdk`, and with the quirks on when `quirks`).
+fn summary_table(out: &mut String, tables: &[Table<'_>], (model, sdk): (&str, &str), quirks: bool) {
     let _ = writeln!(
         out,
         "## Summary\n\n| scenario | agree | differ | differing ({model} vs {sdk}) |{}\n|---|---|---|---|{}",
-        if quirks.is_some() { " differing with the quirks on |" } else { "" },
-        if quirks.is_some() { "---|" } else { "" }
+        if quirks { " differing with the quirks on |" } else { "" },
+        if quirks { "---|" } else { "" }
     );
-    for (m, k, rows) in &tables {
+    for (m, k, rows) in tables {
         let differ = |col: usize| -> Vec<&str> {
             rows.iter()
                 .filter(|r| r.1[col] != r.1[1])
@@ -98,7 +117,7 @@ pub fn calibration(
                 list(d)
             }
         );
-        if quirks.is_some() {
+        if quirks {
             let _ = write!(
                 out,
                 " {} |",
@@ -112,7 +131,11 @@ pub fn calibration(
         out.push('\n');
     }
     out.push('\n');
-    for (m, k, rows) in &tables {
+}
+
+/// Per scenario, every row with each column's total and the mark.
+fn scenario_tables(out: &mut String, tables: &[Table<'_>], sdk: &str, heads: &[String]) {
+    for (m, k, rows) in tables {
         let _ = writeln!(out, "## {}\n", m.scenario);
         if let Some(k) = k.filter(|k| k.not_applicable_clients > 0) {
             let _ = writeln!(
@@ -138,12 +161,6 @@ pub fn calibration(
         }
         out.push('\n');
     }
-    out.push_str(NOTES_MARKER);
-    out.push('\n');
-    if let Some(n) = notes {
-        out.push_str(n.trim_start_matches(NOTES_MARKER).trim_start_matches('\n'));
-    }
-    Some(out)
 }
 
 /// The metrics and causes not zero in any column: (name, value per column).
@@ -173,9 +190,4 @@ fn rows(cols: &[Option<&Aggregate>]) -> Vec<(String, Vec<Option<u64>>)> {
                 .then_some((n, vals))
         })
         .collect()
-}
-
-/// The notes of an earlier calibration file: everything from the marker on.
-pub fn notes_of(text: &str) -> Option<&str> {
-    text.find(NOTES_MARKER).map(|i| &text[i..])
 }

@@ -4,13 +4,14 @@
 //! provenance block, and every run whose expectations broke with the
 //! command that reproduces it.
 
+use super::commands::repro;
 use super::matrix::{arm_rank, profile_rank};
 use super::numbers::{per_1000, rate_text, thousands};
 use super::recommend::Recommendation;
 use super::{causes_line, columns};
 use crate::oracle::causes;
-use crate::run::{self, RunReport};
-use crate::sut::{Arm, ArmEntry};
+use crate::run::RunReport;
+use crate::sut::ArmEntry;
 use crate::sweep::{Aggregate, Summary};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -306,20 +307,4 @@ pub fn failing_markdown(s: &Summary) -> String {
     }
     out.push('\n');
     out
-}
-
-/// The command that reproduces run `r`: its scenario file from the
-/// provenance (else `sims/NAME.toml`), its arm, profile and overrides.
-pub fn repro(s: &Summary, r: &RunReport) -> String {
-    let path = super::repro::scenario_path(s, r);
-    let opts = r.options();
-    match r.server.parse::<Arm>() {
-        Ok(arm) => run::repro_command(&path, r.seed, arm, &opts),
-        Err(_) => format!(
-            "cargo run --release -- repro --scenario {path} --seed {} --server {}{}",
-            r.seed,
-            r.server,
-            opts.flags()
-        ),
-    }
 }

@@ -3,30 +3,36 @@
 //! XML for CI systems.
 
 mod calibration;
+mod commands;
 mod conclude;
 mod html;
 mod junit;
 mod matrix;
 pub mod numbers;
+mod picks;
 mod plots;
 mod provenance;
 pub mod recommend;
 mod repro;
+mod run_text;
 mod write;
 
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
-pub use conclude::{glossary, repro};
+pub use commands::{commands as repro_commands, repro};
+pub use conclude::glossary;
 pub use html::{html, html_beside};
 pub use junit::junit;
 pub use matrix::headline;
+pub use picks::{pick_timeline_groups, pick_timeline_runs};
 pub use plots::{
-    bars_svg, cdf_panel_svg, cdf_panels, timeline_group_svg, timeline_svg, FaultWindow, Lane,
-    OpBar, Timeline,
+    bars_svg, cdf_panel_svg, cdf_panels, share_lanes, timeline_group_svg, timeline_svg,
+    FaultWindow, Lane, OpBar, Timeline,
 };
 pub use provenance::{provenance, sha256_hex, Meta};
 pub use recommend::{recommend, Beside, Recommendation, Standing};
-pub use repro::{commands as repro_commands, worth_a_look_markdown};
-pub use write::{pick_timeline_groups, pick_timeline_runs, timelines, write_reports};
+pub use repro::worth_a_look_markdown;
+pub use run_text::{regression_line, run_outcome, text_report};
+pub use write::{timeline_of, write_reports};
 
 use crate::oracle::Metrics;
 use crate::sweep::{Aggregate, Summary};

@@ -62,8 +62,7 @@ mod tests {
         assert_eq!(rate_text(19.14), "19.1");
         assert_eq!(rate_text(0.5), "0.50");
         assert_eq!(rate_text(0.01234), "0.012");
-        let m: BTreeMap<String, u64> =
-            [("b".into(), 2), ("a".into(), 2), ("c".into(), 5)].into();
+        let m: BTreeMap<String, u64> = [("b".into(), 2), ("a".into(), 2), ("c".into(), 5)].into();
         let order: Vec<&str> = most_first(&m).iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(order, ["c", "a", "b"]);
     }

@@ -13,8 +13,8 @@
 //! evidence when a configuration run here or beside it (the matrix and the
 //! zero under the output directory) shows it removed.
 
-use super::numbers::{most_first, per_1000, rate_text, thousands};
 use super::matrix::{arm_rank, profile_rank};
+use super::numbers::{most_first, per_1000, rate_text, thousands};
 use crate::run::{RunReport, AS_WRITTEN};
 use crate::sweep::Summary;
 use std::collections::BTreeMap;

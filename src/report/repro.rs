@@ -3,42 +3,12 @@
 //! that failure (`shrink --until-cause` with the operation's cause); and
 //! the section that lists them, one row per scenario and cause.
 
+use super::commands::commands;
 use crate::history::OpId;
 use crate::oracle::OpVerdict;
-use crate::run::RunReport;
 use crate::sweep::Summary;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-
-/// Run `r`'s scenario file as the summary's provenance records it (else
-/// `sims/NAME.toml`).
-pub(crate) fn scenario_path(s: &Summary, r: &RunReport) -> String {
-    s.provenance
-        .scenarios
-        .get(&r.scenario)
-        .map_or_else(|| format!("sims/{}.toml", r.scenario), |i| i.file.clone())
-}
-
-/// For failing operation `op` of run `r`: the command that reproduces the
-/// run (with its trace), and the one that shrinks it to a small scenario
-/// in which an operation still fails with `op`'s cause, written under
-/// `target/shrunk/` (not `sims/regressions/`, which the test suite runs).
-/// Both carry the scenario, seed, arm, client profile and every `--set`.
-pub fn commands(s: &Summary, r: &RunReport, op: &OpVerdict) -> (String, String) {
-    let cause = op.cause.as_deref().unwrap_or("unknown");
-    let out = crate::scenario::fit_name(&format!(
-        "{}-seed{}-{}-{cause}",
-        r.scenario, r.seed, r.server
-    ));
-    let shrink = format!(
-        "cargo run --release -- shrink --scenario {} --seed {} --server {}{} --until-cause {cause} --out target/shrunk/{out}.toml",
-        scenario_path(s, r),
-        r.seed,
-        r.server,
-        r.options().flags()
-    );
-    (super::conclude::repro(s, r), shrink)
-}
 
 /// `c3-op1` as `client 3, call 1`; any other tag as it is.
 fn client_and_call(op: &OpVerdict) -> String {
@@ -54,7 +24,7 @@ fn client_and_call(op: &OpVerdict) -> String {
 /// that shrinks it to that cause. At most one row per scenario × cause.
 pub fn worth_a_look_markdown(s: &Summary) -> String {
     let mut rows = String::new();
-    for r in super::write::pick_timeline_runs(s) {
+    for r in super::picks::pick_timeline_runs(s) {
         let mut by_cause: BTreeMap<&str, (u64, &OpVerdict)> = BTreeMap::new();
         for op in &r.operations {
             let Some(c) = op.cause.as_deref() else {

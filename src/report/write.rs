@@ -1,204 +1,54 @@
-//! Writing a comparison's reports: report.md and report.html, with the
-//! runs drawn as timelines run again (deterministically) for their
-//! histories.
+//! Writing a comparison's reports: report.md and report.html, from the
+//! summary and the timelines of the runs [`super::pick_timeline_groups`]
+//! picks, drawn from histories the caller had the sweep keep
+//! ([`timeline_of`] turns one into its timeline).
 
-use super::matrix::{arm_rank, profile_rank};
-use super::plots::{share_lanes, Timeline};
-use super::recommend::recommend;
-use crate::run::{self, RunReport};
-use crate::scenario::Scenario;
-use crate::sut::Arm;
+use super::plots::Timeline;
+use crate::history::History;
+use crate::run::RunReport;
 use crate::sweep::Summary;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
-/// Per scenario with any failed or degraded operation (or a run failing
-/// its expectations), the one run a timeline draws: most failed
-/// operations, then failing expectations, then most degraded; ties go to
-/// the arm and client profile first in report order, then the lowest seed.
-/// At most one run per scenario, so compare re-runs at most as many runs
-/// as there are scenarios.
-pub fn pick_timeline_runs(s: &Summary) -> Vec<&RunReport> {
-    let mut out = Vec::new();
-    for sc in super::scenarios(s) {
-        let best = s
-            .runs
-            .iter()
-            .filter(|r| r.scenario == sc)
-            .filter(|r| r.metrics.ops_failed > 0 || r.metrics.ops_degraded > 0 || r.failed())
-            .max_by_key(|r| {
-                (
-                    r.metrics.ops_failed,
-                    r.failed(),
-                    r.metrics.ops_degraded,
-                    std::cmp::Reverse((
-                        profile_rank(&r.clients),
-                        arm_rank(&r.server),
-                        r.server.as_str(),
-                        r.seed,
-                    )),
-                )
-            });
-        out.extend(best);
-    }
-    out
-}
-
-/// Per picked run (see [`pick_timeline_runs`]), the group of runs its
-/// timeline draws, each with its role: the recommended configuration's
-/// run on the same scenario and seed first (when it is another run and
-/// applies there), then the worst run. The recommendation is
-/// [`recommend`]'s.
-pub fn pick_timeline_groups(s: &Summary) -> Vec<Vec<(&RunReport, String)>> {
-    let rec = recommend(s);
-    pick_timeline_runs(s)
-        .into_iter()
-        .map(|worst| {
-            let Some(rec) = &rec else {
-                return vec![(worst, "worst run".to_string())];
-            };
-            if worst.server == rec.server && worst.clients == rec.clients {
-                return vec![(worst, "worst run, and the recommended configuration".into())];
-            }
-            let applies = s.aggregates.iter().any(|a| {
-                a.scenario == worst.scenario
-                    && a.server == rec.server
-                    && a.clients == rec.clients
-                    && !a.not_applicable()
-            });
-            let same_seed = s.runs.iter().find(|r| {
-                r.scenario == worst.scenario
-                    && r.seed == worst.seed
-                    && r.server == rec.server
-                    && r.clients == rec.clients
-            });
-            match same_seed {
-                Some(r) if applies => vec![
-                    (r, "recommended configuration".to_string()),
-                    (worst, "worst run".to_string()),
-                ],
-                _ => vec![(
-                    worst,
-                    format!(
-                        "worst run (the recommended {}, clients {}, does not apply here)",
-                        rec.server, rec.clients
-                    ),
-                )],
-            }
-        })
-        .collect()
-}
-
-/// The timelines of the picked groups (see [`pick_timeline_groups`]),
-/// each run again from its scenario in `files` (path, scenario) on up to
-/// `workers` threads; in pick order, a group's timelines next to each
-/// other with the same `group` and the same lanes.
-pub fn timelines(
-    s: &Summary,
-    files: &[(String, Scenario)],
-    workers: usize,
-) -> anyhow::Result<Vec<Timeline>> {
-    let groups = pick_timeline_groups(s);
-    let picks: Vec<(&RunReport, &str, String)> = groups
-        .iter()
-        .flat_map(|g| {
-            let worst = g.last().expect("a group holds the worst run").0;
-            let name = format!("{} · seed {}", worst.scenario, worst.seed);
-            g.iter()
-                .map(move |(r, role)| (*r, role.as_str(), name.clone()))
-        })
-        .collect();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<anyhow::Result<Timeline>>>> =
-        Mutex::new((0..picks.len()).map(|_| None).collect());
-    std::thread::scope(|sc| {
-        for _ in 0..workers.max(1).min(picks.len().max(1)) {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some((r, role, group)) = picks.get(i) else {
-                    break;
-                };
-                let t = timeline_of(s, r, files).map(|mut t| {
-                    t.role = role.to_string();
-                    t.group = group.clone();
-                    t
-                });
-                results.lock().expect("no worker panics holding it")[i] = Some(t);
-            });
-        }
-    });
-    let mut out: Vec<Timeline> = results
-        .into_inner()
-        .expect("workers are done")
-        .into_iter()
-        .map(|t| t.expect("every pick ran"))
-        .collect::<anyhow::Result<_>>()?;
-    let mut at = 0;
-    for g in &groups {
-        share_lanes(&mut out[at..at + g.len()]);
-        at += g.len();
-    }
-    Ok(out)
-}
-
-/// Runs `r` again and reads its timeline.
-fn timeline_of(
+/// The timeline of the summary's run `r`, from `fresh` and `history`, the
+/// report and history of the same run made again; `hosts` is its
+/// scenario's client host count, `role` and `group` what
+/// [`super::pick_timeline_groups`] gave it.
+pub fn timeline_of(
     s: &Summary,
     r: &RunReport,
-    files: &[(String, Scenario)],
-) -> anyhow::Result<Timeline> {
-    let scenario = files
-        .iter()
-        .find(|(_, sc)| sc.name == r.scenario)
-        .map(|(_, sc)| sc)
-        .with_context(|| format!("no scenario file for {} to draw its timeline", r.scenario))?;
-    let arm: Arm = r
-        .server
-        .parse()
-        .map_err(|e| anyhow::anyhow!("timeline of {}: {e}", r.scenario))?;
-    let opts = r.options();
-    let (report, history) = run::run_arm(scenario, r.seed, arm, &opts).map_err(|e| {
-        anyhow::anyhow!(
-            "re-running {} seed {} {}: {e}",
-            r.scenario,
-            r.seed,
-            r.server
-        )
-    })?;
+    (fresh, history): (&RunReport, &History),
+    hosts: u32,
+    (role, group): (&str, &str),
+) -> Timeline {
     let mut t = Timeline::of(
         format!(
             "{} · seed {} · {} · clients {} ({} failed ops)",
-            r.scenario, r.seed, r.server, r.clients, report.metrics.ops_failed
+            r.scenario, r.seed, r.server, r.clients, fresh.metrics.ops_failed
         ),
-        &history,
-        &report.operations,
-        scenario.network.client_hosts,
+        history,
+        &fresh.operations,
+        hosts,
     );
-    t.repro = super::conclude::repro(s, r);
-    Ok(t)
+    t.repro = super::commands::repro(s, r);
+    t.role = role.to_string();
+    t.group = group.to_string();
+    t
 }
 
-/// Writes `report.md` and `report.html` into `out`, re-running one run
-/// per affected scenario for its timeline (on the machine's cores), with
-/// the summaries of `out/matrix` and `out/zero` as evidence beside the
-/// recommendation when they exist; returns the paths written.
-pub fn write_reports(
-    out: &Path,
-    s: &Summary,
-    files: &[(String, Scenario)],
-) -> anyhow::Result<Vec<PathBuf>> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ts = timelines(s, files, workers)?;
+/// Writes `report.md` and `report.html` into `out` with the timelines
+/// `ts` (in pick order, a group's lanes shared), with the summaries of
+/// `out/matrix` and `out/zero` as evidence beside the recommendation when
+/// they exist; returns the paths written.
+pub fn write_reports(out: &Path, s: &Summary, ts: &[Timeline]) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create {}: check the --out path", out.display()))?;
     let md = out.join("report.md");
     let html = out.join("report.html");
     let beside = super::Beside::under(out);
     for (path, text) in [
-        (&md, super::markdown_beside(s, &ts, &beside)),
-        (&html, super::html_beside(s, &ts, &beside)),
+        (&md, super::markdown_beside(s, ts, &beside)),
+        (&html, super::html_beside(s, ts, &beside)),
     ] {
         std::fs::write(path, text).with_context(|| {
             format!(

@@ -8,6 +8,7 @@
 //! scenario expects. The shrunk scenario pins it with a `[regression]`
 //! table: a hazard passes while it reproduces, a bug fails until fixed.
 
+pub mod command;
 mod reduce;
 
 use crate::fault::FaultSpec;
@@ -134,51 +135,7 @@ pub fn shrink(scenario: &Scenario, seed: u64, v: impl Into<Arm>) -> Result<Shrun
 /// fault plan alone does not reproduce it.
 pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<Shrunk, String> {
     let by_metric = !goal.until.is_empty();
-    for m in &goal.until {
-        if !crate::oracle::Metrics::is_known(m) {
-            return Err(format!(
-                "--until {m}: unknown metric (known: {}, and failures_by_cause.CAUSE, \
-                 hazards.HAZARD, rejections.REASON)",
-                crate::oracle::Metrics::NAMES.join(", ")
-            ));
-        }
-    }
-    let failed = if by_metric {
-        Vec::new()
-    } else {
-        failures(scenario, seed, v)?
-    };
-    let target: BTreeSet<String> = if by_metric {
-        goal.until.iter().cloned().collect()
-    } else {
-        failed.iter().map(|(m, ..)| m.clone()).collect()
-    };
-    if by_metric {
-        let (r, _) =
-            run::run_arm(scenario, seed, v, &Options::default()).map_err(|e| e.to_string())?;
-        if !shows(&r, &goal.until) {
-            let got: Vec<String> = goal
-                .until
-                .iter()
-                .map(|m| format!("{m} = {}", r.metrics.get(m).unwrap_or(0)))
-                .collect();
-            return Err(format!(
-                "{} seed {seed} on the {} server does not show {} ({}): nothing to shrink; \
-                 try another seed or server",
-                scenario.name,
-                v.as_str(),
-                goal.until.join(", "),
-                got.join(", ")
-            ));
-        }
-    } else if target.is_empty() {
-        return Err(format!(
-            "{} seed {seed} on the {} server does not fail: nothing to shrink \
-             (name what it shows with --until METRIC, e.g. --until duplicate_side_effects)",
-            scenario.name,
-            v.as_str()
-        ));
-    }
+    let (failed, target) = target_of(scenario, seed, v, goal)?;
     let holds = |s: &Scenario| -> Result<bool, String> {
         if by_metric {
             let (r, _) =
@@ -201,22 +158,7 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
         max: goal.max_runs.max(2),
         exhausted: false,
     };
-    let mut current = reduce::Plan::of(&explicit);
-    {
-        let mut test = |p: &reduce::Plan| -> bool {
-            // A candidate the simulator refuses (a bound it no longer
-            // fits) does not reproduce.
-            budget.take() && holds(&p.scenario(&explicit)).unwrap_or(false)
-        };
-        for _ in 0..MAX_ROUNDS {
-            let next = reduce::round(current.clone(), &mut test);
-            let done = next == current;
-            current = next;
-            if done {
-                break;
-            }
-        }
-    }
+    let current = reduce_within(&explicit, &mut budget, &holds);
     let calls_before = reduce::Plan::of(&explicit).calls();
     let calls_after = current.calls();
     let base = current.scenario(&explicit);
@@ -240,39 +182,7 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
         target.iter().cloned().collect::<Vec<_>>().join(", ")
     );
     let what = target.iter().cloned().collect::<Vec<_>>();
-    // Pin it: a hazard passes while it reproduces, a bug fails until fixed.
-    let mut pin = out.expect.of(v.as_str());
-    if by_metric {
-        for m in &what {
-            pin.min.remove(m);
-            pin.max.remove(m);
-            match goal.kind {
-                RegressionKind::Hazard => pin.min.insert(m.clone(), 1),
-                RegressionKind::Bug => pin.max.insert(m.clone(), 0),
-            };
-        }
-    } else if goal.kind == RegressionKind::Hazard {
-        pin = Expect::default();
-        for (metric, most, bound) in &failed {
-            if *most {
-                pin.min.insert(metric.clone(), bound + 1);
-            } else {
-                pin.max.insert(metric.clone(), bound.saturating_sub(1));
-            }
-        }
-    }
-    out.expect.set(v.as_str(), pin);
-    out.regression = Some(Regression {
-        kind: goal.kind,
-        server: v.as_str().to_string(),
-        metrics: what.clone(),
-    });
-    // Without --until, a failure that is not a metric above 0 (a bound
-    // "at least" missed) has no [regression] form: the expectations alone
-    // pin it.
-    if crate::check::parse(&toml::to_string(&out).map_err(|e| e.to_string())?).is_err() {
-        out.regression = None;
-    }
+    pin(&mut out, v, goal, &failed, &what)?;
     let (out, pruned) = keep_what_holds(out, seed, v, &what, &mut runs)?;
     Ok(Shrunk {
         faults_before: plan.faults.len(),
@@ -286,6 +196,129 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
         exhausted: budget.exhausted,
         pruned,
     })
+}
+
+/// A run's failed expectations as (metric, whether the bound is a most,
+/// the bound).
+type Failed = Vec<(String, bool, u64)>;
+
+/// What a shrink keeps: the run's failed expectations (metric, most,
+/// bound) and their metrics, or (with `--until`) the metrics `goal` names;
+/// errs on an unknown metric, or when the run shows nothing to keep.
+fn target_of(
+    scenario: &Scenario,
+    seed: u64,
+    v: Arm,
+    goal: &Goal,
+) -> Result<(Failed, BTreeSet<String>), String> {
+    for m in &goal.until {
+        if !crate::oracle::Metrics::is_known(m) {
+            return Err(format!(
+                "--until {m}: unknown metric (known: {}, and failures_by_cause.CAUSE, \
+                 hazards.HAZARD, rejections.REASON)",
+                crate::oracle::Metrics::NAMES.join(", ")
+            ));
+        }
+    }
+    if goal.until.is_empty() {
+        let failed = failures(scenario, seed, v)?;
+        let target: BTreeSet<String> = failed.iter().map(|(m, ..)| m.clone()).collect();
+        if target.is_empty() {
+            return Err(format!(
+                "{} seed {seed} on the {} server does not fail: nothing to shrink \
+                 (name what it shows with --until METRIC, e.g. --until duplicate_side_effects)",
+                scenario.name,
+                v.as_str()
+            ));
+        }
+        return Ok((failed, target));
+    }
+    let (r, _) = run::run_arm(scenario, seed, v, &Options::default()).map_err(|e| e.to_string())?;
+    if !shows(&r, &goal.until) {
+        let got: Vec<String> = goal
+            .until
+            .iter()
+            .map(|m| format!("{m} = {}", r.metrics.get(m).unwrap_or(0)))
+            .collect();
+        return Err(format!(
+            "{} seed {seed} on the {} server does not show {} ({}): nothing to shrink; \
+             try another seed or server",
+            scenario.name,
+            v.as_str(),
+            goal.until.join(", "),
+            got.join(", ")
+        ));
+    }
+    Ok((Vec::new(), goal.until.iter().cloned().collect()))
+}
+
+/// The reductions' rounds over the plan of `explicit` until one removes
+/// nothing (at most [`MAX_ROUNDS`]), each candidate run only while
+/// `budget` lasts and kept only when `holds`.
+fn reduce_within(
+    explicit: &Scenario,
+    budget: &mut reduce::Budget,
+    holds: &dyn Fn(&Scenario) -> Result<bool, String>,
+) -> reduce::Plan {
+    let mut current = reduce::Plan::of(explicit);
+    let mut test = |p: &reduce::Plan| -> bool {
+        // A candidate the simulator refuses (a bound it no longer
+        // fits) does not reproduce.
+        budget.take() && holds(&p.scenario(explicit)).unwrap_or(false)
+    };
+    for _ in 0..MAX_ROUNDS {
+        let next = reduce::round(current.clone(), &mut test);
+        let done = next == current;
+        current = next;
+        if done {
+            break;
+        }
+    }
+    current
+}
+
+/// Pins `what` in the shrunk scenario's expectations for `v` and its
+/// `[regression]` table: a hazard passes while it reproduces, a bug fails
+/// until fixed. Without `--until`, a failure that is not a metric above 0
+/// (a bound "at least" missed) has no `[regression]` form: the
+/// expectations alone pin it.
+fn pin(
+    out: &mut Scenario,
+    v: Arm,
+    goal: &Goal,
+    failed: &[(String, bool, u64)],
+    what: &[String],
+) -> Result<(), String> {
+    let mut pin = out.expect.of(v.as_str());
+    if !goal.until.is_empty() {
+        for m in what {
+            pin.min.remove(m);
+            pin.max.remove(m);
+            match goal.kind {
+                RegressionKind::Hazard => pin.min.insert(m.clone(), 1),
+                RegressionKind::Bug => pin.max.insert(m.clone(), 0),
+            };
+        }
+    } else if goal.kind == RegressionKind::Hazard {
+        pin = Expect::default();
+        for (metric, most, bound) in failed {
+            if *most {
+                pin.min.insert(metric.clone(), bound + 1);
+            } else {
+                pin.max.insert(metric.clone(), bound.saturating_sub(1));
+            }
+        }
+    }
+    out.expect.set(v.as_str(), pin);
+    out.regression = Some(Regression {
+        kind: goal.kind,
+        server: v.as_str().to_string(),
+        metrics: what.to_vec(),
+    });
+    if crate::check::parse(&toml::to_string(&*out).map_err(|e| e.to_string())?).is_err() {
+        out.regression = None;
+    }
+    Ok(())
 }
 
 /// The shrunk scenario's other bounds that fail on it (its arm's, beside

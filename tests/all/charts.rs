@@ -489,7 +489,7 @@ fn each_timeline_pairs_the_recommended_run_with_the_worst_on_its_seed() {
         );
         assert_eq!((r.scenario.as_str(), r.seed), (w.scenario.as_str(), w.seed));
     }
-    let ts = report::timelines(&s, &fs, 1).unwrap();
+    let ts = mcp_chaos::compare::timelines(&s, &fs, 1).unwrap();
     assert_eq!(ts.len(), 2 * groups.len());
     let html = report::html(&s, &ts);
     let svgs: Vec<&str> = html

@@ -272,8 +272,9 @@ fn writing_the_reports_twice_gives_the_same_bytes() {
     let fs = files(&[RETRY]);
     let s = summary(&fs, &two_arms());
     let dir = scratch("report-twice");
-    let a = report::write_reports(&dir.join("a"), &s, &fs).unwrap();
-    let b = report::write_reports(&dir.join("b"), &s, &fs).unwrap();
+    let ts = |workers| mcp_chaos::compare::timelines(&s, &fs, workers).unwrap();
+    let a = report::write_reports(&dir.join("a"), &s, &ts(1)).unwrap();
+    let b = report::write_reports(&dir.join("b"), &s, &ts(2)).unwrap();
     assert_eq!(a.len(), 2);
     for (x, y) in a.iter().zip(&b) {
         let (x, y) = (std::fs::read(x).unwrap(), std::fs::read(y).unwrap());

@@ -15,10 +15,10 @@ mod retry_by_post;
 mod transport_switch;
 
 use super::core::{AfterInit, OnBreak};
+use crate::history::Delivery;
 use crate::history::Transport;
 use crate::protocol::mcp;
 use crate::scenario::Behaviour;
-use crate::history::Delivery;
 use serde_json::{json, Value};
 
 /// The decisions that differ per behaviour, each a function of what the

@@ -7,9 +7,9 @@
 
 use super::Policy;
 use crate::client::core::{AfterInit, OnBreak};
+use crate::history::Delivery;
 use crate::history::Transport;
 use crate::protocol::mcp;
-use crate::history::Delivery;
 use serde_json::{json, Value};
 
 /// See the module docs. The switch itself is the client's

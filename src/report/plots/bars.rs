@@ -101,50 +101,108 @@ pub fn bars_svg(s: &Summary, profile: &str) -> String {
         .unwrap_or(0);
     let title = format!("failed operations per 1,000 operations, per scenario, clients {profile}");
     if rates.iter().all(|r| *r == 0.0) {
-        const W: f64 = 720.0;
-        const H: f64 = 44.0;
-        let mut out = svg_open(W, H, &title, "bars-empty");
-        let _ = write!(
-            out,
-            "<text x=\"12\" y=\"27\" font-size=\"14\">No failed operations: every arm, every scenario, all {seeds} seeds (clients {}).</text></svg>",
-            xml(profile)
-        );
-        return out;
+        return empty_svg(&title, seeds, profile);
     }
-    // Log axis over whole decades, from at most 1 per 1,000 to the
-    // largest rate.
-    let min_pos = rates
-        .iter()
-        .copied()
-        .filter(|r| *r > 0.0)
-        .fold(f64::MAX, f64::min);
-    let max = rates.iter().copied().fold(0.0, f64::max);
-    let lo = min_pos.log10().floor().min(0.0);
-    let hi = max.log10().ceil().max(lo + 1.0);
     let legend: Vec<String> = arms
         .iter()
         .map(|a| a.to_string())
         .chain(["n/a: not applicable".to_string()])
         .collect();
-    let legend_w = legend
-        .iter()
-        .map(|t| text_width(t, 11.0))
-        .fold(0.0, f64::max);
-    let value_h = text_width("1,000", VALUE_FONT) + 6.0;
-    let (l, t, ph) = (64.0, 46.0 + value_h, 240.0);
-    let r = 16.0 + 16.0 + legend_w + 8.0;
-    let slot =
-        (BAR * arms.len() as f64 + 22.0).max((720.0 - l - r) / scenarios.len().max(1) as f64);
-    let pw = slot * scenarios.len() as f64;
-    let per_line = ((slot - 6.0) / (NAME_FONT * super::svg::CHAR_EM)) as usize;
-    let names: Vec<Vec<String>> = scenarios.iter().map(|sc| wrap(sc, per_line)).collect();
-    let name_lines = names.iter().map(Vec::len).max().unwrap_or(1);
-    let w = l + pw + r;
-    let h = t + ph + 8.0 + (NAME_FONT + 3.0) * name_lines as f64 + 8.0;
-    let y = |v: f64| t + ph - ((v.log10() - lo) / (hi - lo)).clamp(0.0, 1.0) * ph;
-    let mut out = svg_open(w, h, &title, "bars");
+    let f = Frame::new(&rates, &legend, arms.len(), &scenarios);
+    let mut out = svg_open(f.w, f.h, &title, "bars");
+    axes(&mut out, &f, profile, seeds);
+    for (i, sc) in scenarios.iter().enumerate() {
+        let cells: Vec<(&str, Cell)> = arms.iter().map(|a| (*a, cell(find(sc, a)))).collect();
+        group(&mut out, &f, i, sc, &cells);
+    }
+    legend_svg(&mut out, &f, &legend, &arms);
+    out.push_str("</svg>");
+    out
+}
+
+/// The note that stands for the chart when no operation failed.
+fn empty_svg(title: &str, seeds: u64, profile: &str) -> String {
+    const W: f64 = 720.0;
+    const H: f64 = 44.0;
+    let mut out = svg_open(W, H, title, "bars-empty");
+    let _ = write!(
+        out,
+        "<text x=\"12\" y=\"27\" font-size=\"14\">No failed operations: every arm, every scenario, all {seeds} seeds (clients {}).</text></svg>",
+        xml(profile)
+    );
+    out
+}
+
+/// Where the chart's parts stand: the plot's left, top, width and
+/// height, one scenario's slot, the log axis's decades, the scenario
+/// names as wrapped, the picture's size.
+struct Frame {
+    l: f64,
+    t: f64,
+    ph: f64,
+    pw: f64,
+    slot: f64,
+    lo: f64,
+    hi: f64,
+    arms: usize,
+    names: Vec<Vec<String>>,
+    w: f64,
+    h: f64,
+}
+
+impl Frame {
+    /// The layout for `rates` (some above 0), the legend's labels, `arms`
+    /// bars per group and one group per scenario.
+    fn new(rates: &[f64], legend: &[String], arms: usize, scenarios: &[&str]) -> Frame {
+        // Log axis over whole decades, from at most 1 per 1,000 to the
+        // largest rate.
+        let min_pos = rates
+            .iter()
+            .copied()
+            .filter(|r| *r > 0.0)
+            .fold(f64::MAX, f64::min);
+        let max = rates.iter().copied().fold(0.0, f64::max);
+        let lo = min_pos.log10().floor().min(0.0);
+        let hi = max.log10().ceil().max(lo + 1.0);
+        let legend_w = legend
+            .iter()
+            .map(|t| text_width(t, 11.0))
+            .fold(0.0, f64::max);
+        let value_h = text_width("1,000", VALUE_FONT) + 6.0;
+        let (l, t, ph) = (64.0, 46.0 + value_h, 240.0);
+        let r = 16.0 + 16.0 + legend_w + 8.0;
+        let slot = (BAR * arms as f64 + 22.0).max((720.0 - l - r) / scenarios.len().max(1) as f64);
+        let pw = slot * scenarios.len() as f64;
+        let per_line = ((slot - 6.0) / (NAME_FONT * super::svg::CHAR_EM)) as usize;
+        let names: Vec<Vec<String>> = scenarios.iter().map(|sc| wrap(sc, per_line)).collect();
+        let name_lines = names.iter().map(Vec::len).max().unwrap_or(1);
+        Frame {
+            l,
+            t,
+            ph,
+            pw,
+            slot,
+            lo,
+            hi,
+            arms,
+            names,
+            w: l + pw + r,
+            h: t + ph + 8.0 + (NAME_FONT + 3.0) * name_lines as f64 + 8.0,
+        }
+    }
+
+    /// The height of rate `v` on the log axis.
+    fn y(&self, v: f64) -> f64 {
+        self.t + self.ph - ((v.log10() - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0) * self.ph
+    }
+}
+
+/// The titles, the decade grid with its ticks, the axes, the hatch the
+/// not-applicable cells are filled with.
+fn axes(out: &mut String, f: &Frame, profile: &str, seeds: u64) {
+    let (l, t, ph, pw) = (f.l, f.t, f.ph, f.pw);
     text(
-        &mut out,
+        out,
         l,
         18.0,
         13.0,
@@ -153,7 +211,7 @@ pub fn bars_svg(s: &Summary, profile: &str) -> String {
         "Failed operations per 1,000 operations, per scenario and arm",
     );
     text(
-        &mut out,
+        out,
         l,
         34.0,
         11.0,
@@ -161,18 +219,17 @@ pub fn bars_svg(s: &Summary, profile: &str) -> String {
         "",
         &format!("clients {profile} · over {seeds} seeds · log axis · hover a bar for its counts"),
     );
-    // Decade grid and ticks.
-    let mut d = lo as i32;
-    while d <= hi as i32 {
+    let mut d = f.lo as i32;
+    while d <= f.hi as i32 {
         let v = 10f64.powi(d);
-        let yy = y(v);
+        let yy = f.y(v);
         let _ = write!(
             out,
             "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>",
             l + pw
         );
         text(
-            &mut out,
+            out,
             l - 4.0,
             yy + 4.0,
             11.0,
@@ -191,93 +248,93 @@ pub fn bars_svg(s: &Summary, profile: &str) -> String {
         t + ph,
     );
     vtext(
-        &mut out,
+        out,
         18.0,
         t + ph / 2.0,
         11.0,
         "middle",
         "failed per 1,000 operations",
     );
-    for (i, sc) in scenarios.iter().enumerate() {
-        let x0 = l + slot * i as f64 + (slot - BAR * arms.len() as f64) / 2.0;
-        for (j, arm) in arms.iter().enumerate() {
-            let bx = x0 + j as f64 * BAR;
-            let cx = bx + BAR / 2.0;
-            // The label's baseline, right of the bar's middle by the
-            // share of the glyphs below it.
-            let lx = cx + 0.3 * VALUE_FONT;
-            match cell(find(sc, arm)) {
-                Cell::Missing => {}
-                Cell::NotApplicable => {
-                    let _ = write!(
-                        out,
-                        "<rect class=\"na\" x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{NA_H}\" fill=\"url(#na-hatch)\" stroke=\"{}\"><title>{} · {arm}: not applicable (its clients cannot run against this arm)</title></rect>",
-                        t + ph - NA_H,
-                        BAR - 1.0,
-                        color(arm),
-                        xml(sc)
-                    );
-                    vtext(
-                        &mut out,
-                        lx,
-                        t + ph - NA_H - 3.0,
-                        VALUE_FONT,
-                        "start",
-                        "n/a",
-                    );
-                }
-                Cell::Rate(failed, ops, rate) => {
-                    let hh = if rate > 0.0 {
-                        (t + ph - y(rate)).max(2.0)
-                    } else {
-                        0.0
-                    };
-                    let _ = write!(
-                        out,
-                        "<rect class=\"bar\" x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{hh:.1}\" fill=\"{}\"><title>{} · {arm}: {} failed of {} operations ({} per 1,000)</title></rect>",
-                        t + ph - hh,
-                        BAR - 1.0,
-                        color(arm),
-                        xml(sc),
-                        thousands(failed),
-                        thousands(ops),
-                        rate_label(rate)
-                    );
-                    vtext(
-                        &mut out,
-                        lx,
-                        t + ph - hh - 3.0,
-                        VALUE_FONT,
-                        "start",
-                        &rate_label(rate),
-                    );
-                }
+}
+
+/// Scenario `i`'s group: one bar (or hatched box) per arm with its label
+/// standing on its end above it, and the scenario's name below.
+fn group(out: &mut String, f: &Frame, i: usize, sc: &str, cells: &[(&str, Cell)]) {
+    let (l, t, ph, slot) = (f.l, f.t, f.ph, f.slot);
+    let x0 = l + slot * i as f64 + (slot - BAR * f.arms as f64) / 2.0;
+    for (j, (arm, c)) in cells.iter().enumerate() {
+        let bx = x0 + j as f64 * BAR;
+        let cx = bx + BAR / 2.0;
+        // The label's baseline, right of the bar's middle by the
+        // share of the glyphs below it.
+        let lx = cx + 0.3 * VALUE_FONT;
+        match *c {
+            Cell::Missing => {}
+            Cell::NotApplicable => {
+                let _ = write!(
+                    out,
+                    "<rect class=\"na\" x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{NA_H}\" fill=\"url(#na-hatch)\" stroke=\"{}\"><title>{} · {arm}: not applicable (its clients cannot run against this arm)</title></rect>",
+                    t + ph - NA_H,
+                    BAR - 1.0,
+                    color(arm),
+                    xml(sc)
+                );
+                vtext(out, lx, t + ph - NA_H - 3.0, VALUE_FONT, "start", "n/a");
+            }
+            Cell::Rate(failed, ops, rate) => {
+                let hh = if rate > 0.0 {
+                    (t + ph - f.y(rate)).max(2.0)
+                } else {
+                    0.0
+                };
+                let _ = write!(
+                    out,
+                    "<rect class=\"bar\" x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{hh:.1}\" fill=\"{}\"><title>{} · {arm}: {} failed of {} operations ({} per 1,000)</title></rect>",
+                    t + ph - hh,
+                    BAR - 1.0,
+                    color(arm),
+                    xml(sc),
+                    thousands(failed),
+                    thousands(ops),
+                    rate_label(rate)
+                );
+                vtext(
+                    out,
+                    lx,
+                    t + ph - hh - 3.0,
+                    VALUE_FONT,
+                    "start",
+                    &rate_label(rate),
+                );
             }
         }
-        let cx = l + slot * i as f64 + slot / 2.0;
-        for (k, line) in names[i].iter().enumerate() {
-            text(
-                &mut out,
-                cx,
-                t + ph + 8.0 + (NAME_FONT + 3.0) * (k + 1) as f64 - 3.0,
-                NAME_FONT,
-                "middle",
-                "",
-                line,
-            );
-        }
     }
-    // Legend, right of the plot.
-    let lx = l + pw + 16.0;
+    let cx = l + slot * i as f64 + slot / 2.0;
+    for (k, line) in f.names[i].iter().enumerate() {
+        text(
+            out,
+            cx,
+            t + ph + 8.0 + (NAME_FONT + 3.0) * (k + 1) as f64 - 3.0,
+            NAME_FONT,
+            "middle",
+            "",
+            line,
+        );
+    }
+}
+
+/// The legend, right of the plot: one swatch per arm, then the hatch.
+fn legend_svg(out: &mut String, f: &Frame, legend: &[String], arms: &[&str]) {
+    let lx = f.l + f.pw + 16.0;
     for (i, label) in legend.iter().enumerate() {
-        let ly = t + 16.0 * i as f64;
+        let ly = f.t + 16.0 * i as f64;
         let fill = arms.get(i).map_or("url(#na-hatch)", |a| color(a));
         let _ = write!(
             out,
             "<rect x=\"{lx:.1}\" y=\"{ly:.1}\" width=\"12\" height=\"12\" fill=\"{fill}\" stroke=\"#888\" stroke-width=\"0.5\"/>"
         );
         text(
-            &mut out,
+            out,
             lx + 16.0,
             ly + 10.0,
             11.0,
@@ -286,8 +343,6 @@ pub fn bars_svg(s: &Summary, profile: &str) -> String {
             label,
         );
     }
-    out.push_str("</svg>");
-    out
 }
 
 #[cfg(test)]

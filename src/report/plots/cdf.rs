@@ -25,13 +25,44 @@ fn decade_label(v: u64) -> String {
     }
 }
 
+/// Panel width.
+const W: f64 = 440.0;
+
+/// One arm's curve: its name, its latency histogram as sorted (µs,
+/// count) pairs, its p90, whether it was not applicable.
+type Series<'a> = (&'a str, Vec<(u64, u64)>, u64, bool);
+
 /// One small-multiple panel: the migration-latency CDF of one scenario
 /// under client profile `profile`, one curve per arm, log-scale x axis in
 /// milliseconds, y the share of migrations done within that latency; the
 /// legend (p90 and sample count per arm) under the axes.
 pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
-    const W: f64 = 440.0;
-    let (l, r, t, ph) = (52.0, 30.0, 30.0, 170.0);
+    let series = series(s, scenario, profile);
+    let f = Frame::new(&series);
+    let mut out = svg_open(
+        W,
+        f.h,
+        &format!("migration latency CDF, {scenario}, clients {profile}"),
+        "cdf-panel",
+    );
+    text(
+        &mut out,
+        f.l,
+        18.0,
+        13.0,
+        "start",
+        "font-weight=\"bold\"",
+        scenario,
+    );
+    axes(&mut out, &f);
+    let legend = curves(&mut out, &f, &series);
+    legend_svg(&mut out, &f, &legend);
+    out.push_str("</svg>");
+    out
+}
+
+/// Every arm's curve on `scenario` under `profile`, in arm order.
+fn series<'a>(s: &'a Summary, scenario: &str, profile: &str) -> Vec<Series<'a>> {
     let mut series = Vec::new();
     for arm in arms(s) {
         let Some(agg) = s
@@ -55,69 +86,96 @@ pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
             agg.not_applicable(),
         ));
     }
-    let h = t + ph + 40.0 + LEGEND_ROW * series.len().max(1) as f64 + 6.0;
-    let mut out = svg_open(
-        W,
-        h,
-        &format!("migration latency CDF, {scenario}, clients {profile}"),
-        "cdf-panel",
-    );
-    let min_v = series
-        .iter()
-        .filter_map(|(_, p, _, _)| p.first().map(|x| x.0))
-        .min()
-        .unwrap_or(1000)
-        .max(1);
-    let max_v = series
-        .iter()
-        .filter_map(|(_, p, _, _)| p.last().map(|x| x.0))
-        .max()
-        .unwrap_or(10_000)
-        .max(min_v + 1);
-    // Decades of µs, at least 100 µs wide.
-    let lo = (min_v as f64).log10().floor().max(2.0);
-    let hi = (max_v as f64).log10().ceil().max(lo + 1.0);
-    let pw = W - l - r;
-    let x = |v: u64| l + (((v.max(1) as f64).log10() - lo) / (hi - lo)).clamp(0.0, 1.0) * pw;
-    let y = |q: f64| t + (1.0 - q) * ph;
-    text(
-        &mut out,
-        l,
-        18.0,
-        13.0,
-        "start",
-        "font-weight=\"bold\"",
-        scenario,
-    );
-    // Grid and axes.
+    series
+}
+
+/// Where the panel's parts stand: the plot's left, top, width and
+/// height, the log axis's decades of µs, the panel's height.
+struct Frame {
+    l: f64,
+    t: f64,
+    pw: f64,
+    ph: f64,
+    lo: f64,
+    hi: f64,
+    h: f64,
+}
+
+impl Frame {
+    /// The layout for `series`: decades of µs from the smallest latency
+    /// to the largest, at least 100 µs wide; a legend row per arm.
+    fn new(series: &[Series<'_>]) -> Frame {
+        let (l, r, t, ph) = (52.0, 30.0, 30.0, 170.0);
+        let h = t + ph + 40.0 + LEGEND_ROW * series.len().max(1) as f64 + 6.0;
+        let min_v = series
+            .iter()
+            .filter_map(|(_, p, _, _)| p.first().map(|x| x.0))
+            .min()
+            .unwrap_or(1000)
+            .max(1);
+        let max_v = series
+            .iter()
+            .filter_map(|(_, p, _, _)| p.last().map(|x| x.0))
+            .max()
+            .unwrap_or(10_000)
+            .max(min_v + 1);
+        let lo = (min_v as f64).log10().floor().max(2.0);
+        let hi = (max_v as f64).log10().ceil().max(lo + 1.0);
+        Frame {
+            l,
+            t,
+            pw: W - l - r,
+            ph,
+            lo,
+            hi,
+            h,
+        }
+    }
+
+    /// Latency `v` (µs) on the log axis.
+    fn x(&self, v: u64) -> f64 {
+        self.l
+            + (((v.max(1) as f64).log10() - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+                * self.pw
+    }
+
+    /// Share `q` on the y axis.
+    fn y(&self, q: f64) -> f64 {
+        self.t + (1.0 - q) * self.ph
+    }
+}
+
+/// The grid, the ticks, the frame and the axis titles.
+fn axes(out: &mut String, f: &Frame) {
+    let (l, t, pw, ph) = (f.l, f.t, f.pw, f.ph);
     for q in [0.0, 0.25, 0.5, 0.75, 0.9, 1.0] {
         let _ = write!(
             out,
             "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>",
             l + pw,
-            yy = y(q)
+            yy = f.y(q)
         );
         text(
-            &mut out,
+            out,
             l - 4.0,
-            y(q) + 4.0,
+            f.y(q) + 4.0,
             11.0,
             "end",
             "class=\"tick\"",
             &q.to_string(),
         );
     }
-    let mut d = lo as i32;
-    while d <= hi as i32 {
+    let mut d = f.lo as i32;
+    while d <= f.hi as i32 {
         let v = 10u64.pow(d as u32);
-        let xx = x(v);
+        let xx = f.x(v);
         let _ = write!(
             out,
             "<line x1=\"{xx:.1}\" y1=\"{t}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/>",
             t + ph + 4.0,
         );
         text(
-            &mut out,
+            out,
             xx,
             t + ph + 15.0,
             11.0,
@@ -132,7 +190,7 @@ pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
         "<rect x=\"{l}\" y=\"{t}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"black\"/>"
     );
     text(
-        &mut out,
+        out,
         l + pw / 2.0,
         t + ph + 30.0,
         11.0,
@@ -141,18 +199,22 @@ pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
         "migration latency (ms, log scale)",
     );
     vtext(
-        &mut out,
+        out,
         14.0,
         t + ph / 2.0,
         11.0,
         "middle",
         "share of migrations done",
     );
-    // Curves: a step CDF per arm, each in its dash pattern; the legend
-    // names an arm whose curve another drew already.
+}
+
+/// Draws a step CDF per arm, each in its dash pattern; returns the
+/// legend's entries (arm, label, whether it has a curve), which name an
+/// arm whose curve another drew already.
+fn curves<'a>(out: &mut String, f: &Frame, series: &[Series<'a>]) -> Vec<(&'a str, String, bool)> {
     let mut drawn: Vec<(&str, String)> = Vec::new();
     let mut legend = Vec::new();
-    for (arm, pairs, p90, na) in &series {
+    for (arm, pairs, p90, na) in series {
         let n: u64 = pairs.iter().map(|x| x.1).sum();
         if n == 0 {
             let why = if *na {
@@ -163,7 +225,7 @@ pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
             legend.push((*arm, format!("{arm}: {why}"), false));
             continue;
         }
-        let mut pts = format!("{:.1},{:.1} ", x(pairs[0].0), y(0.0));
+        let mut pts = format!("{:.1},{:.1} ", f.x(pairs[0].0), f.y(0.0));
         let mut acc = 0;
         for (v, c) in pairs {
             let before = acc as f64 / n as f64;
@@ -171,24 +233,19 @@ pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
             let _ = write!(
                 pts,
                 "{:.1},{:.1} {:.1},{:.1} ",
-                x(*v),
-                y(before),
-                x(*v),
-                y(acc as f64 / n as f64)
+                f.x(*v),
+                f.y(before),
+                f.x(*v),
+                f.y(acc as f64 / n as f64)
             );
         }
         let pts = pts.trim_end().to_string();
         let same = drawn.iter().find(|(_, p)| *p == pts).map(|(a, _)| *a);
-        let dash = dashes(arm);
         let _ = write!(
             out,
             "<polyline class=\"cdf\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{pts}\"><title>{arm}: {n} migrations, p90 {}</title></polyline>",
             color(arm),
-            if dash.is_empty() {
-                String::new()
-            } else {
-                format!(" stroke-dasharray=\"{dash}\"")
-            },
+            dash_attr(arm),
             ms(*p90)
         );
         let stats = format!("p90 {} (n={})", ms(*p90), thousands(n));
@@ -202,24 +259,34 @@ pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
         ));
         drawn.push((arm, pts));
     }
-    // Legend, under the axis title.
-    let ly0 = t + ph + 40.0;
+    legend
+}
+
+/// ` stroke-dasharray="…"` for an arm drawn dashed, else nothing.
+fn dash_attr(arm: &str) -> String {
+    let dash = dashes(arm);
+    if dash.is_empty() {
+        String::new()
+    } else {
+        format!(" stroke-dasharray=\"{dash}\"")
+    }
+}
+
+/// The legend, under the axis title: a line in the arm's colour and dash
+/// (grey when it has no curve) and its label.
+fn legend_svg(out: &mut String, f: &Frame, legend: &[(&str, String, bool)]) {
+    let (l, ly0) = (f.l, f.t + f.ph + 40.0);
     for (i, (arm, label, has)) in legend.iter().enumerate() {
         let yy = ly0 + LEGEND_ROW * i as f64 + 7.0;
         let c = if *has { color(arm) } else { "#999" };
-        let dash = dashes(arm);
         let _ = write!(
             out,
             "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"{c}\" stroke-width=\"3\"{}/>",
             l + 22.0,
-            if dash.is_empty() {
-                String::new()
-            } else {
-                format!(" stroke-dasharray=\"{dash}\"")
-            }
+            dash_attr(arm)
         );
         text(
-            &mut out,
+            out,
             l + 28.0,
             yy + 3.5,
             LEGEND_FONT,
@@ -232,8 +299,6 @@ pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
             label,
         );
     }
-    out.push_str("</svg>");
-    out
 }
 
 /// The CDF panels of every scenario under client profile `profile`, in

@@ -15,8 +15,7 @@ mod timeline_svg;
 
 pub use bars::bars_svg;
 pub use cdf::{cdf_panel_svg, cdf_panels};
-pub(super) use timeline::share_lanes;
-pub use timeline::{FaultWindow, Lane, OpBar, Timeline};
+pub use timeline::{share_lanes, FaultWindow, Lane, OpBar, Timeline};
 pub use timeline_svg::{timeline_group_svg, timeline_svg};
 
 use crate::sut::ArmEntry;

@@ -144,6 +144,27 @@ fn section(
     end: f64,
     last: bool,
 ) -> f64 {
+    caption(out, t, y0);
+    let top = y0 + 40.0;
+    let extent = |op: &super::OpBar| extent(x, op);
+    let layout: Vec<(Vec<usize>, usize)> = t.lanes.iter().map(|ln| rows(&ln.ops, extent)).collect();
+    let mut lane_y: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+    let mut yy = top;
+    for (ln, (_, n)) in t.lanes.iter().zip(&layout) {
+        lane_y.insert(ln.client, (yy, lane_h(*n)));
+        yy += lane_h(*n);
+    }
+    let lanes_h = (yy - top).max(LANE_H);
+    faults(out, t, top, lanes_h, &lane_y, x);
+    for (i, (ln, (row_of, n))) in t.lanes.iter().zip(&layout).enumerate() {
+        lane(out, ln, lane_y[&ln.client], i % 2 == 1, (row_of, *n), x);
+    }
+    time_axis(out, (top, top + lanes_h), x, end, last)
+}
+
+/// The section's caption (its role and title) and the line under it:
+/// how many clients are shown, the operations by outcome.
+fn caption(out: &mut String, t: &Timeline, y0: f64) {
     let caption = if t.role.is_empty() {
         t.title.clone()
     } else {
@@ -176,101 +197,115 @@ fn section(
                 .join(", ")
         ),
     );
-    let top = y0 + 40.0;
-    let pw = W - L - R;
-    // Each op's extent as drawn (at least 2 units wide), rounded as
-    // written, so rows keep drawn bars apart.
+}
+
+/// An operation's extent as drawn (at least 2 units wide), rounded as
+/// written, so rows keep drawn bars apart.
+fn extent(x: &impl Fn(u64) -> f64, op: &super::OpBar) -> (f64, f64) {
     let round = |v: f64| (v * 10.0).round() / 10.0;
-    let extent = |op: &super::OpBar| {
-        let x0 = round(x(op.start_us));
-        (x0, round(x(op.end_us).max(x0 + 2.0)))
-    };
-    let layout: Vec<(Vec<usize>, usize)> = t.lanes.iter().map(|ln| rows(&ln.ops, extent)).collect();
-    let lane_h = |n: usize| {
-        if n <= 1 {
-            LANE_H
-        } else {
-            4.0 + ROW_PITCH * n as f64
-        }
-    };
-    let mut lane_y: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
-    let mut yy = top;
-    for (ln, (_, n)) in t.lanes.iter().zip(&layout) {
-        lane_y.insert(ln.client, (yy, lane_h(*n)));
-        yy += lane_h(*n);
+    let x0 = round(x(op.start_us));
+    (x0, round(x(op.end_us).max(x0 + 2.0)))
+}
+
+/// A lane's height when its operations take `n` rows.
+fn lane_h(n: usize) -> f64 {
+    if n <= 1 {
+        LANE_H
+    } else {
+        4.0 + ROW_PITCH * n as f64
     }
-    let lanes_h = (yy - top).max(LANE_H);
-    faults(out, t, top, lanes_h, &lane_y, x);
-    for (i, (ln, (row_of, n))) in t.lanes.iter().zip(&layout).enumerate() {
-        let (ly, lh) = lane_y[&ln.client];
-        if i % 2 == 1 {
-            let _ = write!(
-                out,
-                "<rect x=\"{L}\" y=\"{ly:.1}\" width=\"{pw}\" height=\"{lh}\" fill=\"#000\" opacity=\"0.03\"/>"
-            );
-        }
-        text(
+}
+
+/// One client's lane at `(ly, lh)`: shaded when `shade`, its name, a bar
+/// per operation in its row (`row_of`, of `n` rows) coloured by outcome,
+/// then its marks (drops, transport switches, duplicate executions).
+fn lane(
+    out: &mut String,
+    ln: &super::Lane,
+    (ly, lh): (f64, f64),
+    shade: bool,
+    (row_of, n): (&[usize], usize),
+    x: &impl Fn(u64) -> f64,
+) {
+    let pw = W - L - R;
+    if shade {
+        let _ = write!(
             out,
-            L - 6.0,
-            ly + lh / 2.0 + 4.0,
-            11.0,
-            "end",
-            "",
-            &format!("client {} (host {})", ln.client, ln.host),
+            "<rect x=\"{L}\" y=\"{ly:.1}\" width=\"{pw}\" height=\"{lh}\" fill=\"#000\" opacity=\"0.03\"/>"
         );
-        for (op, row) in ln.ops.iter().zip(row_of) {
-            let (x0, x1) = extent(op);
-            let (by, bh) = if *n <= 1 {
-                (ly + 3.0, LANE_H - 6.0)
-            } else {
-                (ly + 2.0 + ROW_PITCH * *row as f64, ROW_BAR)
-            };
-            let tip = format!(
-                "{} {}: {:.3} s to {:.3} s{}",
-                op.tag,
-                op.outcome,
-                op.start_us as f64 / 1e6,
-                op.end_us as f64 / 1e6,
-                if op.why.is_empty() {
-                    String::new()
-                } else {
-                    format!(" · {}", op.why)
-                }
-            );
-            let _ = write!(
-                out,
-                "<rect class=\"op\" data-client=\"{}\" x=\"{x0:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{}</title></rect>",
-                ln.client,
-                x1 - x0,
-                outcome_color(op.outcome),
-                xml(&tip)
-            );
-        }
-        for (tm, kind) in &ln.marks {
-            let (xx, cy) = (x(*tm), ly + lh / 2.0);
-            let _ = match *kind {
-                Mark::Drop => write!(
-                    out,
-                    "<path d=\"M{xx:.1},{:.1} l4,9 l-8,0 z\" fill=\"black\"><title>drop at {:.3} s</title></path>",
-                    cy - 5.0,
-                    *tm as f64 / 1e6
-                ),
-                Mark::Switch => write!(
-                    out,
-                    "<circle cx=\"{xx:.1}\" cy=\"{cy:.1}\" r=\"4\" fill=\"none\" stroke=\"#2c7bb6\" stroke-width=\"2\"><title>transport switch at {:.3} s</title></circle>",
-                    *tm as f64 / 1e6
-                ),
-                Mark::Duplicate => write!(
-                    out,
-                    "<path d=\"M{:.1},{cy:.1} l5,-5 l5,5 l-5,5 z\" fill=\"#ffef00\" stroke=\"black\"><title>duplicate execution at {:.3} s</title></path>",
-                    xx - 5.0,
-                    *tm as f64 / 1e6
-                ),
-            };
-        }
     }
-    // X axis in simulated seconds, the same scale in every section.
-    let ay = top + lanes_h;
+    text(
+        out,
+        L - 6.0,
+        ly + lh / 2.0 + 4.0,
+        11.0,
+        "end",
+        "",
+        &format!("client {} (host {})", ln.client, ln.host),
+    );
+    for (op, row) in ln.ops.iter().zip(row_of) {
+        let (x0, x1) = extent(x, op);
+        let (by, bh) = if n <= 1 {
+            (ly + 3.0, LANE_H - 6.0)
+        } else {
+            (ly + 2.0 + ROW_PITCH * *row as f64, ROW_BAR)
+        };
+        let tip = format!(
+            "{} {}: {:.3} s to {:.3} s{}",
+            op.tag,
+            op.outcome,
+            op.start_us as f64 / 1e6,
+            op.end_us as f64 / 1e6,
+            if op.why.is_empty() {
+                String::new()
+            } else {
+                format!(" · {}", op.why)
+            }
+        );
+        let _ = write!(
+            out,
+            "<rect class=\"op\" data-client=\"{}\" x=\"{x0:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{}</title></rect>",
+            ln.client,
+            x1 - x0,
+            outcome_color(op.outcome),
+            xml(&tip)
+        );
+    }
+    for (tm, kind) in &ln.marks {
+        let (xx, cy) = (x(*tm), ly + lh / 2.0);
+        let _ = match *kind {
+            Mark::Drop => write!(
+                out,
+                "<path d=\"M{xx:.1},{:.1} l4,9 l-8,0 z\" fill=\"black\"><title>drop at {:.3} s</title></path>",
+                cy - 5.0,
+                *tm as f64 / 1e6
+            ),
+            Mark::Switch => write!(
+                out,
+                "<circle cx=\"{xx:.1}\" cy=\"{cy:.1}\" r=\"4\" fill=\"none\" stroke=\"#2c7bb6\" stroke-width=\"2\"><title>transport switch at {:.3} s</title></circle>",
+                *tm as f64 / 1e6
+            ),
+            Mark::Duplicate => write!(
+                out,
+                "<path d=\"M{:.1},{cy:.1} l5,-5 l5,5 l-5,5 z\" fill=\"#ffef00\" stroke=\"black\"><title>duplicate execution at {:.3} s</title></path>",
+                xx - 5.0,
+                *tm as f64 / 1e6
+            ),
+        };
+    }
+}
+
+/// The x axis in simulated seconds under the lanes (from `top` to `ay`),
+/// the same scale in every section, titled under the last; returns where
+/// the next section starts.
+fn time_axis(
+    out: &mut String,
+    (top, ay): (f64, f64),
+    x: &impl Fn(u64) -> f64,
+    end: f64,
+    last: bool,
+) -> f64 {
+    let pw = W - L - R;
     let _ = write!(
         out,
         "<line x1=\"{L}\" y1=\"{ay:.1}\" x2=\"{:.1}\" y2=\"{ay:.1}\" stroke=\"black\"/><line x1=\"{L}\" y1=\"{top:.1}\" x2=\"{L}\" y2=\"{ay:.1}\" stroke=\"black\"/>",

@@ -3,14 +3,14 @@
 //! exactly (aggregates come from integer counts and merged histograms,
 //! never from rounded figures).
 
+mod pool;
+
+pub use pool::{cores, run_all, run_kept, Control, Job, Progress, TIMEOUT};
+
 use crate::oracle::{self, Latency, Metrics};
-use crate::run::{self, Options, RunReport};
-use crate::scenario::Scenario;
-use crate::sut::Arm;
+use crate::run::{self, RunReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// Version of the summary JSON (3: runs name the histogram's unit,
 /// `migration_latency_hist_us`).
@@ -575,137 +575,6 @@ impl Seeds {
 
 /// The environment variable `--seeds` falls back to (same syntax).
 pub const SEEDS_ENV: &str = "MCP_CHAOS_SEEDS";
-
-/// One unit of work.
-#[derive(Clone, Debug)]
-pub struct Job {
-    /// The scenario file, for repro commands.
-    pub path: std::sync::Arc<str>,
-    /// The scenario, shared by every job of its file (a sweep queues
-    /// seeds x arms x profiles jobs before the first runs).
-    pub scenario: std::sync::Arc<Scenario>,
-    /// Root seed.
-    pub seed: u64,
-    /// Server.
-    pub variant: Arm,
-    /// Client profile and overrides.
-    pub opts: Options,
-}
-
-/// Called as each job finishes: (done, total, job, its outcome).
-pub type Progress<'a> = dyn Fn(usize, usize, &Job, &Result<RunReport, String>) + Sync + 'a;
-
-/// How a batch of runs is scheduled beyond its workers.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Control {
-    /// Stop scheduling new runs once one run fails (runs already going
-    /// finish).
-    pub fail_fast: bool,
-    /// Longest wall-clock time one run may take; a run past it is reported
-    /// as failed with verdict [`TIMEOUT`] (the simulation is abandoned on
-    /// its thread). Runs that finish are unaffected: each is still one
-    /// deterministic single-threaded simulation.
-    pub timeout: Option<std::time::Duration>,
-}
-
-/// The verdict of a run that exceeded `--timeout`.
-pub const TIMEOUT: &str = "timeout";
-
-/// Runs one job, on its own thread when a timeout bounds it.
-fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport, String> {
-    let repro = || run::repro_command(&job.path, job.seed, job.variant, &job.opts);
-    let Some(limit) = timeout else {
-        return run::run_arm(&job.scenario, job.seed, job.variant, &job.opts)
-            .map(|(report, _)| report)
-            .map_err(|e| format!("{e}\nreproduce with: {}", repro()));
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let owned = job.clone();
-    std::thread::spawn(move || {
-        let r = run::run_arm(&owned.scenario, owned.seed, owned.variant, &owned.opts)
-            .map(|(report, _)| report)
-            .map_err(|e| e.to_string());
-        // The receiver is gone when the run timed out: nothing to tell.
-        let _ = tx.send(r);
-    });
-    match rx.recv_timeout(limit) {
-        Ok(r) => r.map_err(|e| format!("{e}\nreproduce with: {}", repro())),
-        Err(_) => Ok(timed_out(job, limit)),
-    }
-}
-
-/// The report of a run abandoned after `limit`: no metrics, verdict
-/// [`TIMEOUT`], its failed expectation says so.
-fn timed_out(job: &Job, limit: std::time::Duration) -> RunReport {
-    RunReport {
-        schema_version: run::SCHEMA_VERSION,
-        scenario: job.scenario.name.clone(),
-        seed: job.seed,
-        server: job.variant.as_str().to_string(),
-        clients: job.opts.clients_label().to_string(),
-        overrides: job
-            .opts
-            .sets
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
-        metrics: Metrics::default(),
-        metrics_by_class: BTreeMap::new(),
-        faults: run::Faults::default(),
-        sim_ms: 0,
-        clients_finished: false,
-        records: 0,
-        trace_sha256: String::new(),
-        migration_latency_hist_us: Vec::new(),
-        declared_hazards: job.scenario.hazards.clone(),
-        operations: Vec::new(),
-        failed_expectations: vec![format!(
-            "the run took longer than --timeout {} s of wall-clock time",
-            limit.as_secs_f64()
-        )],
-        verdict: TIMEOUT.to_string(),
-        not_applicable_clients: 0,
-        meta: run::Meta {
-            wall_ms: limit.as_secs_f64() * 1e3,
-        },
-    }
-}
-
-/// Runs `jobs` on `workers` threads (each simulation single-threaded and
-/// deterministic); `progress(done, total, report)` is called as each
-/// finishes. Results come back in job order; `None` for a job that
-/// `control.fail_fast` kept from starting.
-pub fn run_all(
-    jobs: &[Job],
-    workers: usize,
-    control: Control,
-    progress: &Progress<'_>,
-) -> Vec<Option<Result<RunReport, String>>> {
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    let results: Mutex<Vec<Option<Result<RunReport, String>>>> = Mutex::new(vec![None; jobs.len()]);
-    std::thread::scope(|s| {
-        // No more threads than jobs: a worker without a job only costs a stack.
-        for _ in 0..workers.clamp(1, jobs.len().max(1)) {
-            s.spawn(|| loop {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(job) = jobs.get(i) else { break };
-                let r = run_job(job, control.timeout);
-                if control.fail_fast && r.as_ref().map_or(true, RunReport::failed) {
-                    stop.store(true, Ordering::SeqCst);
-                }
-                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                progress(n, jobs.len(), job, &r);
-                results.lock().expect("no worker panics while holding it")[i] = Some(r);
-            });
-        }
-    });
-    results.into_inner().expect("workers are done")
-}
 
 #[cfg(test)]
 mod tests {

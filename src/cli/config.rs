@@ -1,0 +1,134 @@
+//! The flags of each command made the configuration its body runs: seeds
+//! read (flag, else environment), defaults filled, contradictions refused
+//! with one line naming the flags.
+
+use super::args::{CompareArgs, ScaleArgs, ServeArgs, ShrinkArgs, SweepArgs};
+use crate::compare::{Comparison, Matrix, Select, Sweep};
+use crate::run::Options;
+use crate::server::Exposure;
+use crate::sut::Arm;
+use crate::sweep::Seeds;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The file a `--scenario` value names (a path, or a name in sims/).
+pub fn scenario_arg(value: &str) -> anyhow::Result<PathBuf> {
+    crate::locate::scenario(value, Path::new("sims")).map_err(anyhow::Error::msg)
+}
+
+impl CompareArgs {
+    /// The comparison: seeds from `--seeds`, else `$MCP_CHAOS_SEEDS`, else
+    /// 0..6; every arm this build runs and the scenario's own clients
+    /// unless named.
+    pub fn config(self) -> anyhow::Result<Comparison> {
+        let seeds = Seeds::from_flag_or_env(self.seeds.as_deref(), None, Some("0..6"))
+            .map_err(anyhow::Error::msg)?;
+        Ok(Comparison {
+            dir: self.sims,
+            seeds,
+            jobs: self.jobs,
+            out: self.out,
+            junit: self.junit,
+            matrix: Matrix {
+                arms: self.servers.map_or_else(Arm::all, |a| a.0),
+                profiles: self.clients.map_or_else(|| vec![None], |p| p.0),
+                sets: self.sets,
+            },
+            select: Select {
+                only: self.only,
+                control: self.control.control(),
+                shrink: self.shrink,
+            },
+        })
+    }
+}
+
+impl SweepArgs {
+    /// The sweep: the run options, the seeds (and shard), then the
+    /// scenario, in that order, so a bad `--seeds` is named even when
+    /// `--scenario` is missing.
+    pub fn config(self) -> anyhow::Result<Sweep> {
+        let o = self.run.options()?;
+        let seeds = Seeds::from_flag_or_env(self.seeds.as_deref(), self.shard.as_deref(), None)
+            .map_err(anyhow::Error::msg)?;
+        let scenario = self.scenario.ok_or_else(|| {
+            anyhow::anyhow!(
+                "sweep needs --scenario NAME|FILE: one scenario, by its name in sims/ or a \
+                 file's path (compare runs a directory)"
+            )
+        })?;
+        Ok(Sweep {
+            path: scenario_arg(&scenario)?,
+            seeds,
+            out: self.out,
+            jobs: self.jobs,
+            control: self.control.control(),
+            junit: self.junit,
+            matrix: Matrix {
+                arms: self.servers.map_or_else(Arm::all, |a| a.0),
+                profiles: vec![o.clients],
+                sets: o.sets,
+            },
+        })
+    }
+}
+
+impl ScaleArgs {
+    /// The client counts and the traffic each size shares.
+    pub fn config(&self) -> (Vec<u32>, crate::scale::Traffic) {
+        (
+            self.clients.clone(),
+            crate::scale::Traffic {
+                clients: 0,
+                hosts: self.hosts,
+                calls: self.calls,
+                chunks: self.chunks,
+                chunk_interval_ms: self.chunk_interval_ms,
+                think_ms: self.think_ms,
+            },
+        )
+    }
+}
+
+impl ShrinkArgs {
+    /// The run options and the goal: `--until` metrics, then one
+    /// `failures_by_cause.CAUSE` per `--until-cause`.
+    pub fn config(&self) -> anyhow::Result<(Options, crate::shrink::Goal)> {
+        let o = self.run.options()?;
+        let mut until = self.until.clone();
+        until.extend(
+            self.until_cause
+                .iter()
+                .map(|c| format!("failures_by_cause.{c}")),
+        );
+        Ok((
+            o,
+            crate::shrink::Goal {
+                until,
+                kind: self.kind,
+                max_runs: self.max_runs,
+            },
+        ))
+    }
+}
+
+impl ServeArgs {
+    /// The served bounds the flags choose (`--max-connections` defaults to
+    /// what the file-descriptor limit allows).
+    pub fn exposure(&self) -> Exposure {
+        let mut exposure = Exposure::served();
+        exposure.fixtures = self.fixtures.unwrap_or_default();
+        exposure.allowed_origins = Some(self.allow_origin.clone());
+        exposure.allowed_hosts = Some(self.allow_host.clone());
+        exposure.max_connections = Some(
+            self.max_connections
+                .map_or_else(crate::serve::default_max_connections, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
+        );
+        exposure.header_timeout = Some(Duration::from_millis(self.header_timeout_ms));
+        exposure.body_timeout = Some(Duration::from_millis(self.body_timeout_ms));
+        exposure.session_idle = Some(Duration::from_secs(self.session_idle_secs));
+        exposure
+    }
+}

@@ -1,0 +1,154 @@
+//! `run` and `repro`: one scenario under one seed against one arm, its
+//! report printed (text or JSON), its trace written, the failure said on
+//! standard error with the command that reproduces it.
+
+use crate::catalog;
+use crate::console::{errln, out, outln, write};
+use crate::report;
+use crate::run::{self, Options};
+use crate::seed;
+use crate::sut::Arm;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+
+/// How `run` prints its report: text (the report's words, one metric a
+/// line) or the whole `RunReport` as JSON. The variants carry no doc
+/// comment: clap would print it in `run --help`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Runs one scenario; returns the run's exit code.
+pub fn run_one(
+    path: &Path,
+    seed: u64,
+    variant: Arm,
+    trace: Option<&Path>,
+    format: Format,
+    opts: &Options,
+) -> anyhow::Result<u8> {
+    let scenario = catalog::load(path)?;
+    catalog::check_options(&path.display().to_string(), &scenario, opts)?;
+    let repro = run::repro_command(&path.display().to_string(), seed, variant, opts);
+    let (report, history) = run::run_arm(&scenario, seed, variant, opts)
+        .map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {repro}"))?;
+    if let Some(t) = trace {
+        if let Some(dir) = t.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let f = std::fs::File::create(t)
+            .with_context(|| format!("cannot write --trace {}", t.display()))?;
+        crate::explain::write_trace(
+            std::io::BufWriter::new(f),
+            &history,
+            &report.operations,
+            &report.verdict,
+        )
+        .with_context(|| format!("writing --trace {}", t.display()))?;
+    }
+    match format {
+        Format::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serializes")
+        ),
+        Format::Text => out!("{}", report::text_report(&report, &scenario)),
+    }
+    // A fault the file writes and the run ended before is a plan that
+    // tests less than it says: said on stderr whatever the format.
+    for n in &report.faults.not_applied {
+        if scenario.faults.explicit.contains(&n.fault) {
+            if let Some(said) = crate::never_applied::sentence(n, report.sim_ms, Some(&scenario)) {
+                errln!("mcp-chaos: warning: {said}");
+            }
+        }
+    }
+    if let Some(line) = report::regression_line(&scenario, &report) {
+        errln!("{line}");
+    }
+    if report.failed() {
+        errln!(
+            "mcp-chaos: {} ({}) for {} on the {} server, seed {seed}:",
+            if report.verdict == "safety" {
+                "safety violation"
+            } else {
+                "liveness failure"
+            },
+            report.failed_expectations.len(),
+            report.scenario,
+            report.server
+        );
+        for f in &report.failed_expectations {
+            errln!("  - {f}");
+        }
+        if !report.clients_finished {
+            errln!("  - clients still running when the heal phase ended");
+        }
+        errln!("reproduce with: {repro}");
+    }
+    Ok(report.exit_code())
+}
+
+/// `repro`: the run's every derived option and whole fault plan printed
+/// (and, with `emit`, written as a scenario), then the run with its trace.
+pub fn repro(
+    path: &Path,
+    seed: u64,
+    variant: Arm,
+    opts: &Options,
+    trace: Option<PathBuf>,
+    emit: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let scenario = catalog::load(path)?;
+    let effective = run::effective(&scenario, opts).map_err(anyhow::Error::msg)?;
+    let as_run = crate::shrink::as_run(&effective, seed);
+    outln!(
+        "# mcp-chaos repro: {} seed {seed} server {} clients {}{}",
+        scenario.name,
+        variant.as_str(),
+        opts.clients_label(),
+        opts.flags()
+    );
+    outln!(
+        "# child seeds: faults={} turmoil={} client-start={} server-sessions/0={}",
+        seed::child(seed, "faults"),
+        seed::child(seed, "turmoil"),
+        seed::child(seed, "client-start"),
+        seed::child(seed, "server-sessions/0")
+    );
+    let text = toml::to_string(&as_run).context("printing the scenario")?;
+    outln!(
+        "# the scenario as run (every derived option; the whole fault plan, {} faults, \
+         as explicit faults with the generators off):\n",
+        as_run.faults.explicit.len()
+    );
+    outln!("{text}");
+    if let Some(f) = emit {
+        let header = format!(
+            "# {}\n# Written by `mcp-chaos repro --scenario {} --seed {seed} --server {}{} \
+             --emit-scenario {}`:\n# the scenario as run, its fault plan explicit; replay with \
+             `mcp-chaos run --scenario {} --seed {seed} --server {}`.\n",
+            as_run.description.lines().next().unwrap_or(""),
+            path.display(),
+            variant.as_str(),
+            opts.flags(),
+            f.display(),
+            f.display(),
+            variant.as_str()
+        );
+        write(f, &format!("{header}{text}"))?;
+        errln!("mcp-chaos: wrote {}", f.display());
+    }
+    let trace = trace.unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "target/repro/{}-{seed}-{}.jsonl",
+            scenario.name,
+            variant.as_str()
+        ))
+    });
+    let code = run_one(path, seed, variant, Some(&trace), Format::Text, opts)?;
+    outln!("trace: {}", trace.display());
+    Ok(code)
+}

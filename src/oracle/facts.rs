@@ -1,0 +1,249 @@
+//! The facts the oracle judges by, per operation, per client and per
+//! run, as [`super::ops`] reads them from the black box: what went wrong
+//! with an operation ([`Failure`]), each of its executions, its handled
+//! result, the run's faults. Plain data with the questions the causes
+//! ask of it.
+
+use crate::history::Outcome;
+use crate::protocol::mcp::ChunkRef;
+use crate::protocol::RequestId;
+use std::rc::Rc;
+
+/// What can go wrong with one operation (it may have several).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// More than one execution committed its effect.
+    Duplicated,
+    /// A counted event of the handled execution never reached the client,
+    /// and nothing announced it.
+    SilentLoss,
+    /// Its result was handled after that of a later operation of the same
+    /// client (one sent after this result was produced).
+    OutOfOrder,
+    /// The handled result was produced by no execution of this operation.
+    WrongResult,
+    /// No result was handled (given up, or unresolved at the end).
+    Lost,
+}
+
+/// A set of failures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Failures(u8);
+
+impl Failures {
+    fn bit(f: Failure) -> u8 {
+        1 << f as u8
+    }
+    /// Adds one.
+    pub fn insert(&mut self, f: Failure) {
+        self.0 |= Self::bit(f);
+    }
+    /// Whether it holds `f`.
+    pub fn contains(self, f: Failure) -> bool {
+        self.0 & Self::bit(f) != 0
+    }
+    /// Whether it is empty (the operation did not fail).
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// What put operations at risk, whatever the server then did.
+pub const HAZARDS: &[&str] = &[
+    "drop",
+    "partition",
+    "latency",
+    "restart",
+    "eviction",
+    "switch",
+];
+
+/// One execution of an operation, as the ledger and the client saw it.
+#[derive(Clone, Debug)]
+pub struct Exec {
+    /// The request that ran it.
+    pub rpc_id: RequestId,
+    /// When it started, µs.
+    pub start_us: u64,
+    /// It took its effect: at its start (`effects = immediate`), or by a
+    /// commit at its end. One that committed nothing (killed, cancelled,
+    /// refused) is owed to nobody.
+    pub committed: bool,
+    /// Chunks it emitted.
+    pub emitted: u32,
+    /// Index of its result chunk, once emitted.
+    pub result_index: Option<u32>,
+    /// When its result was emitted, µs.
+    pub result_us: Option<u64>,
+    /// Trace position of its result's emission.
+    pub result_seq: Option<u64>,
+    /// Which chunks the client received (bit i-1 for index i).
+    pub received: Vec<bool>,
+    /// A chunk was received while an earlier one of the same execution
+    /// never was: the server skipped events (its store lost them).
+    pub hole: bool,
+}
+
+impl Exec {
+    pub(super) fn received_count(&self) -> u32 {
+        self.received.iter().filter(|r| **r).count() as u32
+    }
+}
+
+/// The handled result.
+#[derive(Clone, Debug)]
+pub struct Handled {
+    /// Trace position.
+    pub seq: u64,
+    /// Time, µs.
+    pub t_us: u64,
+    /// The chunk its payload named.
+    pub chunk: Option<ChunkRef>,
+    /// Served from the key table, marked as such.
+    pub replayed: bool,
+    /// Event ids named by the gaps its client received on the stream the
+    /// result arrived on, before the result (the rule: `Builder::gap_budget`).
+    pub gap_named: u64,
+}
+
+/// Everything the oracle knows about one operation.
+#[derive(Clone, Debug, Default)]
+pub struct OpFacts {
+    /// The client it belongs to.
+    pub client: u32,
+    /// Its tag.
+    pub tag: Rc<str>,
+    /// When the client began it, µs.
+    pub start_us: u64,
+    /// When its outcome was recorded, µs.
+    pub end_us: Option<u64>,
+    /// Trace position of its first POST.
+    pub first_sent_seq: Option<u64>,
+    /// How it ended for the client.
+    pub outcome: Option<Outcome>,
+    /// The handled result.
+    pub handled: Option<Handled>,
+    /// The fault that first interrupted it, µs.
+    pub interrupted_us: Option<u64>,
+    /// Its executions, in order (execution n at n−1).
+    pub execs: Vec<Exec>,
+    /// POSTs of it sent.
+    pub calls_sent: u32,
+    /// A re-sent POST carried no `Idempotency-Key`.
+    pub keyless_retry: bool,
+    /// Requests of it whose response the client never saw begin.
+    pub unseen_rpcs: Vec<RequestId>,
+    /// One of those ran (the ledger has an execution for it).
+    pub unseen_attempt_ran: bool,
+    /// The client got a 410 for it.
+    pub refused_410: bool,
+    /// The client resumed a stream for it.
+    pub resumed: bool,
+    /// When a planned drop hit it, µs.
+    pub dropped_us: Option<u64>,
+    /// An execution's result was emitted before that drop.
+    pub result_before_drop: bool,
+    /// Its client switched transport and was refused (404) during it.
+    pub reinit_after_switch: bool,
+    /// Its client gave it up.
+    pub gave_up: bool,
+    /// Its failures (empty: ok or degraded).
+    pub failures: Failures,
+    /// Hazards it met (bit i for `HAZARDS[i]`).
+    pub hazards: u8,
+    /// Counted events of the handled execution missing, unannounced.
+    pub silent: u64,
+    /// Counted events of the handled execution missing, announced.
+    pub announced: u64,
+    /// Emitted events of any of its executions never received (handled
+    /// operations only).
+    pub orphaned: u64,
+    /// Handled while an event of its first execution never arrived.
+    pub truncated: bool,
+    /// Later operations whose result was handled before this one's.
+    pub order_pairs: u64,
+}
+
+impl OpFacts {
+    pub(super) fn new(client: u32, tag: Rc<str>, start_us: u64) -> OpFacts {
+        OpFacts {
+            client,
+            tag,
+            start_us,
+            ..OpFacts::default()
+        }
+    }
+
+    /// Black-box evidence that its owed events left the server's store: a
+    /// 410 for it, or a hole in an execution's received chunks.
+    pub fn evicted(&self) -> bool {
+        self.refused_410 || self.execs.iter().any(|x| x.hole)
+    }
+
+    /// Whether a server restart fell within its lifetime (begun to
+    /// outcome, or to the end of the run).
+    pub fn restarted_during(&self, restarts_us: &[u64]) -> bool {
+        restarts_us
+            .iter()
+            .any(|&r| self.start_us <= r && self.end_us.is_none_or(|e| r <= e))
+    }
+
+    /// Executions that committed an effect.
+    pub fn effects(&self) -> u64 {
+        self.execs.iter().filter(|x| x.committed).count() as u64
+    }
+
+    /// Degraded: not failed, but it missed announced events.
+    pub fn degraded(&self) -> bool {
+        self.failures.is_empty() && self.announced > 0
+    }
+
+    /// The handled execution, when the result named one of this
+    /// operation's executions by its result chunk.
+    pub(super) fn handled_exec(&self) -> Option<usize> {
+        let c = self.handled.as_ref()?.chunk.as_ref()?;
+        let i = (c.execution as usize).checked_sub(1)?;
+        let x = self.execs.get(i)?;
+        (c.tag == self.tag && x.committed && x.result_index == Some(c.index)).then_some(i)
+    }
+}
+
+/// Run-wide facts the causes and hazards read.
+#[derive(Clone, Debug, Default)]
+pub struct RunFacts {
+    /// Server restarts, µs.
+    pub restarts_us: Vec<u64>,
+    /// Every client finished before the run ended.
+    pub clients_finished: bool,
+    /// (host, from µs, to µs) of each partition.
+    pub partitions: Vec<(u32, u64, u64)>,
+    /// (host, from µs, to µs) of each latency spike.
+    pub spikes: Vec<(u32, u64, u64)>,
+}
+
+/// Per-client facts beyond operations.
+#[derive(Clone, Debug, Default)]
+pub struct ClientFacts {
+    /// Initializations sent.
+    pub inits: u64,
+    /// When it switched transport, µs.
+    pub switched_us: Option<u64>,
+    /// 404s it got, µs.
+    pub refused_404_us: Vec<u64>,
+    /// Transport-switch latency samples, µs.
+    pub switch_latency_us: Vec<u64>,
+    /// Operations of it that never produced a record (not even an outcome).
+    pub never_begun: u64,
+    /// When its first operation begun after the switch began, µs.
+    pub first_after_switch: Option<u64>,
+}
+
+/// The black-box judgement of a run's operations.
+pub struct Ops {
+    /// Every operation, in the order clients began them.
+    pub ops: Vec<OpFacts>,
+    /// Per client.
+    pub clients: Vec<ClientFacts>,
+    /// Run-wide facts.
+    pub run: RunFacts,
+}

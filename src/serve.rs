@@ -1,0 +1,138 @@
+//! `mcp-chaos serve`: one arm on a real socket. The built-in arms run
+//! `server::Server` with a served `Exposure`; the rmcp arms run the
+//! official SDK's server (`sdk`). It stands above both, so `server/`
+//! never imports `sdk`.
+
+use crate::console::errln;
+use crate::history::History;
+use crate::ledger::Ledger;
+use crate::server::{Delivery, Exposure, Pacing, Server, ServerConfig};
+use crate::sut::Arm;
+use anyhow::Context;
+
+/// The connection cap when `--max-connections` is not given: 1024, or the
+/// file-descriptor limit less a reserve for the server's own files when
+/// that is lower (Linux: read from /proc/self/limits).
+pub fn default_max_connections() -> usize {
+    const CAP: usize = 1024;
+    const RESERVE: usize = 32;
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|n| n.parse::<usize>().ok())
+        });
+    soft.map_or(CAP, |n| CAP.min(n.saturating_sub(RESERVE).max(1)))
+}
+
+/// `serve`'s server settings: the defaults, bounded for a real socket
+/// (sims/README.md names each).
+fn served_config(delivery: Delivery) -> ServerConfig {
+    ServerConfig {
+        delivery,
+        max_body_bytes: 64 * 1024,
+        max_chunks: 1_000,
+        max_sessions: 10_000,
+        store_capacity: 256,
+        dedup_capacity: 4_096,
+        session_seed: rand::random(),
+        ..ServerConfig::default()
+    }
+}
+
+/// Serves `arm` on `addr` until the process ends; `exposure` holds the
+/// served bounds the flags chose.
+pub fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow::Result<()> {
+    // The settings are held to the loader's rules before the socket opens.
+    if arm.variant().is_none() && exposure.fixtures.offered() {
+        anyhow::bail!("--fixtures is offered by the built-in arms (guarded, unguarded, keys, cancel), not by {arm}: drop --fixtures or pick a built-in --server");
+    }
+    let cfg = served_config(delivery);
+    crate::scenario::check_server(&cfg).map_err(|e| anyhow::anyhow!("serve: {e}"))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+            format!("cannot listen on --addr {addr}: give HOST:PORT with a free port, e.g. 127.0.0.1:8080")
+        })?;
+        let bound = listener
+            .local_addr()
+            .context("reading the bound address")?;
+        let mut exposure = exposure;
+        exposure.allow_bound_host(addr, bound);
+        let history = History::off();
+        let ledger = Ledger::new(history.clone());
+        let Some(variant) = arm.variant() else {
+            return serve_sdk(arm, cfg, listener, history, ledger, exposure).await;
+        };
+        let origins = exposure
+            .allowed_origins
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect::<Vec<_>>();
+        errln!(
+            "mcp-chaos: {} server on http://{bound}/mcp ({}; session ids from the OS; origins: loopback{}{}; at most {} connections{})",
+            variant.as_str(),
+            variant.delivery(delivery).as_str(),
+            if origins.is_empty() { "" } else { ", " },
+            origins.join(", "),
+            exposure.max_connections.unwrap_or(usize::MAX),
+            if exposure.fixtures.offered() { "; with the conformance fixtures" } else { "" },
+        );
+        Server::exposed(variant, cfg, history, ledger, Pacing::Timer, exposure)
+            .serve(listener)
+            .await
+            .context("accepting connections")
+    })
+}
+
+/// `serve --server rmcp|rmcp-es`: the official SDK's server with the
+/// ledger tools, on a real socket.
+#[cfg(feature = "rmcp")]
+async fn serve_sdk(
+    arm: Arm,
+    cfg: ServerConfig,
+    listener: tokio::net::TcpListener,
+    history: History,
+    ledger: Ledger,
+    exposure: Exposure,
+) -> anyhow::Result<()> {
+    use crate::sut::{Host, SystemUnderTest};
+    let seed = cfg.session_seed;
+    errln!(
+        "mcp-chaos: {arm} server (rmcp) on http://{}/mcp (post-stream)",
+        listener.local_addr().context("reading the bound address")?
+    );
+    let sut = crate::sdk::Rmcp {
+        event_store: arm == Arm::RmcpEs,
+        cfg,
+        exposure,
+    };
+    sut.serve(Host {
+        listener,
+        seed,
+        incarnation: 0,
+        ledger,
+        history,
+    })
+    .await
+    .context("accepting connections")
+}
+
+#[cfg(not(feature = "rmcp"))]
+async fn serve_sdk(
+    arm: Arm,
+    _: ServerConfig,
+    _: tokio::net::TcpListener,
+    _: History,
+    _: Ledger,
+    _: Exposure,
+) -> anyhow::Result<()> {
+    anyhow::bail!("server {arm} needs the rmcp feature: build without --no-default-features")
+}
