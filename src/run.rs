@@ -398,12 +398,6 @@ fn run_effective<S: SystemUnderTest>(
     let expect = &scenario.expect.of(sut.name());
     let failed = failed_expectations(expect, &j.metrics);
     let report = RunReport {
-        schema_version: SCHEMA_VERSION,
-        scenario: scenario.name.clone(),
-        seed,
-        server: sut.name().to_string(),
-        clients: opts.clients_label().to_string(),
-        overrides: opts.sets.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         metrics: j.metrics,
         metrics_by_class: j.by_class,
         faults,
@@ -413,7 +407,6 @@ fn run_effective<S: SystemUnderTest>(
         trace_sha256,
         migration_latency_hist_us: j.latency_hist.clone(),
         operations: j.verdicts,
-        declared_hazards: scenario.hazards.clone(),
         verdict: if not_applicable == classes.len() {
             NOT_APPLICABLE.to_string()
         } else {
@@ -422,6 +415,7 @@ fn run_effective<S: SystemUnderTest>(
         not_applicable_clients: not_applicable as u32,
         failed_expectations: failed.into_iter().map(|(_, line)| line).collect(),
         meta: Meta { wall_ms },
+        ..RunReport::of(scenario, seed, sut.name(), opts)
     };
     Ok((report, out.history))
 }
@@ -500,6 +494,35 @@ fn verdict(failed: &[(&str, String)]) -> &'static str {
 }
 
 impl RunReport {
+    /// The report of `scenario` on `seed` against `server` with `opts`
+    /// before anything ran: what names the run, no figures, no verdict.
+    /// Every report starts from it (a finished run's and an abandoned
+    /// one's), so the fields that name a run are written in one place.
+    pub fn of(scenario: &Scenario, seed: u64, server: &str, opts: &Options) -> RunReport {
+        RunReport {
+            schema_version: SCHEMA_VERSION,
+            scenario: scenario.name.clone(),
+            seed,
+            server: server.to_string(),
+            clients: opts.clients_label().to_string(),
+            overrides: opts.sets.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            metrics: Metrics::default(),
+            metrics_by_class: BTreeMap::new(),
+            faults: Faults::default(),
+            sim_ms: 0,
+            clients_finished: false,
+            records: 0,
+            trace_sha256: String::new(),
+            migration_latency_hist_us: Vec::new(),
+            declared_hazards: scenario.hazards.clone(),
+            operations: Vec::new(),
+            failed_expectations: Vec::new(),
+            verdict: String::new(),
+            not_applicable_clients: 0,
+            meta: Meta { wall_ms: 0.0 },
+        }
+    }
+
     /// The options this run was made with (its client profile and
     /// overrides), so it can be made again.
     pub fn options(&self) -> Options {

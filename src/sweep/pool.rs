@@ -4,11 +4,9 @@
 //! draws from a run's history comes through the same pool.
 
 use crate::history::History;
-use crate::oracle::Metrics;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::Scenario;
 use crate::sut::Arm;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -87,36 +85,15 @@ fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport,
 /// [`TIMEOUT`], its failed expectation says so.
 fn timed_out(job: &Job, limit: std::time::Duration) -> RunReport {
     RunReport {
-        schema_version: run::SCHEMA_VERSION,
-        scenario: job.scenario.name.clone(),
-        seed: job.seed,
-        server: job.variant.as_str().to_string(),
-        clients: job.opts.clients_label().to_string(),
-        overrides: job
-            .opts
-            .sets
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
-        metrics: Metrics::default(),
-        metrics_by_class: BTreeMap::new(),
-        faults: run::Faults::default(),
-        sim_ms: 0,
-        clients_finished: false,
-        records: 0,
-        trace_sha256: String::new(),
-        migration_latency_hist_us: Vec::new(),
-        declared_hazards: job.scenario.hazards.clone(),
-        operations: Vec::new(),
         failed_expectations: vec![format!(
             "the run took longer than --timeout {} s of wall-clock time",
             limit.as_secs_f64()
         )],
         verdict: TIMEOUT.to_string(),
-        not_applicable_clients: 0,
         meta: run::Meta {
             wall_ms: limit.as_secs_f64() * 1e3,
         },
+        ..RunReport::of(&job.scenario, job.seed, job.variant.as_str(), &job.opts)
     }
 }
 
