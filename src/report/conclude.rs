@@ -29,7 +29,7 @@ fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
     let runs: u64 = cols.iter().map(|a| a.runs).sum();
     let broken: Vec<&&Aggregate> = cols.iter().filter(|a| a.failed_runs > 0).collect();
     let expectations = if broken.is_empty() {
-        format!("hold in all {runs} runs")
+        super::numbers::held_in_all(runs)
     } else {
         let mut parts = Vec::new();
         for a in &broken {
@@ -281,8 +281,8 @@ pub fn failing_markdown(s: &Summary) -> String {
     }
     let _ = writeln!(
         out,
-        "In {} runs a scenario's expectations broke. Each command re-runs one with its full fault plan and writes its trace; `mcp-chaos explain --trace FILE --op TAG` then tells one operation's story.\n",
-        failing.len()
+        "In {} a scenario's expectations broke. Each command re-runs one with its full fault plan and writes its trace; `mcp-chaos explain --trace FILE --op TAG` then tells one operation's story.\n",
+        super::numbers::counted(failing.len() as u64, "run")
     );
     out.push_str("| scenario | arm | clients | seed | broken | expectations that broke | reproduce |\n|---|---|---|---|---|---|---|\n");
     for r in failing.iter().take(FAILING_SHOWN) {

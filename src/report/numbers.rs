@@ -39,6 +39,21 @@ pub fn rate_text(r: f64) -> String {
     }
 }
 
+/// `n` and its noun, the noun plural unless `n` is 1: `1 seed`,
+/// `1,200 seeds` (`noun` is the singular; its plural adds `s`).
+pub fn counted(n: u64, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", thousands(n))
+}
+
+/// Expectations that held in every one of `runs` runs, as a phrase.
+pub fn held_in_all(runs: u64) -> String {
+    match runs {
+        1 => "hold in the 1 run".into(),
+        n => format!("hold in all {} runs", thousands(n)),
+    }
+}
+
 /// A map's entries, largest count first, ties by key.
 pub fn most_first(map: &BTreeMap<String, u64>) -> Vec<(&String, &u64)> {
     let mut v: Vec<(&String, &u64)> = map.iter().collect();
@@ -62,6 +77,11 @@ mod tests {
         assert_eq!(rate_text(19.14), "19.1");
         assert_eq!(rate_text(0.5), "0.50");
         assert_eq!(rate_text(0.01234), "0.012");
+        assert_eq!(counted(1, "configuration"), "1 configuration");
+        assert_eq!(counted(0, "seed"), "0 seeds");
+        assert_eq!(counted(1200, "seed"), "1,200 seeds");
+        assert_eq!(held_in_all(1), "hold in the 1 run");
+        assert_eq!(held_in_all(6), "hold in all 6 runs");
         let m: BTreeMap<String, u64> = [("b".into(), 2), ("a".into(), 2), ("c".into(), 5)].into();
         let order: Vec<&str> = most_first(&m).iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(order, ["c", "a", "b"]);

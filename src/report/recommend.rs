@@ -14,7 +14,7 @@
 //! zero under the output directory) shows it removed.
 
 use super::matrix::{arm_rank, profile_rank};
-use super::numbers::{most_first, per_1000, rate_text, thousands};
+use super::numbers::{counted, held_in_all, most_first, per_1000, rate_text, thousands};
 use crate::run::{RunReport, AS_WRITTEN};
 use crate::sweep::Summary;
 use std::collections::BTreeMap;
@@ -387,11 +387,11 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
     let seeds = seeds_of(s);
     let _ = writeln!(
         out,
-        "**Deploy {}.** Among the {} configurations run ({} scenarios, {} seeds), it fails the fewest operations: {} per 1,000 operations (per seed {}–{}; {} of {} failed, {} degraded).\n",
+        "**Deploy {}.** Among the {} run ({}, {}), it fails the fewest operations: {} per 1,000 operations (per seed {}–{}; {} of {} failed, {} degraded).\n",
         best.name(),
-        rec.ranked.len(),
-        scenarios,
-        seeds,
+        counted(rec.ranked.len() as u64, "configuration"),
+        counted(scenarios as u64, "scenario"),
+        counted(seeds as u64, "seed"),
         rate_text(best.rate()),
         rate_text(best.seed_rates.0),
         rate_text(best.seed_rates.1),
@@ -443,9 +443,8 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
         if let Some(top) = v.first() {
             let _ = writeln!(
                 out,
-                "Beside this report, `{dir}` ran {} configuration{}; its best is {}: {} per 1,000 operations ({} of {} failed).\n",
-                v.len(),
-                if v.len() == 1 { "" } else { "s" },
+                "Beside this report, `{dir}` ran {}; its best is {}: {} per 1,000 operations ({} of {} failed).\n",
+                counted(v.len() as u64, "configuration"),
                 top.name(),
                 rate_text(top.rate()),
                 thousands(top.failed),
@@ -466,8 +465,8 @@ fn remaining(out: &mut String, best: &Standing, here: &[Standing], beside: &Besi
     let causes = most_first(&best.by_cause);
     let _ = writeln!(
         out,
-        "What remains under it ({} failed operations), by cause, and what removes each:\n",
-        thousands(best.failed)
+        "What remains under it ({}), by cause, and what removes each:\n",
+        counted(best.failed, "failed operation")
     );
     for (cause, n) in causes {
         let _ = write!(
@@ -510,9 +509,9 @@ fn ranked_markdown(rec: &Recommendation) -> String {
                 .join(", ")
         };
         let expectations = if x.broken_runs == 0 {
-            format!("hold in all {} runs", x.runs)
+            held_in_all(x.runs)
         } else {
-            format!("break in {} of {} runs", x.broken_runs, x.runs)
+            format!("break in {} of {}", x.broken_runs, counted(x.runs, "run"))
         };
         let mut name = x.name().replace(" with the scenarios' own clients", "");
         if rec.baseline == Some(i) {

@@ -1,7 +1,7 @@
 //! The wire codecs on the simulation's hot path, one typical progress
 //! event at a time: SSE framing and decoding, and JSON-RPC encoding and
-//! decoding (today through `serde_json::Value`). Run: `cargo bench --bench
-//! codec`.
+//! decoding (today through `serde_json::Value`). Run: `cargo bench -p
+//! mcp-chaos-benches --bench codec`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use mcp_chaos::protocol::jsonrpc::{Message, RequestId};

@@ -1,6 +1,6 @@
 //! The guard's hot path: `SessionGuard::check` on the views a busy server
 //! meets (no drop; one owed stream; 8, 1,000 and 10,000 drained streams
-//! falling through to `Allow`). Run: `cargo bench --bench guard`.
+//! falling through to `Allow`). Run: `cargo bench -p mcp-chaos-benches --bench guard`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use mcp_chaos::guard::{check_transport, Limits, PostFacts, SessionGuard, Transport};
