@@ -385,13 +385,19 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
     let best = rec.best();
     let scenarios = super::scenarios(s).len();
     let seeds = seeds_of(s);
+    let ran = format!(
+        "{}, {}",
+        counted(scenarios as u64, "scenario"),
+        counted(seeds as u64, "seed")
+    );
+    let lead = match rec.ranked.len() {
+        1 => format!("It is the only configuration run ({ran}), and it fails"),
+        n => format!("Among the {n} configurations run ({ran}), it fails the fewest operations:"),
+    };
     let _ = writeln!(
         out,
-        "**Deploy {}.** Among the {} run ({}, {}), it fails the fewest operations: {} per 1,000 operations (per seed {}–{}; {} of {} failed, {} degraded).\n",
+        "**Deploy {}.** {lead} {} per 1,000 operations (per seed {}–{}; {} of {} failed, {} degraded).\n",
         best.name(),
-        counted(rec.ranked.len() as u64, "configuration"),
-        counted(scenarios as u64, "scenario"),
-        counted(seeds as u64, "seed"),
         rate_text(best.rate()),
         rate_text(best.seed_rates.0),
         rate_text(best.seed_rates.1),
