@@ -135,7 +135,8 @@ pub fn validate(paths: &[PathBuf]) -> anyhow::Result<u8> {
         });
         outln!("ok {path}: {}{pin}", s.name);
     }
-    outln!("{} scenario(s) valid", files.len());
+    let n = files.len();
+    outln!("{n} scenario{} valid", if n == 1 { "" } else { "s" });
     Ok(0)
 }
 

@@ -62,6 +62,17 @@ pub fn whole32(
     move |s: &str| p(s).map(|n| u32::try_from(n).expect("within u32 bounds"))
 }
 
+/// `--connections`: `keep-alive` (true) or `per-exchange` (false).
+pub fn connections(s: &str) -> Result<bool, String> {
+    match s.trim() {
+        "keep-alive" => Ok(true),
+        "per-exchange" => Ok(false),
+        other => Err(format!(
+            "--connections {other:?} is not a mode: use keep-alive or per-exchange"
+        )),
+    }
+}
+
 /// `--jobs`: 1 to [`MAX_JOBS`] workers.
 pub fn jobs(s: &str) -> Result<usize, String> {
     whole("--jobs", 1, MAX_JOBS)(s).map(|n| usize::try_from(n).expect("at most 1024"))

@@ -357,6 +357,25 @@ pub struct ScaleArgs {
     /// Pause between calls, ms, 0 to 86400000.
     #[arg(long, default_value_t = 3000, value_parser = flags::whole("--think-ms", 0, crate::scenario::MAX_MS))]
     pub think_ms: u64,
+    /// Connection modes, comma-separated: keep-alive, per-exchange (the
+    /// first is the one the fleets, the soak and the sweep run with).
+    #[arg(long, value_delimiter = ',', default_value = "keep-alive,per-exchange",
+          value_parser = flags::connections)]
+    pub connections: Vec<bool>,
+    /// Runs of each mixed fleet, 0 (no fleets) to 9 (the table reports
+    /// the median).
+    #[arg(long, default_value_t = 3, value_parser = flags::whole32("--fleet-runs", 0, 9))]
+    pub fleet_runs: u32,
+    /// Clients of the soak, 0 (no soak) to 20000.
+    #[arg(long, default_value_t = 1000, value_parser = flags::whole32("--soak-clients", 0, crate::scenario::MAX_CLIENTS as u32))]
+    pub soak_clients: u32,
+    /// Calls per client of the soak's small run, 1 to 100 (its large run
+    /// makes ten times as many).
+    #[arg(long, default_value_t = 100, value_parser = flags::whole32("--soak-calls", 1, (flags::MAX_SCALE_PER_CLIENT / 10) as u32))]
+    pub soak_calls: u32,
+    /// Leave out the sweep on one worker against two.
+    #[arg(long)]
+    pub no_jobs: bool,
     /// Also write the table (with the machine) to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,

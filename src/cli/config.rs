@@ -85,8 +85,24 @@ impl ScaleArgs {
                 chunks: self.chunks,
                 chunk_interval_ms: self.chunk_interval_ms,
                 think_ms: self.think_ms,
+                keep_alive: self.connections.first().copied().unwrap_or(true),
             },
         )
+    }
+
+    /// What `scale` measures beyond the sizes.
+    pub fn parts(&self) -> crate::scale::Parts {
+        let mut modes = [None; 2];
+        for (slot, mode) in modes.iter_mut().zip(&self.connections) {
+            *slot = Some(*mode);
+        }
+        crate::scale::Parts {
+            modes,
+            fleet_runs: self.fleet_runs,
+            soak_clients: self.soak_clients,
+            soak_calls: self.soak_calls,
+            jobs: !self.no_jobs,
+        }
     }
 }
 

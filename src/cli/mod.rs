@@ -81,7 +81,13 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
         Cmd::Merge(a) => crate::compare::merge(&a.files, a.out.as_deref()),
         Cmd::Scale(a) => {
             let (sizes, traffic) = a.config();
-            crate::scale::command(&sizes, traffic, a.out.as_deref(), a.one.as_deref())
+            crate::scale::command(
+                &sizes,
+                traffic,
+                a.parts(),
+                a.out.as_deref(),
+                a.one.as_deref(),
+            )
         }
         Cmd::Calibrate(a) => crate::compare::calibrate(&a.summary, &a.sims, &a.out, a.model, a.sdk),
         Cmd::Repro(a) => {

@@ -206,6 +206,7 @@ mod tests {
             chunks: 4,
             chunk_interval_ms: 20,
             think_ms: 3000,
+            keep_alive: false,
         };
         let scenario = crate::scale::scenario(traffic).expect("a valid scenario");
         let job = Job {

@@ -494,8 +494,9 @@ fn invalid_scenarios_exit_3_naming_the_key() {
     }
 }
 
-/// `scale` runs both sides at each size in child processes and prints one
-/// row per side with the ratio to the baseline, and the exponent.
+/// `scale` runs both sides at each size and connection mode in child
+/// processes and prints one row per side with the ratio to the baseline,
+/// the exponent, the soak, the sweep's workers and the targets.
 #[test]
 #[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
 fn scale_measures_both_sides_at_each_size() {
@@ -509,20 +510,36 @@ fn scale_measures_both_sides_at_each_size() {
         "2",
         "--hosts",
         "2",
+        "--connections",
+        "per-exchange",
+        "--fleet-runs",
+        "0",
+        "--soak-clients",
+        "10",
+        "--soak-calls",
+        "1",
         "--out",
         out.to_str().unwrap(),
     ]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
     for row in [
-        "| 20 | baseline |",
-        "| 20 | mcp-chaos |",
-        "| 40 | baseline |",
-        "| 40 | mcp-chaos |",
+        // The baseline counts exchanges (two to set up, then the calls),
+        // mcp-chaos operations (the calls).
+        "| 20 clients, per-exchange, baseline | 80 |",
+        "| 20 clients, per-exchange, mcp-chaos | 40 |",
+        "| 40 clients, per-exchange, baseline | 160 |",
+        "| 40 clients, per-exchange, mcp-chaos | 80 |",
+        "| wall-time exponent, per-exchange | baseline ",
+        "| 1 call each | 10 |",
+        "| 10 calls each | 100 |",
+        "| --jobs 1 | ",
+        "| --jobs 2 | ",
+        "| sweep on 2 workers against 1 | >= 1.9x | ",
+        "| mixed-fleet-10k wall time | <= 30 s | failed: not measured | **no** |",
     ] {
         assert!(text.contains(row), "{row} missing:\n{text}");
     }
-    assert!(text.contains("Wall-time exponent from 20 to 40 clients"));
     let file = std::fs::read_to_string(&out).unwrap();
     assert!(file.starts_with("# Scale") && file.contains("Machine: "));
     assert_eq!(code(&run(&["scale", "--clients", "0"])), 3);
@@ -686,6 +703,11 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
             &["--session-idle-secs", "86400"],
         ),
         (vec!["scale", "--clients", "20001"], &["--clients", "20000"]),
+        (
+            vec!["scale", "--connections", "pooled"],
+            &["--connections", "keep-alive or per-exchange"],
+        ),
+        (vec!["scale", "--fleet-runs", "10"], &["--fleet-runs", "9"]),
         (
             vec!["scale", "--clients", "10", "--hosts", "11"],
             &["--hosts", "10"],
