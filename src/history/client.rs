@@ -181,6 +181,28 @@ pub enum ClientRecord {
         /// reached the server).
         connected: bool,
     },
+    /// An exchange went out on a kept-alive connection an earlier
+    /// exchange gave back, not on a new one.
+    Reused {
+        /// Client index.
+        client: u32,
+        /// Operation, for calls and resumes on its behalf.
+        tag: Option<Rc<str>>,
+        /// JSON-RPC id, for a call's POST.
+        rpc_id: Option<RequestId>,
+    },
+    /// An exchange on a reused connection got no response head: the
+    /// connection was dead (a fault killed it while it idled in the pool,
+    /// or the server's idle close raced the request). Written before the
+    /// client's reaction to the failure.
+    Stale {
+        /// Client index.
+        client: u32,
+        /// Operation, for calls and resumes on its behalf.
+        tag: Option<Rc<str>>,
+        /// JSON-RPC id, for a call's POST.
+        rpc_id: Option<RequestId>,
+    },
     /// How an operation ended.
     Outcome {
         /// Client index.
@@ -220,6 +242,8 @@ impl ClientRecord {
             | ClientRecord::NoResponse { tag, .. }
             | ClientRecord::Outcome { tag, .. } => Some(tag),
             ClientRecord::Sent { tag, .. }
+            | ClientRecord::Reused { tag, .. }
+            | ClientRecord::Stale { tag, .. }
             | ClientRecord::Status { tag, .. }
             | ClientRecord::Received { tag, .. } => tag.as_ref(),
             ClientRecord::Session { .. }
