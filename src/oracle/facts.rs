@@ -56,6 +56,7 @@ pub const HAZARDS: &[&str] = &[
     "restart",
     "eviction",
     "switch",
+    "stale_connection",
 ];
 
 /// One execution of an operation, as the ledger and the client saw it.
@@ -135,6 +136,12 @@ pub struct OpFacts {
     pub unseen_rpcs: Vec<RequestId>,
     /// One of those ran (the ledger has an execution for it).
     pub unseen_attempt_ran: bool,
+    /// Requests of it that went out on a reused connection and got no
+    /// response head there (`None`: a resume, which runs nothing).
+    pub stale_rpcs: Vec<Option<RequestId>>,
+    /// One of those never ran (no execution for it): the dead connection
+    /// swallowed it whole.
+    pub stale_unrun: bool,
     /// The client got a 410 for it.
     pub refused_410: bool,
     /// The client resumed a stream for it.

@@ -221,6 +221,15 @@ impl Builder {
                     op.unseen_rpcs.push(rpc_id.clone());
                 }
             }
+            ClientRecord::Stale {
+                tag: Some(tag),
+                rpc_id,
+                ..
+            } => {
+                if let Some(op) = self.op(tag) {
+                    op.stale_rpcs.push(rpc_id.clone());
+                }
+            }
             ClientRecord::Switched { client, .. } => {
                 self.client(*client).switched_us.get_or_insert(t);
                 self.pending_switch[*client as usize] = Some(t);
@@ -463,6 +472,10 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         .unseen_rpcs
         .iter()
         .any(|r| op.execs.iter().any(|x| &x.rpc_id == r));
+    op.stale_unrun = op.stale_rpcs.iter().any(|r| {
+        r.as_ref()
+            .is_none_or(|r| !op.execs.iter().any(|x| &x.rpc_id == r))
+    });
     op.result_before_drop = op
         .dropped_us
         .is_some_and(|d| op.execs.iter().any(|x| x.result_us.is_some_and(|r| r <= d)));
@@ -524,6 +537,7 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         op.restarted_during(&run.restarts_us),
         op.evicted(),
         switched,
+        !op.stale_rpcs.is_empty(),
     ];
     op.hazards = hz
         .iter()
