@@ -218,6 +218,53 @@ pub(super) fn spawner<C: Connector>(connector: C) -> Spawner {
     Box::new(move |j: Job| tokio::task::spawn_local(reader(j, connector.clone())).abort_handle())
 }
 
+/// Sends `out` on the pooled connection when there is one (telling the
+/// decision loop so), else on a new one, and waits for its response
+/// head; the `Failed` input when none comes within the timeouts
+/// (connect, read).
+async fn exchange<C: Connector>(
+    slot: SlotId,
+    out: Outgoing,
+    tx: &mpsc::UnboundedSender<Input>,
+    connector: &C,
+    pool: Option<&Pool>,
+    (connect_timeout, read_timeout): (Duration, Duration),
+) -> Result<http::Exchange, Input> {
+    let pooled = pool.and_then(Pool::take);
+    let stale = pooled.is_some();
+    let conn = match pooled {
+        Some(conn) => {
+            let _ = tx.send(Input::Reused { slot });
+            Ok(conn)
+        }
+        None => match tokio::time::timeout(connect_timeout, connector.connect()).await {
+            Ok(Ok(io)) => Err(io),
+            _ => {
+                return Err(Input::Failed {
+                    slot,
+                    connected: false,
+                    stale: false,
+                })
+            }
+        },
+    };
+    let sent = async {
+        let conn = match conn {
+            Ok(conn) => conn,
+            Err(io) => http::handshake(io, &Default::default()).await?,
+        };
+        http::send_on(conn, out, Default::default(), pool.is_some()).await
+    };
+    match tokio::time::timeout(read_timeout, sent).await {
+        Ok(Ok(ex)) => Ok(ex),
+        _ => Err(Input::Failed {
+            slot,
+            connected: true,
+            stale,
+        }),
+    }
+}
+
 /// One exchange: on the pooled connection when the job has one, else on
 /// a new connection (connect first); send, then forward the answer (JSON,
 /// or SSE headers and events as they come) until it ends, breaks, times
@@ -234,43 +281,13 @@ async fn reader<C: Connector>(job: Job, connector: C) {
         drops,
         pool,
     } = job;
+    let timeouts = (connect_timeout, read_timeout);
     let send = |i: Input| {
         let _ = tx.send(i);
     };
-    let pooled = pool.as_ref().and_then(Pool::take);
-    let stale = pooled.is_some();
-    let conn = match pooled {
-        Some(conn) => {
-            send(Input::Reused { slot });
-            Ok(conn)
-        }
-        None => match tokio::time::timeout(connect_timeout, connector.connect()).await {
-            Ok(Ok(io)) => Err(io),
-            _ => {
-                return send(Input::Failed {
-                    slot,
-                    connected: false,
-                    stale: false,
-                })
-            }
-        },
-    };
-    let sent = async {
-        let conn = match conn {
-            Ok(conn) => conn,
-            Err(io) => http::handshake(io, &Default::default()).await?,
-        };
-        http::send_on(conn, out, Default::default(), pool.is_some()).await
-    };
-    let mut ex = match tokio::time::timeout(read_timeout, sent).await {
-        Ok(Ok(ex)) => ex,
-        _ => {
-            return send(Input::Failed {
-                slot,
-                connected: true,
-                stale,
-            })
-        }
+    let mut ex = match exchange(slot, out, &tx, &connector, pool.as_ref(), timeouts).await {
+        Ok(ex) => ex,
+        Err(failed) => return send(failed),
     };
     let status = ex.status.as_u16();
     if !ex.is_sse() {
