@@ -49,6 +49,8 @@ pub(super) struct Slot {
     /// The client stream this slot's events belong to, once known.
     pub(super) stream: Option<u64>,
     pub(super) last_activity_us: u64,
+    /// When its request went out, µs.
+    pub(super) sent_us: u64,
     pub(super) expecting: Rc<Cell<bool>>,
     pub(super) task: AbortHandle,
     /// A resume slot whose `replay-end` has not arrived yet.

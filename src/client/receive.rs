@@ -67,10 +67,12 @@ impl Client {
             } => {
                 if stale {
                     let (tag, rpc_id) = self.slot_request(slot);
+                    let sent_us = self.slots.get(&slot).map_or(0, |s| s.sent_us);
                     self.record(ClientRecord::Stale {
                         client: self.spec.index,
                         tag,
                         rpc_id,
+                        sent_us,
                     });
                 }
                 self.on_failed(slot, connected)
@@ -87,7 +89,10 @@ impl Client {
                 (Some(o.tag.clone()), o.rpc.clone())
             }
             Some(SlotKind::Resume { stream }) => {
-                let tag = self.ops_on(*stream).first().map(|&op| self.ops[op].tag.clone());
+                let tag = self
+                    .ops_on(*stream)
+                    .first()
+                    .map(|&op| self.ops[op].tag.clone());
                 (tag, None)
             }
             _ => (None, None),

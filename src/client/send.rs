@@ -61,6 +61,7 @@ impl Client {
                 kind,
                 stream: None,
                 last_activity_us: self.io.history.now_us(),
+                sent_us: self.io.history.now_us(),
                 expecting,
                 task,
                 marker_pending: false,

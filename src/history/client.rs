@@ -191,10 +191,12 @@ pub enum ClientRecord {
         /// JSON-RPC id, for a call's POST.
         rpc_id: Option<RequestId>,
     },
-    /// An exchange on a reused connection got no response head: the
-    /// connection was dead (a fault killed it while it idled in the pool,
-    /// or the server's idle close raced the request). Written before the
-    /// client's reaction to the failure.
+    /// An exchange on a reused connection got no response head (its
+    /// read timeout passed, or the connection ended first). Whether the
+    /// connection was dead before the request (a close the client never
+    /// saw, a partition it was sent into) or a fault hit the exchange
+    /// itself is the oracle's to tell, from the world's faults. Written
+    /// before the client's reaction to the failure.
     Stale {
         /// Client index.
         client: u32,
@@ -202,6 +204,8 @@ pub enum ClientRecord {
         tag: Option<Rc<str>>,
         /// JSON-RPC id, for a call's POST.
         rpc_id: Option<RequestId>,
+        /// When the request went out, µs.
+        sent_us: u64,
     },
     /// How an operation ended.
     Outcome {

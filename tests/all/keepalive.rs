@@ -101,18 +101,18 @@ fn verdict_cause(r: &RunReport, tag: &str) -> Option<String> {
 /// partition and fails on the reset; a fresh connection would have worked.
 #[test]
 fn a_close_lost_in_a_partition_leaves_a_stale_connection() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sims/causes/stale_connection.toml");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/causes/stale_connection.toml");
     let s = Scenario::load(&path).unwrap();
     for v in Variant::BOTH {
         let (r, h) = simulate(&s, v, &Options::default());
         let recs = clients(&h);
-        let reused = recs.iter().position(|(_, c)| {
-            matches!(c, ClientRecord::Reused { tag: Some(t), .. } if &**t == "c0-op1")
-        });
-        let stale = recs.iter().position(|(_, c)| {
-            matches!(c, ClientRecord::Stale { tag: Some(t), .. } if &**t == "c0-op1")
-        });
+        let reused = recs.iter().position(
+            |(_, c)| matches!(c, ClientRecord::Reused { tag: Some(t), .. } if &**t == "c0-op1"),
+        );
+        let stale = recs.iter().position(
+            |(_, c)| matches!(c, ClientRecord::Stale { tag: Some(t), .. } if &**t == "c0-op1"),
+        );
         assert!(reused.is_some() && stale > reused, "reused, then stale");
         assert!(!ran(&h, "c0-op1"), "the dead connection swallowed the call");
         assert_eq!(r.metrics.hazards.get("stale_connection"), Some(&1));
@@ -164,10 +164,12 @@ client_hosts = 1
         let t = |pick: &dyn Fn(&ClientRecord) -> bool| {
             recs.iter().find(|(_, c)| pick(c)).map(|(t, _)| *t)
         };
-        let reused = t(&|c| matches!(c, ClientRecord::Reused { tag: Some(t), .. } if &**t == "c0-op1"))
-            .expect("the second call reuses the connection");
-        let stale = t(&|c| matches!(c, ClientRecord::Stale { tag: Some(t), .. } if &**t == "c0-op1"))
-            .expect("and fails on it");
+        let reused =
+            t(&|c| matches!(c, ClientRecord::Reused { tag: Some(t), .. } if &**t == "c0-op1"))
+                .expect("the second call reuses the connection");
+        let stale =
+            t(&|c| matches!(c, ClientRecord::Stale { tag: Some(t), .. } if &**t == "c0-op1"))
+                .expect("and fails on it");
         assert!(stale - reused >= 400_000, "it waited its read timeout");
         assert_eq!(
             verdict_cause(&r, "c0-op1").as_deref(),
@@ -210,8 +212,16 @@ fn the_server_closes_an_idle_connection_and_the_client_connects_afresh() {
         .collect();
     // The first call's stream ends on the server at 60 ms (init 0–20 ms,
     // the client's call out at 30 ms, one chunk at 20 ms): closed 500 ms on.
-    assert_eq!(closed, vec![560_000], "one idle close, server_idle_ms after");
-    assert_eq!(connections(&h).len(), 2, "the second call on a new connection");
+    assert_eq!(
+        closed,
+        vec![560_000],
+        "one idle close, server_idle_ms after"
+    );
+    assert_eq!(
+        connections(&h).len(),
+        2,
+        "the second call on a new connection"
+    );
     assert_eq!(count(&h, |c| matches!(c, ClientRecord::Reused { .. })), 1);
     assert_eq!(count(&h, |c| matches!(c, ClientRecord::Stale { .. })), 0);
 
@@ -253,7 +263,10 @@ fn bad_client_settings_name_the_fix() {
     let e = s.set("client.connections", "sometimes").unwrap_err();
     assert!(e.contains("keep-alive") && !e.contains('\n'), "{e}");
     let e = s.set("client.calls", "3").unwrap_err();
-    assert!(e.contains("client.connections or client.pool_idle_ms"), "{e}");
+    assert!(
+        e.contains("client.connections or client.pool_idle_ms"),
+        "{e}"
+    );
     let e = s.set("client.pool_idle_ms", "soon").unwrap_err();
     assert!(e.contains("a whole number"), "{e}");
     s.set("client.pool_idle_ms", "700").unwrap();
