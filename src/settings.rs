@@ -50,6 +50,9 @@ pub struct ServerConfig {
     pub cross_transport_mapping: bool,
     /// The clock resource changes this often, ms (0: never).
     pub resource_interval_ms: u64,
+    /// A kept-alive connection that serves nothing for this long is
+    /// closed by the server, ms.
+    pub server_idle_ms: u64,
     /// Completed keys survive a restart: the key table's completed entries
     /// are kept beside the ledger (in-flight ones are not). Off: the table
     /// is lost on restart.
@@ -176,6 +179,7 @@ impl Default for ServerConfig {
             legacy_session_ttl_ms: 30_000,
             cross_transport_mapping: false,
             resource_interval_ms: 0,
+            server_idle_ms: 5_000,
             durable_dedup: false,
             effects: Effects::Immediate,
             replay: None,

@@ -38,7 +38,9 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_profile)]
     pub clients: Option<run::Profile>,
     /// Override a server setting for the run (repeatable), e.g.
-    /// `--set server.store_capacity=64`.
+    /// `--set server.store_capacity=64`, or how every client holds its
+    /// connections: `--set client.connections=keep-alive`,
+    /// `--set client.pool_idle_ms=4000`.
     #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set_checked)]
     pub sets: Vec<(String, String)>,
     /// Old spelling of `--clients cursors`.

@@ -13,11 +13,11 @@
 
 use super::behaviour::{self, Policy};
 use super::core::{ClientSpec, SlotId};
-use super::reader::{DropRules, Input, Spawner};
+use super::reader::{DropRules, Input, Pool, Spawner};
 use crate::history::{ClientRecord, History, Outcome, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
-use crate::scenario::ClientGroup;
+use crate::scenario::{ClientGroup, Connections};
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
@@ -49,6 +49,8 @@ pub(super) struct Slot {
     /// The client stream this slot's events belong to, once known.
     pub(super) stream: Option<u64>,
     pub(super) last_activity_us: u64,
+    /// When its request went out, µs.
+    pub(super) sent_us: u64,
     pub(super) expecting: Rc<Cell<bool>>,
     pub(super) task: AbortHandle,
     /// A resume slot whose `replay-end` has not arrived yet.
@@ -148,6 +150,8 @@ pub(super) struct Io {
     /// What fires when, in the order scheduled at one instant.
     pub(super) timers: BTreeMap<(Instant, u64), Timer>,
     pub(super) timer_seq: u64,
+    /// Its one idle connection, when it keeps connections alive.
+    pub(super) pool: Option<Pool>,
 }
 
 /// Results held behind a resume, so they are handled in stream order.
@@ -227,6 +231,8 @@ impl Client {
         history: History,
         tx: mpsc::UnboundedSender<Input>,
     ) -> Client {
+        let pool = (spec.group.connections == Connections::KeepAlive)
+            .then(|| Pool::new(Duration::from_millis(spec.group.pool_idle_ms)));
         let mut c = Client {
             ops: (0..spec.group.calls)
                 .map(|n| Op {
@@ -250,6 +256,7 @@ impl Client {
                 tx,
                 timers: BTreeMap::new(),
                 timer_seq: 0,
+                pool,
             },
             session: None,
             transport: Transport::Streamable,

@@ -1,8 +1,10 @@
 //! One MCP HTTP exchange over any connected byte stream: send a request,
 //! then read a JSON body or an SSE stream event by event. Each exchange
-//! owns its connection (after part of an SSE body has been read, an
-//! HTTP/1.1 connection cannot be reused), so dropping an exchange is
-//! exactly a client-side connection drop.
+//! owns its connection while it runs (after part of an SSE body has been
+//! read, an HTTP/1.1 connection cannot be reused), so dropping an
+//! exchange is exactly a client-side connection drop. An exchange whose
+//! body was read to its end gives its connection back ([`Conn`]), for
+//! the next request of a client that keeps connections alive.
 
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::Message;
@@ -11,6 +13,7 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
@@ -33,6 +36,9 @@ pub enum Error {
     /// The response passed one of the exchange's [`Limits`].
     #[error("{0}")]
     Limit(Limit),
+    /// The connection was opened for one request, which it carried.
+    #[error("the connection carries no more requests")]
+    Spent,
 }
 
 /// Bounds on what exchanges read from a server they do not trust (the
@@ -236,7 +242,8 @@ pub struct Exchange {
     body: Incoming,
     sse: Option<SseDecoder>,
     pending: VecDeque<SseEvent>,
-    conn: AbortHandle,
+    /// Its connection; `None` once given back ([`Exchange::into_conn`]).
+    conn: Option<Conn>,
     limits: Limits,
     /// Body bytes and SSE events read so far.
     read: u64,
@@ -244,26 +251,60 @@ pub struct Exchange {
 }
 
 impl Drop for Exchange {
+    // The connection closes before the body is dropped, as it always has
+    // (the order in which the two wake hyper's tasks is in every trace).
     fn drop(&mut self) {
-        self.conn.abort();
-    }
-}
-
-/// Aborts a connection task when dropped, unless disarmed.
-struct ConnCloser(Option<AbortHandle>);
-
-impl ConnCloser {
-    fn disarm(mut self) -> AbortHandle {
-        self.0.take().expect("armed once")
-    }
-}
-
-impl Drop for ConnCloser {
-    fn drop(&mut self) {
-        if let Some(h) = self.0.take() {
-            h.abort();
+        if let Some(c) = &self.conn {
+            c.task.abort();
         }
     }
+}
+
+/// One client connection (hyper's `http1` client): the sender its
+/// requests go out on, one after another, and the task that drives it.
+/// Dropping it closes the connection.
+pub struct Conn {
+    /// `None` once the exchange on it said it would send no more: hyper
+    /// then closes the connection when the response ends.
+    sender: Option<SendRequest<Full<Bytes>>>,
+    task: AbortHandle,
+    /// An exchange gave it back: it has carried a request already.
+    reused: bool,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Conn {
+    /// Whether the connection ended (the peer closed it, or it failed):
+    /// what a pool notices before it reuses one.
+    pub fn is_closed(&self) -> bool {
+        self.sender.as_ref().is_none_or(SendRequest::is_closed)
+    }
+}
+
+/// Opens an HTTP/1.1 client connection on the connected stream `io`,
+/// its task on the current `LocalSet`.
+pub async fn handshake<I>(io: I, limits: &Limits) -> Result<Conn, Error>
+where
+    I: AsyncRead + AsyncWrite + Unpin + 'static,
+{
+    let mut builder = hyper::client::conn::http1::Builder::new();
+    if let Some(n) = limits.head_bytes {
+        builder.max_header_size(n).max_buf_size(n.max(8192));
+    }
+    let (sender, conn) = builder.handshake(hyper_util::rt::TokioIo::new(io)).await?;
+    let task = tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    Ok(Conn {
+        sender: Some(sender),
+        task: task.abort_handle(),
+        reused: false,
+    })
 }
 
 /// Sends `out` on the connected stream `io`. The connection task runs on
@@ -280,17 +321,20 @@ pub async fn send_bounded<I>(io: I, out: Outgoing, limits: Limits) -> Result<Exc
 where
     I: AsyncRead + AsyncWrite + Unpin + 'static,
 {
-    let mut builder = hyper::client::conn::http1::Builder::new();
-    if let Some(n) = limits.head_bytes {
-        builder.max_header_size(n).max_buf_size(n.max(8192));
-    }
-    let (mut sender, conn) = builder.handshake(hyper_util::rt::TokioIo::new(io)).await?;
-    let task = tokio::task::spawn_local(async move {
-        let _ = conn.await;
-    });
-    // Until the exchange owns it, dropping this future (a timeout, an
-    // aborted reader) must close the connection too, or its socket leaks.
-    let abort = ConnCloser(Some(task.abort_handle()));
+    let conn = handshake(io, &limits).await?;
+    send_on(conn, out, limits, false).await
+}
+
+/// Sends `out` on `conn` (a new connection, or one an earlier exchange
+/// gave back). Dropping this future or the returned exchange closes it.
+/// Unless `keep`, the connection carries no other request: hyper closes
+/// it once the response has been read.
+pub async fn send_on(
+    mut conn: Conn,
+    out: Outgoing,
+    limits: Limits,
+    keep: bool,
+) -> Result<Exchange, Error> {
     let mut req = Request::builder()
         .method(out.method)
         .uri(out.path)
@@ -298,6 +342,14 @@ where
         .body(Full::new(out.body.unwrap_or_default()))
         .expect("a well-formed request");
     req.headers_mut().extend(out.headers);
+    // A reused connection may still be finishing its last response (a
+    // new one takes its first request buffered, without waiting).
+    let Some(sender) = conn.sender.as_mut() else {
+        return Err(Error::Spent);
+    };
+    if conn.reused {
+        sender.ready().await?;
+    }
     let resp = match sender.send_request(req).await {
         Err(e) if e.is_parse_too_large() => {
             return Err(match limits.head_bytes {
@@ -316,6 +368,9 @@ where
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !keep {
+        conn.sender = None;
+    }
     Ok(Exchange {
         status: parts.status,
         headers: parts.headers,
@@ -325,7 +380,7 @@ where
             None => SseDecoder::new(),
         }),
         pending: VecDeque::new(),
-        conn: abort.disarm(),
+        conn: Some(conn),
         limits,
         read: 0,
         events: 0,
@@ -372,21 +427,37 @@ impl Exchange {
     }
 
     /// Reads a whole non-SSE body as one JSON-RPC message (`None` if empty).
-    pub async fn json(mut self) -> Result<Option<Message>, Error> {
+    pub async fn json(self) -> Result<Option<Message>, Error> {
+        self.json_and_conn().await.map(|(m, _)| m)
+    }
+
+    /// [`Exchange::json`], and the connection once the body was read to
+    /// its end (for the next request).
+    pub async fn json_and_conn(mut self) -> Result<(Option<Message>, Option<Conn>), Error> {
         let mut bytes = bytes::BytesMut::new();
         while let Some(data) = self.data().await? {
             bytes.extend_from_slice(&data);
         }
         if bytes.is_empty() {
-            return Ok(None);
+            return Ok((None, self.into_conn()));
         }
         match Message::decode(&bytes) {
-            Ok(m) => Ok(Some(m)),
+            Ok(m) => Ok((Some(m), self.into_conn())),
             // An error status with a body that is not JSON-RPC (plain text
             // from an SDK or a proxy): the status is the answer.
-            Err(_) if self.status.is_client_error() || self.status.is_server_error() => Ok(None),
+            Err(_) if self.status.is_client_error() || self.status.is_server_error() => {
+                Ok((None, self.into_conn()))
+            }
             Err(e) => Err(Error::Body(e.to_string())),
         }
+    }
+
+    /// The connection, given back for another request: only call once
+    /// the body has been read to its end (`next_event` returned `None`).
+    pub fn into_conn(mut self) -> Option<Conn> {
+        let mut conn = self.conn.take().filter(|c| c.sender.is_some())?;
+        conn.reused = true;
+        Some(conn)
     }
 
     /// The next SSE event; `None` when the stream ended cleanly.

@@ -1,6 +1,9 @@
 //! The reader task: one HTTP exchange, what it sees forwarded to the
 //! client's decision loop as [`Input`]s. Planned drops fire here, in the
 //! reader, so a drop cuts the connection right after its counted event.
+//! A client that keeps connections alive shares one [`Pool`] among its
+//! readers: an exchange takes its idle connection, and gives its own back
+//! once the response body ended.
 
 use super::core::SlotId;
 use super::http::{self, Outgoing};
@@ -12,6 +15,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::rc::Rc;
+use std::rc::Weak;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -83,7 +87,71 @@ pub(super) enum Input {
         slot: SlotId,
         /// The connection was established before the exchange failed.
         connected: bool,
+        /// It was a pooled connection, and no response head came on it.
+        stale: bool,
     },
+    /// The exchange goes out on a pooled connection (not a new one).
+    Reused {
+        slot: SlotId,
+    },
+}
+
+/// A client's idle connection, at most one (`connections = "keep-alive"`),
+/// shared by its readers; closed by the client once idle for its
+/// `pool_idle_ms`.
+#[derive(Clone)]
+pub(super) struct Pool(Rc<RefCell<Idle>>);
+
+struct Idle {
+    conn: Option<http::Conn>,
+    /// Bumped by every take and put, so a reaper closes only the
+    /// connection it was armed for.
+    generation: u64,
+    max_idle: Duration,
+}
+
+impl Pool {
+    /// An empty pool whose connections close after `max_idle` unused.
+    pub(super) fn new(max_idle: Duration) -> Pool {
+        Pool(Rc::new(RefCell::new(Idle {
+            conn: None,
+            generation: 0,
+            max_idle,
+        })))
+    }
+
+    /// The idle connection, unless the pool has none or it has ended (the
+    /// server closed it and the client read that): then it is dropped.
+    fn take(&self) -> Option<http::Conn> {
+        let mut idle = self.0.borrow_mut();
+        idle.generation += 1;
+        idle.conn.take().filter(|c| !c.is_closed())
+    }
+
+    /// Keeps `conn` as the idle connection (closing the one there, so the
+    /// client holds at most one) and arms its idle close.
+    fn put(&self, conn: http::Conn) {
+        if conn.is_closed() {
+            return;
+        }
+        let (generation, max_idle) = {
+            let mut idle = self.0.borrow_mut();
+            idle.generation += 1;
+            idle.conn = Some(conn);
+            (idle.generation, idle.max_idle)
+        };
+        // Weak: a client that ended drops its pool, and the connection with it.
+        let pool: Weak<RefCell<Idle>> = Rc::downgrade(&self.0);
+        tokio::task::spawn_local(async move {
+            tokio::time::sleep(max_idle).await;
+            if let Some(p) = pool.upgrade() {
+                let mut idle = p.borrow_mut();
+                if idle.generation == generation {
+                    idle.conn = None;
+                }
+            }
+        });
+    }
 }
 
 /// Drop rules the readers apply: tag → (events before the drop, seen so far).
@@ -136,6 +204,9 @@ pub(super) struct Job {
     /// counts as a broken stream); the decision loop updates it.
     pub(super) expecting: Rc<Cell<bool>>,
     pub(super) drops: DropRules,
+    /// The client's pool, when this exchange takes and gives back a kept-
+    /// alive connection (never for a standalone or legacy stream).
+    pub(super) pool: Option<Pool>,
 }
 
 /// Starts a reader task for a [`Job`]; its abort handle.
@@ -147,9 +218,58 @@ pub(super) fn spawner<C: Connector>(connector: C) -> Spawner {
     Box::new(move |j: Job| tokio::task::spawn_local(reader(j, connector.clone())).abort_handle())
 }
 
-/// One exchange on its own connection: connect, send, then forward the
-/// answer (JSON, or SSE headers and events as they come) until it ends,
-/// breaks, times out while events are expected, or a planned drop fires.
+/// Sends `out` on the pooled connection when there is one (telling the
+/// decision loop so), else on a new one, and waits for its response
+/// head; the `Failed` input when none comes within the timeouts
+/// (connect, read).
+async fn exchange<C: Connector>(
+    slot: SlotId,
+    out: Outgoing,
+    tx: &mpsc::UnboundedSender<Input>,
+    connector: &C,
+    pool: Option<&Pool>,
+    (connect_timeout, read_timeout): (Duration, Duration),
+) -> Result<http::Exchange, Input> {
+    let pooled = pool.and_then(Pool::take);
+    let stale = pooled.is_some();
+    let conn = match pooled {
+        Some(conn) => {
+            let _ = tx.send(Input::Reused { slot });
+            Ok(conn)
+        }
+        None => match tokio::time::timeout(connect_timeout, connector.connect()).await {
+            Ok(Ok(io)) => Err(io),
+            _ => {
+                return Err(Input::Failed {
+                    slot,
+                    connected: false,
+                    stale: false,
+                })
+            }
+        },
+    };
+    let sent = async {
+        let conn = match conn {
+            Ok(conn) => conn,
+            Err(io) => http::handshake(io, &Default::default()).await?,
+        };
+        http::send_on(conn, out, Default::default(), pool.is_some()).await
+    };
+    match tokio::time::timeout(read_timeout, sent).await {
+        Ok(Ok(ex)) => Ok(ex),
+        _ => Err(Input::Failed {
+            slot,
+            connected: true,
+            stale,
+        }),
+    }
+}
+
+/// One exchange: on the pooled connection when the job has one, else on
+/// a new connection (connect first); send, then forward the answer (JSON,
+/// or SSE headers and events as they come) until it ends, breaks, times
+/// out while events are expected, or a planned drop fires. A body read
+/// to its end gives the connection back to the pool.
 async fn reader<C: Connector>(job: Job, connector: C) {
     let Job {
         slot,
@@ -159,41 +279,35 @@ async fn reader<C: Connector>(job: Job, connector: C) {
         read_timeout,
         expecting,
         drops,
+        pool,
     } = job;
+    let timeouts = (connect_timeout, read_timeout);
     let send = |i: Input| {
         let _ = tx.send(i);
     };
-    let io = match tokio::time::timeout(connect_timeout, connector.connect()).await {
-        Ok(Ok(io)) => io,
-        _ => {
-            return send(Input::Failed {
-                slot,
-                connected: false,
-            })
-        }
-    };
-    let mut ex = match tokio::time::timeout(read_timeout, http::send(io, out)).await {
-        Ok(Ok(ex)) => ex,
-        _ => {
-            return send(Input::Failed {
-                slot,
-                connected: true,
-            })
-        }
+    let mut ex = match exchange(slot, out, &tx, &connector, pool.as_ref(), timeouts).await {
+        Ok(ex) => ex,
+        Err(failed) => return send(failed),
     };
     let status = ex.status.as_u16();
     if !ex.is_sse() {
         let headers = ex.headers.clone();
-        return match tokio::time::timeout(read_timeout, ex.json()).await {
-            Ok(Ok(msg)) => send(Input::Json {
-                slot,
-                status,
-                headers,
-                msg,
-            }),
+        return match tokio::time::timeout(read_timeout, ex.json_and_conn()).await {
+            Ok(Ok((msg, conn))) => {
+                send(Input::Json {
+                    slot,
+                    status,
+                    headers,
+                    msg,
+                });
+                if let (Some(p), Some(c)) = (&pool, conn) {
+                    p.put(c);
+                }
+            }
             _ => send(Input::Failed {
                 slot,
                 connected: true,
+                stale: false,
             }),
         };
     }
@@ -218,7 +332,13 @@ async fn reader<C: Connector>(job: Job, connector: C) {
             Err(_) if expecting.get() => return send(Input::Broken { slot }),
             Err(_) => continue,
             Ok(Err(_)) => return send(Input::Broken { slot }),
-            Ok(Ok(None)) => return send(Input::End { slot }),
+            Ok(Ok(None)) => {
+                send(Input::End { slot });
+                if let (Some(p), Some(c)) = (&pool, ex.into_conn()) {
+                    p.put(c);
+                }
+                return;
+            }
             Ok(Ok(Some(ev))) if ev.event == sse::GAP_EVENT => send(Input::Gap {
                 slot,
                 missing: sse::parse_gap(&ev.data).ok(),

@@ -9,6 +9,7 @@ use crate::history::{ClientRecord, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::{mcp, Json};
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 impl Client {
     /// One report of a reader task.
@@ -51,7 +52,50 @@ impl Client {
                 self.dropped(tag, after_event);
                 self.on_end(slot, false);
             }
-            Input::Failed { slot, connected } => self.on_failed(slot, connected),
+            Input::Reused { slot } => {
+                let (tag, rpc_id) = self.slot_request(slot);
+                self.record(ClientRecord::Reused {
+                    client: self.spec.index,
+                    tag,
+                    rpc_id,
+                });
+            }
+            Input::Failed {
+                slot,
+                connected,
+                stale,
+            } => {
+                if stale {
+                    let (tag, rpc_id) = self.slot_request(slot);
+                    let sent_us = self.slots.get(&slot).map_or(0, |s| s.sent_us);
+                    self.record(ClientRecord::Stale {
+                        client: self.spec.index,
+                        tag,
+                        rpc_id,
+                        sent_us,
+                    });
+                }
+                self.on_failed(slot, connected)
+            }
+        }
+    }
+
+    /// The operation a slot's request is for and, for a call's POST, its
+    /// request id (what the connection records name).
+    fn slot_request(&self, slot: SlotId) -> (Option<Rc<str>>, Option<RequestId>) {
+        match self.slots.get(&slot).map(|s| &s.kind) {
+            Some(SlotKind::Call { op }) => {
+                let o = &self.ops[*op];
+                (Some(o.tag.clone()), o.rpc.clone())
+            }
+            Some(SlotKind::Resume { stream }) => {
+                let tag = self
+                    .ops_on(*stream)
+                    .first()
+                    .map(|&op| self.ops[op].tag.clone());
+                (tag, None)
+            }
+            _ => (None, None),
         }
     }
 

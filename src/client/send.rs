@@ -31,6 +31,20 @@ impl Client {
         let slot = self.next_slot;
         self.next_slot += 1;
         let expecting = Rc::new(Cell::new(expecting));
+        // Standalone and legacy streams hold their connection for good:
+        // they neither take the idle one nor give theirs back.
+        let pooled = match &kind {
+            SlotKind::Open | SlotKind::LegacyOpen => false,
+            SlotKind::Resume { stream } => !self.streams.get(stream).is_some_and(|s| s.standalone),
+            _ => true,
+        };
+        let pool = self.io.pool.clone().filter(|_| pooled);
+        // A client that keeps connections alive says so (undici does): the
+        // server closes such a connection once idle for its `server_idle_ms`.
+        let out = match pool {
+            Some(_) => out.header("connection", "keep-alive"),
+            None => out,
+        };
         let task = (self.io.spawner)(Job {
             slot,
             out,
@@ -39,6 +53,7 @@ impl Client {
             read_timeout: Duration::from_millis(self.g().read_timeout_ms),
             expecting: expecting.clone(),
             drops: self.planned.drop_rules.clone(),
+            pool,
         });
         self.slots.insert(
             slot,
@@ -46,6 +61,7 @@ impl Client {
                 kind,
                 stream: None,
                 last_activity_us: self.io.history.now_us(),
+                sent_us: self.io.history.now_us(),
                 expecting,
                 task,
                 marker_pending: false,

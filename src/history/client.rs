@@ -181,6 +181,32 @@ pub enum ClientRecord {
         /// reached the server).
         connected: bool,
     },
+    /// An exchange went out on a kept-alive connection an earlier
+    /// exchange gave back, not on a new one.
+    Reused {
+        /// Client index.
+        client: u32,
+        /// Operation, for calls and resumes on its behalf.
+        tag: Option<Rc<str>>,
+        /// JSON-RPC id, for a call's POST.
+        rpc_id: Option<RequestId>,
+    },
+    /// An exchange on a reused connection got no response head (its
+    /// read timeout passed, or the connection ended first). Whether the
+    /// connection was dead before the request (a close the client never
+    /// saw, a partition it was sent into) or a fault hit the exchange
+    /// itself is the oracle's to tell, from the world's faults. Written
+    /// before the client's reaction to the failure.
+    Stale {
+        /// Client index.
+        client: u32,
+        /// Operation, for calls and resumes on its behalf.
+        tag: Option<Rc<str>>,
+        /// JSON-RPC id, for a call's POST.
+        rpc_id: Option<RequestId>,
+        /// When the request went out, µs.
+        sent_us: u64,
+    },
     /// How an operation ended.
     Outcome {
         /// Client index.
@@ -220,6 +246,8 @@ impl ClientRecord {
             | ClientRecord::NoResponse { tag, .. }
             | ClientRecord::Outcome { tag, .. } => Some(tag),
             ClientRecord::Sent { tag, .. }
+            | ClientRecord::Reused { tag, .. }
+            | ClientRecord::Stale { tag, .. }
             | ClientRecord::Status { tag, .. }
             | ClientRecord::Received { tag, .. } => tag.as_ref(),
             ClientRecord::Session { .. }

@@ -452,6 +452,12 @@ pub enum Record {
         /// The POST's JSON-RPC id.
         rpc_id: RequestId,
     },
+    /// The server closed a kept-alive connection that had served nothing
+    /// for `server_idle_ms` since its last response.
+    IdleClosed {
+        /// Connection.
+        conn: ConnId,
+    },
     /// An HTTP response was sent for a request.
     Responded {
         /// Session id.

@@ -29,6 +29,12 @@ pub enum Cause {
     /// re-initialized, re-issuing the operation while its first execution
     /// still ran or had run.
     TransportReissue,
+    /// A request of the operation went out on a kept-alive connection
+    /// that was already dead (a fault killed it while it idled in the
+    /// pool, or the server's idle close raced it), never ran, and the
+    /// operation was lost: the read timeout it waited out, or the EOF,
+    /// spent the attempts a fresh connection would have had.
+    StaleConnection,
     /// A POST of the operation reached the server and ran, but the client
     /// never saw its response begin (no status, no stream), so it re-sent.
     LostResponseHead,
@@ -64,6 +70,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::RestartLostSession,
     Cause::Eviction,
     Cause::TransportReissue,
+    Cause::StaleConnection,
     Cause::LostResponseHead,
     Cause::FinRace,
     Cause::RetryWithoutKey,
@@ -81,6 +88,7 @@ impl Cause {
             Cause::RestartLostSession => "restart_lost_session",
             Cause::Eviction => "eviction",
             Cause::TransportReissue => "transport_reissue",
+            Cause::StaleConnection => "stale_connection",
             Cause::LostResponseHead => "lost_response_head",
             Cause::RetryWithoutKey => "retry_without_key",
             Cause::KeyNotHonored => "key_not_honored",
@@ -106,6 +114,9 @@ impl Cause {
             }
             Cause::TransportReissue => {
                 "the client switched transport, was refused (404) on the new one, re-initialized and re-issued while the first execution ran or had run."
+            }
+            Cause::StaleConnection => {
+                "a request went out on a kept-alive connection that was already dead (a fault, or the server's idle close), never ran, and the call was lost."
             }
             Cause::LostResponseHead => {
                 "a POST reached the server and ran, but the client never saw its response begin, so it sent it again."
@@ -148,6 +159,7 @@ impl Cause {
             Cause::RestartLostSession => op.restarted_during(&run.restarts_us),
             Cause::Eviction => op.evicted(),
             Cause::TransportReissue => op.reinit_after_switch,
+            Cause::StaleConnection => op.stale_unrun && op.failures.contains(Failure::Lost),
             Cause::LostResponseHead => op.unseen_attempt_ran,
             Cause::RetryWithoutKey => dup && op.keyless_retry,
             Cause::KeyNotHonored => dup && !op.keyless_retry,

@@ -56,6 +56,7 @@ pub const HAZARDS: &[&str] = &[
     "restart",
     "eviction",
     "switch",
+    "stale_connection",
 ];
 
 /// One execution of an operation, as the ledger and the client saw it.
@@ -135,6 +136,17 @@ pub struct OpFacts {
     pub unseen_rpcs: Vec<RequestId>,
     /// One of those ran (the ledger has an execution for it).
     pub unseen_attempt_ran: bool,
+    /// Requests of it that went out on a reused connection and got no
+    /// response head there (`None`: a resume, which runs nothing), with
+    /// when each went out and when it failed, µs.
+    pub stale_rpcs: Vec<(Option<RequestId>, u64, u64)>,
+    /// One of those met a connection dead before the request: no
+    /// partition began and no latency spike was on at its client's host
+    /// while it waited (those hit the exchange itself, on any connection).
+    pub stale: bool,
+    /// One such request never ran (no execution for it): the dead
+    /// connection swallowed it whole.
+    pub stale_unrun: bool,
     /// The client got a 410 for it.
     pub refused_410: bool,
     /// The client resumed a stream for it.

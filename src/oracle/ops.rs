@@ -221,6 +221,16 @@ impl Builder {
                     op.unseen_rpcs.push(rpc_id.clone());
                 }
             }
+            ClientRecord::Stale {
+                tag: Some(tag),
+                rpc_id,
+                sent_us,
+                ..
+            } => {
+                if let Some(op) = self.op(tag) {
+                    op.stale_rpcs.push((rpc_id.clone(), *sent_us, t));
+                }
+            }
             ClientRecord::Switched { client, .. } => {
                 self.client(*client).switched_us.get_or_insert(t);
                 self.pending_switch[*client as usize] = Some(t);
@@ -463,6 +473,7 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         .unseen_rpcs
         .iter()
         .any(|r| op.execs.iter().any(|x| &x.rpc_id == r));
+    stale_connection(op, host, run);
     op.result_before_drop = op
         .dropped_us
         .is_some_and(|d| op.execs.iter().any(|x| x.result_us.is_some_and(|r| r <= d)));
@@ -524,11 +535,42 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         op.restarted_during(&run.restarts_us),
         op.evicted(),
         switched,
+        op.stale,
     ];
     op.hazards = hz
         .iter()
         .enumerate()
         .fold(0, |acc, (i, &on)| acc | (u8::from(on) << i));
+}
+
+/// Whether a request that failed on a reused connection met a dead one:
+/// no partition of its client's host began and no latency spike was on
+/// while it waited (those hit the exchange itself, on any connection);
+/// and whether such a request never ran.
+fn stale_connection(op: &mut OpFacts, host: Option<u32>, run: &RunFacts) {
+    let here = |&(h, _, _): &(u32, u64, u64)| Some(h) == host;
+    for (rpc, from, to) in &op.stale_rpcs {
+        let cut = run
+            .partitions
+            .iter()
+            .filter(|w| here(w))
+            .any(|&(_, f, _)| f > *from && f <= *to);
+        let slow = run
+            .spikes
+            .iter()
+            .filter(|w| here(w))
+            .any(|&(_, f, t)| f <= *to && t >= *from);
+        if cut || slow {
+            continue;
+        }
+        op.stale = true;
+        if rpc
+            .as_ref()
+            .is_none_or(|r| !op.execs.iter().any(|x| &x.rpc_id == r))
+        {
+            op.stale_unrun = true;
+        }
+    }
 }
 
 /// Order violations: pairs (A, B) of one client's operations

@@ -44,9 +44,10 @@ impl Scenario {
                     "clients[{i}]: calls, chunks and max_attempts must be at least 1"
                 ));
             }
-            if g.read_timeout_ms == 0 || g.connect_timeout_ms == 0 {
+            if g.read_timeout_ms == 0 || g.connect_timeout_ms == 0 || g.pool_idle_ms == 0 {
                 return Err(format!(
-                    "clients[{i}]: read_timeout_ms and connect_timeout_ms must be at least 1"
+                    "clients[{i}]: read_timeout_ms, connect_timeout_ms and pool_idle_ms must be \
+                     at least 1"
                 ));
             }
             if g.backoff_ms > g.backoff_max_ms {
@@ -90,6 +91,7 @@ impl Scenario {
                 s.legacy_session_ttl_ms,
             ),
             ("server.resource_interval_ms".into(), s.resource_interval_ms),
+            ("server.server_idle_ms".into(), s.server_idle_ms),
             ("network.latency_ms".into(), self.network.latency_ms[1]),
             ("network.tick_ms".into(), self.network.tick_ms),
             (
@@ -113,6 +115,7 @@ impl Scenario {
                 ("read_timeout_ms", g.read_timeout_ms),
                 ("backoff_ms", g.backoff_ms),
                 ("backoff_max_ms", g.backoff_max_ms),
+                ("pool_idle_ms", g.pool_idle_ms),
             ] {
                 times.push((format!("clients[{i}].{key}"), v));
             }
@@ -416,6 +419,13 @@ pub fn check_server(s: &ServerConfig) -> Result<(), String> {
     if s.store_capacity == 0 {
         return Err(
             "server.store_capacity must be at least 1 (a session stores the events it sends)"
+                .into(),
+        );
+    }
+    if s.server_idle_ms == 0 {
+        return Err(
+            "server.server_idle_ms must be at least 1 (at 0 the server would close every \
+             connection before its first request): use e.g. 5000, the default"
                 .into(),
         );
     }

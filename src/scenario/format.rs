@@ -43,6 +43,33 @@ impl Behaviour {
     }
 }
 
+/// How a client holds its connections to the server (sims/README.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Connections {
+    /// One idle connection kept and reused, as the SDKs' HTTP clients
+    /// (undici, httpx, hyper-util) do.
+    KeepAlive,
+    /// A new connection for every exchange.
+    PerExchange,
+}
+
+/// The `connections` of a group that does not set it. Keep-alive is what
+/// the SDKs do; per-exchange is what every committed result was computed
+/// with. Switching the default is this one line (then results/ is
+/// regenerated).
+pub const DEFAULT_CONNECTIONS: Connections = Connections::PerExchange;
+
+impl Connections {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Connections::KeepAlive => "keep-alive",
+            Connections::PerExchange => "per-exchange",
+        }
+    }
+}
+
 /// One group of identical clients.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -77,6 +104,10 @@ pub struct ClientGroup {
     /// (default: only `dedup-retry` clients do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<bool>,
+    /// Keep one idle connection and reuse it, or connect per exchange.
+    pub connections: Connections,
+    /// A pooled connection idle this long is closed by the client, ms.
+    pub pool_idle_ms: u64,
 }
 
 impl ClientGroup {
@@ -105,6 +136,8 @@ impl Default for ClientGroup {
             backoff_max_ms: 3_000,
             max_attempts: 8,
             keys: None,
+            connections: DEFAULT_CONNECTIONS,
+            pool_idle_ms: 4_000,
         }
     }
 }

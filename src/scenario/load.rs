@@ -88,27 +88,41 @@ impl Scenario {
         Ok(())
     }
 
-    /// Overrides one setting (`--set server.KEY=VALUE`): VALUE is read as
-    /// TOML (a number, a boolean, a quoted string), else as a bare string.
+    /// Overrides one setting (`--set server.KEY=VALUE`, or
+    /// `client.KEY=VALUE` for every client group): VALUE is read as TOML
+    /// (a number, a boolean, a quoted string), else as a bare string.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        self.server =
-            check_set(&self.server, key, value).map_err(|e| format!("--set {key}={value}: {e}"))?;
+        let named = |e: String| format!("--set {key}={value}: {e}");
+        if let Some(field) = key.strip_prefix("client.") {
+            for g in &mut self.clients {
+                *g = schema::set_client(g, field, value).map_err(named)?;
+            }
+            return Ok(());
+        }
+        self.server = check_set(&self.server, key, value).map_err(named)?;
         Ok(())
     }
 }
 
 /// `cfg` with `--set KEY=VALUE` applied, or one line naming the fix (the
-/// caller names the input): only `server.*` settings can be set (a bare server key is
+/// caller names the input): only `server.*` settings, and the
+/// `client.*` ones of [`schema::CLIENT_SETTABLE`] (checked against a
+/// default group, `cfg` unchanged), can be set (a bare server key is
 /// told its prefix), an unknown key is told the nearest known one, a
 /// value of the wrong type the type its key takes.
 pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerConfig, String> {
+    if let Some(field) = key.strip_prefix("client.") {
+        schema::set_client(&super::ClientGroup::default(), field, value)?;
+        return Ok(cfg.clone());
+    }
     let Some(field) = key.strip_prefix("server.") else {
         let server = schema::fields_of::<ServerConfig>();
         let fix = if server.contains(&key) {
             format!("server settings are named with their table: --set server.{key}={value}")
         } else {
-            "only [server] settings can be set (--set server.KEY=VALUE, e.g. \
-             server.store_capacity=64); other tables are edited in the scenario file"
+            "only [server] settings and client.connections / client.pool_idle_ms can be set \
+             (--set server.KEY=VALUE, e.g. server.store_capacity=64); other tables are edited \
+             in the scenario file"
                 .to_string()
         };
         return Err(fix);

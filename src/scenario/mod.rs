@@ -14,8 +14,8 @@ pub use bounds::{
     MAX_FIRST_EVENT_ID, MAX_MS, MAX_OPERATIONS, MAX_TCP_CAPACITY, MAX_TIMED_FAULTS, PORTS_PER_HOST,
 };
 pub use format::{
-    Behaviour, ClientGroup, Expect, Expectations, HealSpec, NetworkSpec, Regression,
-    RegressionKind, Scenario, ScenarioError,
+    Behaviour, ClientGroup, Connections, Expect, Expectations, HealSpec, NetworkSpec, Regression,
+    RegressionKind, Scenario, ScenarioError, DEFAULT_CONNECTIONS,
 };
 pub use load::check_set;
 pub use names::{check_name, fit_name, MAX_NAME_LEN};

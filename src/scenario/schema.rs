@@ -176,16 +176,46 @@ pub fn set_server(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCo
             ),
         });
     }
+    set_field("server", cfg, key, value)
+}
+
+/// The `[[clients]]` keys `--set client.KEY=VALUE` may set (for every
+/// group at once): how clients hold connections, not what they do.
+pub const CLIENT_SETTABLE: &[&str] = &["connections", "pool_idle_ms"];
+
+/// `g` with `client.KEY=VALUE` applied (`--set`), or one line naming the
+/// fix: only [`CLIENT_SETTABLE`] keys, each with its type.
+pub fn set_client(g: &ClientGroup, key: &str, value: &str) -> Result<ClientGroup, String> {
+    if !CLIENT_SETTABLE.contains(&key) {
+        let near = nearest(key, CLIENT_SETTABLE.iter().copied())
+            .map(|n| format!("did you mean client.{n}? "))
+            .unwrap_or_default();
+        return Err(format!(
+            "no client setting {key:?}: {near}--set takes client.{} (other [[clients]] keys \
+             are edited in the scenario file)",
+            CLIENT_SETTABLE.join(" or client.")
+        ));
+    }
+    set_field("client", g, key, value)
+}
+
+/// `cfg` with its field `key` (a known one) set to `value`, read as TOML
+/// (a number, a boolean, a quoted string), else as a bare string; a value
+/// of the wrong type is told the type `key` takes and its default.
+fn set_field<T>(table: &str, cfg: &T, key: &str, value: &str) -> Result<T, String>
+where
+    T: serde::Serialize + for<'de> Deserialize<'de> + Default,
+{
     let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(value.to_string()));
-    let mut table = toml::Table::try_from(cfg).map_err(|e| e.to_string())?;
-    let default = toml::Table::try_from(ServerConfig::default())
+    let mut fields = toml::Table::try_from(cfg).map_err(|e| e.to_string())?;
+    let default = toml::Table::try_from(T::default())
         .ok()
         .and_then(|t| t.get(key).cloned());
-    table.insert(key.to_string(), parsed);
-    toml::Value::Table(table)
+    fields.insert(key.to_string(), parsed);
+    toml::Value::Table(fields)
         .try_into()
         .map_err(|e: toml::de::Error| {
             let one = e.message().lines().next().unwrap_or("").trim().to_string();
@@ -202,8 +232,8 @@ pub fn set_server(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCo
                 _ => "",
             };
             let example = match &default {
-                Some(toml::Value::String(s)) => format!("server.{key}={s}"),
-                Some(v) => format!("server.{key}={v}"),
+                Some(toml::Value::String(s)) => format!("{table}.{key}={s}"),
+                Some(v) => format!("{table}.{key}={v}"),
                 None => String::new(),
             };
             match (takes.is_empty(), example.is_empty()) {

@@ -1,7 +1,8 @@
-//! Connections of an exposed server: which are idle (no request in
-//! service, no response still being sent), closing the oldest idle one
-//! when the server needs room, and the 503 a connection gets past the cap
-//! when none is idle.
+//! Connections: which are idle (no request in service, no response still
+//! being sent), closing a kept-alive one idle for `server_idle_ms`, and,
+//! on an exposed server, closing the oldest idle one when the server
+//! needs room, and the 503 a connection gets past the cap when none is
+//! idle.
 
 use super::body::ServerBody;
 use super::holds::SseSlot;
@@ -16,6 +17,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+use tokio::time::Instant;
 
 /// How long the accept loop waits after an accept error.
 pub(super) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -23,20 +25,76 @@ pub(super) const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// How long a refused connection gets to take its 503.
 const REFUSAL_DEADLINE: Duration = Duration::from_secs(1);
 
+/// What a connection is doing: the requests in service on it, and when
+/// it last finished one (its idle time, for `server_idle_ms`).
+#[derive(Default)]
+pub(crate) struct Activity {
+    busy: Cell<u32>,
+    idle_since: Cell<Option<Instant>>,
+    /// Its latest request asked to be kept alive (`Connection:
+    /// keep-alive`, as undici sends): only such a connection is closed
+    /// when idle. A client that says nothing is left to close its own.
+    kept: Cell<bool>,
+}
+
+impl Activity {
+    /// Notes what a request on the connection asked of it.
+    pub(super) fn asked(&self, headers: &http::HeaderMap) {
+        let keep = headers
+            .get(http::header::CONNECTION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("keep-alive"));
+        self.kept.set(keep);
+    }
+
+    /// Requests in service (0: idle).
+    pub(super) fn busy(&self) -> u32 {
+        self.busy.get()
+    }
+}
+
 /// One request in service on a connection, from its head until its
 /// response body is done (or dropped).
-pub(super) struct Busy(Rc<Cell<u32>>);
+pub(super) struct Busy(Rc<Activity>);
 
 impl Busy {
-    pub fn enter(count: &Rc<Cell<u32>>) -> Self {
-        count.set(count.get() + 1);
-        Busy(count.clone())
+    pub fn enter(activity: &Rc<Activity>) -> Self {
+        activity.busy.set(activity.busy.get() + 1);
+        Busy(activity.clone())
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.set(self.0.get().saturating_sub(1));
+        let a = &self.0;
+        a.busy.set(a.busy.get().saturating_sub(1));
+        if a.busy.get() == 0 {
+            a.idle_since.set(Some(Instant::now()));
+        }
+    }
+}
+
+/// Completes once the connection has served a request that asked to be
+/// kept alive and then nothing for `idle` (a kept-alive connection its
+/// client left unused): the caller closes it, as servers do (Node's
+/// `keepAliveTimeout` is 5 s). A connection that has not finished a
+/// first request is never idle here.
+pub(super) async fn idle_for(activity: &Activity, idle: Duration) {
+    loop {
+        let due = match activity.idle_since.get() {
+            Some(t) if activity.busy() == 0 && activity.kept.get() => t + idle,
+            _ => Instant::now() + idle,
+        };
+        tokio::time::sleep_until(due).await;
+        if let (Some(t), 0, true) = (
+            activity.idle_since.get(),
+            activity.busy(),
+            activity.kept.get(),
+        ) {
+            if Instant::now() >= t + idle {
+                return;
+            }
+        }
     }
 }
 
@@ -87,7 +145,7 @@ pub(super) fn close_oldest_idle(shared: &Shared) -> bool {
     let Some(conn) = st
         .conns
         .iter()
-        .find(|(_, (_, busy))| busy.get() == 0)
+        .find(|(_, (_, activity))| activity.busy() == 0)
         .map(|(c, _)| *c)
     else {
         return false;

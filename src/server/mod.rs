@@ -61,7 +61,7 @@ use rand::{RngCore, SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 use session::Session;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -192,7 +192,7 @@ pub(crate) struct State {
     pub next_conn: ConnId,
     /// Live connection tasks, so the server can close one itself, with
     /// the number of requests each is serving (0: idle).
-    pub conns: BTreeMap<ConnId, (AbortHandle, Rc<Cell<u32>>)>,
+    pub conns: BTreeMap<ConnId, (AbortHandle, Rc<conn::Activity>)>,
 }
 
 /// What every handler shares.
@@ -436,13 +436,15 @@ impl Server {
             st.next_conn += 1;
             st.next_conn
         };
-        let busy = Rc::new(Cell::new(0u32));
+        let busy = Rc::new(conn::Activity::default());
         let task_shared = shared.clone();
         let task_busy = busy.clone();
+        let idle_busy = busy.clone();
         let handle = tokio::task::spawn_local(async move {
             let svc_shared = task_shared.clone();
             let service = hyper::service::service_fn(move |mut req: http::Request<_>| {
                 let s = svc_shared.clone();
+                task_busy.asked(req.headers());
                 let busy = conn::Busy::enter(&task_busy);
                 req.extensions_mut().insert(principal::Peer(peer));
                 async move {
@@ -461,9 +463,15 @@ impl Server {
             }
             // Errors here are the peer going away; the writers observe
             // that through their channels and record it.
-            let _ = builder
-                .serve_connection(hyper_util::rt::TokioIo::new(io), service)
-                .await;
+            let served = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+            let idle = std::time::Duration::from_millis(task_shared.cfg.server_idle_ms);
+            tokio::select! {
+                biased;
+                _ = served => {}
+                _ = conn::idle_for(&idle_busy, idle) => {
+                    task_shared.history.record(Record::IdleClosed { conn });
+                }
+            }
             task_shared.state.borrow_mut().conns.remove(&conn);
         });
         shared

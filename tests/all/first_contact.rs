@@ -107,6 +107,13 @@ fn a_bad_set_is_one_line_naming_the_fix_in_every_command() {
              <server.KEY=VALUE>': invalid type: string \"lots\", expected usize: store_capacity \
              takes a whole number, e.g. server.store_capacity=1024 (the default)",
         ),
+        (
+            "client.conections=keep-alive",
+            "mcp-chaos: invalid value 'client.conections=keep-alive' for '--set \
+             <server.KEY=VALUE>': no client setting \"conections\": did you mean \
+             client.connections? --set takes client.connections or client.pool_idle_ms (other \
+             [[clients]] keys are edited in the scenario file)",
+        ),
     ];
     for args in commands(SCENARIO, out.to_str().unwrap()) {
         for (set, line) in cases {

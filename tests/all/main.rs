@@ -14,6 +14,7 @@ mod charts;
 mod cli;
 mod cli_loop;
 mod first_contact;
+mod keepalive;
 mod loopback;
 mod oracle;
 mod own_server;
