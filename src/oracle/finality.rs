@@ -8,7 +8,9 @@
 //! `server_closed`, or a restart), and every execution of it the server
 //! began ended (`tool_ended`, or a restart), and every result event of it
 //! the server stored was written (`written`). Every operation is final at
-//! the end of the run (the heal phase's end). [`check_prefixes`] holds the
+//! the end of the run (the heal phase's end). An operation done at time T
+//! is final at the first record after T: records of the same instant
+//! still concern it. [`check_prefixes`] holds the
 //! rule to the batch judge: an operation's verdict on the trace cut at any
 //! point after it was final is its verdict on the whole trace.
 
@@ -49,11 +51,28 @@ pub struct Finality {
     by_exec: BTreeMap<(String, String), Rc<str>>,
     /// Which operation an unwritten result event belongs to.
     by_result: BTreeMap<(String, EventId), Rc<str>>,
+    /// Operations done at the time given, released once the clock moves
+    /// on: a record of the same instant can still concern them (a drop the
+    /// client records after the outcome, a switch at the outcome's time,
+    /// which the hazards count as during it).
+    done_at: Vec<(Rc<str>, u64)>,
 }
 
 impl Finality {
-    /// Takes the next entry; returns the operations it made final.
+    /// Takes the next entry; returns the operations final before it (done
+    /// at an earlier instant).
     pub fn add(&mut self, e: &Entry) -> Vec<Rc<str>> {
+        // In time order: those before this instant are a prefix.
+        let n = self.done_at.partition_point(|d| d.1 < e.t_us);
+        let released = self.done_at.drain(..n).map(|d| d.0).collect();
+        let t = e.t_us;
+        let done = self.observe(e);
+        self.done_at.extend(done.into_iter().map(|tag| (tag, t)));
+        released
+    }
+
+    /// Takes an entry; returns the operations it left with nothing open.
+    fn observe(&mut self, e: &Entry) -> Vec<Rc<str>> {
         let mut touched: Vec<Rc<str>> = Vec::new();
         match &e.record {
             Rec::Client(ClientRecord::OpStarted { tag, .. }) => {
@@ -161,9 +180,9 @@ impl Finality {
             .collect()
     }
 
-    /// Operations still open.
+    /// Operations still open (or done at the latest instant).
     pub fn open(&self) -> usize {
-        self.open.len()
+        self.open.len() + self.done_at.len()
     }
 }
 
@@ -190,6 +209,7 @@ pub fn final_at(entries: &[Entry]) -> (BTreeMap<Rc<str>, u64>, usize) {
 pub fn check_prefixes(entries: &[Entry], world: World<'_>, cuts: usize) -> Vec<String> {
     let whole = judge(entries, world);
     let whole = by_tag(&whole);
+    let counted = counts(entries, world);
     let (at, _) = final_at(entries);
     let mut wrong = Vec::new();
     for k in 1..=cuts {
@@ -202,16 +222,51 @@ pub fn check_prefixes(entries: &[Entry], world: World<'_>, cuts: usize) -> Vec<S
             },
         );
         let part = by_tag(&part);
+        let part_counted = counts(&entries[..cut], world);
         for (tag, &seq) in &at {
+            if seq as usize >= cut {
+                continue;
+            }
             let (p, w) = (part.get(&**tag), whole.get(&**tag));
-            if (seq as usize) < cut && p != w {
+            if p != w {
                 wrong.push(format!(
                     "{tag} final at {seq}, cut at {cut}: {p:?} then {w:?}"
+                ));
+            }
+            let (p, w) = (part_counted.get(&**tag), counted.get(&**tag));
+            if p != w {
+                wrong.push(format!(
+                    "{tag} final at {seq}, cut at {cut}: counts {p:?} then {w:?}"
                 ));
             }
         }
     }
     wrong
+}
+
+/// What each operation adds to the run's counts (everything `count_op`
+/// reads beyond its verdict), by tag.
+fn counts(entries: &[Entry], world: World<'_>) -> BTreeMap<String, String> {
+    super::ops::judge(entries, world.calls, world.hosts, false)
+        .ops
+        .iter()
+        .map(|op| {
+            let latency = match (&op.handled, op.interrupted_us) {
+                (Some(h), Some(f)) => Some(h.t_us.saturating_sub(f)),
+                _ => None,
+            };
+            let c = (
+                op.failures,
+                op.announced,
+                op.hazards,
+                op.effects(),
+                op.execs.len(),
+                (op.orphaned, op.silent, op.truncated, op.order_pairs),
+                latency,
+            );
+            (op.tag.to_string(), format!("{c:?}"))
+        })
+        .collect()
 }
 
 /// Each failed or degraded operation's verdict, by tag.
