@@ -1,4 +1,4 @@
-//! Finality (DESIGN §15): the point in the trace after which no record can
+//! Finality: the point in the trace after which no record can
 //! change an operation's verdict, so that a streaming judge may judge it
 //! there and drop its records. Decided online, from the records so far.
 //!

@@ -125,7 +125,7 @@ fn committed_scenarios(dir: &str) -> Vec<(String, Scenario)> {
         .collect()
 }
 
-/// Holds the finality rule (DESIGN §15) to the batch judge on seed 0 of
+/// Holds the finality rule to the batch judge on seed 0 of
 /// each case under each of `arms`: an operation's verdict on the trace cut
 /// anywhere after the point the rule calls it final is its verdict on the
 /// whole trace. Returns the operations final before the run's end and
