@@ -184,3 +184,20 @@ fn an_operation_final_by_the_rule_keeps_its_verdict() {
 fn an_operation_final_by_the_rule_keeps_its_verdict_on_every_committed_scenario() {
     most_final_early(finality_holds(&committed_scenarios("sims"), &Variant::ALL));
 }
+
+/// What finality bounds: on mixed-fleet at 1,000 clients (about 50,000
+/// operations), the operations open at once stay a small share of the
+/// run's, about one per client.
+#[test]
+#[ignore = "slow: 50,000 operations judged twice; run with --ignored"]
+fn finality_bounds_the_operations_open_at_once() {
+    let s = &committed_scenarios("sims/scale")
+        .into_iter()
+        .find(|(n, _)| n.ends_with("mixed-fleet-1k.toml"))
+        .expect("sims/scale/mixed-fleet-1k.toml")
+        .1;
+    let (wrong, early, peak, ops) = run::finality_check(s, 0, Variant::Guarded, 0).expect("runs");
+    eprintln!("{ops} operations, {early} final before the end, at most {peak} open at once");
+    assert!(wrong.is_empty());
+    assert!(peak as u64 * 10 < ops, "{peak} open of {ops}");
+}
