@@ -265,6 +265,74 @@ pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String
     Ok(s)
 }
 
+/// The table of clients the world built: each client's class, the calls
+/// it owes (none when it did not run) and its host.
+struct ClientTable {
+    classes: Vec<String>,
+    calls: Vec<u32>,
+    hosts: Vec<u32>,
+    not_applicable: usize,
+}
+
+impl ClientTable {
+    fn of(scenario: &Scenario, out: &world::RunOutput) -> Self {
+        let labels: Vec<String> = scenario.clients.iter().map(class_label).collect();
+        ClientTable {
+            classes: out
+                .clients
+                .iter()
+                .map(|c| labels[c.group].clone())
+                .collect(),
+            calls: out
+                .clients
+                .iter()
+                .map(|c| {
+                    if c.runs {
+                        scenario.clients[c.group].calls
+                    } else {
+                        0
+                    }
+                })
+                .collect(),
+            hosts: out.clients.iter().map(|c| c.host).collect(),
+            not_applicable: out.clients.iter().filter(|c| !c.runs).count(),
+        }
+    }
+}
+
+/// Holds the finality rule ([`oracle::finality`]) to the batch judge on one
+/// built-in run: the operations whose verdict on the trace cut at one of
+/// `cuts` points after they were final differs from the whole trace's
+/// (none when the rule is sound), the operations final before the end, the
+/// most open at once, and the operations judged.
+pub fn finality_check(
+    scenario: &Scenario,
+    seed: u64,
+    variant: Variant,
+    cuts: usize,
+) -> Result<(Vec<String>, usize, usize, u64), WorldError> {
+    let scenario = valid(scenario, &Options::default())?;
+    let sut = BuiltIn {
+        variant,
+        cfg: scenario.server.clone(),
+    };
+    let out = world::run(&scenario, seed, &sut)?;
+    let t = ClientTable::of(&scenario, &out);
+    let world = oracle::World {
+        classes: &t.classes,
+        calls: &t.calls,
+        hosts: &t.hosts,
+        clients_finished: out.clients_finished,
+        audited: sut.audited(),
+        built_in: sut.built_in(),
+    };
+    let entries = out.history.entries();
+    let (at, peak) = oracle::finality::final_at(&entries);
+    let ops = oracle::judge(&entries, world).metrics.operations;
+    let wrong = oracle::finality::check_prefixes(&entries, world, cuts);
+    Ok((wrong, at.len(), peak, ops))
+}
+
 /// Runs `scenario` under `seed` against `variant`; returns the report and
 /// the history (for `--trace`).
 pub fn run(
@@ -352,34 +420,16 @@ fn run_effective<S: SystemUnderTest>(
         WorldError(format!("the simulation panicked: {what}"))
     })??;
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    // The table of clients the world built: each client's class, the calls
-    // it owes (none when it did not run) and its host.
-    let labels: Vec<String> = scenario.clients.iter().map(class_label).collect();
-    let classes: Vec<String> = out
-        .clients
-        .iter()
-        .map(|c| labels[c.group].clone())
-        .collect();
-    let calls: Vec<u32> = out
-        .clients
-        .iter()
-        .map(|c| {
-            if c.runs {
-                scenario.clients[c.group].calls
-            } else {
-                0
-            }
-        })
-        .collect();
-    let hosts: Vec<u32> = out.clients.iter().map(|c| c.host).collect();
-    let not_applicable = out.clients.iter().filter(|c| !c.runs).count();
+    let t = ClientTable::of(scenario, &out);
+    let (classes, calls, hosts) = (&t.classes, &t.calls, &t.hosts);
+    let not_applicable = t.not_applicable;
     let entries = out.history.entries();
     let j = oracle::judge(
         &entries,
         oracle::World {
-            classes: &classes,
-            calls: &calls,
-            hosts: &hosts,
+            classes,
+            calls,
+            hosts,
             clients_finished: out.clients_finished,
             audited: sut.audited(),
             built_in: sut.built_in(),
@@ -392,7 +442,9 @@ fn run_effective<S: SystemUnderTest>(
         )));
     }
     let faults = fault_accounts(&out.plan, &out.faults);
-    let trace_sha256 = crate::history::trace_sha256(&entries);
+    // Kept up as records arrived: the same digest as
+    // `history::trace_sha256(&entries)`, without a second pass.
+    let trace_sha256 = out.history.trace_sha256();
     let records = entries.len() as u64;
     drop(entries);
     let expect = &scenario.expect.of(sut.name());

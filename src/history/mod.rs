@@ -154,6 +154,70 @@ struct Inner {
     /// Whether records are kept (off: a server on a real socket, where
     /// nothing reads them and they would only grow).
     keep: bool,
+    /// The trace's fingerprint so far, over the same bytes as
+    /// [`trace_sha256`], so that it needs no second pass over the records.
+    hash: TraceHash,
+    /// Where the trace streams as JSON lines, when asked for.
+    sink: Option<Sink>,
+}
+
+/// A trace file the entries stream to as they are recorded; the first
+/// write error is kept and the sink stops (a record must never fail).
+struct Sink {
+    w: Box<dyn Write>,
+    error: Option<io::Error>,
+}
+
+impl Sink {
+    fn write(&mut self, e: &Entry) {
+        if self.error.is_some() {
+            return;
+        }
+        let r = serde_json::to_writer(&mut self.w, e)
+            .map_err(io::Error::from)
+            .and_then(|()| self.w.write_all(b"\n"));
+        if let Err(err) = r {
+            self.error = Some(err);
+        }
+    }
+}
+
+/// [`trace_sha256`] computed one entry at a time.
+pub struct TraceHash {
+    hasher: sha2::Sha256,
+    buf: Vec<u8>,
+}
+
+impl Default for TraceHash {
+    fn default() -> Self {
+        use sha2::Digest;
+        TraceHash {
+            hasher: sha2::Sha256::new(),
+            buf: Vec::with_capacity(256),
+        }
+    }
+}
+
+impl TraceHash {
+    /// Adds the next entry (in trace order).
+    pub fn add(&mut self, e: &Entry) {
+        use sha2::Digest;
+        self.buf.clear();
+        rmp_serde::encode::write(&mut self.buf, &(e.seq, e.t_us, &e.record))
+            .expect("records encode");
+        self.hasher.update(&self.buf);
+    }
+
+    /// The digest of the entries added so far, lowercase hex.
+    pub fn hex(&self) -> String {
+        use sha2::Digest;
+        self.hasher
+            .clone()
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
 }
 
 /// A shared, append-only history. Cloning shares it.
@@ -170,6 +234,8 @@ impl History {
                 entries: Vec::new(),
                 clock,
                 keep: true,
+                hash: TraceHash::default(),
+                sink: None,
             })),
         }
     }
@@ -198,11 +264,51 @@ impl History {
         }
         let t_us = u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX);
         let seq = inner.entries.len() as u64;
-        inner.entries.push(Entry {
+        let e = Entry {
             seq,
             t_us,
             record: record.into(),
-        });
+        };
+        inner.hash.add(&e);
+        if let Some(sink) = inner.sink.as_mut() {
+            sink.write(&e);
+        }
+        inner.entries.push(e);
+    }
+
+    /// The trace's fingerprint so far: [`trace_sha256`] of
+    /// [`History::entries`], kept up as records arrive.
+    pub fn trace_sha256(&self) -> String {
+        self.inner.borrow().hash.hex()
+    }
+
+    /// Streams the trace to `w` as JSON lines (the bytes
+    /// [`History::write_jsonl`] writes): the entries so far now, every
+    /// later one as it is recorded.
+    pub fn stream_to(&self, w: Box<dyn Write>) -> io::Result<()> {
+        let mut inner = self.inner.borrow_mut();
+        let mut sink = Sink { w, error: None };
+        for e in &inner.entries {
+            sink.write(e);
+        }
+        if let Some(err) = sink.error.take() {
+            return Err(err);
+        }
+        inner.sink = Some(sink);
+        Ok(())
+    }
+
+    /// Flushes the streamed trace and stops streaming; the first error a
+    /// write met, if any.
+    pub fn finish_stream(&self) -> io::Result<()> {
+        let sink = self.inner.borrow_mut().sink.take();
+        match sink {
+            Some(mut s) => match s.error.take() {
+                Some(err) => Err(err),
+                None => s.w.flush(),
+            },
+            None => Ok(()),
+        }
     }
 
     /// The clock's reading now, µs.
@@ -253,19 +359,11 @@ impl History {
 /// digest; computed on every run, so it must cost little next to the run.
 /// It is not the digest of the JSONL file `--trace` writes.
 pub fn trace_sha256(entries: &[Entry]) -> String {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
-    let mut buf = Vec::with_capacity(256);
+    let mut hash = TraceHash::default();
     for e in entries {
-        buf.clear();
-        rmp_serde::encode::write(&mut buf, &(e.seq, e.t_us, &e.record)).expect("records encode");
-        hasher.update(&buf);
+        hash.add(e);
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hash.hex()
 }
 
 #[cfg(test)]
@@ -320,6 +418,60 @@ mod tests {
             after_event: 1,
         };
         assert_eq!(foreign.op(), None);
+    }
+
+    /// A shared buffer a sink writes into and the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The digest kept up as records arrive is the batch one over the same
+    /// entries, and the streamed trace is the bytes `write_jsonl` writes,
+    /// whenever streaming began.
+    #[test]
+    fn the_trace_streams_and_hashes_as_records_arrive() {
+        let t = Rc::new(std::cell::Cell::new(0u64));
+        let clock = t.clone();
+        let h = History::new(Rc::new(move || Duration::from_micros(clock.get())));
+        assert_eq!(h.trace_sha256(), trace_sha256(&[]));
+        let tag: Rc<str> = op_tag(1, 0).into();
+        h.record(ClientRecord::OpStarted {
+            client: 1,
+            tag: tag.clone(),
+        });
+        let streamed = Shared::default();
+        h.stream_to(Box::new(streamed.clone())).expect("streams");
+        for i in 0..5u32 {
+            t.set(100 * u64::from(i) + 7);
+            h.record(ClientRecord::Dropped {
+                client: 1,
+                tag: tag.clone(),
+                after_event: i,
+            });
+            assert_eq!(h.trace_sha256(), trace_sha256(&h.entries()));
+        }
+        h.finish_stream().expect("flushes");
+        h.record(ClientRecord::OpStarted { client: 2, tag });
+        let mut batch = Vec::new();
+        h.write_jsonl(&mut batch).expect("writes");
+        let lines = batch.split(|b| *b == b'\n').count();
+        let streamed = streamed.0.borrow();
+        assert_eq!(streamed.split(|b| *b == b'\n').count(), lines - 1);
+        assert!(
+            batch.starts_with(&streamed),
+            "the prefix before finish_stream"
+        );
+        assert_eq!(h.trace_sha256(), trace_sha256(&h.entries()));
+        assert_ne!(h.trace_sha256(), trace_sha256(&h.entries()[..6]));
     }
 
     /// The history holds tens of millions of entries at scale: a new

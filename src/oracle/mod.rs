@@ -13,6 +13,7 @@
 mod audit;
 pub mod causes;
 mod facts;
+pub mod finality;
 mod intern;
 mod metrics;
 pub mod ops;

@@ -37,7 +37,6 @@ impl Scenario {
                  about 100 KB each): use fewer clients"
             ));
         }
-        let (mut operations, mut events) = (0u64, 0u64);
         for (i, g) in self.clients.iter().enumerate() {
             if g.chunks == 0 || g.calls == 0 || g.max_attempts == 0 {
                 return Err(format!(
@@ -57,22 +56,9 @@ impl Scenario {
                     g.backoff_ms, g.backoff_max_ms
                 ));
             }
-            let ops = u64::from(g.count) * u64::from(g.calls);
-            operations = operations.saturating_add(ops);
-            events = events.saturating_add(ops.saturating_mul(u64::from(g.chunks)));
         }
-        if operations > MAX_OPERATIONS {
-            return Err(format!(
-                "[[clients]] count x calls adds up to {operations} operations, above the limit \
-                 of {MAX_OPERATIONS} (each keeps its records in memory): use fewer clients or calls"
-            ));
-        }
-        if events > MAX_EVENTS {
-            return Err(format!(
-                "[[clients]] count x calls x chunks adds up to {events} events, above the limit \
-                 of {MAX_EVENTS} (each keeps its records in memory): use fewer chunks, calls or clients"
-            ));
-        }
+        // No cap on operations or events: long soaks and big fleets are what
+        // a simulator is for.
         Ok(())
     }
 
@@ -441,10 +427,6 @@ pub fn check_server(s: &ServerConfig) -> Result<(), String> {
 
 /// Most clients in one scenario.
 pub const MAX_CLIENTS: u64 = 20_000;
-/// Most operations (clients x calls) in one scenario.
-pub const MAX_OPERATIONS: u64 = 200_000;
-/// Most counted events (clients x calls x chunks) in one scenario.
-pub const MAX_EVENTS: u64 = 2_000_000;
 /// Most timed faults (generated and explicit) in one scenario.
 pub const MAX_TIMED_FAULTS: u64 = 10_000;
 /// Longest time any `*_ms` setting may name: one day.
@@ -526,6 +508,20 @@ mod tests {
                 "100000 clients",
             ),
         ]);
+    }
+
+    /// There is no cap on operations or events: 10,000 clients of 1,000
+    /// calls of 1,000 chunks (ten million operations, ten billion events)
+    /// load.
+    #[test]
+    fn a_workload_of_any_length_loads() {
+        let text = t(format!(
+            "{}[network]\nclient_hosts = 4\ntcp_capacity = 30000\n",
+            group("count = 10000\ncalls = 1000\nchunks = 1000\n")
+        ));
+        let s = Scenario::parse(&text).expect("loads");
+        assert_eq!(s.total_clients(), 10_000);
+        assert_eq!(s.clients[0].calls, 1000);
     }
 
     #[test]

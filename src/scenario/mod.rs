@@ -10,8 +10,8 @@ mod names;
 pub mod schema;
 
 pub use bounds::{
-    check_server, CONNECTIONS_PER_CLIENT, EPHEMERAL_PORTS, MAX_CLIENTS, MAX_EVENTS,
-    MAX_FIRST_EVENT_ID, MAX_MS, MAX_OPERATIONS, MAX_TCP_CAPACITY, MAX_TIMED_FAULTS, PORTS_PER_HOST,
+    check_server, CONNECTIONS_PER_CLIENT, EPHEMERAL_PORTS, MAX_CLIENTS, MAX_FIRST_EVENT_ID, MAX_MS,
+    MAX_TCP_CAPACITY, MAX_TIMED_FAULTS, PORTS_PER_HOST,
 };
 pub use format::{
     Behaviour, ClientGroup, Connections, Expect, Expectations, HealSpec, NetworkSpec, Regression,

@@ -106,3 +106,98 @@ fn every_operation_one_outcome_every_failure_one_cause_black_box_matches_white_b
         "the random scenarios exercise failures at all"
     );
 }
+
+/// The committed scenarios of `dir` (under the repository), by path.
+fn committed_scenarios(dir: &str) -> Vec<(String, Scenario)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut files: Vec<_> = std::fs::read_dir(root)
+        .expect("sims")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let s = Scenario::load(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.display().to_string(), s)
+        })
+        .collect()
+}
+
+/// Holds the finality rule to the batch judge on seed 0 of
+/// each case under each of `arms`: an operation's verdict on the trace cut
+/// anywhere after the point the rule calls it final is its verdict on the
+/// whole trace. Returns the operations final before the run's end and
+/// the operations judged.
+fn finality_holds(cases: &[(String, Scenario)], arms: &[Variant]) -> (u64, u64) {
+    let (mut final_early, mut judged) = (0usize, 0u64);
+    let mut wrong = Vec::new();
+    for (name, s) in cases {
+        for &v in arms {
+            let (w, early, _peak, ops) =
+                run::finality_check(s, 0, v, 4).unwrap_or_else(|e| panic!("{name} {v:?}: {e}"));
+            final_early += early;
+            judged += ops;
+            wrong.extend(w.into_iter().take(3).map(|w| format!("{name} {v:?}: {w}")));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    (final_early as u64, judged)
+}
+
+/// The rule calls most operations final before the run's end (else it
+/// would bound nothing).
+fn most_final_early((early, judged): (u64, u64)) {
+    assert!(
+        early * 2 > judged,
+        "{early} of {judged} operations final before the end"
+    );
+}
+
+/// Finality on every minimal cause scenario (sims/causes/) under every
+/// built-in arm, and on 200 random small scenarios under both servers.
+#[test]
+fn an_operation_final_by_the_rule_keeps_its_verdict() {
+    let causes = finality_holds(&committed_scenarios("sims/causes"), &Variant::ALL);
+    let mut rng = ChaCha8Rng::seed_from_u64(0xf1a1);
+    let random: Vec<(String, Scenario)> = (0..200)
+        .map(|i| {
+            let text = random_scenario(&mut rng, i);
+            let s = Scenario::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            (format!("random {i}:\n{text}"), s)
+        })
+        .collect();
+    let random = finality_holds(&random, &Variant::BOTH);
+    most_final_early((causes.0 + random.0, causes.1 + random.1));
+}
+
+/// Finality on seed 0 of every committed scenario of sims/ under every
+/// built-in arm.
+#[test]
+#[ignore = "slow: every sims/*.toml scenario x 4 arms, each judged 5 times; run with --ignored"]
+fn an_operation_final_by_the_rule_keeps_its_verdict_on_every_committed_scenario() {
+    most_final_early(finality_holds(&committed_scenarios("sims"), &Variant::ALL));
+}
+
+/// What finality bounds: on mixed-fleet at 1,000 clients (about 50,000
+/// operations), the operations open at once stay a small share of the
+/// run's, about one per client.
+#[test]
+#[ignore = "slow: 50,000 operations judged twice; run with --ignored"]
+fn finality_bounds_the_operations_open_at_once() {
+    let s = &committed_scenarios("sims/scale")
+        .into_iter()
+        .find(|(n, _)| n.ends_with("mixed-fleet-1k.toml"))
+        .expect("sims/scale/mixed-fleet-1k.toml")
+        .1;
+    let (wrong, early, peak, ops) = run::finality_check(s, 0, Variant::Guarded, 0).expect("runs");
+    eprintln!("{ops} operations, {early} final before the end, at most {peak} open at once");
+    assert!(wrong.is_empty());
+    assert!(peak as u64 * 10 < ops, "{peak} open of {ops}");
+}

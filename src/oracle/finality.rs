@@ -1,0 +1,275 @@
+//! Finality: the point in the trace after which no record can
+//! change an operation's verdict, so that a streaming judge may judge it
+//! there and drop its records. Decided online, from the records so far.
+//!
+//! An operation is final once its client recorded its `outcome` (it
+//! handled or gave up its result), every request of it the server received
+//! was answered or its connection closed (`responded`, `close_seen`,
+//! `server_closed`, or a restart), and every execution of it the server
+//! began ended (`tool_ended`, or a restart), and every result event of it
+//! the server stored was written (`written`). Every operation is final at
+//! the end of the run (the heal phase's end). An operation done at time T
+//! is final at the first record after T: records of the same instant
+//! still concern it. [`check_prefixes`] holds the
+//! rule to the batch judge: an operation's verdict on the trace cut at any
+//! point after it was final is its verdict on the whole trace.
+
+use super::{judge, Judgement, OpVerdict, World};
+use crate::history::{ClientRecord, ConnId, Entry, EventId, EventKind, Rec, Record};
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// One operation's open state while its records arrive.
+#[derive(Default)]
+struct Open {
+    /// Its client recorded the outcome.
+    outcome: bool,
+    /// Server connections holding a request of it not yet answered.
+    conns: BTreeSet<ConnId>,
+    /// Executions begun and not ended, by (session, JSON-RPC id).
+    execs: BTreeSet<(String, String)>,
+    /// Result events stored and not yet written, by (session, event id):
+    /// a result written after the client gave up is a half-open write
+    /// (the white-box refinement of its cause), so it keeps the
+    /// operation open.
+    results: BTreeSet<(String, EventId)>,
+}
+
+impl Open {
+    fn done(&self) -> bool {
+        self.outcome && self.conns.is_empty() && self.execs.is_empty() && self.results.is_empty()
+    }
+}
+
+/// Tracks finality as records arrive.
+#[derive(Default)]
+pub struct Finality {
+    open: BTreeMap<Rc<str>, Open>,
+    /// Which operation a connection's pending requests belong to.
+    by_conn: BTreeMap<ConnId, BTreeSet<Rc<str>>>,
+    /// Which operation a running execution belongs to.
+    by_exec: BTreeMap<(String, String), Rc<str>>,
+    /// Which operation an unwritten result event belongs to.
+    by_result: BTreeMap<(String, EventId), Rc<str>>,
+    /// Operations done at the time given, released once the clock moves
+    /// on: a record of the same instant can still concern them (a drop the
+    /// client records after the outcome, a switch at the outcome's time,
+    /// which the hazards count as during it).
+    done_at: Vec<(Rc<str>, u64)>,
+}
+
+impl Finality {
+    /// Takes the next entry; returns the operations final before it (done
+    /// at an earlier instant).
+    pub fn add(&mut self, e: &Entry) -> Vec<Rc<str>> {
+        // In time order: those before this instant are a prefix.
+        let n = self.done_at.partition_point(|d| d.1 < e.t_us);
+        let released = self.done_at.drain(..n).map(|d| d.0).collect();
+        let t = e.t_us;
+        let done = self.observe(e);
+        self.done_at.extend(done.into_iter().map(|tag| (tag, t)));
+        released
+    }
+
+    /// Takes an entry; returns the operations it left with nothing open.
+    fn observe(&mut self, e: &Entry) -> Vec<Rc<str>> {
+        let mut touched: Vec<Rc<str>> = Vec::new();
+        match &e.record {
+            Rec::Client(ClientRecord::OpStarted { tag, .. }) => {
+                self.open.entry(tag.clone()).or_default();
+            }
+            Rec::Client(ClientRecord::Outcome { tag, .. }) => {
+                self.open.entry(tag.clone()).or_default().outcome = true;
+                touched.push(tag.clone());
+            }
+            Rec::Server(Record::RequestReceived(r)) => {
+                if let Some(tag) = r.tag.as_deref() {
+                    let tag: Rc<str> = tag.into();
+                    self.open
+                        .entry(tag.clone())
+                        .or_default()
+                        .conns
+                        .insert(r.conn);
+                    self.by_conn.entry(r.conn).or_default().insert(tag);
+                }
+            }
+            Rec::Server(Record::Responded { conn, .. })
+            | Rec::Server(Record::CloseSeen { conn, .. })
+            | Rec::Server(Record::ServerClosed { conn, .. }) => {
+                for tag in self.by_conn.remove(conn).unwrap_or_default() {
+                    if let Some(o) = self.open.get_mut(&tag) {
+                        o.conns.remove(conn);
+                    }
+                    touched.push(tag);
+                }
+            }
+            Rec::Server(Record::ToolStarted {
+                session,
+                rpc_id,
+                tag: Some(tag),
+                ..
+            }) => {
+                let k = (session.to_string(), format!("{rpc_id:?}"));
+                let tag: Rc<str> = tag.as_str().into();
+                self.open
+                    .entry(tag.clone())
+                    .or_default()
+                    .execs
+                    .insert(k.clone());
+                self.by_exec.insert(k, tag);
+            }
+            Rec::Server(Record::ToolEnded {
+                session, rpc_id, ..
+            }) => {
+                let k = (session.to_string(), format!("{rpc_id:?}"));
+                if let Some(tag) = self.by_exec.remove(&k) {
+                    if let Some(o) = self.open.get_mut(&tag) {
+                        o.execs.remove(&k);
+                    }
+                    touched.push(tag);
+                }
+            }
+            Rec::Server(Record::Produced {
+                session,
+                event,
+                kind: EventKind::Result,
+                tag: Some(tag),
+                ..
+            }) => {
+                let k = (session.to_string(), *event);
+                if let Some(old) = self.by_result.insert(k.clone(), tag.clone()) {
+                    if let Some(o) = self.open.get_mut(&old) {
+                        o.results.remove(&k);
+                    }
+                    touched.push(old);
+                }
+                self.open.entry(tag.clone()).or_default().results.insert(k);
+            }
+            Rec::Server(Record::Written { session, event, .. }) => {
+                let k = (session.to_string(), *event);
+                if let Some(tag) = self.by_result.remove(&k) {
+                    if let Some(o) = self.open.get_mut(&tag) {
+                        o.results.remove(&k);
+                    }
+                    touched.push(tag);
+                }
+            }
+            Rec::Server(Record::ServerStarted { .. }) => {
+                // A restart ends every connection and execution.
+                self.by_conn.clear();
+                self.by_exec.clear();
+                for (tag, o) in self.open.iter_mut() {
+                    o.conns.clear();
+                    o.execs.clear();
+                    touched.push(tag.clone());
+                }
+            }
+            _ => {}
+        }
+        touched.sort();
+        touched.dedup();
+        touched
+            .into_iter()
+            .filter(|t| {
+                let done = self.open.get(t).is_some_and(Open::done);
+                if done {
+                    self.open.remove(t);
+                }
+                done
+            })
+            .collect()
+    }
+
+    /// Operations still open (or done at the latest instant).
+    pub fn open(&self) -> usize {
+        self.open.len() + self.done_at.len()
+    }
+}
+
+/// When each operation became final (its tag → the sequence number of the
+/// entry that made it so); operations final only at the end are absent.
+/// Also the most operations open at once.
+pub fn final_at(entries: &[Entry]) -> (BTreeMap<Rc<str>, u64>, usize) {
+    let mut f = Finality::default();
+    let mut at = BTreeMap::new();
+    let mut peak = 0;
+    for e in entries {
+        for tag in f.add(e) {
+            at.insert(tag, e.seq);
+        }
+        peak = peak.max(f.open());
+    }
+    (at, peak)
+}
+
+/// The operations whose verdict on the trace cut after entry `cut` differs
+/// from the whole trace's though they were final by then, for `cuts`
+/// evenly spaced cut points: each is a record that reached an operation
+/// after the rule called it final and changed its verdict.
+pub fn check_prefixes(entries: &[Entry], world: World<'_>, cuts: usize) -> Vec<String> {
+    let whole = judge(entries, world);
+    let whole = by_tag(&whole);
+    let counted = counts(entries, world);
+    let (at, _) = final_at(entries);
+    let mut wrong = Vec::new();
+    for k in 1..=cuts {
+        let cut = entries.len() * k / (cuts + 1);
+        let part = judge(
+            &entries[..cut],
+            World {
+                clients_finished: false,
+                ..world
+            },
+        );
+        let part = by_tag(&part);
+        let part_counted = counts(&entries[..cut], world);
+        for (tag, &seq) in &at {
+            if seq as usize >= cut {
+                continue;
+            }
+            let (p, w) = (part.get(&**tag), whole.get(&**tag));
+            if p != w {
+                wrong.push(format!(
+                    "{tag} final at {seq}, cut at {cut}: {p:?} then {w:?}"
+                ));
+            }
+            let (p, w) = (part_counted.get(&**tag), counted.get(&**tag));
+            if p != w {
+                wrong.push(format!(
+                    "{tag} final at {seq}, cut at {cut}: counts {p:?} then {w:?}"
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+/// What each operation adds to the run's counts (everything `count_op`
+/// reads beyond its verdict), by tag.
+fn counts(entries: &[Entry], world: World<'_>) -> BTreeMap<String, String> {
+    super::ops::judge(entries, world.calls, world.hosts, false)
+        .ops
+        .iter()
+        .map(|op| {
+            let latency = match (&op.handled, op.interrupted_us) {
+                (Some(h), Some(f)) => Some(h.t_us.saturating_sub(f)),
+                _ => None,
+            };
+            let c = (
+                op.failures,
+                op.announced,
+                op.hazards,
+                op.effects(),
+                op.execs.len(),
+                (op.orphaned, op.silent, op.truncated, op.order_pairs),
+                latency,
+            );
+            (op.tag.to_string(), format!("{c:?}"))
+        })
+        .collect()
+}
+
+/// Each failed or degraded operation's verdict, by tag.
+fn by_tag(j: &Judgement) -> BTreeMap<&str, &OpVerdict> {
+    j.verdicts.iter().map(|v| (v.tag.as_str(), v)).collect()
+}
