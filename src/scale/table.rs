@@ -157,17 +157,30 @@ pub fn targets(m: &Measurements) -> Vec<Target> {
     t
 }
 
+/// What a row's ratios are against.
+#[derive(Clone, Copy)]
+enum Against<'a> {
+    /// The row is the base of the rows after it (ratios 1).
+    Itself,
+    /// Ratios against these figures (none when they failed).
+    Base(Option<&'a Figures>),
+    /// A row with nothing to compare with.
+    Nothing,
+}
+
 /// One row of a measured side: wall, simulated, speed, peak, and the
-/// ratios against `base` when given.
-fn row(out: &mut String, label: &str, f: &Measured, base: Option<&Figures>) {
+/// ratios.
+fn row(out: &mut String, label: &str, f: &Measured, against: Against<'_>) {
     match f {
         Ok(f) => {
-            let (wr, mr) = base.map_or(("1".into(), "1".into()), |b| {
-                (
+            let (wr, mr) = match against {
+                Against::Itself => ("1".into(), "1".into()),
+                Against::Base(Some(b)) => (
                     format!("{:.2}", ratio(f.wall_s, b.wall_s)),
                     format!("{:.2}", ratio(f.peak_mb, b.peak_mb)),
-                )
-            });
+                ),
+                Against::Base(None) | Against::Nothing => ("–".into(), "–".into()),
+            };
             let _ = writeln!(
                 out,
                 "| {label} | {} | {:.2} | {:.1} | {:.1} | {:.0} | {wr} | {mr} |",
@@ -214,12 +227,17 @@ pub fn table(m: &Measurements) -> String {
             "per-exchange"
         };
         for (n, b, c) in rows {
-            row(&mut out, &format!("{n} clients, {mode}, baseline"), b, None);
+            row(
+                &mut out,
+                &format!("{n} clients, {mode}, baseline"),
+                b,
+                Against::Itself,
+            );
             row(
                 &mut out,
                 &format!("{n} clients, {mode}, mcp-chaos"),
                 c,
-                b.as_ref().ok(),
+                Against::Base(b.as_ref().ok()),
             );
         }
         if let [(n1, Ok(b1), Ok(c1)), .., (n2, Ok(b2), Ok(c2))] = rows.as_slice() {
@@ -241,7 +259,7 @@ pub fn table(m: &Measurements) -> String {
             &mut out,
             &format!("{name} (median of {})", runs.len()),
             &median(runs),
-            None,
+            Against::Nothing,
         );
     }
     if let Some((t, small, large)) = &m.soak {
@@ -252,12 +270,17 @@ pub fn table(m: &Measurements) -> String {
             t.connections(),
             calls(t.calls)
         );
-        row(&mut out, &format!("{} each", calls(t.calls)), small, None);
+        row(
+            &mut out,
+            &format!("{} each", calls(t.calls)),
+            small,
+            Against::Itself,
+        );
         row(
             &mut out,
             &format!("{} each", calls(t.calls * 10)),
             large,
-            small.as_ref().ok(),
+            Against::Base(small.as_ref().ok()),
         );
     }
     if let Some((one, two)) = &m.jobs {
@@ -266,8 +289,8 @@ pub fn table(m: &Measurements) -> String {
             "\n## Sweep workers\n\nsims/mixed-fleet.toml, guarded, seeds 0..{}, on one worker and on two. Simulated: the sum over the runs.\n\n{HEAD}",
             super::JOBS_SEEDS
         );
-        row(&mut out, "--jobs 1", one, None);
-        row(&mut out, "--jobs 2", two, one.as_ref().ok());
+        row(&mut out, "--jobs 1", one, Against::Itself);
+        row(&mut out, "--jobs 2", two, Against::Base(one.as_ref().ok()));
     }
     out.push_str("\n## Targets\n\n| what | target | measured | met |\n|---|---|---|---|\n");
     for t in targets(m) {
