@@ -156,9 +156,11 @@ pub fn per_scenario_markdown(s: &Summary) -> String {
     let Some(rec) = super::recommend::recommend(s) else {
         return String::new();
     };
-    let base = rec.baseline().map_or("baseline".to_string(), |b| {
-        super::heading_of(&b.server, &b.clients)
-    });
+    let base = rec
+        .baseline()
+        .map_or("unguarded (not run)".to_string(), |b| {
+            super::heading_of(&b.server, &b.clients)
+        });
     let chosen = super::heading_of(&rec.server, &rec.clients);
     let mut out = format!(
         "## Per scenario\n\nOne line per scenario: its operations per run; whether its expectations (the scenario's `[expect]` tables, what each arm is expected to do) hold; failed operations per 1,000 under the baseline `{base}` and the recommendation `{chosen}` (totals over all seeds in parentheses); which configuration fails the fewest there; and what remains under the recommendation, by cause.\n\n| scenario | operations per run | expectations | {base} per 1,000 | {chosen} per 1,000 | fewest failed | remains under {chosen} |\n|---|---|---|---|---|---|---|\n"
