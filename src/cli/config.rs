@@ -92,12 +92,8 @@ impl ScaleArgs {
 
     /// What `scale` measures beyond the sizes.
     pub fn parts(&self) -> crate::scale::Parts {
-        let mut modes = [None; 2];
-        for (slot, mode) in modes.iter_mut().zip(&self.connections) {
-            *slot = Some(*mode);
-        }
         crate::scale::Parts {
-            modes,
+            modes: self.connections.clone(),
             fleet_runs: self.fleet_runs,
             soak_clients: self.soak_clients,
             soak_calls: self.soak_calls,

@@ -155,14 +155,10 @@ pub fn scenario(t: Traffic) -> Result<Scenario, String> {
     crate::check::parse(&text).map_err(|e| e.to_string())
 }
 
-/// The client-group line that asks for `t`'s connections; none for
-/// per-exchange, which every build of the loader reads the same way.
+/// The client-group line that asks for `t`'s connections, always written
+/// out: a row that says per-exchange must not follow the loader's default.
 fn connections_key(t: Traffic) -> String {
-    if t.keep_alive {
-        format!("connections = \"{}\"\n", t.connections())
-    } else {
-        String::new()
-    }
+    format!("connections = \"{}\"\n", t.connections())
 }
 
 fn chaos(t: Traffic) -> Result<(f64, u64), String> {
@@ -226,11 +222,11 @@ pub fn peak_rss_mb() -> f64 {
 }
 
 /// What `scale` measures beyond the sizes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Parts {
-    /// Connection modes, in order: the first is the one the fleets, the
-    /// soak and the sweep run with.
-    pub modes: [Option<bool>; 2],
+    /// Connection modes (`keep_alive`), in order: the first is the one the
+    /// fleets, the soak and the sweep run with.
+    pub modes: Vec<bool>,
     /// Runs of each mixed fleet (the median is reported; 0: no fleets).
     pub fleet_runs: u32,
     /// Clients of the soak (0: no soak); its small run makes `soak_calls`
@@ -240,13 +236,6 @@ pub struct Parts {
     pub soak_calls: u32,
     /// Measure a sweep on one worker against two.
     pub jobs: bool,
-}
-
-impl Parts {
-    /// The connection modes asked for, as `keep_alive` values.
-    pub fn modes(&self) -> Vec<bool> {
-        self.modes.iter().flatten().copied().collect()
-    }
 }
 
 /// Everything `scale` measured, for the table.
@@ -287,7 +276,7 @@ pub fn command(
         outln!("{}", serde_json::to_string(&f)?);
         return Ok(0);
     }
-    let modes = parts.modes();
+    let modes = &parts.modes;
     let Some(&first) = modes.first() else {
         bail!("--connections names no mode: use keep-alive, per-exchange or both");
     };
@@ -301,7 +290,7 @@ pub fn command(
         soak: None,
         jobs: None,
     };
-    for &keep_alive in &modes {
+    for &keep_alive in modes {
         let mut rows = Vec::new();
         for &n in sizes {
             let t = Traffic {
@@ -363,14 +352,8 @@ fn check_sizes(sizes: &[u32], base: Traffic) -> anyhow::Result<()> {
         );
     }
     for &n in sizes {
-        // The loader's bounds are on counts; the connection mode does not
-        // move them.
-        scenario(Traffic {
-            clients: n,
-            keep_alive: false,
-            ..base
-        })
-        .map_err(|e| anyhow::anyhow!("scale --clients {n}: {e}"))?;
+        scenario(Traffic { clients: n, ..base })
+            .map_err(|e| anyhow::anyhow!("scale --clients {n}: {e}"))?;
     }
     Ok(())
 }
