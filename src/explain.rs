@@ -2,7 +2,6 @@
 //! or `repro` wrote (JSON lines, one history entry each; the oracle's
 //! verdicts follow as `op_verdict` lines, closed by an `oracle` line).
 
-use crate::history::History;
 use crate::oracle::OpVerdict;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -10,16 +9,11 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Writes a trace: the history's entries, then one `op_verdict` line per
-/// failed or degraded operation and an `oracle` line with the run's
-/// verdict, so `explain` can say how the oracle judged an operation.
-pub fn write_trace(
-    mut w: impl Write,
-    history: &History,
-    verdicts: &[OpVerdict],
-    verdict: &str,
-) -> io::Result<()> {
-    history.write_jsonl(&mut w)?;
+/// Ends a trace whose entries were written (streamed as the run recorded
+/// them): one `op_verdict` line per failed or degraded operation and an
+/// `oracle` line with the run's verdict, so `explain` can say how the
+/// oracle judged an operation.
+pub fn write_verdicts(mut w: impl Write, verdicts: &[OpVerdict], verdict: &str) -> io::Result<()> {
     for v in verdicts {
         let mut line = serde_json::json!({ "type": "op_verdict" });
         if let (Some(obj), Value::Object(more)) = (

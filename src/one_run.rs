@@ -32,8 +32,9 @@ pub fn run_one(
     let scenario = catalog::load(path)?;
     catalog::check_options(&path.display().to_string(), &scenario, opts)?;
     let repro = run::repro_command(&path.display().to_string(), seed, variant, opts);
-    let (report, history) = run::run_arm(&scenario, seed, variant, opts)
-        .map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {repro}"))?;
+    // The trace streams to its file as the run records it (a run of any
+    // length keeps no record in memory); the verdicts follow it.
+    let mut rec = run::Recording::streaming();
     if let Some(t) = trace {
         if let Some(dir) = t.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
@@ -41,13 +42,20 @@ pub fn run_one(
         }
         let f = std::fs::File::create(t)
             .with_context(|| format!("cannot write --trace {}", t.display()))?;
-        crate::explain::write_trace(
-            std::io::BufWriter::new(f),
-            &history,
-            &report.operations,
-            &report.verdict,
-        )
-        .with_context(|| format!("writing --trace {}", t.display()))?;
+        rec.trace = Some(Box::new(std::io::BufWriter::new(f)));
+    }
+    let (report, history) = run::run_arm_recording(&scenario, seed, variant, opts, rec)
+        .map_err(|e| anyhow::anyhow!("{e}\nreproduce with: {repro}"))?;
+    if let Some(t) = trace {
+        let written = history.finish_stream().and_then(|()| {
+            let f = std::fs::OpenOptions::new().append(true).open(t)?;
+            crate::explain::write_verdicts(
+                std::io::BufWriter::new(f),
+                &report.operations,
+                &report.verdict,
+            )
+        });
+        written.with_context(|| format!("writing --trace {}", t.display()))?;
     }
     match format {
         Format::Json => outln!(

@@ -2,13 +2,46 @@
 
 use crate::fault::{kind_name, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::History;
+pub use crate::history::Recording;
 use crate::oracle::{self, MetricEntry, Metrics};
 use crate::scenario::Scenario;
 use crate::server::Variant;
 use crate::sut::{Arm, BuiltIn, SystemUnderTest};
 use crate::world::{self, WorldError};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Evaluates `$body` with `$sut` bound to the system under test `$arm`
+/// names for `$scenario` (built in, or rmcp's when built with it).
+macro_rules! with_arm {
+    ($arm:expr, $scenario:expr, |$sut:ident| $body:expr) => {
+        match $arm {
+            Arm::BuiltIn(variant) => {
+                let $sut = BuiltIn {
+                    variant,
+                    cfg: $scenario.server.clone(),
+                };
+                $body
+            }
+            #[cfg(feature = "rmcp")]
+            Arm::Rmcp | Arm::RmcpEs => {
+                let $sut = crate::sdk::Rmcp {
+                    event_store: $arm == Arm::RmcpEs,
+                    cfg: $scenario.server.clone(),
+                    exposure: crate::server::Exposure::simulated(),
+                };
+                $body
+            }
+            #[cfg(not(feature = "rmcp"))]
+            Arm::Rmcp | Arm::RmcpEs => Err(WorldError(format!(
+                "server {} needs the rmcp feature: build without --no-default-features",
+                $arm
+            ))),
+        }
+    };
+}
 
 /// Version of the RunReport JSON (3: `migration_latency_hist_us` names
 /// its unit; version 2 files' `migration_latency_hist` still reads).
@@ -265,39 +298,68 @@ pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String
     Ok(s)
 }
 
-/// The table of clients the world built: each client's class, the calls
-/// it owes (none when it did not run) and its host.
-struct ClientTable {
-    classes: Vec<String>,
-    calls: Vec<u32>,
-    hosts: Vec<u32>,
-    not_applicable: usize,
+/// The table of clients the world places: each client's class, the calls
+/// it owes (none when it does not run) and its host, and what the server
+/// is; known before the run, so the oracle judges as records arrive.
+fn client_table<S: SystemUnderTest>(
+    scenario: &Scenario,
+    sut: &S,
+) -> (oracle::stream::Table, usize) {
+    let labels: Vec<String> = scenario.clients.iter().map(class_label).collect();
+    let placed = world::placement(scenario, sut.legacy_transport());
+    let table = oracle::stream::Table {
+        classes: placed.iter().map(|c| labels[c.group].clone()).collect(),
+        calls: placed
+            .iter()
+            .map(|c| {
+                if c.runs {
+                    scenario.clients[c.group].calls
+                } else {
+                    0
+                }
+            })
+            .collect(),
+        hosts: placed.iter().map(|c| c.host).collect(),
+        audited: sut.audited(),
+        built_in: sut.built_in(),
+    };
+    (table, placed.iter().filter(|c| !c.runs).count())
 }
 
-impl ClientTable {
-    fn of(scenario: &Scenario, out: &world::RunOutput) -> Self {
-        let labels: Vec<String> = scenario.clients.iter().map(class_label).collect();
-        ClientTable {
-            classes: out
-                .clients
-                .iter()
-                .map(|c| labels[c.group].clone())
-                .collect(),
-            calls: out
-                .clients
-                .iter()
-                .map(|c| {
-                    if c.runs {
-                        scenario.clients[c.group].calls
-                    } else {
-                        0
-                    }
-                })
-                .collect(),
-            hosts: out.clients.iter().map(|c| c.host).collect(),
-            not_applicable: out.clients.iter().filter(|c| !c.runs).count(),
-        }
-    }
+/// What a run gave: the world's output and the streaming judge's
+/// judgement of it.
+struct Simulated {
+    out: world::RunOutput,
+    judgement: oracle::Judgement,
+    table: oracle::stream::Table,
+    not_applicable: usize,
+    /// The most operations the judge held at once.
+    peak_open: usize,
+}
+
+/// Runs the world with the streaming judge observing its history.
+fn simulate<S: SystemUnderTest>(
+    scenario: &Scenario,
+    seed: u64,
+    sut: &S,
+    mut rec: Recording,
+) -> Result<Simulated, WorldError> {
+    let (table, not_applicable) = client_table(scenario, sut);
+    let judge = Rc::new(RefCell::new(oracle::stream::Judge::new(table.clone())));
+    rec.observers.push(Box::new(judge.clone()));
+    let out = world::run_recorded(scenario, seed, sut, rec)?;
+    out.history.stop_observing();
+    let judge = Rc::try_unwrap(judge)
+        .map_err(|_| WorldError("the judge is still observing the history".into()))?
+        .into_inner();
+    let peak_open = judge.peak_open();
+    Ok(Simulated {
+        judgement: judge.finish(out.clients_finished),
+        out,
+        table,
+        not_applicable,
+        peak_open,
+    })
 }
 
 /// Holds the finality rule ([`oracle::finality`]) to the batch judge on one
@@ -316,21 +378,91 @@ pub fn finality_check(
         variant,
         cfg: scenario.server.clone(),
     };
-    let out = world::run(&scenario, seed, &sut)?;
-    let t = ClientTable::of(&scenario, &out);
-    let world = oracle::World {
-        classes: &t.classes,
-        calls: &t.calls,
-        hosts: &t.hosts,
-        clients_finished: out.clients_finished,
-        audited: sut.audited(),
-        built_in: sut.built_in(),
-    };
-    let entries = out.history.entries();
+    let sim = simulate(&scenario, seed, &sut, Recording::default())?;
+    let world = sim.table.world(sim.out.clients_finished);
+    let entries = sim.out.history.entries();
     let (at, peak) = oracle::finality::final_at(&entries);
     let ops = oracle::judge(&entries, world).metrics.operations;
     let wrong = oracle::finality::check_prefixes(&entries, world, cuts);
     Ok((wrong, at.len(), peak, ops))
+}
+
+/// Holds the streaming judge to the batch judge on one run of `arm`:
+/// `None` when their judgements are equal, else what differs; with the
+/// most operations the streaming judge held at once and the operations
+/// judged.
+pub fn stream_check(
+    scenario: &Scenario,
+    seed: u64,
+    arm: Arm,
+    opts: &Options,
+) -> Result<(Option<String>, usize, u64), WorldError> {
+    let scenario = valid(scenario, opts)?;
+    let check = |sim: Simulated| {
+        let entries = sim.out.history.entries();
+        let batch = oracle::judge(&entries, sim.table.world(sim.out.clients_finished));
+        let ops = batch.metrics.operations;
+        let differs = (batch != sim.judgement).then(|| judgement_diff(&batch, &sim.judgement));
+        (differs, sim.peak_open, ops)
+    };
+    with_arm!(arm, scenario, |sut| Ok(check(simulate(
+        &scenario,
+        seed,
+        &sut,
+        Recording::default()
+    )?)))
+}
+
+/// The first ways two judgements differ, in one line each.
+fn judgement_diff(batch: &oracle::Judgement, stream: &oracle::Judgement) -> String {
+    let mut out = Vec::new();
+    let (b, s) = (&batch.metrics, &stream.metrics);
+    for name in Metrics::NAMES {
+        if b.get(name) != s.get(name) {
+            out.push(format!(
+                "{name}: batch {:?}, stream {:?}",
+                b.get(name),
+                s.get(name)
+            ));
+        }
+    }
+    if b != s && out.is_empty() {
+        out.push(format!("metrics: batch {b:?}\nstream {s:?}"));
+    }
+    if batch.by_class != stream.by_class {
+        out.push("metrics by class differ".into());
+    }
+    if batch.latency_hist != stream.latency_hist {
+        out.push("latency histograms differ".into());
+    }
+    let tags = |j: &oracle::Judgement| -> BTreeMap<String, oracle::OpVerdict> {
+        j.verdicts
+            .iter()
+            .map(|v| (v.tag.clone(), v.clone()))
+            .collect()
+    };
+    let (bv, sv) = (tags(batch), tags(stream));
+    for (tag, v) in &bv {
+        if sv.get(tag) != Some(v) {
+            out.push(format!("{tag}: batch {v:?}, stream {:?}", sv.get(tag)));
+        }
+    }
+    for (tag, v) in &sv {
+        if !bv.contains_key(tag) {
+            out.push(format!("{tag}: batch none, stream {v:?}"));
+        }
+    }
+    if out.is_empty() && batch.verdicts != stream.verdicts {
+        out.push("verdicts in another order".into());
+    }
+    if batch.defects != stream.defects {
+        out.push(format!(
+            "defects: batch {:?}, stream {:?}",
+            batch.defects, stream.defects
+        ));
+    }
+    out.truncate(12);
+    out.join("\n")
 }
 
 /// Runs `scenario` under `seed` against `variant`; returns the report and
@@ -344,36 +476,42 @@ pub fn run(
     run_arm(scenario, seed, Arm::BuiltIn(variant), opts)
 }
 
-/// Runs `scenario` under `seed` against `arm`, built in or rmcp's.
+/// Runs `scenario` under `seed` against `arm`, built in or rmcp's,
+/// keeping every record in the history it returns.
 pub fn run_arm(
     scenario: &Scenario,
     seed: u64,
     arm: Arm,
     opts: &Options,
 ) -> Result<(RunReport, History), WorldError> {
+    run_arm_recording(scenario, seed, arm, opts, Recording::default())
+}
+
+/// [`run_arm`] keeping no record: the report only, and a run's memory is
+/// that of the operations open at once, whatever its length.
+pub fn run_arm_streaming(
+    scenario: &Scenario,
+    seed: u64,
+    arm: Arm,
+    opts: &Options,
+) -> Result<RunReport, WorldError> {
+    run_arm_recording(scenario, seed, arm, opts, Recording::streaming()).map(|(r, _)| r)
+}
+
+/// [`run_arm`], its history recording as `rec` says: keep no entry
+/// ([`Recording::streaming`]) and a run's memory is that of the
+/// operations open at once, whatever its length.
+pub fn run_arm_recording(
+    scenario: &Scenario,
+    seed: u64,
+    arm: Arm,
+    opts: &Options,
+    rec: Recording,
+) -> Result<(RunReport, History), WorldError> {
     let scenario = valid(scenario, opts)?;
-    match arm {
-        Arm::BuiltIn(variant) => {
-            let sut = BuiltIn {
-                variant,
-                cfg: scenario.server.clone(),
-            };
-            run_effective(&scenario, seed, &sut, opts)
-        }
-        #[cfg(feature = "rmcp")]
-        Arm::Rmcp | Arm::RmcpEs => {
-            let sut = crate::sdk::Rmcp {
-                event_store: arm == Arm::RmcpEs,
-                cfg: scenario.server.clone(),
-                exposure: crate::server::Exposure::simulated(),
-            };
-            run_effective(&scenario, seed, &sut, opts)
-        }
-        #[cfg(not(feature = "rmcp"))]
-        Arm::Rmcp | Arm::RmcpEs => Err(WorldError(format!(
-            "server {arm} needs the rmcp feature: build without --no-default-features"
-        ))),
-    }
+    with_arm!(arm, scenario, |sut| run_effective(
+        &scenario, seed, &sut, opts, rec
+    ))
 }
 
 /// Runs `scenario` under `seed` against any system under test (a user's
@@ -388,7 +526,13 @@ pub fn run_with<S: SystemUnderTest>(
     sut: &S,
     opts: &Options,
 ) -> Result<(RunReport, History), WorldError> {
-    run_effective(&valid(scenario, opts)?, seed, sut, opts)
+    run_effective(
+        &valid(scenario, opts)?,
+        seed,
+        sut,
+        opts,
+        Recording::default(),
+    )
 }
 
 /// The scenario as the options make it, held to the loader's bounds (a
@@ -404,12 +548,13 @@ fn run_effective<S: SystemUnderTest>(
     seed: u64,
     sut: &S,
     opts: &Options,
+    rec: Recording,
 ) -> Result<(RunReport, History), WorldError> {
     let started = std::time::Instant::now();
     // A panic inside the simulation (a turmoil limit, a bug) becomes an
     // error the caller reports with its seed, not an abort.
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        world::run(scenario, seed, sut)
+    let sim = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        simulate(scenario, seed, sut, rec)
     }))
     .map_err(|p| {
         let what = p
@@ -420,21 +565,14 @@ fn run_effective<S: SystemUnderTest>(
         WorldError(format!("the simulation panicked: {what}"))
     })??;
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    let t = ClientTable::of(scenario, &out);
-    let (classes, calls, hosts) = (&t.classes, &t.calls, &t.hosts);
-    let not_applicable = t.not_applicable;
-    let entries = out.history.entries();
-    let j = oracle::judge(
-        &entries,
-        oracle::World {
-            classes,
-            calls,
-            hosts,
-            clients_finished: out.clients_finished,
-            audited: sut.audited(),
-            built_in: sut.built_in(),
-        },
-    );
+    let Simulated {
+        out,
+        judgement: j,
+        table,
+        not_applicable,
+        ..
+    } = sim;
+    let classes = &table.classes;
     if !j.defects.is_empty() {
         return Err(WorldError(format!(
             "oracle defect (a failure no cause explains; please report it): {}",
@@ -445,8 +583,7 @@ fn run_effective<S: SystemUnderTest>(
     // Kept up as records arrived: the same digest as
     // `history::trace_sha256(&entries)`, without a second pass.
     let trace_sha256 = out.history.trace_sha256();
-    let records = entries.len() as u64;
-    drop(entries);
+    let records = out.history.len() as u64;
     let expect = &scenario.expect.of(sut.name());
     let failed = failed_expectations(expect, &j.metrics);
     let report = RunReport {

@@ -11,7 +11,9 @@
 
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{kind_of, Fate, Fault, FaultPlan, PlannedFault};
-use crate::history::{ClientRecord, Entry, FaultKind, History, Rec, WorldRecord};
+use crate::history::{
+    ClientRecord, Entry, FaultKind, History, Observer, Rec, Recording, WorldRecord,
+};
 use crate::ledger::Ledger;
 use crate::scenario::Scenario;
 use crate::seed;
@@ -19,7 +21,7 @@ use crate::server::Listener;
 use crate::sut::{Host, SystemUnderTest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::rc::Rc;
@@ -130,19 +132,33 @@ fn client_specs(scenario: &Scenario, root_seed: u64, plan: &FaultPlan) -> Vec<(u
     out
 }
 
-/// Runs `scenario` under `root_seed` against `sut`, phase by phase.
+/// Runs `scenario` under `root_seed` against `sut`, phase by phase,
+/// keeping every record.
 pub fn run<S: SystemUnderTest>(
     scenario: &Scenario,
     root_seed: u64,
     sut: &S,
 ) -> Result<RunOutput, WorldError> {
+    run_recorded(scenario, root_seed, sut, Recording::default())
+}
+
+/// [`run`], its history recording as `rec` says.
+pub fn run_recorded<S: SystemUnderTest>(
+    scenario: &Scenario,
+    root_seed: u64,
+    sut: &S,
+    mut rec: Recording,
+) -> Result<RunOutput, WorldError> {
     let plan = scenario.fault_plan(root_seed);
     let mut sim = build(scenario, root_seed);
     let driver_clock = Rc::new(Cell::new(Duration::ZERO));
     let clock_cell = driver_clock.clone();
-    let history = History::new(Rc::new(move || {
-        turmoil::sim_elapsed().unwrap_or_else(|| clock_cell.get())
-    }));
+    let fates = Rc::new(RefCell::new(Fates::watching(&plan)));
+    rec.observers.push(Box::new(fates.clone()));
+    let history = History::recording(
+        Rc::new(move || turmoil::sim_elapsed().unwrap_or_else(|| clock_cell.get())),
+        rec,
+    );
     let ledger = Ledger::new(history.clone());
     host_server(&mut sim, sut, root_seed, &history, &ledger);
     let legacy = sut.legacy_transport();
@@ -160,7 +176,7 @@ pub fn run<S: SystemUnderTest>(
     let mut faults = schedule.unfired(sim_ms, clients_finished);
     faults.extend(client_fates(
         &plan,
-        &history.entries(),
+        &fates.borrow(),
         sim_ms,
         clients_finished,
     ));
@@ -229,23 +245,14 @@ fn host_clients(
     legacy: bool,
     history: &History,
 ) -> Vec<Placed> {
-    let groups: Vec<usize> = scenario
-        .clients
-        .iter()
-        .enumerate()
-        .flat_map(|(i, g)| std::iter::repeat_n(i, g.count as usize))
-        .collect();
+    let table = placement(scenario, legacy);
     let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
-    let mut table = Vec::new();
-    for (host, spec) in client_specs(scenario, root_seed, plan) {
-        let runs = legacy || !spec.group.behaviour.is_legacy();
-        table.push(Placed {
-            index: spec.index,
-            group: groups[spec.index as usize],
-            host,
-            runs,
-        });
-        if runs {
+    for ((host, spec), p) in client_specs(scenario, root_seed, plan)
+        .into_iter()
+        .zip(&table)
+    {
+        debug_assert_eq!((host, spec.index), (p.host, p.index));
+        if p.runs {
             by_host.entry(host).or_default().push(spec);
         }
     }
@@ -269,6 +276,25 @@ fn host_clients(
         });
     }
     table
+}
+
+/// Where each client of `scenario` runs and whether it does (a legacy
+/// client of a system without the legacy transport does not): known
+/// before the run, so the oracle can be set up to judge as records arrive.
+pub fn placement(scenario: &Scenario, legacy: bool) -> Vec<Placed> {
+    let mut out = Vec::new();
+    for (group, g) in scenario.clients.iter().enumerate() {
+        for _ in 0..g.count {
+            let index = out.len() as u32;
+            out.push(Placed {
+                index,
+                group,
+                host: index % scenario.network.client_hosts,
+                runs: legacy || !g.behaviour.is_legacy(),
+            });
+        }
+    }
+    out
 }
 
 /// One edge of a timed fault: its start or its end.
@@ -457,42 +483,65 @@ impl Driver<'_> {
     }
 }
 
-/// The fates of the drops and switches, which the clients apply: from
-/// their `dropped`, `switched` and `fault_not_applied` records. A client
-/// still running when the run ended (or never run) records nothing, so
-/// its faults are accounted here.
-fn client_fates(
-    plan: &FaultPlan,
-    entries: &[Entry],
-    sim_ms: u64,
-    clients_finished: bool,
-) -> Vec<PlannedFault> {
-    let mut dropped: BTreeSet<(u32, u32)> = BTreeSet::new();
-    let mut switched: BTreeSet<u32> = BTreeSet::new();
-    let mut reported: BTreeMap<Fault, String> = BTreeMap::new();
-    let mut started: BTreeSet<(u32, u32)> = BTreeSet::new();
-    for e in entries {
-        match &e.record {
-            Rec::Client(r @ ClientRecord::Dropped { client, .. }) => {
+/// What the clients' records say about their drops and switches, as the
+/// records arrive: which planned drop hit its call, which client switched,
+/// each not-applied report, and which of the calls the plan names began.
+struct Fates {
+    /// The (client, call) pairs the plan's drops and switches name.
+    named: BTreeSet<(u32, u32)>,
+    dropped: BTreeSet<(u32, u32)>,
+    switched: BTreeSet<u32>,
+    reported: BTreeMap<Fault, String>,
+    started: BTreeSet<(u32, u32)>,
+}
+
+impl Fates {
+    fn watching(plan: &FaultPlan) -> Fates {
+        let named = plan
+            .faults
+            .iter()
+            .filter_map(|f| match *f {
+                Fault::Drop { client, call, .. } => Some((client, call)),
+                Fault::Switch { client, after_call } => Some((client, after_call)),
+                _ => None,
+            })
+            .collect();
+        Fates {
+            named,
+            dropped: BTreeSet::new(),
+            switched: BTreeSet::new(),
+            reported: BTreeMap::new(),
+            started: BTreeSet::new(),
+        }
+    }
+}
+
+impl Observer for Fates {
+    fn entry(&mut self, e: &Entry) {
+        let Rec::Client(r) = &e.record else { return };
+        match r {
+            ClientRecord::Dropped { client, .. } => {
                 if let Some(op) = r.op() {
-                    dropped.insert((*client, op.call));
+                    self.dropped.insert((*client, op.call));
                 }
             }
-            Rec::Client(ClientRecord::Switched { client, .. }) => {
-                switched.insert(*client);
+            ClientRecord::Switched { client, .. } => {
+                self.switched.insert(*client);
             }
-            Rec::Client(r @ ClientRecord::OpStarted { client, .. }) => {
+            ClientRecord::OpStarted { client, .. } => {
                 if let Some(op) = r.op() {
-                    started.insert((*client, op.call));
+                    if self.named.contains(&(*client, op.call)) {
+                        self.started.insert((*client, op.call));
+                    }
                 }
             }
-            Rec::Client(ClientRecord::FaultNotApplied {
+            ClientRecord::FaultNotApplied {
                 client,
                 kind,
                 call,
                 after_event,
                 reason,
-            }) => {
+            } => {
                 let fault = if *kind == FaultKind::Switch {
                     Fault::Switch {
                         client: *client,
@@ -505,11 +554,27 @@ fn client_fates(
                         after_event: after_event.unwrap_or(0),
                     }
                 };
-                reported.insert(fault, reason.clone());
+                self.reported.insert(fault, reason.clone());
             }
             _ => {}
         }
     }
+}
+
+/// Every planned drop's and switch's fate, from what the clients recorded.
+fn client_fates(
+    plan: &FaultPlan,
+    fates: &Fates,
+    sim_ms: u64,
+    clients_finished: bool,
+) -> Vec<PlannedFault> {
+    let Fates {
+        dropped,
+        switched,
+        reported,
+        started,
+        ..
+    } = fates;
     let ended = |client: u32, call: u32| {
         let state = if started.contains(&(client, call)) {
             "unresolved"

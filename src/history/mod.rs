@@ -150,10 +150,18 @@ pub type Clock = Rc<dyn Fn() -> Duration>;
 
 struct Inner {
     entries: Vec<Entry>,
+    /// The next entry's sequence number (entries recorded so far, kept or
+    /// not).
+    next_seq: u64,
     clock: Clock,
-    /// Whether records are kept (off: a server on a real socket, where
-    /// nothing reads them and they would only grow).
+    /// Whether records are taken at all (off: a server on a real socket,
+    /// where nothing reads them and they would only grow).
+    on: bool,
+    /// Whether entries are kept once observed (off: a run judged as its
+    /// records arrive, whose memory must not grow with its length).
     keep: bool,
+    /// Who reads each entry as it is recorded (the streaming judge).
+    observers: Vec<Box<dyn Observer>>,
     /// The trace's fingerprint so far, over the same bytes as
     /// [`trace_sha256`], so that it needs no second pass over the records.
     hash: TraceHash,
@@ -178,6 +186,55 @@ impl Sink {
             .and_then(|()| self.w.write_all(b"\n"));
         if let Err(err) = r {
             self.error = Some(err);
+        }
+    }
+}
+
+/// Reads each entry as it is recorded, in trace order. An observer must
+/// not record into the history it observes.
+pub trait Observer {
+    /// The next entry.
+    fn entry(&mut self, e: &Entry);
+}
+
+/// A shared observer: the history holds one handle, the caller another to
+/// read what it gathered.
+impl<T: Observer> Observer for Rc<RefCell<T>> {
+    fn entry(&mut self, e: &Entry) {
+        self.borrow_mut().entry(e);
+    }
+}
+
+/// How a history records: whether it keeps its entries, where its trace
+/// streams, and who observes each entry as it is recorded.
+pub struct Recording {
+    /// Keep every entry (for [`History::entries`]: the batch oracle,
+    /// timelines, tests); off, memory does not grow with the run.
+    pub keep: bool,
+    /// Where the trace streams as JSON lines ([`History::stream_to`]).
+    pub trace: Option<Box<dyn Write>>,
+    /// Each reads every entry as it is recorded.
+    pub observers: Vec<Box<dyn Observer>>,
+}
+
+impl Recording {
+    /// Keeps no entry: the trace is hashed (and streamed, when given a
+    /// file) and observed as it is recorded, then let go.
+    pub fn streaming() -> Recording {
+        Recording {
+            keep: false,
+            ..Recording::default()
+        }
+    }
+}
+
+impl Default for Recording {
+    /// Keeps every entry, streams nowhere, observed by no one.
+    fn default() -> Self {
+        Recording {
+            keep: true,
+            trace: None,
+            observers: Vec::new(),
         }
     }
 }
@@ -229,13 +286,21 @@ pub struct History {
 impl History {
     /// A history stamped by `clock`.
     pub fn new(clock: Clock) -> Self {
+        Self::recording(clock, Recording::default())
+    }
+
+    /// A history stamped by `clock` that records as `rec` says.
+    pub fn recording(clock: Clock, rec: Recording) -> Self {
         History {
             inner: Rc::new(RefCell::new(Inner {
                 entries: Vec::new(),
+                next_seq: 0,
                 clock,
-                keep: true,
+                on: true,
+                keep: rec.keep,
+                observers: rec.observers,
                 hash: TraceHash::default(),
-                sink: None,
+                sink: rec.trace.map(|w| Sink { w, error: None }),
             })),
         }
     }
@@ -245,7 +310,7 @@ impl History {
     /// is tokio's, as [`History::tokio_clock`]'s.
     pub fn off() -> Self {
         let h = Self::tokio_clock();
-        h.inner.borrow_mut().keep = false;
+        h.inner.borrow_mut().on = false;
         h
     }
 
@@ -259,11 +324,12 @@ impl History {
     /// Appends a record.
     pub fn record(&self, record: impl Into<Rec>) {
         let mut inner = self.inner.borrow_mut();
-        if !inner.keep {
+        if !inner.on {
             return;
         }
         let t_us = u64::try_from((inner.clock)().as_micros()).unwrap_or(u64::MAX);
-        let seq = inner.entries.len() as u64;
+        let seq = inner.next_seq;
+        inner.next_seq += 1;
         let e = Entry {
             seq,
             t_us,
@@ -273,7 +339,12 @@ impl History {
         if let Some(sink) = inner.sink.as_mut() {
             sink.write(&e);
         }
-        inner.entries.push(e);
+        for o in &mut inner.observers {
+            o.entry(&e);
+        }
+        if inner.keep {
+            inner.entries.push(e);
+        }
     }
 
     /// The trace's fingerprint so far: [`trace_sha256`] of
@@ -284,9 +355,15 @@ impl History {
 
     /// Streams the trace to `w` as JSON lines (the bytes
     /// [`History::write_jsonl`] writes): the entries so far now, every
-    /// later one as it is recorded.
+    /// later one as it is recorded. A history that keeps no entries can
+    /// stream only from its first ([`Recording::trace`]).
     pub fn stream_to(&self, w: Box<dyn Write>) -> io::Result<()> {
         let mut inner = self.inner.borrow_mut();
+        if !inner.keep && inner.next_seq > 0 {
+            return Err(io::Error::other(
+                "this history keeps no entries: its trace streams only from the start",
+            ));
+        }
         let mut sink = Sink { w, error: None };
         for e in &inner.entries {
             sink.write(e);
@@ -328,14 +405,24 @@ impl History {
             .collect()
     }
 
-    /// All entries so far.
+    /// All entries so far (none when it keeps none: [`Recording::keep`]).
     pub fn entries(&self) -> Ref<'_, [Entry]> {
         Ref::map(self.inner.borrow(), |i| i.entries.as_slice())
     }
 
-    /// Number of entries so far.
+    /// Observers stop reading: a caller can take back what they gathered.
+    pub fn stop_observing(&self) {
+        self.inner.borrow_mut().observers.clear();
+    }
+
+    /// Whether it keeps its entries.
+    pub fn keeps(&self) -> bool {
+        self.inner.borrow().keep
+    }
+
+    /// Number of entries recorded so far, kept or not.
     pub fn len(&self) -> usize {
-        self.inner.borrow().entries.len()
+        self.inner.borrow().next_seq as usize
     }
 
     /// Whether nothing was recorded.

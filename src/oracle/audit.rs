@@ -131,10 +131,25 @@ pub struct DecisionErrors {
 
 /// Replays the server's records and checks every logged decision.
 pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
-    let mut audit = Audit::default();
-    let mut out = DecisionErrors::default();
+    let mut a = Auditor::default();
     for e in entries {
-        let Rec::Server(r) = &e.record else { continue };
+        a.entry(e);
+    }
+    a.out
+}
+
+/// [`decision_errors`] one entry at a time.
+#[derive(Default)]
+pub(super) struct Auditor {
+    audit: Audit,
+    pub out: DecisionErrors,
+}
+
+impl Auditor {
+    /// Takes the next entry.
+    pub fn entry(&mut self, e: &Entry) {
+        let Rec::Server(r) = &e.record else { return };
+        let (audit, out) = (&mut self.audit, &mut self.out);
         match r {
             Record::Decision {
                 session,
@@ -164,7 +179,6 @@ pub fn decision_errors(entries: &[Entry]) -> DecisionErrors {
             r => audit.observe(r),
         }
     }
-    out
 }
 
 /// The guard's view as the server's records rebuild it.

@@ -6,14 +6,20 @@
 //! handled or gave up its result), every request of it the server received
 //! was answered or its connection closed (`responded`, `close_seen`,
 //! `server_closed`, or a restart), and every execution of it the server
-//! began ended (`tool_ended`, or a restart), and every result event of it
-//! the server stored was written (`written`). Every operation is final at
+//! began ended (`tool_ended`, or a restart), every result event of it
+//! the server stored was written (`written`), and every event of it the
+//! server wrote while it was open was received by its client or met the
+//! client's close of that connection (`close_seen`, or a restart): an
+//! event replayed behind the result can still arrive after the outcome,
+//! and the oracle counts every receipt. Every operation is final at
 //! the end of the run (the heal phase's end). An operation done at time T
 //! is final at the first record after T: records of the same instant
 //! still concern it. [`check_prefixes`] holds the
 //! rule to the batch judge: an operation's verdict on the trace cut at any
 //! point after it was final is its verdict on the whole trace.
 
+use super::intern::FxMap;
+use super::transport::{Firsts, Receipts};
 use super::{judge, Judgement, OpVerdict, World};
 use crate::history::{ClientRecord, ConnId, Entry, EventId, EventKind, Rec, Record};
 use std::collections::{BTreeMap, BTreeSet};
@@ -33,16 +39,23 @@ struct Open {
     /// (the white-box refinement of its cause), so it keeps the
     /// operation open.
     results: BTreeSet<(String, EventId)>,
+    /// Events of it written and not yet received, by (session, event).
+    inflight: BTreeSet<(u32, EventId)>,
+    /// Its events produced so far, by (session, event).
+    events: Vec<(u32, EventId)>,
 }
 
 impl Open {
     fn done(&self) -> bool {
-        self.outcome && self.conns.is_empty() && self.execs.is_empty() && self.results.is_empty()
+        self.outcome
+            && self.conns.is_empty()
+            && self.execs.is_empty()
+            && self.results.is_empty()
+            && self.inflight.is_empty()
     }
 }
 
 /// Tracks finality as records arrive.
-#[derive(Default)]
 pub struct Finality {
     open: BTreeMap<Rc<str>, Open>,
     /// Which operation a connection's pending requests belong to.
@@ -51,11 +64,40 @@ pub struct Finality {
     by_exec: BTreeMap<(String, String), Rc<str>>,
     /// Which operation an unwritten result event belongs to.
     by_result: BTreeMap<(String, EventId), Rc<str>>,
+    /// Session numbering and legacy streams' event numbers, to match a
+    /// receipt to the event the server wrote.
+    receipts: Receipts,
+    /// Which open operation an event belongs to, by (session, event).
+    event_tag: FxMap<(u32, EventId), Rc<str>>,
+    /// Events written and not yet received: their operation and the
+    /// connection they went out on.
+    inflight: FxMap<(u32, EventId), (Rc<str>, ConnId)>,
+    /// Per connection, the events written on it that may be in flight,
+    /// and the length at which it next forgets those delivered.
+    inflight_on: FxMap<ConnId, (Vec<(u32, EventId)>, usize)>,
     /// Operations done at the time given, released once the clock moves
     /// on: a record of the same instant can still concern them (a drop the
     /// client records after the outcome, a switch at the outcome's time,
     /// which the hazards count as during it).
     done_at: Vec<(Rc<str>, u64)>,
+}
+
+impl Default for Finality {
+    fn default() -> Self {
+        let mut receipts = Receipts::default();
+        receipts.firsts = Firsts::None;
+        Finality {
+            open: BTreeMap::new(),
+            by_conn: BTreeMap::new(),
+            by_exec: BTreeMap::new(),
+            by_result: BTreeMap::new(),
+            receipts,
+            event_tag: FxMap::default(),
+            inflight: FxMap::default(),
+            inflight_on: FxMap::default(),
+            done_at: Vec::new(),
+        }
+    }
 }
 
 impl Finality {
@@ -73,7 +115,9 @@ impl Finality {
 
     /// Takes an entry; returns the operations it left with nothing open.
     fn observe(&mut self, e: &Entry) -> Vec<Rc<str>> {
+        self.receipts.observe(e);
         let mut touched: Vec<Rc<str>> = Vec::new();
+        self.writes(e, &mut touched);
         match &e.record {
             Rec::Client(ClientRecord::OpStarted { tag, .. }) => {
                 self.open.entry(tag.clone()).or_default();
@@ -172,12 +216,103 @@ impl Finality {
             .into_iter()
             .filter(|t| {
                 let done = self.open.get(t).is_some_and(Open::done);
-                if done {
-                    self.open.remove(t);
+                if let Some(o) = done.then(|| self.open.remove(t)).flatten() {
+                    for ev in o.events {
+                        self.event_tag.remove(&ev);
+                    }
                 }
                 done
             })
             .collect()
+    }
+
+    /// Events in flight: produced for an open operation, written, then
+    /// received or lost with the client's close of their connection.
+    fn writes(&mut self, e: &Entry, touched: &mut Vec<Rc<str>>) {
+        match &e.record {
+            Rec::Server(Record::Produced {
+                session,
+                event,
+                tag: Some(tag),
+                ..
+            }) => {
+                let ev = (self.receipts.sessions.id(session), *event);
+                let o = self.open.entry(tag.clone()).or_default();
+                o.events.push(ev);
+                self.event_tag.insert(ev, tag.clone());
+            }
+            Rec::Server(Record::Written {
+                session,
+                event,
+                conn,
+                ..
+            }) => {
+                let Some(s) = self.receipts.sessions.get(session) else {
+                    return;
+                };
+                let ev = (s, *event);
+                let Some(tag) = self.event_tag.get(&ev) else {
+                    return;
+                };
+                if let Some(o) = self.open.get_mut(tag) {
+                    o.inflight.insert(ev);
+                    self.inflight.insert(ev, (tag.clone(), *conn));
+                    self.inflight_on
+                        .entry(*conn)
+                        .or_insert_with(|| (Vec::new(), 64))
+                        .0
+                        .push(ev);
+                }
+            }
+            Rec::Client(ClientRecord::Received {
+                session,
+                event,
+                transport,
+                ..
+            }) if !self.inflight.is_empty() => {
+                let Some(s) = self.receipts.sessions.get(session) else {
+                    return;
+                };
+                let Some(id) = self.receipts.server_id(s, *event, *transport) else {
+                    return;
+                };
+                if let Some((tag, conn)) = self.inflight.remove(&(s, id)) {
+                    if let Some(o) = self.open.get_mut(&tag) {
+                        o.inflight.remove(&(s, id));
+                    }
+                    touched.push(tag);
+                    // A long-lived connection (a standalone stream, a
+                    // pooled one) forgets what it delivered now and then.
+                    if let Some((on, limit)) = self.inflight_on.get_mut(&conn) {
+                        if on.len() >= *limit {
+                            let inflight = &self.inflight;
+                            on.retain(|ev| inflight.get(ev).is_some_and(|(_, c)| *c == conn));
+                            *limit = (2 * on.len()).max(64);
+                        }
+                    }
+                }
+            }
+            Rec::Server(Record::CloseSeen { conn, .. }) => {
+                for ev in self.inflight_on.remove(conn).unwrap_or_default().0 {
+                    if self.inflight.get(&ev).is_some_and(|(_, c)| c == conn) {
+                        let (tag, _) = self.inflight.remove(&ev).expect("present");
+                        if let Some(o) = self.open.get_mut(&tag) {
+                            o.inflight.remove(&ev);
+                        }
+                        touched.push(tag);
+                    }
+                }
+            }
+            Rec::Server(Record::ServerStarted { .. }) => {
+                // A restart ends every connection: nothing is in flight.
+                self.inflight.clear();
+                self.inflight_on.clear();
+                for o in self.open.values_mut() {
+                    o.inflight.clear();
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Operations still open (or done at the latest instant).

@@ -17,6 +17,7 @@ pub mod finality;
 mod intern;
 mod metrics;
 pub mod ops;
+pub mod stream;
 mod transport;
 pub mod whitebox;
 
@@ -128,51 +129,60 @@ impl Tally {
     }
 }
 
-/// Judges a history.
+/// Judges a history, all of it at once: the reference the streaming
+/// judge ([`stream::Judge`]) is held to.
 pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     let judged = ops::judge(entries, world.calls, world.hosts, world.clients_finished);
     let mut classes = Classes::new(world.classes);
     let mut found = Findings::default();
     found.operations(entries, world, &judged, &mut classes);
-    found.clients(entries, world, &judged, &mut classes);
+    found.clients(
+        world,
+        &judged.clients,
+        transport::server_side(entries),
+        &mut classes,
+    );
     let audit = world.audited.then(|| audit::decision_errors(entries));
+    conclude(classes, found, audit)
+}
+
+/// The judgement from the tallies and findings.
+fn conclude(classes: Classes, found: Findings, audit: Option<audit::DecisionErrors>) -> Judgement {
     let (mut metrics, whole, by_class) = classes.finish();
     metrics.guard_bugs = audit.map(|a| a.count);
     let latency_hist = whole
         .iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
         .collect();
+    let (verdicts, defects) = found.in_order();
     Judgement {
         metrics,
         latency_hist,
         by_class,
-        verdicts: found.verdicts,
-        defects: found.defects,
+        verdicts,
+        defects,
     }
 }
 
 /// The client classes' tallies: by index in label order, clients by class
 /// index; a client beyond the world's classes has the empty label.
-struct Classes<'a> {
-    labels: Vec<&'a str>,
+struct Classes {
+    labels: Vec<String>,
     class_of_client: Vec<usize>,
     unlabelled: Option<usize>,
     tallies: Vec<(String, Tally)>,
 }
 
-impl<'a> Classes<'a> {
-    fn new(classes: &'a [String]) -> Self {
-        let mut labels: Vec<&str> = classes.iter().map(String::as_str).collect();
+impl Classes {
+    fn new(classes: &[String]) -> Self {
+        let mut labels: Vec<String> = classes.to_vec();
         labels.sort_unstable();
         labels.dedup();
         let class_of_client = classes
             .iter()
-            .map(|l| labels.binary_search(&l.as_str()).expect("a label"))
+            .map(|l| labels.binary_search(l).expect("a label"))
             .collect();
-        let tallies = labels
-            .iter()
-            .map(|l| ((*l).to_string(), Tally::new()))
-            .collect();
+        let tallies = labels.iter().map(|l| (l.clone(), Tally::new())).collect();
         Classes {
             labels,
             class_of_client,
@@ -185,15 +195,15 @@ impl<'a> Classes<'a> {
     fn of(&mut self, c: u32) -> &mut Tally {
         let k = match self.class_of_client.get(c as usize) {
             Some(&k) => k,
-            None => *self
-                .unlabelled
-                .get_or_insert_with(|| match self.labels.binary_search(&"") {
+            None => *self.unlabelled.get_or_insert_with(|| {
+                match self.labels.binary_search(&String::new()) {
                     Ok(k) => k,
                     Err(_) => {
                         self.tallies.push((String::new(), Tally::new()));
                         self.tallies.len() - 1
                     }
-                }),
+                }
+            }),
         };
         &mut self.tallies[k].1
     }
@@ -228,11 +238,12 @@ impl<'a> Classes<'a> {
 }
 
 /// The failed and degraded operations, and the failures no cause
-/// explains (each a defect of the oracle).
+/// explains (each a defect of the oracle), each with the order its
+/// operation began in (operations never begun after every other).
 #[derive(Default)]
 struct Findings {
-    verdicts: Vec<OpVerdict>,
-    defects: Vec<String>,
+    verdicts: Vec<(u64, OpVerdict)>,
+    defects: Vec<(u64, String)>,
 }
 
 impl Findings {
@@ -264,26 +275,54 @@ impl Findings {
         } else {
             Default::default()
         };
-        for (op, &cause) in judged.ops.iter().zip(&cause_of) {
-            let t = classes.of(op.client);
-            count_op(t, op, cause);
-            if !op.failures.is_empty() || op.degraded() {
-                let mut v = verdict(op, cause);
-                if let (Some(c), true) = (cause, half_open.contains(&op.tag)) {
-                    v.detail = Some("half_open_write".into());
-                    t.half_open[c as usize] += 1;
-                }
-                if !op.failures.is_empty() && cause.is_none() {
-                    self.defects.push(format!(
-                        "operation {} (client {}) failed ({}) and no cause explains it",
-                        v.tag,
-                        v.client,
-                        v.failures.join(", ")
-                    ));
-                }
-                self.verdicts.push(v);
-            }
+        for (i, (op, &cause)) in judged.ops.iter().zip(&cause_of).enumerate() {
+            self.op(classes, i as u64, op, cause, half_open.contains(&op.tag));
         }
+    }
+
+    /// Counts one judged operation (begun `order`th) into its class, with
+    /// its cause and whether the server wrote its result into a connection
+    /// its client had lost.
+    fn op(
+        &mut self,
+        classes: &mut Classes,
+        order: u64,
+        op: &OpFacts,
+        cause: Option<causes::Cause>,
+        half_open: bool,
+    ) -> Option<usize> {
+        let t = classes.of(op.client);
+        count_op(t, op, cause);
+        if op.failures.is_empty() && !op.degraded() {
+            return None;
+        }
+        let mut v = verdict(op, cause);
+        let mut refined = None;
+        if let (Some(c), true) = (cause, half_open) {
+            v.detail = Some("half_open_write".into());
+            t.half_open[c as usize] += 1;
+            refined = Some(self.verdicts.len());
+        }
+        if !op.failures.is_empty() && cause.is_none() {
+            self.defects.push((
+                order,
+                format!(
+                    "operation {} (client {}) failed ({}) and no cause explains it",
+                    v.tag,
+                    v.client,
+                    v.failures.join(", ")
+                ),
+            ));
+        }
+        self.verdicts.push((order, v));
+        refined
+    }
+
+    /// Takes back the half-open-write refinement of verdict `verdict` (its
+    /// client's, under cause index `cause`).
+    fn unrefine(&mut self, classes: &mut Classes, verdict: usize, client: u32, cause: usize) {
+        self.verdicts[verdict].1.detail = None;
+        classes.of(client).half_open[cause] -= 1;
     }
 
     /// Counts what belongs to each client rather than to one operation:
@@ -291,15 +330,14 @@ impl Findings {
     /// the server-side metrics of its requests.
     fn clients(
         &mut self,
-        entries: &[Entry],
         world: World<'_>,
-        judged: &ops::Ops,
+        clients: &[ops::ClientFacts],
+        mut server_side: BTreeMap<u32, transport::ServerSide>,
         classes: &mut Classes,
     ) {
-        let mut server_side = transport::server_side(entries);
-        // `ops::judge` keeps one entry per client of the workload (and any
-        // client a record names beyond it).
-        for (c, cf) in judged.clients.iter().enumerate() {
+        // One entry per client of the workload (and any client a record
+        // names beyond it).
+        for (c, cf) in clients.iter().enumerate() {
             let t = classes.of(c as u32);
             self.never_begun(t, world, c, cf.never_begun);
             let m = &mut t.m;
@@ -330,8 +368,9 @@ impl Findings {
             return;
         }
         let cause = if world.clients_finished {
-            self.defects.push(format!(
-                "client {c} finished without beginning {never_begun} of its operations"
+            self.defects.push((
+                u64::MAX,
+                format!("client {c} finished without beginning {never_begun} of its operations"),
             ));
             None
         } else {
@@ -342,14 +381,28 @@ impl Findings {
         let calls = world.calls.get(c).copied().unwrap_or(0);
         let first = calls.saturating_sub(never_begun as u32);
         for n in first..calls {
-            self.verdicts.push(OpVerdict {
-                tag: crate::history::op_tag(c as u32, n),
-                client: c as u32,
-                failures: vec!["lost".into()],
-                cause: cause.clone(),
-                detail: None,
-            });
+            self.verdicts.push((
+                u64::MAX,
+                OpVerdict {
+                    tag: crate::history::op_tag(c as u32, n),
+                    client: c as u32,
+                    failures: vec!["lost".into()],
+                    cause: cause.clone(),
+                    detail: None,
+                },
+            ));
         }
+    }
+
+    /// The verdicts and defects in the order their operations began.
+    fn in_order(mut self) -> (Vec<OpVerdict>, Vec<String>) {
+        // Stable: operations never begun keep their client order.
+        self.verdicts.sort_by_key(|v| v.0);
+        self.defects.sort_by_key(|d| d.0);
+        (
+            self.verdicts.into_iter().map(|v| v.1).collect(),
+            self.defects.into_iter().map(|d| d.1).collect(),
+        )
     }
 }
 

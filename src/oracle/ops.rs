@@ -25,31 +25,11 @@ use std::rc::Rc;
 /// Builds and judges every operation. `calls[c]` is client c's workload
 /// size, `hosts[c]` its host.
 pub fn judge(entries: &[Entry], calls: &[u32], hosts: &[u32], clients_finished: bool) -> Ops {
-    let mut b = Builder {
-        ops: Vec::new(),
-        tags: Tags::new(calls),
-        op_of: Vec::new(),
-        sessions: Sessions::default(),
-        clients: vec![ClientFacts::default(); calls.len()],
-        run: RunFacts {
-            clients_finished,
-            ..RunFacts::default()
-        },
-        open_faults: HashMap::new(),
-        pending_switch: vec![None; calls.len()],
-        gaps_named: FxMap::default(),
-        result_gaps: FxMap::default(),
-    };
-    b.op_of = vec![NO_OP; b.tags.len()];
+    let mut b = Builder::new(calls, clients_finished, false);
     for e in entries {
         b.entry(e);
     }
-    let end_us = entries.last().map_or(0, |e| e.t_us);
-    let mut open: Vec<_> = std::mem::take(&mut b.open_faults).into_iter().collect();
-    open.sort_unstable_by_key(|&(index, _)| index);
-    for (_, (kind, host, from)) in open {
-        b.close_fault(kind, host, from, end_us);
-    }
+    b.close_open_faults(entries.last().map_or(0, |e| e.t_us));
     b.finish(calls, hosts);
     Ops {
         ops: b.ops,
@@ -58,10 +38,19 @@ pub fn judge(entries: &[Entry], calls: &[u32], hosts: &[u32], clients_finished: 
     }
 }
 
+/// Where a partition's or latency spike's window is kept: (a partition,
+/// its index in `RunFacts::partitions` or `spikes`).
+type Window = (bool, usize);
+
 /// `Builder::op_of` of a tag with no operation.
 const NO_OP: u32 = u32::MAX;
+/// `Builder::op_of` of a tag whose operation was judged and dropped.
+const JUDGED: u32 = u32::MAX - 1;
 
-struct Builder {
+/// Reads the black box's records into operations' facts, one entry at a
+/// time: all of them kept for [`judge`], or each taken out and judged when
+/// final ([`Builder::take`]).
+pub(super) struct Builder {
     ops: Vec<OpFacts>,
     /// Tag → small integer.
     tags: Tags,
@@ -71,8 +60,8 @@ struct Builder {
     sessions: Sessions,
     clients: Vec<ClientFacts>,
     run: RunFacts,
-    /// fault index → (kind, host, start µs), for timed faults still on.
-    open_faults: HashMap<u32, (FaultKind, Option<u32>, u64)>,
+    /// fault index → its window, for timed faults still on.
+    open_faults: HashMap<u32, Window>,
     /// client → switch time not yet matched with a handled result.
     pending_switch: Vec<Option<u64>>,
     /// (client, session, stream) → event ids named by the gaps received on
@@ -82,28 +71,103 @@ struct Builder {
     /// the stream it arrived on, when it arrived (the latest arrival), when
     /// not 0.
     result_gaps: FxMap<(u32, u32, u32, u32), u64>,
+    /// Operations begun, by client.
+    began: Vec<u64>,
+    /// Operations begun so far, over all clients.
+    next_order: u64,
+    /// `ops[i]`'s tag id and the order it began in (streaming: `ops` is
+    /// reordered as operations leave).
+    slot: Vec<(u32, u64)>,
+    /// Per client, what judging one operation at a time needs (`None`:
+    /// every operation is judged at the end).
+    live: Option<Vec<Live>>,
+}
+
+/// One client's state for judging its operations one at a time.
+#[derive(Clone, Debug, Default)]
+struct Live {
+    /// The latest start of an operation of it (they begin in time order).
+    last_start: Option<u64>,
+    /// Tag ids of its operations not yet judged.
+    ops: Vec<u32>,
+    /// (handled seq, first sent seq) of its handled operations that may
+    /// still be the later operation of an order violation: one whose send
+    /// came after the result of an operation not yet judged.
+    handled: Vec<(u64, u64)>,
 }
 
 impl Builder {
+    /// A builder for a workload of `calls[c]` operations per client;
+    /// `streaming`: operations are taken out as they become final.
+    pub(super) fn new(calls: &[u32], clients_finished: bool, streaming: bool) -> Builder {
+        let tags = Tags::new(calls);
+        Builder {
+            ops: Vec::new(),
+            op_of: vec![NO_OP; tags.len()],
+            tags,
+            sessions: Sessions::default(),
+            clients: vec![ClientFacts::default(); calls.len()],
+            run: RunFacts {
+                clients_finished,
+                ..RunFacts::default()
+            },
+            open_faults: HashMap::new(),
+            pending_switch: vec![None; calls.len()],
+            gaps_named: FxMap::default(),
+            result_gaps: FxMap::default(),
+            began: vec![0; calls.len()],
+            next_order: 0,
+            slot: Vec::new(),
+            live: streaming.then(|| vec![Live::default(); calls.len()]),
+        }
+    }
+
     fn op(&mut self, tag: &str) -> Option<&mut OpFacts> {
         let t = self.tags.get(tag)?;
         match self.op_of.get(t as usize) {
-            Some(&i) if i != NO_OP => Some(&mut self.ops[i as usize]),
+            Some(&i) if i != NO_OP && i != JUDGED => Some(&mut self.ops[i as usize]),
             _ => None,
         }
     }
 
-    fn op_or_new(&mut self, client: u32, tag: &Rc<str>, t_us: u64) -> &mut OpFacts {
-        let t = self.tags.id(tag) as usize;
-        if t >= self.op_of.len() {
-            self.op_of.resize(t + 1, NO_OP);
+    /// The operation `tag` names, begun now if it was not (`None`: it was
+    /// judged already, and a late record of it changes nothing).
+    fn op_or_new(&mut self, client: u32, tag: &Rc<str>, t_us: u64) -> Option<&mut OpFacts> {
+        let t = self.tags.id(tag);
+        let k = t as usize;
+        if k >= self.op_of.len() {
+            self.op_of.resize(k + 1, NO_OP);
         }
-        if self.op_of[t] == NO_OP {
-            self.op_of[t] = self.ops.len() as u32;
-            self.ops.push(OpFacts::new(client, tag.clone(), t_us));
+        match self.op_of[k] {
+            JUDGED => return None,
+            NO_OP => {
+                self.op_of[k] = self.ops.len() as u32;
+                self.ops.push(OpFacts::new(client, tag.clone(), t_us));
+                self.slot.push((t, self.next_order));
+                self.next_order += 1;
+                self.client(client);
+                self.began[client as usize] += 1;
+                self.begun(client, t, t_us);
+            }
+            _ => {}
         }
-        let i = self.op_of[t] as usize;
-        &mut self.ops[i]
+        let i = self.op_of[k] as usize;
+        Some(&mut self.ops[i])
+    }
+
+    /// Streaming: operation `t` of `client` began at `t_us`; the first
+    /// operation begun at or after its switch is known as it begins.
+    fn begun(&mut self, client: u32, t: u32, t_us: u64) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        let l = &mut live[client as usize];
+        l.ops.push(t);
+        l.last_start = Some(t_us);
+        let c = &mut self.clients[client as usize];
+        if c.switched_us.is_some_and(|s| t_us >= s) && c.first_after_switch.is_none() {
+            c.first_after_switch = Some(t_us);
+        }
     }
 
     fn client(&mut self, c: u32) -> &mut ClientFacts {
@@ -111,11 +175,16 @@ impl Builder {
         if c >= self.clients.len() {
             self.clients.resize(c + 1, ClientFacts::default());
             self.pending_switch.resize(c + 1, None);
+            self.began.resize(c + 1, 0);
+            if let Some(live) = self.live.as_mut() {
+                live.resize(c + 1, Live::default());
+            }
         }
         &mut self.clients[c]
     }
 
-    fn entry(&mut self, e: &Entry) {
+    /// Takes the next entry.
+    pub(super) fn entry(&mut self, e: &Entry) {
         let (t, seq) = (e.t_us, e.seq);
         match &e.record {
             Rec::Client(r) => self.client_record(r, t, seq),
@@ -124,13 +193,13 @@ impl Builder {
                 WorldRecord::FaultStarted { index, kind, host } => {
                     if *kind == FaultKind::Restart {
                         self.run.restarts_us.push(t);
-                    } else {
-                        self.open_faults.insert(*index, (*kind, *host, t));
+                    } else if let Some(at) = self.open_fault(*kind, *host, t) {
+                        self.open_faults.insert(*index, at);
                     }
                 }
                 WorldRecord::FaultEnded { index } => {
-                    if let Some((kind, host, from)) = self.open_faults.remove(index) {
-                        self.close_fault(kind, host, from, t);
+                    if let Some(at) = self.open_faults.remove(index) {
+                        self.close_fault(at, t);
                     }
                 }
                 WorldRecord::HealStarted => {}
@@ -139,19 +208,43 @@ impl Builder {
         }
     }
 
-    fn close_fault(&mut self, kind: FaultKind, host: Option<u32>, from: u64, to: u64) {
-        let Some(host) = host else { return };
-        match kind {
-            FaultKind::Partition => self.run.partitions.push((host, from, to)),
-            FaultKind::Latency => self.run.spikes.push((host, from, to)),
-            FaultKind::Drop | FaultKind::Restart | FaultKind::Switch => {}
+    /// A partition or latency spike of a host began: its window, open
+    /// (to the end of time) until it ends; where it is kept.
+    fn open_fault(&mut self, kind: FaultKind, host: Option<u32>, from: u64) -> Option<Window> {
+        let host = host?;
+        let w = match kind {
+            FaultKind::Partition => &mut self.run.partitions,
+            FaultKind::Latency => &mut self.run.spikes,
+            FaultKind::Drop | FaultKind::Restart | FaultKind::Switch => return None,
+        };
+        w.push((host, from, u64::MAX));
+        Some((kind == FaultKind::Partition, w.len() - 1))
+    }
+
+    fn close_fault(&mut self, (partition, i): Window, to: u64) {
+        let w = if partition {
+            &mut self.run.partitions
+        } else {
+            &mut self.run.spikes
+        };
+        w[i].2 = to;
+    }
+
+    /// The end of the trace at `end_us`: faults still on end there.
+    fn close_open_faults(&mut self, end_us: u64) {
+        let mut open: Vec<_> = std::mem::take(&mut self.open_faults).into_iter().collect();
+        open.sort_unstable_by_key(|&(index, _)| index);
+        for (_, at) in open {
+            self.close_fault(at, end_us);
         }
     }
 
     fn client_record(&mut self, r: &ClientRecord, t: u64, seq: u64) {
         match r {
             ClientRecord::OpStarted { client, tag } => {
-                self.op_or_new(*client, tag, t).start_us = t;
+                if let Some(op) = self.op_or_new(*client, tag, t) {
+                    op.start_us = t;
+                }
             }
             ClientRecord::Sent {
                 client,
@@ -232,8 +325,17 @@ impl Builder {
                 }
             }
             ClientRecord::Switched { client, .. } => {
-                self.client(*client).switched_us.get_or_insert(t);
+                let c = self.client(*client);
+                let first = c.switched_us.is_none();
+                c.switched_us.get_or_insert(t);
                 self.pending_switch[*client as usize] = Some(t);
+                // Streaming: an operation begun at this instant, before the
+                // switch's record, is the first at or after it.
+                if let (true, Some(live)) = (first, &self.live) {
+                    if live[*client as usize].last_start == Some(t) {
+                        self.clients[*client as usize].first_after_switch = Some(t);
+                    }
+                }
             }
             ClientRecord::Outcome {
                 client,
@@ -241,10 +343,11 @@ impl Builder {
                 outcome,
                 ..
             } => {
-                let op = self.op_or_new(*client, tag, t);
-                op.outcome = Some(*outcome);
-                op.end_us = Some(t);
-                op.gave_up = *outcome == Outcome::Abandoned;
+                if let Some(op) = self.op_or_new(*client, tag, t) {
+                    op.outcome = Some(*outcome);
+                    op.end_us = Some(t);
+                    op.gave_up = *outcome == Outcome::Abandoned;
+                }
             }
             _ => {}
         }
@@ -336,14 +439,20 @@ impl Builder {
             self.client(client).switch_latency_us.push(sample);
         }
         let gap_named = self.gap_budget(client, chunk);
-        if let Some(op) = self.op(tag) {
-            op.handled.get_or_insert(Handled {
-                seq,
-                t_us: t,
-                chunk: chunk.cloned(),
-                replayed,
-                gap_named,
-            });
+        let Some(op) = self.op(tag) else { return };
+        if op.handled.is_some() {
+            return;
+        }
+        op.handled = Some(Handled {
+            seq,
+            t_us: t,
+            chunk: chunk.cloned(),
+            replayed,
+            gap_named,
+        });
+        let (c, sent) = (op.client as usize, op.first_sent_seq);
+        if let (Some(live), Some(sent)) = (self.live.as_mut(), sent) {
+            live[c].handled.push((seq, sent));
         }
     }
 
@@ -427,15 +536,134 @@ impl Builder {
         }
     }
 
+    /// Streaming: whether operation `tag` has every event its executions
+    /// emitted (else a late replay may still deliver one, and the batch
+    /// judge counts every receipt: such an operation waits for the end).
+    pub(super) fn whole(&self, tag: &str) -> bool {
+        let Some(t) = self.tags.get(tag) else {
+            return true;
+        };
+        match self.op_of.get(t as usize) {
+            Some(&i) if i != NO_OP && i != JUDGED => self.ops[i as usize]
+                .execs
+                .iter()
+                .all(|x| x.received_count() >= x.emitted),
+            _ => true,
+        }
+    }
+
+    /// Streaming: takes operation `tag` out, judged with what the records
+    /// so far say (its outcome, hazards and order violations), with the
+    /// order it began in; `None` when no operation has that tag or it was
+    /// judged already. Late records of it change nothing.
+    pub(super) fn take(&mut self, tag: &str, hosts: &[u32]) -> Option<(u64, OpFacts)> {
+        let t = self.tags.get(tag)?;
+        self.take_id(t, hosts)
+    }
+
+    fn take_id(&mut self, t: u32, hosts: &[u32]) -> Option<(u64, OpFacts)> {
+        let i = *self.op_of.get(t as usize)?;
+        if i == NO_OP || i == JUDGED {
+            return None;
+        }
+        let i = i as usize;
+        let mut op = self.ops.swap_remove(i);
+        let (_, order) = self.slot.swap_remove(i);
+        if let Some(&(moved, _)) = self.slot.get(i) {
+            self.op_of[moved as usize] = i as u32;
+        }
+        self.op_of[t as usize] = JUDGED;
+        let c = op.client as usize;
+        outcome(&mut op, &self.clients[c], hosts.get(c).copied(), &self.run);
+        self.order_violations_of(&mut op, t);
+        Some((order, op))
+    }
+
+    /// Streaming, at the end of the run: every operation not yet taken,
+    /// judged, in the order they began; and each client's operations never
+    /// begun counted.
+    pub(super) fn take_rest(
+        &mut self,
+        calls: &[u32],
+        hosts: &[u32],
+        clients_finished: bool,
+        end_us: u64,
+    ) -> Vec<(u64, OpFacts)> {
+        self.run.clients_finished = clients_finished;
+        self.close_open_faults(end_us);
+        for (c, &n) in calls.iter().enumerate() {
+            self.clients[c].never_begun = u64::from(n).saturating_sub(self.began[c]);
+        }
+        let mut rest = self.slot.clone();
+        rest.sort_unstable_by_key(|&(_, order)| order);
+        rest.into_iter()
+            .filter_map(|(t, _)| self.take_id(t, hosts))
+            .collect()
+    }
+
+    /// Streaming: the order violations `op` (tag id `t`) is the earlier
+    /// operation of, against its client's operations handled before it;
+    /// then what no operation still open can need is forgotten.
+    fn order_violations_of(&mut self, op: &mut OpFacts, t: u32) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        let l = &mut live[op.client as usize];
+        if let Some(k) = l.ops.iter().position(|&x| x == t) {
+            l.ops.swap_remove(k);
+        }
+        if let (Some(h), Some(_)) = (&op.handled, op.first_sent_seq) {
+            // A's result: the earliest any execution produced one.
+            if let Some(r) = op.execs.iter().filter_map(|x| x.result_seq).min() {
+                let n = l
+                    .handled
+                    .iter()
+                    .filter(|&&(hs, sent)| hs < h.seq && sent > r)
+                    .count() as u64;
+                if n > 0 {
+                    op.order_pairs = n;
+                    op.failures.insert(Failure::OutOfOrder);
+                }
+            }
+        }
+        // A handled operation sent at or before the earliest result of
+        // every open operation can count against none of them (nor against
+        // one whose result is still to come, which is later still).
+        let (ops, op_of) = (&self.ops, &self.op_of);
+        let earliest = l
+            .ops
+            .iter()
+            .filter_map(|&x| {
+                let i = op_of[x as usize] as usize;
+                ops[i].execs.iter().filter_map(|x| x.result_seq).min()
+            })
+            .min();
+        match earliest {
+            None => l.handled.clear(),
+            Some(r) => l.handled.retain(|&(_, sent)| sent > r),
+        }
+    }
+
+    /// The run's facts so far.
+    pub(super) fn run(&self) -> &RunFacts {
+        &self.run
+    }
+
+    /// Each client's facts so far.
+    pub(super) fn clients(&self) -> &[ClientFacts] {
+        &self.clients
+    }
+
+    /// Operations held now (begun and not yet judged).
+    pub(super) fn open(&self) -> usize {
+        self.ops.len()
+    }
+
     fn finish(&mut self, calls: &[u32], hosts: &[u32]) {
         // Operations with no record at all (a client that never began them
         // and recorded no outcome).
-        let mut seen = vec![0u64; self.clients.len()];
-        for op in &self.ops {
-            seen[op.client as usize] += 1;
-        }
         for (c, &n) in calls.iter().enumerate() {
-            self.clients[c].never_begun = u64::from(n).saturating_sub(seen[c]);
+            self.clients[c].never_begun = u64::from(n).saturating_sub(self.began[c]);
         }
         for op in &self.ops {
             let c = &mut self.clients[op.client as usize];

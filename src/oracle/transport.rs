@@ -16,14 +16,29 @@ use std::collections::{BTreeMap, HashSet};
 /// named by their ids in `sessions`, which the caller shares.
 #[derive(Default)]
 pub(super) struct Receipts {
+    /// Which receipts it keeps.
+    pub firsts: Firsts,
     /// Session ids as integers.
     pub sessions: Sessions,
     /// Legacy streams, (session, stream).
     streams: HashSet<(u32, u32), std::hash::BuildHasherDefault<super::intern::Fx>>,
     /// Session → the server ids of its legacy streams' events, in order.
     ids: FxMap<u32, Vec<u64>>,
+    /// Sessions with a legacy stream.
+    legacy: HashSet<u32, std::hash::BuildHasherDefault<super::intern::Fx>>,
     /// (session, server event id) → trace position of its first receipt.
     first: FxMap<(u32, u64), u64>,
+}
+
+/// Which first receipts [`Receipts`] keeps: every one, those of sessions
+/// with a legacy stream only (all that Rule T's foreign-cursor count asks
+/// about), or none (the caller tracks the few it needs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum Firsts {
+    #[default]
+    All,
+    Legacy,
+    None,
 }
 
 impl Receipts {
@@ -39,8 +54,15 @@ impl Receipts {
                 ..
             }) => {
                 let s = self.sessions.id(session);
-                if let Some(id) = self.server_id(s, *event, *transport) {
-                    self.first.entry((s, id)).or_insert(e.seq);
+                let keep = match self.firsts {
+                    Firsts::All => true,
+                    Firsts::Legacy => self.legacy.contains(&s),
+                    Firsts::None => false,
+                };
+                if keep {
+                    if let Some(id) = self.server_id(s, *event, *transport) {
+                        self.first.entry((s, id)).or_insert(e.seq);
+                    }
                 }
             }
             _ => {}
@@ -67,6 +89,7 @@ impl Receipts {
             } => {
                 let s = self.sessions.id(session);
                 self.streams.insert((s, *stream));
+                self.legacy.insert(s);
             }
             Record::Produced {
                 session,
@@ -85,7 +108,7 @@ impl Receipts {
     }
 
     /// The server's id of an event a client received.
-    fn server_id(&self, session: u32, event: u64, transport: Transport) -> Option<u64> {
+    pub fn server_id(&self, session: u32, event: u64, transport: Transport) -> Option<u64> {
         match transport {
             Transport::Streamable => Some(event),
             Transport::Legacy => self
@@ -118,7 +141,7 @@ struct Facts {
 
 /// Per client, what the server's records say.
 pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
-    let mut scan = Scan::default();
+    let mut scan = Scan::new();
     for e in entries {
         scan.observe(e);
     }
@@ -127,7 +150,7 @@ pub(super) fn server_side(entries: &[Entry]) -> BTreeMap<u32, ServerSide> {
 
 /// What one pass over the records gathers, by session.
 #[derive(Default)]
-struct Scan {
+pub(super) struct Scan {
     receipts: Receipts,
     rejections: Vec<(u32, &'static str)>,
     facts: Vec<Facts>,
@@ -140,7 +163,16 @@ struct Scan {
 }
 
 impl Scan {
-    fn observe(&mut self, e: &Entry) {
+    /// Nothing gathered yet; receipts kept only for legacy sessions (all
+    /// that the foreign-cursor count reads).
+    pub fn new() -> Scan {
+        let mut s = Scan::default();
+        s.receipts.firsts = Firsts::Legacy;
+        s
+    }
+
+    /// Takes the next entry.
+    pub fn observe(&mut self, e: &Entry) {
         self.receipts.observe(e);
         let session = match &e.record {
             Rec::Client(ClientRecord::Session { session, .. }) => session,
@@ -232,7 +264,7 @@ impl Scan {
     }
 
     /// The gathered facts, per client.
-    fn per_client(self) -> BTreeMap<u32, ServerSide> {
+    pub fn per_client(self) -> BTreeMap<u32, ServerSide> {
         let client_of = |s: u32| self.facts.get(s as usize).and_then(|f| f.client);
         let mut out: BTreeMap<u32, ServerSide> = BTreeMap::new();
         for (s, reason) in self.rejections {

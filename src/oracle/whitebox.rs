@@ -188,3 +188,122 @@ pub fn half_open_writes(entries: &[Entry]) -> BTreeSet<Rc<str>> {
         .map(|(_, (tag, _))| tag.into())
         .collect()
 }
+
+/// [`half_open_writes`] one entry at a time, for operations judged as they
+/// become final: each result event the server stored, whether it was
+/// written and whether its client received it, kept until its operation is
+/// judged ([`HalfOpen::take`]). A result written before its operation was
+/// final can still reach the client after (a replay to a client that had
+/// given up): a failed operation's half-open writes are watched
+/// ([`HalfOpen::watch`]) until the run ends, and a receipt of the last of
+/// them says the refinement no longer holds.
+#[derive(Default)]
+pub(super) struct HalfOpen {
+    receipts: Receipts,
+    /// (session, result event) → (its tag, the latest produced; written;
+    /// received).
+    results: FxMap<(u32, u64), (Rc<str>, bool, bool)>,
+    /// Tag → the result events stored for it.
+    by_tag: FxMap<Rc<str>, Vec<(u32, u64)>>,
+    /// Result events written and not received, of judged operations whose
+    /// cause they refine → the watch they belong to.
+    watched: FxMap<(u32, u64), usize>,
+    /// Per watch: its events not received yet, and what to undo when none
+    /// is left.
+    watches: Vec<(usize, Undo)>,
+}
+
+/// What a refinement that no longer holds takes back: the verdict's index
+/// among the findings, its client, its cause's index.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Undo {
+    pub verdict: usize,
+    pub client: u32,
+    pub cause: usize,
+}
+
+impl HalfOpen {
+    /// Nothing kept yet; legacy numbering only, no receipt kept.
+    pub fn new() -> HalfOpen {
+        let mut h = HalfOpen::default();
+        h.receipts.firsts = super::transport::Firsts::None;
+        h
+    }
+
+    /// Takes the next entry; a refinement to take back when it was the
+    /// receipt of the last half-open write a watch waited for.
+    pub fn entry(&mut self, e: &Entry) -> Option<Undo> {
+        self.receipts.observe(e);
+        match &e.record {
+            Rec::Server(Record::Produced {
+                session,
+                event,
+                kind: EventKind::Result,
+                tag: Some(tag),
+                ..
+            }) => {
+                let ev = (self.receipts.sessions.id(session), *event);
+                let r = self
+                    .results
+                    .entry(ev)
+                    .or_insert_with(|| (tag.clone(), false, false));
+                r.0 = tag.clone();
+                self.by_tag.entry(tag.clone()).or_default().push(ev);
+            }
+            Rec::Server(Record::Written { session, event, .. }) if !self.results.is_empty() => {
+                if let Some(s) = self.receipts.sessions.get(session) {
+                    if let Some(r) = self.results.get_mut(&(s, *event)) {
+                        r.1 = true;
+                    }
+                }
+            }
+            Rec::Client(ClientRecord::Received {
+                session,
+                event,
+                transport,
+                ..
+            }) if !self.results.is_empty() || !self.watched.is_empty() => {
+                let s = self.receipts.sessions.get(session)?;
+                let ev = (s, self.receipts.server_id(s, *event, *transport)?);
+                if let Some(r) = self.results.get_mut(&ev) {
+                    r.2 = true;
+                }
+                let w = self.watched.remove(&ev)?;
+                let (left, undo) = &mut self.watches[w];
+                *left -= 1;
+                return (*left == 0).then_some(*undo);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The result events of `tag` the server wrote and its client has not
+    /// received (so far); forgets `tag`'s results.
+    pub fn take(&mut self, tag: &str) -> Vec<(u32, u64)> {
+        let mut half_open = Vec::new();
+        for ev in self.by_tag.remove(tag).unwrap_or_default() {
+            if let Some(r) = self.results.get(&ev).filter(|r| &*r.0 == tag) {
+                if r.1 && !r.2 {
+                    half_open.push(ev);
+                }
+                self.results.remove(&ev);
+            }
+        }
+        half_open
+    }
+
+    /// Watches half-open writes `events` (from [`HalfOpen::take`]) until
+    /// the run ends: `undo` is returned by [`HalfOpen::entry`] if the
+    /// client receives every one of them after all.
+    pub fn watch(&mut self, events: Vec<(u32, u64)>, undo: Undo) {
+        let w = self.watches.len();
+        let mut n = 0;
+        for ev in events {
+            if self.watched.insert(ev, w).is_none() {
+                n += 1;
+            }
+        }
+        self.watches.push((n, undo));
+    }
+}

@@ -22,6 +22,7 @@ use crate::console::{errln, outln};
 use crate::run::{self, Options};
 use crate::scenario::Scenario;
 use crate::server::Variant;
+use crate::sut::Arm;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -163,7 +164,8 @@ fn connections_key(t: Traffic) -> String {
 
 fn chaos(t: Traffic) -> Result<(f64, u64), String> {
     let s = scenario(t)?;
-    let (r, _) = run::run(&s, 0, Variant::Unguarded, &Options::default()).map_err(|e| e.0)?;
+    let r = run::run_arm_streaming(&s, 0, Arm::BuiltIn(Variant::Unguarded), &Options::default())
+        .map_err(|e| e.0)?;
     if !r.clients_finished {
         return Err("mcp-chaos: the clients did not finish".into());
     }
@@ -181,7 +183,8 @@ fn fleet_scenario(text: &str, t: Traffic) -> Result<Scenario, String> {
 
 fn mixed_fleet(text: &str, t: Traffic) -> Result<(f64, u64), String> {
     let s = fleet_scenario(text, t)?;
-    let (r, _) = run::run(&s, 0, Variant::Guarded, &Options::default()).map_err(|e| e.0)?;
+    let r = run::run_arm_streaming(&s, 0, Arm::BuiltIn(Variant::Guarded), &Options::default())
+        .map_err(|e| e.0)?;
     Ok((r.sim_ms as f64 / 1e3, r.metrics.operations))
 }
 

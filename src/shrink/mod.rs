@@ -60,7 +60,7 @@ fn shows(r: &RunReport, until: &[String]) -> bool {
 /// A run's failed expectations as (metric, value, bound, "at most"|"at
 /// least"): the "violation" a shrink must preserve is the set of metrics.
 fn failures(s: &Scenario, seed: u64, v: Arm) -> Result<Vec<(String, bool, u64)>, String> {
-    let (r, _) = run::run_arm(s, seed, v, &Options::default()).map_err(|e| e.to_string())?;
+    let r = run::run_arm_streaming(s, seed, v, &Options::default()).map_err(|e| e.to_string())?;
     Ok(r.failed_expectations
         .iter()
         .filter_map(|f| {
@@ -138,8 +138,8 @@ pub fn shrink_to(scenario: &Scenario, seed: u64, v: Arm, goal: &Goal) -> Result<
     let (failed, target) = target_of(scenario, seed, v, goal)?;
     let holds = |s: &Scenario| -> Result<bool, String> {
         if by_metric {
-            let (r, _) =
-                run::run_arm(s, seed, v, &Options::default()).map_err(|e| e.to_string())?;
+            let r = run::run_arm_streaming(s, seed, v, &Options::default())
+                .map_err(|e| e.to_string())?;
             Ok(shows(&r, &goal.until))
         } else {
             let got = failing_metrics(s, seed, v)?;
@@ -233,7 +233,8 @@ fn target_of(
         }
         return Ok((failed, target));
     }
-    let (r, _) = run::run_arm(scenario, seed, v, &Options::default()).map_err(|e| e.to_string())?;
+    let r = run::run_arm_streaming(scenario, seed, v, &Options::default())
+        .map_err(|e| e.to_string())?;
     if !shows(&r, &goal.until) {
         let got: Vec<String> = goal
             .until
@@ -338,17 +339,18 @@ fn keep_what_holds(
     for arm in arms {
         let Ok(a) = arm.parse::<Arm>() else { continue };
         *runs += 1;
-        let failed: Vec<String> = match run::run_arm(&loaded, seed, a, &Options::default()) {
-            Ok((r, _)) => r.failed_expectations,
-            Err(_) => {
-                // An arm this build cannot run: its bounds are not checked.
-                if a != v {
-                    s.expect.0.remove(&arm);
-                    dropped.push(format!("expect.{arm} (cannot run here)"));
+        let failed: Vec<String> =
+            match run::run_arm_streaming(&loaded, seed, a, &Options::default()) {
+                Ok(r) => r.failed_expectations,
+                Err(_) => {
+                    // An arm this build cannot run: its bounds are not checked.
+                    if a != v {
+                        s.expect.0.remove(&arm);
+                        dropped.push(format!("expect.{arm} (cannot run here)"));
+                    }
+                    continue;
                 }
-                continue;
-            }
-        };
+            };
         let mut e = s.expect.of(&arm);
         for f in &failed {
             let Some(m) = metric_of(f) else { continue };

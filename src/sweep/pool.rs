@@ -51,8 +51,7 @@ pub const TIMEOUT: &str = "timeout";
 fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport, String> {
     let repro = || run::repro_command(&job.path, job.seed, job.variant, &job.opts);
     let Some(limit) = timeout else {
-        return run::run_arm(&job.scenario, job.seed, job.variant, &job.opts)
-            .map(|(report, _)| report)
+        return run::run_arm_streaming(&job.scenario, job.seed, job.variant, &job.opts)
             .map_err(|e| format!("{e}\nreproduce with: {}", repro()));
     };
     let (tx, rx) = std::sync::mpsc::channel();
@@ -61,9 +60,8 @@ fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport,
     let flag = stop.clone();
     let thread = std::thread::spawn(move || {
         let r = crate::stop::with(flag, || {
-            run::run_arm(&owned.scenario, owned.seed, owned.variant, &owned.opts)
+            run::run_arm_streaming(&owned.scenario, owned.seed, owned.variant, &owned.opts)
         })
-        .map(|(report, _)| report)
         .map_err(|e| e.to_string());
         // The receiver is gone when the run timed out: nothing to tell.
         let _ = tx.send(r);
