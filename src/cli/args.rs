@@ -368,10 +368,10 @@ pub struct ScaleArgs {
     /// the median).
     #[arg(long, default_value_t = 3, value_parser = flags::whole32("--fleet-runs", 0, 9))]
     pub fleet_runs: u32,
-    /// Clients of the soak, 0 (no soak, the default while the oracle keeps
-    /// every record until the end: 1,000 clients' large run peaks near
-    /// 9 GB) to 20000.
-    #[arg(long, default_value_t = 0, value_parser = flags::whole32("--soak-clients", 0, crate::scenario::MAX_CLIENTS as u32))]
+    /// Clients of the soak, 0 (no soak) to 20000: its small run makes
+    /// 100,000 operations at the default 1,000 clients, its large run
+    /// 1,000,000.
+    #[arg(long, default_value_t = 1000, value_parser = flags::whole32("--soak-clients", 0, crate::scenario::MAX_CLIENTS as u32))]
     pub soak_clients: u32,
     /// Calls per client of the soak's small run, 1 to 100 (its large run
     /// makes ten times as many).

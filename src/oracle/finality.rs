@@ -22,6 +22,7 @@ use super::intern::FxMap;
 use super::transport::{Firsts, Receipts};
 use super::{judge, Judgement, OpVerdict, World};
 use crate::history::{ClientRecord, ConnId, Entry, EventId, EventKind, Rec, Record};
+use crate::protocol::RequestId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -33,12 +34,12 @@ struct Open {
     /// Server connections holding a request of it not yet answered.
     conns: BTreeSet<ConnId>,
     /// Executions begun and not ended, by (session, JSON-RPC id).
-    execs: BTreeSet<(String, String)>,
+    execs: BTreeSet<(u32, RequestId)>,
     /// Result events stored and not yet written, by (session, event id):
     /// a result written after the client gave up is a half-open write
     /// (the white-box refinement of its cause), so it keeps the
     /// operation open.
-    results: BTreeSet<(String, EventId)>,
+    results: BTreeSet<(u32, EventId)>,
     /// Events of it written and not yet received, by (session, event).
     inflight: BTreeSet<(u32, EventId)>,
     /// Its events produced so far, by (session, event).
@@ -61,9 +62,9 @@ pub struct Finality {
     /// Which operation a connection's pending requests belong to.
     by_conn: BTreeMap<ConnId, BTreeSet<Rc<str>>>,
     /// Which operation a running execution belongs to.
-    by_exec: BTreeMap<(String, String), Rc<str>>,
+    by_exec: FxMap<(u32, RequestId), Rc<str>>,
     /// Which operation an unwritten result event belongs to.
-    by_result: BTreeMap<(String, EventId), Rc<str>>,
+    by_result: FxMap<(u32, EventId), Rc<str>>,
     /// Session numbering and legacy streams' event numbers, to match a
     /// receipt to the event the server wrote.
     receipts: Receipts,
@@ -89,8 +90,8 @@ impl Default for Finality {
         Finality {
             open: BTreeMap::new(),
             by_conn: BTreeMap::new(),
-            by_exec: BTreeMap::new(),
-            by_result: BTreeMap::new(),
+            by_exec: FxMap::default(),
+            by_result: FxMap::default(),
             receipts,
             event_tag: FxMap::default(),
             inflight: FxMap::default(),
@@ -153,7 +154,7 @@ impl Finality {
                 tag: Some(tag),
                 ..
             }) => {
-                let k = (session.to_string(), format!("{rpc_id:?}"));
+                let k = (self.receipts.sessions.id(session), rpc_id.clone());
                 let tag: Rc<str> = tag.as_str().into();
                 self.open
                     .entry(tag.clone())
@@ -165,7 +166,7 @@ impl Finality {
             Rec::Server(Record::ToolEnded {
                 session, rpc_id, ..
             }) => {
-                let k = (session.to_string(), format!("{rpc_id:?}"));
+                let k = (self.receipts.sessions.id(session), rpc_id.clone());
                 if let Some(tag) = self.by_exec.remove(&k) {
                     if let Some(o) = self.open.get_mut(&tag) {
                         o.execs.remove(&k);
@@ -180,8 +181,8 @@ impl Finality {
                 tag: Some(tag),
                 ..
             }) => {
-                let k = (session.to_string(), *event);
-                if let Some(old) = self.by_result.insert(k.clone(), tag.clone()) {
+                let k = (self.receipts.sessions.id(session), *event);
+                if let Some(old) = self.by_result.insert(k, tag.clone()) {
                     if let Some(o) = self.open.get_mut(&old) {
                         o.results.remove(&k);
                     }
@@ -190,7 +191,7 @@ impl Finality {
                 self.open.entry(tag.clone()).or_default().results.insert(k);
             }
             Rec::Server(Record::Written { session, event, .. }) => {
-                let k = (session.to_string(), *event);
+                let k = (self.receipts.sessions.id(session), *event);
                 if let Some(tag) = self.by_result.remove(&k) {
                     if let Some(o) = self.open.get_mut(&tag) {
                         o.results.remove(&k);

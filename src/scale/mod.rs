@@ -143,7 +143,7 @@ pub fn scenario(t: Traffic) -> Result<Scenario, String> {
          chunks = {chunks}\nchunk_interval_ms = {ci}\nthink_ms = {think}\n\
          connect_timeout_ms = 30000\nread_timeout_ms = 30000\n{connections}\
          [network]\nclient_hosts = {hosts}\ntcp_capacity = {cap}\nlatency_ms = [1, 5]\n\
-         [heal]\nduration_ms = 600000\n",
+         [heal]\nduration_ms = {heal}\n",
         clients = t.clients,
         calls = t.calls,
         chunks = t.chunks,
@@ -152,8 +152,18 @@ pub fn scenario(t: Traffic) -> Result<Scenario, String> {
         connections = connections_key(t),
         hosts = t.hosts,
         cap = (t.clients as usize * 3).max(1024),
+        heal = heal_ms(t),
     );
     crate::check::parse(&text).map_err(|e| e.to_string())
+}
+
+/// Time enough for every client to make its calls (twice a call's think
+/// time and events, at least ten minutes): the run ends when they finish,
+/// so the bound costs nothing, and a soak of ten times the calls gets ten
+/// times the time.
+fn heal_ms(t: Traffic) -> u64 {
+    let call = t.think_ms + u64::from(t.chunks) * t.chunk_interval_ms + 100;
+    (u64::from(t.calls) * call * 2).max(600_000)
 }
 
 /// The client-group line that asks for `t`'s connections, always written
