@@ -39,8 +39,8 @@ pub struct RunArgs {
     pub clients: Option<run::Profile>,
     /// Override a server setting for the run (repeatable), e.g.
     /// `--set server.store_capacity=64`, or how every client holds its
-    /// connections: `--set client.connections=keep-alive`,
-    /// `--set client.pool_idle_ms=4000`.
+    /// connections: `--set client.connections=per-exchange` (a group that
+    /// writes no `connections` keeps them alive), `--set client.pool_idle_ms=4000`.
     #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set_checked)]
     pub sets: Vec<(String, String)>,
     /// Old spelling of `--clients cursors`.

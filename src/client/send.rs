@@ -39,8 +39,9 @@ impl Client {
             _ => true,
         };
         let pool = self.io.pool.clone().filter(|_| pooled);
-        // A client that keeps connections alive says so (undici does): the
-        // server closes such a connection once idle for its `server_idle_ms`.
+        // A client that keeps connections alive says so, as undici does
+        // (the server reads nothing from it: it closes any connection idle
+        // for its `server_idle_ms`).
         let out = match pool {
             Some(_) => out.header("connection", "keep-alive"),
             None => out,

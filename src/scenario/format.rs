@@ -54,11 +54,10 @@ pub enum Connections {
     PerExchange,
 }
 
-/// The `connections` of a group that does not set it. Keep-alive is what
-/// the SDKs do; per-exchange is what every committed result was computed
-/// with. Switching the default is this one line (then results/ is
-/// regenerated).
-pub const DEFAULT_CONNECTIONS: Connections = Connections::PerExchange;
+/// The `connections` of a group that does not set it: keep-alive, what the
+/// SDKs do. A scenario about a per-exchange phenomenon writes
+/// `connections = "per-exchange"`.
+pub const DEFAULT_CONNECTIONS: Connections = Connections::KeepAlive;
 
 impl Connections {
     /// The kebab-case name.

@@ -1,5 +1,5 @@
 //! Connections: which are idle (no request in service, no response still
-//! being sent), closing a kept-alive one idle for `server_idle_ms`, and,
+//! being sent), closing one idle for `server_idle_ms`, and,
 //! on an exposed server, closing the oldest idle one when the server
 //! needs room, and the 503 a connection gets past the cap when none is
 //! idle.
@@ -31,22 +31,9 @@ const REFUSAL_DEADLINE: Duration = Duration::from_secs(1);
 pub(crate) struct Activity {
     busy: Cell<u32>,
     idle_since: Cell<Option<Instant>>,
-    /// Its latest request asked to be kept alive (`Connection:
-    /// keep-alive`, as undici sends): only such a connection is closed
-    /// when idle. A client that says nothing is left to close its own.
-    kept: Cell<bool>,
 }
 
 impl Activity {
-    /// Notes what a request on the connection asked of it.
-    pub(super) fn asked(&self, headers: &http::HeaderMap) {
-        let keep = headers
-            .get(http::header::CONNECTION)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.eq_ignore_ascii_case("keep-alive"));
-        self.kept.set(keep);
-    }
-
     /// Requests in service (0: idle).
     pub(super) fn busy(&self) -> u32 {
         self.busy.get()
@@ -74,23 +61,20 @@ impl Drop for Busy {
     }
 }
 
-/// Completes once the connection has served a request that asked to be
-/// kept alive and then nothing for `idle` (a kept-alive connection its
-/// client left unused): the caller closes it, as servers do (Node's
-/// `keepAliveTimeout` is 5 s). A connection that has not finished a
-/// first request is never idle here.
+/// Completes once the connection has served a request and then nothing
+/// for `idle`: the caller closes it, as servers close any idle HTTP/1.1
+/// connection, whatever its requests said (persistence is HTTP/1.1's
+/// default; Node's `keepAliveTimeout` is 5 s, uvicorn's
+/// `timeout_keep_alive` 5 s). A connection that has not finished a first
+/// request is never idle here.
 pub(super) async fn idle_for(activity: &Activity, idle: Duration) {
     loop {
         let due = match activity.idle_since.get() {
-            Some(t) if activity.busy() == 0 && activity.kept.get() => t + idle,
+            Some(t) if activity.busy() == 0 => t + idle,
             _ => Instant::now() + idle,
         };
         tokio::time::sleep_until(due).await;
-        if let (Some(t), 0, true) = (
-            activity.idle_since.get(),
-            activity.busy(),
-            activity.kept.get(),
-        ) {
+        if let (Some(t), 0) = (activity.idle_since.get(), activity.busy()) {
             if Instant::now() >= t + idle {
                 return;
             }

@@ -444,7 +444,6 @@ impl Server {
             let svc_shared = task_shared.clone();
             let service = hyper::service::service_fn(move |mut req: http::Request<_>| {
                 let s = svc_shared.clone();
-                task_busy.asked(req.headers());
                 let busy = conn::Busy::enter(&task_busy);
                 req.extensions_mut().insert(principal::Peer(peer));
                 async move {

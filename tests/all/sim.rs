@@ -1018,6 +1018,11 @@ fn transport_switchers_after_a_mapped_resume_lose_nothing() {
     // registered mapping. A later call is refused naming the legacy stream
     // by its streamable first event id: the client must know it as its own
     // legacy stream, not take it for the stream of one of its lost POSTs.
+    // The clients open a connection per exchange: the calls behind the
+    // partition fail at connect, at once. Kept alive, the first one waits
+    // out its read timeout on the pooled connection the partition killed
+    // (`stale`), every retry comes a second later, and in seeds 0 to 11 no
+    // call lands while the resumed stream is dropped, so nothing is refused.
     let s = inline(
         r#"
 name = "mapped-switch"
@@ -1041,6 +1046,7 @@ start_jitter_ms = 2000
 read_timeout_ms = 1000
 backoff_ms = 250
 max_attempts = 12
+connections = "per-exchange"
 
 [[faults.explicit]]
 kind = "partition"
