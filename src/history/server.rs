@@ -452,8 +452,8 @@ pub enum Record {
         /// The POST's JSON-RPC id.
         rpc_id: RequestId,
     },
-    /// The server closed a kept-alive connection that had served nothing
-    /// for `server_idle_ms` since its last response.
+    /// The server closed a connection that had served nothing for
+    /// `server_idle_ms` since its last response.
     IdleClosed {
         /// Connection.
         conn: ConnId,
