@@ -271,15 +271,12 @@ impl Finality {
                 transport,
                 ..
             }) if !self.inflight.is_empty() => {
-                let Some(s) = self.receipts.sessions.get(session) else {
+                let Some(ev) = self.receipts.event_of(session, *event, *transport) else {
                     return;
                 };
-                let Some(id) = self.receipts.server_id(s, *event, *transport) else {
-                    return;
-                };
-                if let Some((tag, conn)) = self.inflight.remove(&(s, id)) {
+                if let Some((tag, conn)) = self.inflight.remove(&ev) {
                     if let Some(o) = self.open.get_mut(&tag) {
-                        o.inflight.remove(&(s, id));
+                        o.inflight.remove(&ev);
                     }
                     touched.push(tag);
                     // A long-lived connection (a standalone stream, a

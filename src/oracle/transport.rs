@@ -107,8 +107,15 @@ impl Receipts {
         }
     }
 
+    /// The (session number, server event id) of an event a client
+    /// received, when the session was seen.
+    pub fn event_of(&self, session: &str, event: u64, transport: Transport) -> Option<(u32, u64)> {
+        let s = self.sessions.get(session)?;
+        Some((s, self.server_id(s, event, transport)?))
+    }
+
     /// The server's id of an event a client received.
-    pub fn server_id(&self, session: u32, event: u64, transport: Transport) -> Option<u64> {
+    fn server_id(&self, session: u32, event: u64, transport: Transport) -> Option<u64> {
         match transport {
             Transport::Streamable => Some(event),
             Transport::Legacy => self

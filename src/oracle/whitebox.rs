@@ -263,8 +263,7 @@ impl HalfOpen {
                 transport,
                 ..
             }) if !self.results.is_empty() || !self.watched.is_empty() => {
-                let s = self.receipts.sessions.get(session)?;
-                let ev = (s, self.receipts.server_id(s, *event, *transport)?);
+                let ev = self.receipts.event_of(session, *event, *transport)?;
                 if let Some(r) = self.results.get_mut(&ev) {
                     r.2 = true;
                 }

@@ -160,19 +160,24 @@ fn most_final_early((early, judged): (u64, u64)) {
     );
 }
 
-/// Finality on every minimal cause scenario (sims/causes/) under every
-/// built-in arm, and on 200 random small scenarios under both servers.
-#[test]
-fn an_operation_final_by_the_rule_keeps_its_verdict() {
-    let causes = finality_holds(&committed_scenarios("sims/causes"), &Variant::ALL);
-    let mut rng = ChaCha8Rng::seed_from_u64(0xf1a1);
-    let random: Vec<(String, Scenario)> = (0..200)
+/// `n` random small scenarios drawn from `seed`, each named with its text.
+fn random_scenarios(seed: u64, n: u32) -> Vec<(String, Scenario)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
         .map(|i| {
             let text = random_scenario(&mut rng, i);
             let s = Scenario::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
             (format!("random {i}:\n{text}"), s)
         })
-        .collect();
+        .collect()
+}
+
+/// Finality on every minimal cause scenario (sims/causes/) under every
+/// built-in arm, and on 200 random small scenarios under both servers.
+#[test]
+fn an_operation_final_by_the_rule_keeps_its_verdict() {
+    let causes = finality_holds(&committed_scenarios("sims/causes"), &Variant::ALL);
+    let random = random_scenarios(0xf1a1, 200);
     let random = finality_holds(&random, &Variant::BOTH);
     most_final_early((causes.0 + random.0, causes.1 + random.1));
 }
@@ -241,14 +246,7 @@ fn the_streaming_judge_judges_as_the_batch_judge() {
         &committed_scenarios("sims/causes"),
         &mcp_chaos::sut::Arm::all(),
     );
-    let mut rng = ChaCha8Rng::seed_from_u64(0x57ea);
-    let random: Vec<(String, Scenario)> = (0..200)
-        .map(|i| {
-            let text = random_scenario(&mut rng, i);
-            let s = Scenario::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-            (format!("random {i}:\n{text}"), s)
-        })
-        .collect();
+    let random = random_scenarios(0x57ea, 200);
     let both = Variant::BOTH.map(mcp_chaos::sut::Arm::BuiltIn);
     stream_matches_batch(&random, &both);
 }
