@@ -210,6 +210,10 @@ pub(super) struct Client {
     /// The servers' event ids, numbered.
     pub(super) event_ids: super::event_ids::EventIds,
     pub(super) ops: Vec<Op>,
+    /// The operations in `OpState::Active`, ascending (kept beside `ops`
+    /// so that a long session's scans cost its active calls, not every
+    /// call it ever made; set through [`Client::activate`] and `finish`).
+    pub(super) active: BTreeSet<usize>,
     pub(super) next_op: usize,
     pub(super) hold: Hold,
     /// Calls to re-send once the resume of a stream is accepted.
@@ -268,6 +272,7 @@ impl Client {
             standalone: None,
             names: BTreeMap::new(),
             event_ids: Default::default(),
+            active: BTreeSet::new(),
             next_op: 0,
             hold: Hold::default(),
             resend_after_resume: BTreeMap::new(),
@@ -337,11 +342,14 @@ impl Client {
     }
 
     pub(super) fn finished(&self) -> bool {
-        self.next_op >= self.ops.len()
-            && self
-                .ops
-                .iter()
-                .all(|o| matches!(o.state, OpState::Done | OpState::Abandoned))
+        // Every operation before `next_op` was activated; none is pending.
+        self.next_op >= self.ops.len() && self.active.is_empty()
+    }
+
+    /// Marks `op` active (from pending, or again).
+    pub(super) fn activate(&mut self, op: usize) {
+        self.ops[op].state = OpState::Active;
+        self.active.insert(op);
     }
 
     pub(super) fn g(&self) -> &ClientGroup {
@@ -462,8 +470,10 @@ impl Client {
     }
 
     pub(super) fn ops_on(&self, stream: u64) -> Vec<usize> {
-        (0..self.ops.len())
-            .filter(|&i| self.ops[i].state == OpState::Active && self.ops[i].stream == Some(stream))
+        self.active
+            .iter()
+            .copied()
+            .filter(|&i| self.ops[i].stream == Some(stream))
             .collect()
     }
 
@@ -514,6 +524,7 @@ impl Client {
             OpState::Abandoned
         };
         o.unseen.clear();
+        self.active.remove(&op);
         let missed = self.planned.drop_rules.borrow_mut().remove(&o.tag);
         if let Some((after, seen)) = missed {
             self.planned
@@ -544,7 +555,7 @@ impl Client {
         }
         // The sequential workload moves on once nothing is active
         // (resume-then-post already moved on at its resume).
-        if self.next_op < self.ops.len() && self.ops.iter().all(|o| o.state != OpState::Active) {
+        if self.next_op < self.ops.len() && self.active.is_empty() {
             self.next_on_resume = false;
             let think = Duration::from_millis(self.g().think_ms);
             self.schedule(think, Timer::StartNext);
@@ -555,8 +566,8 @@ impl Client {
         let Some(st) = self.streams.get(&stream) else {
             return;
         };
-        let expecting = !self.ops_on(stream).is_empty();
         if let Some(s) = st.live.and_then(|l| self.slots.get(&l)) {
+            let expecting = !self.ops_on(stream).is_empty();
             s.expecting.set(expecting || s.marker_pending);
         }
     }

@@ -622,7 +622,7 @@ impl Client {
     pub(super) fn give_up(&mut self) {
         for op in 0..self.ops.len() {
             if matches!(self.ops[op].state, OpState::Active | OpState::Pending) {
-                self.ops[op].state = OpState::Active;
+                self.activate(op);
                 self.finish(op, Outcome::Abandoned);
             }
         }
@@ -680,9 +680,7 @@ impl Client {
             self.send_open();
             self.open_before_next = true;
         }
-        let unresolved: Vec<usize> = (0..self.ops.len())
-            .filter(|&i| self.ops[i].state == OpState::Active)
-            .collect();
+        let unresolved: Vec<usize> = self.active.iter().copied().collect();
         if self.init_attempts == 1 && unresolved.is_empty() {
             self.schedule(
                 Duration::from_millis(self.spec.start_delay_ms),
@@ -692,8 +690,7 @@ impl Client {
             for op in unresolved {
                 self.retry_post(op);
             }
-            if self.next_op < self.ops.len() && self.ops.iter().all(|o| o.state != OpState::Active)
-            {
+            if self.next_op < self.ops.len() && self.active.is_empty() {
                 self.schedule(Duration::ZERO, Timer::StartNext);
             }
         }

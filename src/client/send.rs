@@ -148,7 +148,7 @@ impl Client {
         if self.next_op >= self.ops.len() || self.session.is_none() {
             return;
         }
-        if !concurrent && self.ops.iter().any(|o| o.state == OpState::Active) {
+        if !concurrent && !self.active.is_empty() {
             return;
         }
         if self.switch_pending || (self.transport == Transport::Legacy && self.standalone.is_none())
@@ -176,7 +176,7 @@ impl Client {
         }
         let op = self.next_op;
         self.next_op += 1;
-        self.ops[op].state = OpState::Active;
+        self.activate(op);
         self.ops[op].started = true;
         self.record(ClientRecord::OpStarted {
             client: self.spec.index,
@@ -232,10 +232,9 @@ impl Client {
         }
         if self.cursor_on_post() {
             let unseen: Vec<&RequestId> = self
-                .ops
+                .active
                 .iter()
-                .filter(|o| o.state == OpState::Active)
-                .flat_map(|o| o.unseen.iter())
+                .flat_map(|&o| self.ops[o].unseen.iter())
                 .collect();
             if !unseen.is_empty() {
                 let list = serde_json::to_string(&unseen).expect("ids serialize");
