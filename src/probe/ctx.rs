@@ -230,12 +230,11 @@ impl Ctx<'_> {
         let msg = self.op(&id, &tag, chunks, INTERVAL);
         if let Counter::Tool { .. } = self.counter {
             // A tool of unknown duration: lose the connection before any
-            // answer can come.
+            // answer is read.
             self.peer
-                .fire(s, &msg, key.as_deref())
+                .fire(s, &msg, key.as_deref(), BACKOFF)
                 .await
                 .map_err(|e| format!("the call failed: {e}"))?;
-            tokio::time::sleep(BACKOFF).await;
             return Ok(Dropped::unanswered(id, tag, key));
         }
         let drop_at = self.peer.within(INTERVAL * 3 / 2);

@@ -390,15 +390,20 @@ impl Peer {
         self.send(posting(session, msg, key), None).await
     }
 
-    /// Sends a POST of `msg` and closes the connection as soon as the
-    /// request is written, before any response: a client that lost its
-    /// connection right after sending (for tools that answer faster than
-    /// the probe could drop a stream).
+    /// Sends a POST of `msg` and closes the connection `hold` after the
+    /// request is written, never reading a byte of the response: a client
+    /// that lost its connection before any answer (for tools that answer
+    /// faster than the probe could drop a stream). The connection stays
+    /// open for `hold` so that the server takes the call up: a server that
+    /// drops a call whose connection closed before it began would never
+    /// run it, and a retry could then prove nothing (on a loaded machine a
+    /// close right after the write often beat the server to the request).
     pub async fn fire(
         &self,
         session: &Session,
         msg: &Message,
         key: Option<&str>,
+        hold: Duration,
     ) -> Result<(), Failure> {
         use tokio::io::AsyncWriteExt;
         let out = self.prepare(posting(session, msg, key), &self.target)?;
@@ -423,11 +428,17 @@ impl Peer {
             tcp.write_all(&head)
                 .await
                 .map_err(|e| Failure::Http(e.to_string()))?;
-            tcp.flush().await.map_err(|e| Failure::Http(e.to_string()))
+            tcp.flush()
+                .await
+                .map_err(|e| Failure::Http(e.to_string()))?;
+            Ok(tcp)
         };
-        tokio::time::timeout_at(until, write)
+        let tcp = tokio::time::timeout_at(until, write)
             .await
-            .map_err(|_| Failure::Timeout)?
+            .map_err(|_| Failure::Timeout)??;
+        tokio::time::sleep(hold).await;
+        drop(tcp);
+        Ok(())
     }
 
     /// A GET on the endpoint: the standalone stream, or a resume from
