@@ -550,7 +550,14 @@ impl Client {
             outcome,
             attempts: self.ops[op].attempts,
         });
-        for s in self.streams.keys().copied().collect::<Vec<_>>() {
+        // Only a stream with a live connection has a flag to set.
+        let live: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|(_, st)| st.live.is_some())
+            .map(|(&k, _)| k)
+            .collect();
+        for s in live {
             self.set_expecting(s);
         }
         // The sequential workload moves on once nothing is active
