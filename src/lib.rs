@@ -3,6 +3,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+pub mod balancer;
 mod bounded;
 pub mod catalog;
 pub mod check;

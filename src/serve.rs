@@ -120,6 +120,7 @@ async fn serve_sdk(
         incarnation: 0,
         ledger,
         history,
+        replica: None,
     })
     .await
     .context("accepting connections")

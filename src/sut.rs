@@ -10,7 +10,7 @@
 
 use crate::history::History;
 use crate::ledger::Ledger;
-use crate::server::{Listener, Pacing, Server, ServerConfig, Variant};
+use crate::server::{Listener, Mints, Pacing, Server, ServerConfig, Variant};
 use std::future::Future;
 use std::io;
 
@@ -27,6 +27,28 @@ pub struct Host<L> {
     pub ledger: Ledger,
     /// The run's history, for the system's own records.
     pub history: History,
+    /// Its place in a deployment; `None`: the one server of a world
+    /// without replicas.
+    pub replica: Option<Replica>,
+}
+
+/// One replica's place in a deployment.
+#[derive(Clone)]
+pub struct Replica {
+    /// Its index (0-based).
+    pub index: u32,
+    /// The session ids it may issue (behind a hash balancer: those the
+    /// ring maps to it); `None`: any. Only the built-in arms honour it:
+    /// the SDK's server issues its own ids, as shipped.
+    pub mints: Option<Mints>,
+}
+
+impl Replica {
+    /// The first connection id of this replica's records: far enough
+    /// from every other replica's that no two share one.
+    pub fn conn_base(&self) -> u64 {
+        u64::from(self.index) << 40
+    }
 }
 
 /// A server the world can run and the oracle can judge.
@@ -88,7 +110,10 @@ impl SystemUnderTest for BuiltIn {
         let mut cfg = self.cfg.clone();
         cfg.session_seed = host.seed;
         // Created (and its start recorded) now, when the incarnation starts.
-        let server = Server::new(self.variant, cfg, host.history, host.ledger, Pacing::Timer);
+        let mut server = Server::new(self.variant, cfg, host.history, host.ledger, Pacing::Timer);
+        if let Some(r) = host.replica {
+            server = server.in_replica(r.conn_base(), r.mints);
+        }
         server.serve(host.listener)
     }
 }

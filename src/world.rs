@@ -1,5 +1,6 @@
-//! The world: the only module that names turmoil. One `server` host and a
-//! few client hosts, each running many virtual clients as tasks; a driver
+//! The world: the only module that names turmoil. One `server` host (or,
+//! in a deployment, `replica0..N` behind a `balancer` host) and a few
+//! client hosts, each running many virtual clients as tasks; a driver
 //! that steps the simulation, applies the fault plan's timed faults, then
 //! heals and lets the run finish. The side-effect ledger lives here,
 //! outside the server host, so it survives restarts.
@@ -9,16 +10,17 @@
 //! the plan's timed faults, tick them through the fault phase, heal, and
 //! account for every planned fault (applied, or not with why).
 
+use crate::balancer::{Balancer, Ring};
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{kind_of, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{
     ClientRecord, Entry, FaultKind, History, Observer, Rec, Recording, WorldRecord,
 };
 use crate::ledger::Ledger;
-use crate::scenario::Scenario;
+use crate::scenario::{BalancerKind, DeploymentSpec, Scenario};
 use crate::seed;
-use crate::server::Listener;
-use crate::sut::{Host, SystemUnderTest};
+use crate::server::{Listener, Mints};
+use crate::sut::{Host, Replica, SystemUnderTest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -28,6 +30,7 @@ use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
 const SERVER: &str = "server";
+const BALANCER: &str = "balancer";
 const PORT: u16 = 80;
 
 /// The server host's listener, bound at its first accept: binding never
@@ -49,18 +52,50 @@ impl Listener for TurmoilListener {
     }
 }
 
+/// Connects to one host of the simulation on the server port.
 #[derive(Clone)]
-struct TurmoilConnector;
+struct TurmoilConnector(Rc<str>);
 
 impl Connector for TurmoilConnector {
     type Io = turmoil::net::TcpStream;
     async fn connect(&self) -> io::Result<Self::Io> {
-        turmoil::net::TcpStream::connect((SERVER, PORT)).await
+        turmoil::net::TcpStream::connect((&*self.0, PORT)).await
     }
 }
 
 fn client_host(h: u32) -> String {
     format!("client{h}")
+}
+
+fn replica_host(r: u32) -> String {
+    format!("replica{r}")
+}
+
+/// The server side of the world as the clients and the faults see it:
+/// the one server host, or the replicas behind their balancer.
+#[derive(Clone, Debug)]
+struct Front {
+    /// The host the clients connect to (and partitions cut them from).
+    name: Rc<str>,
+    /// The hosts running the system under test.
+    servers: Vec<String>,
+}
+
+impl Front {
+    fn of(scenario: &Scenario) -> Front {
+        let d = &scenario.deployment;
+        if d.is_single() {
+            Front {
+                name: SERVER.into(),
+                servers: vec![SERVER.to_string()],
+            }
+        } else {
+            Front {
+                name: BALANCER.into(),
+                servers: (0..d.replicas).map(replica_host).collect(),
+            }
+        }
+    }
 }
 
 /// What one run produced.
@@ -160,10 +195,23 @@ pub fn run_recorded<S: SystemUnderTest>(
         rec,
     );
     let ledger = Ledger::new(history.clone());
-    host_server(&mut sim, sut, root_seed, &history, &ledger);
+    let front = Front::of(scenario);
+    if scenario.deployment.is_single() {
+        host_server(&mut sim, sut, root_seed, &history, &ledger);
+    } else {
+        let d = &scenario.deployment;
+        history.record(WorldRecord::Deployed {
+            replicas: d.replicas,
+            balancer: d.balancer_name(),
+        });
+        host_replicas(&mut sim, sut, root_seed, d, &history, &ledger);
+        host_balancer(&mut sim, d);
+    }
     let legacy = sut.legacy_transport();
-    let clients = host_clients(&mut sim, scenario, root_seed, &plan, legacy, &history);
-    let mut schedule = Schedule::new(&plan, scenario, &clients);
+    let clients = host_clients(
+        &mut sim, scenario, root_seed, &plan, legacy, &history, &front,
+    );
+    let mut schedule = Schedule::new(&plan, scenario, &clients, front);
     let driver = Driver {
         clock: &driver_clock,
         history: &history,
@@ -226,9 +274,63 @@ fn host_server<'a, S: SystemUnderTest>(
             incarnation: n,
             ledger: ledger.clone(),
             history: history.clone(),
+            replica: None,
         });
         async move {
             serving.await?;
+            Ok(())
+        }
+    });
+}
+
+/// The replica hosts of a deployment: each incarnation of replica `r`
+/// serves with its own seed, over the one ledger and history, its
+/// connection ids apart from every other replica's.
+fn host_replicas<'a, S: SystemUnderTest>(
+    sim: &mut turmoil::Sim<'a>,
+    sut: &'a S,
+    root_seed: u64,
+    spec: &DeploymentSpec,
+    history: &History,
+    ledger: &Ledger,
+) {
+    let ring = Rc::new(Ring::new(spec.replicas));
+    let hashed = spec.balancer == BalancerKind::Hash;
+    for r in 0..spec.replicas {
+        let incarnation = Rc::new(Cell::new(0u32));
+        let (history, ledger, ring) = (history.clone(), ledger.clone(), ring.clone());
+        sim.host(replica_host(r), move || {
+            let n = incarnation.get();
+            incarnation.set(n + 1);
+            let ring = ring.clone();
+            let mints: Option<Mints> =
+                hashed.then(|| Rc::new(move |sid: &str| ring.owner(sid) == r) as _);
+            let serving = sut.serve(Host {
+                listener: TurmoilListener(None),
+                seed: seed::child(root_seed, &format!("replica{r}/server-sessions/{n}")),
+                incarnation: n,
+                ledger: ledger.clone(),
+                history: history.clone(),
+                replica: Some(Replica { index: r, mints }),
+            });
+            async move {
+                serving.await?;
+                Ok(())
+            }
+        });
+    }
+}
+
+/// The balancer host: a fresh balancer (no pins) in each incarnation.
+fn host_balancer(sim: &mut turmoil::Sim<'_>, spec: &DeploymentSpec) {
+    let spec = spec.clone();
+    sim.host(BALANCER, move || {
+        let upstreams = (0..spec.replicas)
+            .map(|r| TurmoilConnector(replica_host(r).into()))
+            .collect();
+        let balancer = Balancer::new(&spec, upstreams);
+        async move {
+            balancer.serve(TurmoilListener(None)).await?;
             Ok(())
         }
     });
@@ -244,6 +346,7 @@ fn host_clients(
     plan: &FaultPlan,
     legacy: bool,
     history: &History,
+    front: &Front,
 ) -> Vec<Placed> {
     let table = placement(scenario, legacy);
     let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
@@ -258,13 +361,14 @@ fn host_clients(
     }
     for (host, specs) in by_host {
         let history = history.clone();
+        let connector = TurmoilConnector(front.name.clone());
         sim.client(client_host(host), async move {
             let tasks: Vec<_> = specs
                 .into_iter()
                 .map(|spec| {
                     tokio::task::spawn_local(client::virtual_client::run(
                         spec,
-                        TurmoilConnector,
+                        connector.clone(),
                         history.clone(),
                     ))
                 })
@@ -314,6 +418,8 @@ struct Schedule {
     fates: Vec<PlannedFault>,
     /// The network's latency ceiling, restored when a latency window ends.
     base_latency_ms: u64,
+    /// The hosts the faults act on.
+    front: Front,
 }
 
 impl Schedule {
@@ -321,7 +427,7 @@ impl Schedule {
     /// the fault phase, or names a host without clients (turmoil has no
     /// link to a host never created), is not applied; a window is cut to
     /// end with the fault phase.
-    fn new(plan: &FaultPlan, scenario: &Scenario, clients: &[Placed]) -> Schedule {
+    fn new(plan: &FaultPlan, scenario: &Scenario, clients: &[Placed], front: Front) -> Schedule {
         let fault_ms = scenario.duration_ms;
         let populated: BTreeSet<u32> = clients.iter().filter(|c| c.runs).map(|c| c.host).collect();
         let mut edges = Vec::new();
@@ -369,6 +475,7 @@ impl Schedule {
             edges: edges.into_iter().peekable(),
             fates,
             base_latency_ms: scenario.network.latency_ms[1],
+            front,
         }
     }
 
@@ -388,7 +495,7 @@ impl Schedule {
             } else {
                 history.record(WorldRecord::FaultEnded { index: e.index });
             }
-            apply(sim, &e.fault, e.start, self.base_latency_ms);
+            apply(sim, &e.fault, e.start, self.base_latency_ms, &self.front);
             if e.start {
                 self.fates.push(PlannedFault {
                     fault: e.fault,
@@ -627,20 +734,32 @@ fn client_fates(
     fates
 }
 
-fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u64) {
+/// Applies one edge of a timed fault: partitions and latency act on the
+/// link between a client host and the front (the server, or the
+/// balancer); a restart restarts every server host.
+fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u64, front: &Front) {
+    let front_host = &*front.name;
     match *f {
         Fault::Partition { host, .. } => {
             if start {
-                sim.partition(SERVER, client_host(host));
+                sim.partition(front_host, client_host(host));
             } else {
-                sim.repair(SERVER, client_host(host));
+                sim.repair(front_host, client_host(host));
             }
         }
         Fault::Latency { host, max_ms, .. } => {
             let ms = if start { max_ms } else { base_latency_ms };
-            sim.set_link_max_message_latency(SERVER, client_host(host), Duration::from_millis(ms));
+            sim.set_link_max_message_latency(
+                front_host,
+                client_host(host),
+                Duration::from_millis(ms),
+            );
         }
-        Fault::Restart { .. } => sim.bounce(SERVER),
+        Fault::Restart { .. } => {
+            for server in &front.servers {
+                sim.bounce(server.as_str());
+            }
+        }
         Fault::Drop { .. } | Fault::Switch { .. } => {
             unreachable!("drops and switches are applied by the clients")
         }

@@ -40,7 +40,8 @@ pub struct RunArgs {
     /// Override a server setting for the run (repeatable), e.g.
     /// `--set server.store_capacity=64`, or how every client holds its
     /// connections: `--set client.connections=per-exchange` (a group that
-    /// writes no `connections` keeps them alive), `--set client.pool_idle_ms=4000`.
+    /// writes no `connections` keeps them alive), `--set client.pool_idle_ms=4000`,
+    /// or the deployment: `--set deployment.replicas=3 --set deployment.balancer=sticky`.
     #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set_checked)]
     pub sets: Vec<(String, String)>,
     /// Old spelling of `--clients cursors`.
@@ -272,7 +273,8 @@ pub struct CompareArgs {
     /// plain, keys, cursors, keys+cursors (default: scenario).
     #[arg(long, value_parser = parse_profiles)]
     pub clients: Option<Profiles>,
-    /// Override a server setting in every run (repeatable).
+    /// Override a server setting in every run (repeatable); also
+    /// `client.connections`, `client.pool_idle_ms` and any `deployment.KEY`.
     #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set_checked)]
     pub sets: Vec<(String, String)>,
 }

@@ -92,4 +92,12 @@ pub enum WorldRecord {
     },
     /// Faults are off; the heal phase began.
     HealStarted,
+    /// The run is a deployment: replicas behind a balancer (recorded
+    /// first; a run with one server and no balancer has no such record).
+    Deployed {
+        /// Replicas of the system under test.
+        replicas: u32,
+        /// The balancer's kind (`round-robin`, `sticky`, `hash`).
+        balancer: &'static str,
+    },
 }

@@ -29,6 +29,11 @@ pub enum Cause {
     /// re-initialized, re-issuing the operation while its first execution
     /// still ran or had run.
     TransportReissue,
+    /// A request of the operation reached a replica that did not hold its
+    /// session (the balancer sent it elsewhere than the replica that
+    /// issued it), was refused (404), and the re-initialization that
+    /// forced duplicated or lost the operation.
+    WrongReplica,
     /// A request of the operation went out on a kept-alive connection
     /// that was already dead (a fault killed it while it idled in the
     /// pool, or the server's idle close raced it), never ran, and the
@@ -70,6 +75,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::RestartLostSession,
     Cause::Eviction,
     Cause::TransportReissue,
+    Cause::WrongReplica,
     Cause::StaleConnection,
     Cause::LostResponseHead,
     Cause::FinRace,
@@ -88,6 +94,7 @@ impl Cause {
             Cause::RestartLostSession => "restart_lost_session",
             Cause::Eviction => "eviction",
             Cause::TransportReissue => "transport_reissue",
+            Cause::WrongReplica => "wrong_replica",
             Cause::StaleConnection => "stale_connection",
             Cause::LostResponseHead => "lost_response_head",
             Cause::RetryWithoutKey => "retry_without_key",
@@ -114,6 +121,9 @@ impl Cause {
             }
             Cause::TransportReissue => {
                 "the client switched transport, was refused (404) on the new one, re-initialized and re-issued while the first execution ran or had run."
+            }
+            Cause::WrongReplica => {
+                "the balancer sent a request to a replica that did not hold the session: it answered 404, and the re-initialization that forced ran the call again or lost it."
             }
             Cause::StaleConnection => {
                 "a request went out on a kept-alive connection that was already dead (a fault, or the server's idle close), never ran, and the call was lost."
@@ -159,6 +169,7 @@ impl Cause {
             Cause::RestartLostSession => op.restarted_during(&run.restarts_us),
             Cause::Eviction => op.evicted(),
             Cause::TransportReissue => op.reinit_after_switch,
+            Cause::WrongReplica => run.deployed && op.refused_404,
             Cause::StaleConnection => op.stale_unrun && op.failures.contains(Failure::Lost),
             Cause::LostResponseHead => op.unseen_attempt_ran,
             Cause::RetryWithoutKey => dup && op.keyless_retry,

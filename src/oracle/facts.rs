@@ -157,6 +157,8 @@ pub struct OpFacts {
     pub result_before_drop: bool,
     /// Its client switched transport and was refused (404) during it.
     pub reinit_after_switch: bool,
+    /// Its client was refused (404: session not found) during it.
+    pub refused_404: bool,
     /// Its client gave it up.
     pub gave_up: bool,
     /// Its failures (empty: ok or degraded).
@@ -231,6 +233,8 @@ pub struct RunFacts {
     pub partitions: Vec<(u32, u64, u64)>,
     /// (host, from µs, to µs) of each latency spike.
     pub spikes: Vec<(u32, u64, u64)>,
+    /// The run is a deployment: replicas behind a balancer.
+    pub deployed: bool,
 }
 
 /// Per-client facts beyond operations.

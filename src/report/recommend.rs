@@ -273,6 +273,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it: the re-issue after re-initializing is answered from the key table",
     ),
     (
+        "wrong_replica",
+        "a balancer that keeps a session on the replica that issued it (`--set deployment.balancer=sticky`, or `hash`): with local stores no key or guard on another replica knows the session",
+    ),
+    (
         "stale_connection",
         "clients whose pool retires an idle connection before the server closes it (`pool_idle_ms` below `server.server_idle_ms`) and whose read timeout leaves attempts to retry on a fresh one; no server mechanism sees a request that never arrived",
     ),

@@ -21,6 +21,7 @@ impl Scenario {
         self.validate_server()?;
         self.validate_faults()?;
         self.validate_network()?;
+        self.deployment.validate()?;
         self.validate_expectations()
     }
 

@@ -3,6 +3,7 @@
 //! generators, network settings, a heal phase and the expectations each
 //! server must meet, with their defaults.
 
+use super::deployment::DeploymentSpec;
 use crate::fault::{FaultPlan, FaultSpec, Group, Workload};
 use crate::settings::ServerConfig;
 use serde::{Deserialize, Serialize};
@@ -237,6 +238,10 @@ pub struct Scenario {
     /// Heal phase.
     #[serde(default)]
     pub heal: HealSpec,
+    /// Replicas and the balancer in front of them (default: one server,
+    /// no balancer).
+    #[serde(default, skip_serializing_if = "DeploymentSpec::is_default")]
+    pub deployment: DeploymentSpec,
     /// The hazards this scenario means to exercise (`drop`, `partition`,
     /// `latency`, `restart`, `eviction`, `switch`); `compare` flags any
     /// that no seed of it produced.

@@ -89,7 +89,7 @@ impl Scenario {
     }
 
     /// Overrides one setting (`--set server.KEY=VALUE`, or
-    /// `client.KEY=VALUE` for every client group): VALUE is read as TOML
+    /// `deployment.KEY=VALUE`, or `client.KEY=VALUE` for every client group): VALUE is read as TOML
     /// (a number, a boolean, a quoted string), else as a bare string.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let named = |e: String| format!("--set {key}={value}: {e}");
@@ -97,6 +97,13 @@ impl Scenario {
             for g in &mut self.clients {
                 *g = schema::set_client(g, field, value).map_err(named)?;
             }
+            return Ok(());
+        }
+        if let Some(field) = key.strip_prefix("deployment.") {
+            // Checked as a whole with the scenario, once every --set is
+            // in: replicas and their balancer may come in either order.
+            self.deployment =
+                schema::set_deployment(&self.deployment, field, value).map_err(named)?;
             return Ok(());
         }
         self.server = check_set(&self.server, key, value).map_err(named)?;
@@ -115,14 +122,19 @@ pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCon
         schema::set_client(&super::ClientGroup::default(), field, value)?;
         return Ok(cfg.clone());
     }
+    if let Some(field) = key.strip_prefix("deployment.") {
+        schema::set_deployment(&super::DeploymentSpec::default(), field, value)?;
+        return Ok(cfg.clone());
+    }
     let Some(field) = key.strip_prefix("server.") else {
         let server = schema::fields_of::<ServerConfig>();
         let fix = if server.contains(&key) {
             format!("server settings are named with their table: --set server.{key}={value}")
         } else {
-            "only [server] settings and client.connections / client.pool_idle_ms can be set \
-             (--set server.KEY=VALUE, e.g. server.store_capacity=64); other tables are edited \
-             in the scenario file"
+            "only [server] and [deployment] settings and client.connections / \
+             client.pool_idle_ms can be set (--set server.KEY=VALUE, e.g. \
+             server.store_capacity=64, or deployment.replicas=3); other tables are edited in \
+             the scenario file"
                 .to_string()
         };
         return Err(fix);

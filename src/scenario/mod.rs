@@ -1,9 +1,10 @@
 //! Scenarios (`sims/*.toml`, schema in sims/README.md): the file format
 //! (`format.rs`), the keys each table takes (`schema.rs`), the loader
-//! (`load.rs`), the bounds it holds a scenario to (`bounds.rs`) and the
+//! (`load.rs`), the `[deployment]` table (`deployment.rs`), the bounds it holds a scenario to (`bounds.rs`) and the
 //! name rule (`names.rs`).
 
 mod bounds;
+mod deployment;
 mod format;
 mod load;
 mod names;
@@ -12,6 +13,9 @@ pub mod schema;
 pub use bounds::{
     check_server, CONNECTIONS_PER_CLIENT, EPHEMERAL_PORTS, MAX_CLIENTS, MAX_FIRST_EVENT_ID, MAX_MS,
     MAX_TCP_CAPACITY, MAX_TIMED_FAULTS, PORTS_PER_HOST,
+};
+pub use deployment::{
+    BalancerKind, DeploymentSpec, OnDeadUpstream, PinKey, ResumeRouting, StoreKind, MAX_REPLICAS,
 };
 pub use format::{
     Behaviour, ClientGroup, Connections, Expect, Expectations, HealSpec, NetworkSpec, Regression,

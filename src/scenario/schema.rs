@@ -4,6 +4,7 @@
 //! `--set` check cannot drift from the loader. Also the nearest known word
 //! to a misspelt one, for messages that name the fix.
 
+use super::deployment::DeploymentSpec;
 use super::format::{ClientGroup, Expect, HealSpec, NetworkSpec, Regression, Scenario};
 use crate::fault::{Fault, FaultSpec};
 use crate::settings::ServerConfig;
@@ -122,6 +123,7 @@ pub fn tables() -> Vec<(&'static str, Vec<String>)> {
         ("[[faults.explicit]]", explicit_fault_keys()),
         ("[network]", owned(fields_of::<NetworkSpec>())),
         ("[heal]", owned(fields_of::<HealSpec>())),
+        ("[deployment]", owned(fields_of::<DeploymentSpec>())),
         ("[expect.<arm>]", owned(fields_of::<Expect>())),
         ("[regression]", owned(fields_of::<Regression>())),
     ]
@@ -197,6 +199,26 @@ pub fn set_client(g: &ClientGroup, key: &str, value: &str) -> Result<ClientGroup
         ));
     }
     set_field("client", g, key, value)
+}
+
+/// `d` with `deployment.KEY=VALUE` applied (`--set`), or one line naming
+/// the fix: an unknown key is told the nearest known one.
+pub fn set_deployment(
+    d: &DeploymentSpec,
+    key: &str,
+    value: &str,
+) -> Result<DeploymentSpec, String> {
+    let known = fields_of::<DeploymentSpec>();
+    if !known.contains(&key) {
+        let near = nearest(key, known.iter().copied())
+            .map(|n| format!("did you mean deployment.{n}? "))
+            .unwrap_or_default();
+        return Err(format!(
+            "no deployment setting {key:?}: {near}[deployment] takes {}",
+            known.join(", ")
+        ));
+    }
+    set_field("deployment", d, key, value)
 }
 
 /// `cfg` with its field `key` (a known one) set to `value`, read as TOML

@@ -182,6 +182,10 @@ pub enum Pacing {
     Gate(Arc<Semaphore>),
 }
 
+/// Which session ids a server may issue (a replica behind a hash
+/// balancer: those the ring maps to itself).
+pub type Mints = Rc<dyn Fn(&str) -> bool>;
+
 /// Mutable server state.
 pub(crate) struct State {
     pub sessions: BTreeMap<SessionId, Session>,
@@ -211,6 +215,9 @@ pub(crate) struct Shared {
     /// Requests fixture tools sent to clients, awaiting their answers
     /// (empty unless `serve --fixtures`).
     pub asks: fixtures::Asks,
+    /// Which session ids this server may issue (a replica behind a hash
+    /// balancer issues only ids the ring maps to itself); `None`: any.
+    pub mints: Option<Mints>,
     pub state: RefCell<State>,
 }
 
@@ -243,6 +250,15 @@ impl Shared {
     /// A fresh 128-bit session id, hex: from the seeded generator, or from
     /// the operating system's CSPRNG ([`SessionIds`]).
     pub fn new_session_id(&self) -> SessionId {
+        loop {
+            let sid = self.draw_session_id();
+            if self.mints.as_ref().is_none_or(|owns| owns(&sid)) {
+                return sid;
+            }
+        }
+    }
+
+    fn draw_session_id(&self) -> SessionId {
         let mut bytes = [0u8; 16];
         match self.exposure.session_ids {
             SessionIds::Seeded => self.state.borrow_mut().rng.fill_bytes(&mut bytes),
@@ -356,6 +372,7 @@ impl Server {
                 store_budget: exposure.store_bytes.map(session::StoreBudget::new),
                 open_streams: Rc::default(),
                 asks: fixtures::Asks::default(),
+                mints: None,
                 exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),
@@ -367,6 +384,17 @@ impl Server {
                 }),
             }),
         }
+    }
+
+    /// This server as replica of a deployment: its connection ids start
+    /// at `conn_base` (so no two replicas' records share one), and it
+    /// issues only the session ids `mints` accepts (drawn again until one
+    /// is). Before it serves.
+    pub fn in_replica(mut self, conn_base: ConnId, mints: Option<Mints>) -> Self {
+        let shared = Rc::get_mut(&mut self.shared).expect("a server not yet serving");
+        shared.state.get_mut().next_conn = conn_base;
+        shared.mints = mints;
+        self
     }
 
     /// The variant.

@@ -13,6 +13,7 @@ mod causes;
 mod charts;
 mod cli;
 mod cli_loop;
+mod deploy;
 mod first_contact;
 mod keepalive;
 mod loopback;

@@ -193,6 +193,7 @@ impl Builder {
                     }
                 }
                 WorldRecord::HealStarted => {}
+                WorldRecord::Deployed { .. } => self.run.deployed = true,
             },
             Rec::Server(_) => {}
         }
@@ -579,6 +580,10 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         .dropped_us
         .is_some_and(|d| op.execs.iter().any(|x| x.result_us.is_some_and(|r| r <= d)));
     let end = op.end_us.unwrap_or(u64::MAX);
+    op.refused_404 = client
+        .refused_404_us
+        .iter()
+        .any(|&t| t >= op.start_us && t <= end);
     op.reinit_after_switch = client.switched_us.is_some_and(|s| {
         s <= end
             && client
