@@ -84,7 +84,17 @@ struct State {
     turn: u32,
     /// Sticky pins by key (a session id or a token).
     pins: BTreeMap<Rc<str>, Pinned>,
+    /// Replicas a forward failed to reach, out of the turn until then.
+    down: BTreeMap<u32, Instant>,
 }
+
+/// How long a replica a forward could not reach stays out of the
+/// round-robin turn (a passive health check).
+const DOWN_FOR: Duration = Duration::from_millis(1_000);
+
+/// How often a forward pinned to an unreachable replica tries it again
+/// before its timeout.
+const RECONNECT_EVERY: Duration = Duration::from_millis(100);
 
 struct Shared<C> {
     upstreams: Vec<C>,
@@ -141,12 +151,30 @@ fn keys(h: &HeaderMap) -> (Option<Rc<str>>, Option<Rc<str>>) {
     (session, token)
 }
 
+/// Where a request goes: a replica, and whether it is tied to it (a live
+/// pin, or the ring's owner of its session) or just took the next turn.
+#[derive(Clone, Copy, Debug)]
+struct Route {
+    replica: u32,
+    tied: bool,
+}
+
 impl<C> Shared<C> {
-    /// The next replica in turn.
+    /// The next replica in turn that is not out of it (any, when all are).
     fn next_turn(&self) -> u32 {
+        let n = self.upstreams.len() as u32;
         let mut st = self.state.borrow_mut();
-        let r = st.turn;
-        st.turn = (r + 1) % self.upstreams.len() as u32;
+        let now = Instant::now();
+        let first = st.turn;
+        let mut r = first;
+        for i in 0..n {
+            r = (first + i) % n;
+            if st.down.get(&r).is_none_or(|until| *until <= now) {
+                break;
+            }
+            r = first;
+        }
+        st.turn = (r + 1) % n;
         r
     }
 
@@ -176,6 +204,11 @@ impl<C> Shared<C> {
         self.state.borrow_mut().pins.remove(key);
     }
 
+    fn mark_down(&self, replica: u32) {
+        let until = Instant::now() + DOWN_FOR;
+        self.state.borrow_mut().down.insert(replica, until);
+    }
+
     /// The sticky key of a request, as `pin_key` says.
     fn pin_key(&self, session: &Option<Rc<str>>, token: &Option<Rc<str>>) -> Option<Rc<str>> {
         match self.spec.pin_key {
@@ -184,79 +217,134 @@ impl<C> Shared<C> {
         }
     }
 
-    /// The replica a request goes to, pinning a client key on first
-    /// sight.
-    fn route(&self, session: &Option<Rc<str>>, token: &Option<Rc<str>>) -> u32 {
+    /// Where a request goes.
+    fn route(&self, session: &Option<Rc<str>>, token: &Option<Rc<str>>) -> Route {
+        let tied = |replica| Route {
+            replica,
+            tied: true,
+        };
+        let turn = || Route {
+            replica: self.next_turn(),
+            tied: false,
+        };
         match self.spec.balancer {
-            BalancerKind::None => 0,
-            BalancerKind::RoundRobin => self.next_turn(),
-            BalancerKind::Hash => match session {
-                Some(s) => self.ring.owner(s),
-                None => self.next_turn(),
-            },
-            BalancerKind::Sticky => match self.pin_key(session, token) {
-                Some(k) => self.pinned(&k).unwrap_or_else(|| {
-                    let r = self.next_turn();
-                    // A session is pinned once its replica issued it (from
-                    // the response head); a client key, at first sight.
-                    if self.spec.pin_key == PinKey::Client {
-                        self.pin(k, r);
-                    }
-                    r
-                }),
-                None => self.next_turn(),
-            },
+            BalancerKind::None => tied(0),
+            BalancerKind::RoundRobin => turn(),
+            BalancerKind::Hash => session
+                .as_ref()
+                .map_or_else(turn, |s| tied(self.ring.owner(s))),
+            BalancerKind::Sticky => self
+                .pin_key(session, token)
+                .and_then(|k| self.pinned(&k))
+                .map_or_else(turn, tied),
+        }
+    }
+
+    /// After a forward answered: a sticky balancer pins the session the
+    /// replica issued (from its response head), or the client's token.
+    fn learn(&self, replica: u32, issued: Option<Rc<str>>, token: &Option<Rc<str>>) {
+        if self.spec.balancer != BalancerKind::Sticky {
+            return;
+        }
+        let key = match self.spec.pin_key {
+            PinKey::Session => issued,
+            PinKey::Client => token.clone(),
+        };
+        if let Some(k) = key {
+            if self.pinned(&k) != Some(replica) {
+                self.pin(k, replica);
+            }
         }
     }
 }
 
+/// Why a forward failed.
+enum Failed {
+    /// No connection to the replica (refused, reset): nothing was sent,
+    /// so another try is safe.
+    Connect,
+    /// The exchange broke after the request went out: it may have run,
+    /// so it is not sent again.
+    Exchange,
+}
+
 /// Forwards one request and gives back the response to stream to the
-/// client: the replica's, or the balancer's own error.
+/// client: the replica's, or the balancer's own error. A request not tied
+/// to a replica goes to the next one in turn that takes the connection;
+/// one tied to its replica keeps trying it until `forward_timeout_ms`,
+/// then gets 404 (`on_dead_upstream = "wait"`: the pin stays) or goes to
+/// the next replica in turn (`"repin"`: the pin is dropped).
 async fn forward<C: Connector>(s: &Shared<C>, req: Request<Incoming>) -> Response<Relay> {
     let (parts, body) = req.into_parts();
     let Ok(body) = body.collect().await.map(|c| c.to_bytes()) else {
         return refusal(StatusCode::BAD_REQUEST, "the request body broke off");
     };
     let (session, token) = keys(&parts.headers);
-    let replica = s.route(&session, &token);
+    let mut route = s.route(&session, &token);
     let timeout = Duration::from_millis(s.spec.forward_timeout_ms);
-    let sent = tokio::time::timeout(timeout, send(&s.upstreams[replica as usize], &parts, &body));
-    match sent.await {
-        Ok(Ok((resp, conn))) => {
-            let issued = resp
-                .headers()
-                .get(MCP_SESSION_ID)
-                .and_then(|v| v.to_str().ok())
-                .map(Rc::<str>::from);
-            if let (BalancerKind::Sticky, PinKey::Session, Some(sid), None) =
-                (s.spec.balancer, s.spec.pin_key, issued, &session)
-            {
-                s.pin(sid, replica);
+    let mut deadline = Instant::now() + timeout;
+    let mut refused = 0;
+    loop {
+        let upstream = &s.upstreams[route.replica as usize];
+        match tokio::time::timeout_at(deadline, send(upstream, &parts, &body)).await {
+            Ok(Ok((resp, conn))) => {
+                let issued = resp
+                    .headers()
+                    .get(MCP_SESSION_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .map(Rc::<str>::from);
+                s.learn(route.replica, issued.filter(|_| session.is_none()), &token);
+                return resp.map(|body| Relay::Upstream { body, _conn: conn });
             }
-            resp.map(|body| Relay::Upstream { body, _conn: conn })
-        }
-        Ok(Err(_)) => refusal(
-            StatusCode::BAD_GATEWAY,
-            &format!("the balancer could not reach replica {replica}"),
-        ),
-        Err(_) => {
-            let sticky = s.spec.balancer == BalancerKind::Sticky;
-            match (sticky, s.spec.on_dead_upstream, s.pin_key(&session, &token)) {
-                (true, OnDeadUpstream::Wait, Some(_)) => refusal(
-                    StatusCode::NOT_FOUND,
-                    "session not found: the pinned replica did not answer",
-                ),
-                (true, OnDeadUpstream::Repin, Some(k)) => {
-                    s.unpin(&k);
-                    refusal(
-                        StatusCode::GATEWAY_TIMEOUT,
-                        &format!("replica {replica} did not answer; the pin is dropped"),
-                    )
+            Ok(Err(Failed::Exchange)) => {
+                return refusal(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("replica {} broke off the exchange", route.replica),
+                );
+            }
+            Ok(Err(Failed::Connect)) => {
+                s.mark_down(route.replica);
+                if route.tied {
+                    let wait = RECONNECT_EVERY.min(deadline - Instant::now());
+                    tokio::time::sleep(wait).await;
+                    if Instant::now() < deadline {
+                        continue;
+                    }
+                } else {
+                    refused += 1;
+                    if refused >= s.upstreams.len() {
+                        return refusal(StatusCode::BAD_GATEWAY, "no replica took the connection");
+                    }
+                    route = s.route(&None, &None);
+                    continue;
                 }
-                _ => refusal(
+            }
+            Err(_) => s.mark_down(route.replica),
+        }
+        // The deadline passed.
+        let key = s.pin_key(&session, &token);
+        match (route.tied, s.spec.on_dead_upstream) {
+            (true, OnDeadUpstream::Wait) => {
+                return refusal(
+                    StatusCode::NOT_FOUND,
+                    "session not found: its replica did not answer",
+                );
+            }
+            (true, OnDeadUpstream::Repin) => {
+                if let Some(k) = &key {
+                    s.unpin(k);
+                }
+                route = Route {
+                    replica: s.next_turn(),
+                    tied: false,
+                };
+                deadline = Instant::now() + timeout;
+            }
+            (false, _) => {
+                return refusal(
                     StatusCode::GATEWAY_TIMEOUT,
-                    &format!("replica {replica} did not answer in time"),
-                ),
+                    &format!("replica {} did not answer in time", route.replica),
+                );
             }
         }
     }
@@ -268,10 +356,12 @@ async fn send<C: Connector>(
     upstream: &C,
     parts: &http::request::Parts,
     body: &Bytes,
-) -> Result<(Response<Incoming>, ConnGuard), Box<dyn std::error::Error>> {
-    let io = upstream.connect().await?;
+) -> Result<(Response<Incoming>, ConnGuard), Failed> {
+    let io = upstream.connect().await.map_err(|_| Failed::Connect)?;
     let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)).await?;
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
+            .await
+            .map_err(|_| Failed::Connect)?;
     let task = tokio::task::spawn_local(async move {
         let _ = conn.await;
     });
@@ -280,7 +370,10 @@ async fn send<C: Connector>(
     *req.method_mut() = parts.method.clone();
     *req.uri_mut() = parts.uri.clone();
     *req.headers_mut() = parts.headers.clone();
-    let resp = sender.send_request(req).await?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|_| Failed::Exchange)?;
     Ok((resp, guard))
 }
 

@@ -59,6 +59,42 @@ pub enum Fault {
         /// Largest one-way latency during the window, ms.
         max_ms: u64,
     },
+    /// Replica `replica` of a deployment goes down at `at_ms` for
+    /// `duration_ms` (0: for good), then starts afresh (its memory gone).
+    ReplicaCrash {
+        /// Replica index (0-based).
+        replica: u32,
+        /// When, ms.
+        at_ms: u64,
+        /// How long it stays down, ms (0: for the rest of the run).
+        duration_ms: u64,
+        /// A killed process or a hung one.
+        #[serde(default)]
+        mode: CrashMode,
+    },
+}
+
+/// How a replica goes down.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CrashMode {
+    /// The process ends: its connections close at once (the balancer and
+    /// the clients see the close), a connect to it is refused.
+    #[default]
+    Kill,
+    /// The process freezes: it answers nothing and closes nothing, a
+    /// connect to it never completes, until it is restarted.
+    Hang,
+}
+
+impl CrashMode {
+    /// The name a scenario writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CrashMode::Kill => "kill",
+            CrashMode::Hang => "hang",
+        }
+    }
 }
 
 /// Fault generators (rates and ranges), drawn from the `faults` child seed.
@@ -249,7 +285,8 @@ impl FaultPlan {
             .filter_map(|f| match f {
                 Fault::Partition { at_ms, .. }
                 | Fault::Restart { at_ms }
-                | Fault::Latency { at_ms, .. } => Some((*at_ms, f.clone())),
+                | Fault::Latency { at_ms, .. }
+                | Fault::ReplicaCrash { at_ms, .. } => Some((*at_ms, f.clone())),
                 Fault::Drop { .. } | Fault::Switch { .. } => None,
             })
             .collect();
@@ -316,6 +353,7 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::Restart { .. } => FaultKind::Restart,
         Fault::Latency { .. } => FaultKind::Latency,
         Fault::Switch { .. } => FaultKind::Switch,
+        Fault::ReplicaCrash { .. } => FaultKind::ReplicaCrash,
     }
 }
 

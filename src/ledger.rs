@@ -93,6 +93,9 @@ struct Inner {
 pub struct Ledger {
     inner: Rc<RefCell<Inner>>,
     history: History,
+    /// The replica this handle serves, in a deployment: the ledger records
+    /// which replica ran each execution, as a store records its caller.
+    replica: Option<u32>,
 }
 
 impl Ledger {
@@ -101,6 +104,15 @@ impl Ledger {
         Ledger {
             inner: Rc::default(),
             history,
+            replica: None,
+        }
+    }
+
+    /// The same ledger, as replica `r` of a deployment calls it.
+    pub fn for_replica(&self, r: u32) -> Ledger {
+        Ledger {
+            replica: Some(r),
+            ..self.clone()
         }
     }
 
@@ -131,6 +143,7 @@ impl Ledger {
             key: key.map(Into::into),
             rpc_id: rpc_id.clone(),
             deferred,
+            replica: self.replica,
         });
         n
     }

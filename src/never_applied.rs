@@ -25,6 +25,12 @@ pub fn describe(f: &Fault) -> String {
         Fault::Switch { client, after_call } => {
             format!("switch of client {client} after call {after_call}")
         }
+        Fault::ReplicaCrash {
+            replica,
+            at_ms,
+            mode,
+            ..
+        } => format!("{} of replica {replica} at {at_ms} ms", mode.as_str()),
     }
 }
 
@@ -33,7 +39,8 @@ fn start(f: &Fault) -> Option<u64> {
     match *f {
         Fault::Partition { at_ms, .. }
         | Fault::Latency { at_ms, .. }
-        | Fault::Restart { at_ms } => Some(at_ms),
+        | Fault::Restart { at_ms }
+        | Fault::ReplicaCrash { at_ms, .. } => Some(at_ms),
         Fault::Drop { .. } | Fault::Switch { .. } => None,
     }
 }

@@ -10,7 +10,8 @@
 
 use crate::history::History;
 use crate::ledger::Ledger;
-use crate::server::{Listener, Mints, Pacing, Server, ServerConfig, Variant};
+pub use crate::server::Replica;
+use crate::server::{Listener, Pacing, Server, ServerConfig, Variant};
 use std::future::Future;
 use std::io;
 
@@ -30,25 +31,6 @@ pub struct Host<L> {
     /// Its place in a deployment; `None`: the one server of a world
     /// without replicas.
     pub replica: Option<Replica>,
-}
-
-/// One replica's place in a deployment.
-#[derive(Clone)]
-pub struct Replica {
-    /// Its index (0-based).
-    pub index: u32,
-    /// The session ids it may issue (behind a hash balancer: those the
-    /// ring maps to it); `None`: any. Only the built-in arms honour it:
-    /// the SDK's server issues its own ids, as shipped.
-    pub mints: Option<Mints>,
-}
-
-impl Replica {
-    /// The first connection id of this replica's records: far enough
-    /// from every other replica's that no two share one.
-    pub fn conn_base(&self) -> u64 {
-        u64::from(self.index) << 40
-    }
 }
 
 /// A server the world can run and the oracle can judge.
@@ -110,10 +92,11 @@ impl SystemUnderTest for BuiltIn {
         let mut cfg = self.cfg.clone();
         cfg.session_seed = host.seed;
         // Created (and its start recorded) now, when the incarnation starts.
-        let mut server = Server::new(self.variant, cfg, host.history, host.ledger, Pacing::Timer);
-        if let Some(r) = host.replica {
-            server = server.in_replica(r.conn_base(), r.mints);
-        }
+        let (v, h, l) = (self.variant, host.history, host.ledger);
+        let server = match host.replica {
+            Some(r) => Server::replica(v, cfg, h, l, Pacing::Timer, r),
+            None => Server::new(v, cfg, h, l, Pacing::Timer),
+        };
         server.serve(host.listener)
     }
 }

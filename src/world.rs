@@ -12,7 +12,7 @@
 
 use crate::balancer::{Balancer, Ring};
 use crate::client::{self, ClientSpec, Connector};
-use crate::fault::{kind_of, Fate, Fault, FaultPlan, PlannedFault};
+use crate::fault::{kind_of, CrashMode, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{
     ClientRecord, Entry, FaultKind, History, Observer, Rec, Recording, WorldRecord,
 };
@@ -263,29 +263,14 @@ fn host_server<'a, S: SystemUnderTest>(
     history: &History,
     ledger: &Ledger,
 ) {
-    let incarnation = Rc::new(Cell::new(0u32));
-    let (history, ledger) = (history.clone(), ledger.clone());
-    sim.host(SERVER, move || {
-        let n = incarnation.get();
-        incarnation.set(n + 1);
-        let serving = sut.serve(Host {
-            listener: TurmoilListener(None),
-            seed: seed::child(root_seed, &format!("server-sessions/{n}")),
-            incarnation: n,
-            ledger: ledger.clone(),
-            history: history.clone(),
-            replica: None,
-        });
-        async move {
-            serving.await?;
-            Ok(())
-        }
-    });
+    let seed_of = move |n: u32| seed::child(root_seed, &format!("server-sessions/{n}"));
+    host_sut(sim, sut, SERVER.to_string(), seed_of, None, history, ledger);
 }
 
 /// The replica hosts of a deployment: each incarnation of replica `r`
-/// serves with its own seed, over the one ledger and history, its
-/// connection ids apart from every other replica's.
+/// serves with its own seed, its connection ids apart from every other
+/// replica's and, behind a hash balancer, minting only the session ids
+/// the ring maps to it.
 fn host_replicas<'a, S: SystemUnderTest>(
     sim: &mut turmoil::Sim<'a>,
     sut: &'a S,
@@ -297,28 +282,55 @@ fn host_replicas<'a, S: SystemUnderTest>(
     let ring = Rc::new(Ring::new(spec.replicas));
     let hashed = spec.balancer == BalancerKind::Hash;
     for r in 0..spec.replicas {
-        let incarnation = Rc::new(Cell::new(0u32));
-        let (history, ledger, ring) = (history.clone(), ledger.clone(), ring.clone());
-        sim.host(replica_host(r), move || {
-            let n = incarnation.get();
-            incarnation.set(n + 1);
-            let ring = ring.clone();
-            let mints: Option<Mints> =
-                hashed.then(|| Rc::new(move |sid: &str| ring.owner(sid) == r) as _);
-            let serving = sut.serve(Host {
-                listener: TurmoilListener(None),
-                seed: seed::child(root_seed, &format!("replica{r}/server-sessions/{n}")),
-                incarnation: n,
-                ledger: ledger.clone(),
-                history: history.clone(),
-                replica: Some(Replica { index: r, mints }),
-            });
-            async move {
-                serving.await?;
-                Ok(())
-            }
-        });
+        let ring = ring.clone();
+        let mints: Option<Mints> =
+            hashed.then(|| Rc::new(move |sid: &str| ring.owner(sid) == r) as _);
+        let seed_of =
+            move |n: u32| seed::child(root_seed, &format!("replica{r}/server-sessions/{n}"));
+        let replica = Some(Replica { index: r, mints });
+        let ledger = ledger.for_replica(r);
+        host_sut(
+            sim,
+            sut,
+            replica_host(r),
+            seed_of,
+            replica,
+            history,
+            &ledger,
+        );
     }
+}
+
+/// One host running the system under test: each incarnation (a restart
+/// bounces the host) serves on a fresh listener with the seed `seed_of`
+/// gives its number, over the one ledger and history.
+fn host_sut<'a, S: SystemUnderTest>(
+    sim: &mut turmoil::Sim<'a>,
+    sut: &'a S,
+    name: String,
+    seed_of: impl Fn(u32) -> u64 + 'a,
+    replica: Option<Replica>,
+    history: &History,
+    ledger: &Ledger,
+) {
+    let incarnation = Rc::new(Cell::new(0u32));
+    let (history, ledger) = (history.clone(), ledger.clone());
+    sim.host(name, move || {
+        let n = incarnation.get();
+        incarnation.set(n + 1);
+        let serving = sut.serve(Host {
+            listener: TurmoilListener(None),
+            seed: seed_of(n),
+            incarnation: n,
+            ledger: ledger.clone(),
+            history: history.clone(),
+            replica: replica.clone(),
+        });
+        async move {
+            serving.await?;
+            Ok(())
+        }
+    });
 }
 
 /// The balancer host: a fresh balancer (no pins) in each incarnation.
@@ -453,7 +465,11 @@ impl Schedule {
                     fates.push(PlannedFault::not_applied(f, why));
                     continue;
                 }
-                Fault::Partition { duration_ms, .. } | Fault::Latency { duration_ms, .. } => {
+                // A replica down for good has no end: it stays down.
+                Fault::ReplicaCrash { duration_ms: 0, .. } => {}
+                Fault::Partition { duration_ms, .. }
+                | Fault::Latency { duration_ms, .. }
+                | Fault::ReplicaCrash { duration_ms, .. } => {
                     edges.push(Edge {
                         at_ms: at.saturating_add(*duration_ms).min(fault_ms),
                         start: false,
@@ -487,10 +503,15 @@ impl Schedule {
                     Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
                     _ => None,
                 };
+                let replica = match e.fault {
+                    Fault::ReplicaCrash { replica, .. } => Some(replica),
+                    _ => None,
+                };
                 history.record(WorldRecord::FaultStarted {
                     index: e.index,
                     kind: kind_of(&e.fault),
                     host,
+                    replica,
                 });
             } else {
                 history.record(WorldRecord::FaultEnded { index: e.index });
@@ -724,7 +745,10 @@ fn client_fates(
                     Fate::NotApplied(ended(client, after_call))
                 }
             }
-            Fault::Partition { .. } | Fault::Restart { .. } | Fault::Latency { .. } => continue,
+            Fault::Partition { .. }
+            | Fault::Restart { .. }
+            | Fault::Latency { .. }
+            | Fault::ReplicaCrash { .. } => continue,
         };
         fates.push(PlannedFault {
             fault: f.clone(),
@@ -758,6 +782,23 @@ fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u6
         Fault::Restart { .. } => {
             for server in &front.servers {
                 sim.bounce(server.as_str());
+            }
+        }
+        Fault::ReplicaCrash { replica, mode, .. } => {
+            let host = replica_host(replica);
+            match (mode, start) {
+                (CrashMode::Kill, true) => sim.crash(host),
+                // Frozen: nothing in or out, then the process stops (its
+                // closes wait on the held link like everything else).
+                (CrashMode::Hang, true) => {
+                    sim.hold(front_host, host.as_str());
+                    sim.crash(host);
+                }
+                (CrashMode::Kill, false) => sim.bounce(host),
+                (CrashMode::Hang, false) => {
+                    sim.bounce(host.as_str());
+                    sim.release(front_host, host);
+                }
             }
         }
         Fault::Drop { .. } | Fault::Switch { .. } => {

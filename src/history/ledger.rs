@@ -28,6 +28,9 @@ pub enum LedgerRecord {
         /// Its effect waits for a commit (`effects = transactional`).
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         deferred: bool,
+        /// The replica that ran it, in a deployment.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replica: Option<u32>,
     },
     /// A deferred execution finished and committed its effect, together
     /// with its key (a key commits at most once per principal).

@@ -245,6 +245,10 @@ pub enum Record {
         /// stream carries responses (and so takes part in Rule M). The
         /// effective delivery: `cancel` is post-stream whatever was asked.
         delivery: Delivery,
+        /// The replica it is, in a deployment (a replica's restart ends
+        /// only that replica's connections and executions).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replica: Option<u32>,
     },
     /// `initialize` created a session.
     SessionCreated {

@@ -20,16 +20,19 @@ pub enum FaultKind {
     Latency,
     /// A client switched transport after a call.
     Switch,
+    /// A replica of a deployment went down (killed or hung).
+    ReplicaCrash,
 }
 
 impl FaultKind {
     /// Every kind, in the plan's order.
-    pub const ALL: [FaultKind; 5] = [
+    pub const ALL: [FaultKind; 6] = [
         FaultKind::Drop,
         FaultKind::Partition,
         FaultKind::Restart,
         FaultKind::Latency,
         FaultKind::Switch,
+        FaultKind::ReplicaCrash,
     ];
 
     /// The name scenarios, records and reports use.
@@ -40,6 +43,7 @@ impl FaultKind {
             FaultKind::Restart => "restart",
             FaultKind::Latency => "latency",
             FaultKind::Switch => "switch",
+            FaultKind::ReplicaCrash => "replica_crash",
         }
     }
 
@@ -51,6 +55,9 @@ impl FaultKind {
             FaultKind::Restart => "the server host restarts: what it held in memory is gone",
             FaultKind::Latency => "a client host's link to the server slows for a while",
             FaultKind::Switch => "a client switches transport (streamable or legacy) after a call",
+            FaultKind::ReplicaCrash => {
+                "a replica of a deployment goes down (killed, or hung) and later starts afresh"
+            }
         }
     }
 
@@ -84,6 +91,9 @@ pub enum WorldRecord {
         kind: FaultKind,
         /// The client host it acts on (partitions, latency).
         host: Option<u32>,
+        /// The replica it acts on (replica crashes).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replica: Option<u32>,
     },
     /// A timed fault ended (partition repaired, latency restored).
     FaultEnded {

@@ -194,8 +194,14 @@ impl Audit {
     fn observe(&mut self, r: &Record) {
         let sessions = &mut self.sessions;
         match r {
-            Record::ServerStarted { delivery, .. } => {
-                sessions.clear();
+            Record::ServerStarted {
+                delivery, replica, ..
+            } => {
+                // A replica's restart leaves the other replicas' sessions;
+                // its own are never named again (their ids are gone).
+                if replica.is_none() {
+                    sessions.clear();
+                }
                 self.standalone_responses = *delivery == Delivery::SessionStream;
             }
             Record::StreamOpened {

@@ -13,6 +13,14 @@ use super::ops::{Failure, OpFacts, RunFacts};
 /// A primary cause of a failed operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Cause {
+    /// A replica of a deployment that held the operation went down,
+    /// killed or hung, while the operation was open: one that ran one of
+    /// its executions (the ledger says which), with the execution in
+    /// flight or the session owing its result, or the one its client's
+    /// calls last ran on, when the client was refused (404) after it went
+    /// down (a pinned balancer waiting on a dead owner). The client
+    /// re-issued elsewhere, and the tool ran again, or nothing finished it.
+    OwnerDead,
     /// A server restart fell inside one of the operation's executions: the
     /// effect was taken, the result never produced, and the re-issue ran
     /// the tool again (or nothing ran it to the end).
@@ -71,6 +79,7 @@ pub enum Cause {
 /// `failures_by_cause`, `validate`'s metric names, the report's glossary
 /// and `shrink --until-cause` read this list.
 pub const PRECEDENCE: &[Cause] = &[
+    Cause::OwnerDead,
     Cause::RestartMidExecution,
     Cause::RestartLostSession,
     Cause::Eviction,
@@ -90,6 +99,7 @@ impl Cause {
     /// The snake_case name (JSON keys of `failures_by_cause`).
     pub fn as_str(self) -> &'static str {
         match self {
+            Cause::OwnerDead => "owner_dead",
             Cause::RestartMidExecution => "restart_mid_execution",
             Cause::RestartLostSession => "restart_lost_session",
             Cause::Eviction => "eviction",
@@ -110,6 +120,9 @@ impl Cause {
     /// itself is [`Cause::applies`]; `docs/causes.md` has the catalogue).
     pub fn glossary(self) -> &'static str {
         match self {
+            Cause::OwnerDead => {
+                "the replica that ran the call went down (killed or hung) while the call was open: the re-issue ran it again elsewhere, or nothing finished it."
+            }
             Cause::RestartMidExecution => {
                 "a server restart hit while the tool was running: its effect was taken, no result came, and the re-issue ran it again (or nothing finished it)."
             }
@@ -161,6 +174,7 @@ impl Cause {
     fn applies(self, op: &OpFacts, run: &RunFacts) -> bool {
         let dup = op.failures.contains(Failure::Duplicated);
         match self {
+            Cause::OwnerDead => op.owner_died(&run.crashes_us),
             Cause::RestartMidExecution => op.execs.iter().any(|x| {
                 run.restarts_us
                     .iter()

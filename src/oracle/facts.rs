@@ -83,6 +83,8 @@ pub struct Exec {
     /// A chunk was received while an earlier one of the same execution
     /// never was: the server skipped events (its store lost them).
     pub hole: bool,
+    /// The replica that ran it (the ledger's record), in a deployment.
+    pub replica: Option<u32>,
 }
 
 impl Exec {
@@ -159,6 +161,9 @@ pub struct OpFacts {
     pub reinit_after_switch: bool,
     /// Its client was refused (404: session not found) during it.
     pub refused_404: bool,
+    /// One of those refusals came after the replica its client's calls
+    /// last ran on went down.
+    pub home_died: bool,
     /// Its client gave it up.
     pub gave_up: bool,
     /// Its failures (empty: ok or degraded).
@@ -202,6 +207,22 @@ impl OpFacts {
             .any(|&r| self.start_us <= r && self.end_us.is_none_or(|e| r <= e))
     }
 
+    /// Whether the replica holding it went down while it was open (begun
+    /// to outcome, or to the end of the run): one that ran one of its
+    /// executions, or the one its client's calls last ran on, when the
+    /// client was refused (404) after it went down.
+    pub fn owner_died(&self, crashes_us: &[(u32, u64)]) -> bool {
+        self.home_died
+            || crashes_us.iter().any(|&(r, c)| {
+                self.start_us <= c
+                    && self.end_us.is_none_or(|e| c <= e)
+                    && self
+                        .execs
+                        .iter()
+                        .any(|x| x.replica == Some(r) && x.start_us <= c)
+            })
+    }
+
     /// Executions that committed an effect.
     pub fn effects(&self) -> u64 {
         self.execs.iter().filter(|x| x.committed).count() as u64
@@ -235,6 +256,8 @@ pub struct RunFacts {
     pub spikes: Vec<(u32, u64, u64)>,
     /// The run is a deployment: replicas behind a balancer.
     pub deployed: bool,
+    /// (replica, µs) of each replica crash.
+    pub crashes_us: Vec<(u32, u64)>,
 }
 
 /// Per-client facts beyond operations.
@@ -246,12 +269,28 @@ pub struct ClientFacts {
     pub switched_us: Option<u64>,
     /// 404s it got, µs.
     pub refused_404_us: Vec<u64>,
-    /// Transport-switch latency samples, µs.
+    /// Migration latency samples, µs: transport switches (switch to the
+    /// next handled result) and replica moves (the start of the call that
+    /// first ran on the new replica to the next handled result).
     pub switch_latency_us: Vec<u64>,
     /// Operations of it that never produced a record (not even an outcome).
     pub never_begun: u64,
     /// When its first operation begun after the switch began, µs.
     pub first_after_switch: Option<u64>,
+    /// The replicas its executions ran on, as (from µs, replica), each
+    /// entry a change of replica (the ledger's records, in a deployment).
+    pub homes: Vec<(u64, u32)>,
+    /// A replica move not yet matched with a handled result: when the
+    /// call that moved began, µs.
+    pub pending_move: Option<u64>,
+}
+
+impl ClientFacts {
+    /// The replica its calls last ran on at `t_us`.
+    pub fn home_at(&self, t_us: u64) -> Option<u32> {
+        let n = self.homes.partition_point(|&(from, _)| from <= t_us);
+        n.checked_sub(1).map(|i| self.homes[i].1)
+    }
 }
 
 /// The black-box judgement of a run's operations.

@@ -199,6 +199,12 @@ impl Finality {
                     touched.push(tag);
                 }
             }
+            // A replica's restart ends only its own connections and
+            // executions, which records do not tie to it: those operations
+            // stay open until the end of the run, when every one is final.
+            Rec::Server(Record::ServerStarted {
+                replica: Some(_), ..
+            }) => {}
             Rec::Server(Record::ServerStarted { .. }) => {
                 // A restart ends every connection and execution.
                 self.by_conn.clear();
@@ -301,6 +307,9 @@ impl Finality {
                     }
                 }
             }
+            Rec::Server(Record::ServerStarted {
+                replica: Some(_), ..
+            }) => {}
             Rec::Server(Record::ServerStarted { .. }) => {
                 // A restart ends every connection: nothing is in flight.
                 self.inflight.clear();

@@ -153,6 +153,7 @@ impl Hist {
             key: None,
             rpc_id: rid(&format!("{tag}#{n}")),
             deferred: false,
+            replica: None,
         });
         for index in 1..=chunks {
             self.rec(LedgerRecord::Chunk {
@@ -222,6 +223,7 @@ fn an_execution_that_committed_nothing_is_not_a_duplicate() {
             key: Some("k".into()),
             rpc_id: rid(&format!("{t}#{n}")),
             deferred: true,
+            replica: None,
         });
         let chunks = if n == 1 { 2 } else { 4 };
         if n == 2 {
@@ -448,11 +450,13 @@ fn a_restart_inside_an_execution_outranks_every_other_cause() {
         key: None,
         rpc_id: rid("c0-op0#1"),
         deferred: false,
+        replica: None,
     });
     h.at(20).rec(WorldRecord::FaultStarted {
         index: 0,
         kind: FaultKind::Restart,
         host: None,
+        replica: None,
     });
     h.at(30).send(&t, 2, false).execute(&t, 2, 1);
     h.receive(&t, 2, 1, true).handle(&t, 2, 1, false);

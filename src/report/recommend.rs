@@ -257,6 +257,10 @@ pub fn recommend(s: &Summary) -> Option<Recommendation> {
 /// show it. Ordered as the oracle's causes.
 pub const REMEDIES: &[(&str, &str)] = &[
     (
+        "owner_dead",
+        "effects that commit with their key when the tool finishes (`--set server.effects=transactional`) and keys every replica sees, so the re-issue on another replica gets the stored result; with local stores no replica knows the dead one's keys",
+    ),
+    (
         "restart_mid_execution",
         "effects that commit with their key when the tool finishes (`--set server.effects=transactional`), keys kept across restarts (`--set server.durable_dedup=true`) and clients that send keys",
     ),

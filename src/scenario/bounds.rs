@@ -111,6 +111,9 @@ impl Scenario {
             match *f {
                 Fault::Partition {
                     at_ms, duration_ms, ..
+                }
+                | Fault::ReplicaCrash {
+                    at_ms, duration_ms, ..
                 } => {
                     times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
                     times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
@@ -130,6 +133,14 @@ impl Scenario {
                 }
                 Fault::Drop { .. } | Fault::Switch { .. } => {}
             }
+        }
+        let d = &self.deployment;
+        for (key, v) in [
+            ("affinity_ttl_ms", d.affinity_ttl_ms),
+            ("forward_timeout_ms", d.forward_timeout_ms),
+            ("store_lag_ms", d.store_lag_ms),
+        ] {
+            times.push((format!("deployment.{key}"), v));
         }
         for (key, v) in times {
             if v > MAX_MS {
@@ -263,6 +274,22 @@ impl Scenario {
                     }
                 }
                 Fault::Restart { .. } => {}
+                Fault::ReplicaCrash { replica, .. } => {
+                    if self.deployment.is_single() {
+                        return Err(format!(
+                            "faults.explicit[{i}]: replica_crash needs a deployment: add \
+                             [deployment] with replicas and a balancer (a restart is the \
+                             one-server fault)"
+                        ));
+                    }
+                    if *replica >= self.deployment.replicas {
+                        return Err(format!(
+                            "faults.explicit[{i}]: names replica {replica}, but there are {} \
+                             (deployment.replicas, 0-based)",
+                            self.deployment.replicas
+                        ));
+                    }
+                }
                 Fault::Switch { client, .. } => {
                     if u64::from(*client) >= clients {
                         return Err(format!(

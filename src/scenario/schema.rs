@@ -90,6 +90,12 @@ pub fn explicit_fault_keys() -> Vec<String> {
             duration_ms: 1,
             max_ms: 1,
         },
+        Fault::ReplicaCrash {
+            replica: 0,
+            at_ms: 0,
+            duration_ms: 0,
+            mode: crate::fault::CrashMode::Kill,
+        },
     ];
     let mut keys = Vec::new();
     for f in &samples {
@@ -98,7 +104,8 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::Partition { .. }
             | Fault::Switch { .. }
             | Fault::Restart { .. }
-            | Fault::Latency { .. } => {}
+            | Fault::Latency { .. }
+            | Fault::ReplicaCrash { .. } => {}
         }
         let value = serde_json::to_value(f).expect("faults serialize");
         for k in value.as_object().expect("a fault is a table").keys() {

@@ -186,6 +186,26 @@ pub enum Pacing {
 /// balancer: those the ring maps to itself).
 pub type Mints = Rc<dyn Fn(&str) -> bool>;
 
+/// A server's place in a deployment: which replica it is, and the session
+/// ids it may issue.
+#[derive(Clone)]
+pub struct Replica {
+    /// Its index (0-based).
+    pub index: u32,
+    /// The session ids it may issue (behind a hash balancer: those the
+    /// ring maps to it); `None`: any. Only the built-in arms honour it:
+    /// the SDK's server issues its own ids, as shipped.
+    pub mints: Option<Mints>,
+}
+
+impl Replica {
+    /// The first connection id of this replica's records: far enough
+    /// from every other replica's that no two share one.
+    pub fn conn_base(&self) -> ConnId {
+        ConnId::from(self.index) << 40
+    }
+}
+
 /// Mutable server state.
 pub(crate) struct State {
     pub sessions: BTreeMap<SessionId, Session>,
@@ -331,6 +351,34 @@ impl Server {
         pacing: Pacing,
         exposure: Exposure,
     ) -> Self {
+        Self::build(variant, cfg, history, ledger, (pacing, exposure), None)
+    }
+
+    /// A server of `variant` as replica `replica` of a deployment, as the
+    /// simulator runs it: its start record names the replica, its
+    /// connection ids start at [`Replica::conn_base`] (no two replicas'
+    /// records share one), and it issues only the session ids
+    /// [`Replica::mints`] accepts (drawn again until one is).
+    pub fn replica(
+        variant: Variant,
+        cfg: ServerConfig,
+        history: History,
+        ledger: Ledger,
+        pacing: Pacing,
+        replica: Replica,
+    ) -> Self {
+        let how = (pacing, Exposure::simulated());
+        Self::build(variant, cfg, history, ledger, how, Some(replica))
+    }
+
+    fn build(
+        variant: Variant,
+        cfg: ServerConfig,
+        history: History,
+        ledger: Ledger,
+        (pacing, exposure): (Pacing, Exposure),
+        replica: Option<Replica>,
+    ) -> Self {
         if let Some(n) = exposure.ledger_bytes {
             ledger.bound_bytes(n);
         }
@@ -352,6 +400,7 @@ impl Server {
         history.record(Record::ServerStarted {
             variant: variant.as_str(),
             delivery: cfg.delivery,
+            replica: replica.as_ref().map(|r| r.index),
         });
         let rng = ChaCha20Rng::seed_from_u64(cfg.session_seed);
         // Durable keys live beside the ledger, which outlives incarnations;
@@ -372,29 +421,18 @@ impl Server {
                 store_budget: exposure.store_bytes.map(session::StoreBudget::new),
                 open_streams: Rc::default(),
                 asks: fixtures::Asks::default(),
-                mints: None,
+                mints: replica.as_ref().and_then(|r| r.mints.clone()),
                 exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),
                     clock: 0,
                     rng,
                     dedup,
-                    next_conn: 0,
+                    next_conn: replica.as_ref().map_or(0, Replica::conn_base),
                     conns: BTreeMap::new(),
                 }),
             }),
         }
-    }
-
-    /// This server as replica of a deployment: its connection ids start
-    /// at `conn_base` (so no two replicas' records share one), and it
-    /// issues only the session ids `mints` accepts (drawn again until one
-    /// is). Before it serves.
-    pub fn in_replica(mut self, conn_base: ConnId, mints: Option<Mints>) -> Self {
-        let shared = Rc::get_mut(&mut self.shared).expect("a server not yet serving");
-        shared.state.get_mut().next_conn = conn_base;
-        shared.mints = mints;
-        self
     }
 
     /// The variant.

@@ -224,6 +224,12 @@ fn retimed(f: &Fault, at: u64, len: u64) -> Fault {
             max_ms,
         },
         Fault::Restart { .. } => Fault::Restart { at_ms: at },
+        Fault::ReplicaCrash { replica, mode, .. } => Fault::ReplicaCrash {
+            replica,
+            at_ms: at,
+            duration_ms: len,
+            mode,
+        },
         ref other => other.clone(),
     }
 }
@@ -235,6 +241,9 @@ fn timing(f: &Fault) -> Option<(u64, u64)> {
             at_ms, duration_ms, ..
         }
         | Fault::Latency {
+            at_ms, duration_ms, ..
+        }
+        | Fault::ReplicaCrash {
             at_ms, duration_ms, ..
         } => Some((at_ms, duration_ms)),
         Fault::Restart { at_ms } => Some((at_ms, 0)),

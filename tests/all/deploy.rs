@@ -157,3 +157,174 @@ fn bad_deployments_name_the_fix() {
     s.set("deployment.balancer", "sticky").unwrap();
     s.validate().unwrap();
 }
+
+/// The gateway case, small: a sticky balancer pinned by client token, a
+/// 60 s pin, a 5 s forward timeout; replica 0 hangs for good at 3 s.
+fn gateway(on_dead: &str) -> Scenario {
+    Scenario::parse(&format!(
+        r#"
+name = "gateway"
+duration_ms = 20000
+[[clients]]
+behaviour = "resume"
+count = 4
+calls = 6
+chunks = 2
+chunk_interval_ms = 50
+think_ms = 1000
+read_timeout_ms = 8000
+backoff_ms = 200
+[network]
+client_hosts = 1
+[deployment]
+replicas = 2
+balancer = "sticky"
+pin_key = "client"
+affinity_ttl_ms = 60000
+forward_timeout_ms = 5000
+on_dead_upstream = "{on_dead}"
+[[faults.explicit]]
+kind = "replica_crash"
+replica = 0
+at_ms = 3000
+duration_ms = 0
+mode = "hang"
+[heal]
+duration_ms = 120000
+"#
+    ))
+    .unwrap()
+}
+
+/// What one client did, µs: its requests sent, its initializes, the 404s
+/// it got, and the sessions it was given.
+#[derive(Default)]
+struct Seen {
+    sent: Vec<u64>,
+    inits: Vec<u64>,
+    refused: Vec<u64>,
+    sessions: Vec<u64>,
+}
+
+fn seen(h: &mcp_chaos::history::History, client: u32) -> Seen {
+    use mcp_chaos::history::{ClientRecord, Rec, Sent};
+    let mut out = Seen::default();
+    for e in h.entries().iter() {
+        let Rec::Client(r) = &e.record else { continue };
+        match r {
+            ClientRecord::Sent {
+                client: c, what, ..
+            } if *c == client => {
+                out.sent.push(e.t_us);
+                if *what == Sent::Initialize {
+                    out.inits.push(e.t_us);
+                }
+            }
+            ClientRecord::Status {
+                client: c,
+                status: 404,
+                ..
+            } if *c == client => out.refused.push(e.t_us),
+            ClientRecord::Session { client: c, .. } if *c == client => out.sessions.push(e.t_us),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `on_dead_upstream = "wait"`: every request of a client pinned to the
+/// hung replica stalls the whole forward timeout and gets 404 (its call),
+/// then every initialize it retries stalls the same, until the pin
+/// expires (60 s); the session then moves, and its migration latency is
+/// about the pin's lifetime. On every arm.
+#[test]
+fn a_gateway_waiting_on_a_hung_owner_stalls_each_request_until_the_pin_expires() {
+    let s = gateway("wait");
+    for arm in [
+        Arm::BuiltIn(Variant::Guarded),
+        Arm::BuiltIn(Variant::Unguarded),
+        Arm::Rmcp,
+    ] {
+        let (r, h) = run::run_arm(&s, 0, arm, &Options::default()).unwrap();
+        let mut stalled = 0;
+        for c in 0..4 {
+            let v = seen(&h, c);
+            let Some(&first) = v.refused.first() else {
+                continue;
+            };
+            stalled += 1;
+            let asked = v.sent.iter().rev().find(|&&x| x < first).copied().unwrap();
+            assert!(
+                first - asked >= 5_000_000,
+                "{} client {c}: 404 after {} µs",
+                r.server,
+                first - asked
+            );
+            // Its next session comes once the pin made at the start expired.
+            let next = v.sessions.iter().find(|&&t| t > first).copied().unwrap();
+            assert!(
+                next >= 60_000_000,
+                "{} client {c}: a session at {next} µs",
+                r.server
+            );
+            // Every initialize in between stalled a whole forward timeout.
+            let inits: Vec<u64> = v
+                .inits
+                .iter()
+                .copied()
+                .filter(|&t| t >= first && t < next)
+                .collect();
+            assert!(inits.len() >= 5, "{} client {c}: {inits:?}", r.server);
+            for w in inits.windows(2) {
+                assert!(
+                    w[1] - w[0] >= 5_000_000,
+                    "{} client {c}: {inits:?}",
+                    r.server
+                );
+            }
+        }
+        assert!(
+            stalled > 0,
+            "{}: some client was pinned to the hung replica",
+            r.server
+        );
+        let m = &r.metrics.migration_latency_us;
+        assert!(m.count > 0 && m.p50 >= 50_000_000, "{}: {m:?}", r.server);
+    }
+}
+
+/// `on_dead_upstream = "repin"`: the first request to the hung replica
+/// stalls one forward timeout, the pin moves, and the session is
+/// re-established on the live replica at once.
+#[test]
+fn a_gateway_that_repins_stalls_at_most_one_forward_timeout() {
+    let s = gateway("repin");
+    let (r, h) = run::run(&s, 0, Variant::Guarded, &Options::default()).unwrap();
+    let mut moved = 0;
+    for c in 0..4 {
+        let v = seen(&h, c);
+        let Some(&first) = v.refused.first() else {
+            continue;
+        };
+        moved += 1;
+        let asked = v.sent.iter().rev().find(|&&x| x < first).copied().unwrap();
+        // The moved request reaches the live replica after one timeout,
+        // which answers 404 at once (a local store does not know it).
+        assert!(
+            (5_000_000..5_100_000).contains(&(first - asked)),
+            "client {c}: {}",
+            first - asked
+        );
+        let next = v.sessions.iter().find(|&&t| t > first).copied().unwrap();
+        assert!(
+            next - first < 1_000_000,
+            "client {c}: a session {} µs later",
+            next - first
+        );
+        assert_eq!(v.refused.len(), 1, "client {c}: {:?}", v.refused);
+    }
+    assert!(moved > 0, "some client was pinned to the hung replica");
+    let m = &r.metrics.migration_latency_us;
+    assert!(m.count > 0 && m.max < 12_000_000, "{m:?}");
+    assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
+}

@@ -1443,7 +1443,8 @@ fn cancel_refuses_a_resume_with_405() {
             e.record,
             Rec::Server(Record::ServerStarted {
                 variant: "cancel",
-                delivery: Delivery::PostStream
+                delivery: Delivery::PostStream,
+                replica: None
             })
         )));
         let sid = h.initialize().await;

@@ -180,9 +180,16 @@ impl Builder {
             Rec::Client(r) => self.client_record(r, t, seq),
             Rec::Ledger(r) => self.ledger_record(r, t, seq),
             Rec::World(r) => match r {
-                WorldRecord::FaultStarted { index, kind, host } => {
+                WorldRecord::FaultStarted {
+                    index,
+                    kind,
+                    host,
+                    replica,
+                } => {
                     if *kind == FaultKind::Restart {
                         self.run.restarts_us.push(t);
+                    } else if let (FaultKind::ReplicaCrash, Some(r)) = (kind, replica) {
+                        self.run.crashes_us.push((*r, t));
                     } else if let Some(at) = self.open_fault(*kind, *host, t) {
                         self.open_faults.insert(*index, at);
                     }
@@ -206,7 +213,9 @@ impl Builder {
         let w = match kind {
             FaultKind::Partition => &mut self.run.partitions,
             FaultKind::Latency => &mut self.run.spikes,
-            FaultKind::Drop | FaultKind::Restart | FaultKind::Switch => return None,
+            FaultKind::Drop | FaultKind::Restart | FaultKind::Switch | FaultKind::ReplicaCrash => {
+                return None
+            }
         };
         w.push((host, from, u64::MAX));
         Some((kind == FaultKind::Partition, w.len() - 1))
@@ -429,6 +438,10 @@ impl Builder {
             let sample = t.saturating_sub(s);
             self.client(client).switch_latency_us.push(sample);
         }
+        if let Some(s) = self.client(client).pending_move.take() {
+            let sample = t.saturating_sub(s);
+            self.client(client).switch_latency_us.push(sample);
+        }
         let gap_named = self.gap_budget(client, chunk);
         let Some(op) = self.op(tag) else { return };
         if op.handled.is_some() {
@@ -477,6 +490,7 @@ impl Builder {
                 n,
                 rpc_id,
                 deferred,
+                replica,
                 ..
             } => {
                 if let Some(op) = self.op(tag) {
@@ -491,7 +505,23 @@ impl Builder {
                         result_seq: None,
                         received: Vec::new(),
                         hole: false,
+                        replica: *replica,
                     });
+                    let (client, begun) = (op.client, op.start_us);
+                    if let Some(r) = *replica {
+                        let cf = self.client(client);
+                        match cf.homes.last() {
+                            Some(&(_, h)) if h == r => {}
+                            moved => {
+                                // The session moved replicas: a migration
+                                // from the moving call's start to its result.
+                                if moved.is_some() {
+                                    cf.pending_move.get_or_insert(begun);
+                                }
+                                cf.homes.push((t, r));
+                            }
+                        }
+                    }
                 }
             }
             LedgerRecord::Commit { tag, n } => {
@@ -584,6 +614,15 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         .refused_404_us
         .iter()
         .any(|&t| t >= op.start_us && t <= end);
+    // Refused after the replica its client's calls last ran on went down.
+    op.home_died = client.refused_404_us.iter().any(|&t| {
+        t >= op.start_us
+            && t <= end
+            && run
+                .crashes_us
+                .iter()
+                .any(|&(r, c)| c <= t && client.home_at(c) == Some(r))
+    });
     op.reinit_after_switch = client.switched_us.is_some_and(|s| {
         s <= end
             && client

@@ -123,7 +123,9 @@ impl Timeline {
                         host: *host,
                     });
                 }
-                Rec::World(WorldRecord::FaultStarted { index, kind, host }) => {
+                Rec::World(WorldRecord::FaultStarted {
+                    index, kind, host, ..
+                }) => {
                     open.insert(*index, (e.t_us, *kind, *host));
                 }
                 Rec::World(WorldRecord::FaultEnded { index }) => {
