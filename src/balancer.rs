@@ -15,6 +15,7 @@
 //! `RefCell`, never borrowed across an `.await`.
 
 use crate::client::Connector;
+use crate::history::{History, WorldRecord};
 use crate::protocol::headers::{AUTHORIZATION, MCP_SESSION_ID};
 use crate::protocol::jsonrpc::{ErrorObject, Message, INTERNAL_ERROR, SESSION_ERROR};
 use crate::scenario::{BalancerKind, DeploymentSpec, OnDeadUpstream, PinKey};
@@ -25,7 +26,7 @@ use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
@@ -70,6 +71,18 @@ impl Ring {
     }
 }
 
+/// What the deployment's orchestrator tells the balancer (the world sets
+/// it, as a readiness probe would): the replicas draining, which take no
+/// new session but keep serving the ones they hold.
+#[derive(Debug, Default)]
+pub struct Membership {
+    /// Replicas taking no new sessions.
+    pub draining: BTreeSet<u32>,
+}
+
+/// The orchestrator's handle on the balancer's membership.
+pub type Control = Rc<RefCell<Membership>>;
+
 /// A sticky pin: which replica, and when it was made.
 #[derive(Clone, Copy, Debug)]
 struct Pinned {
@@ -100,6 +113,8 @@ struct Shared<C> {
     upstreams: Vec<C>,
     spec: DeploymentSpec,
     ring: Ring,
+    control: Control,
+    history: History,
     state: RefCell<State>,
 }
 
@@ -109,13 +124,22 @@ pub struct Balancer<C> {
 }
 
 impl<C: Connector> Balancer<C> {
-    /// A balancer as `spec` describes it, with fresh state.
-    pub fn new(spec: &DeploymentSpec, upstreams: Vec<C>) -> Balancer<C> {
+    /// A balancer as `spec` describes it, with fresh state (no pins),
+    /// the orchestrator's `control` and the run's `history` (a pin that
+    /// expired under a request is recorded).
+    pub fn new(
+        spec: &DeploymentSpec,
+        upstreams: Vec<C>,
+        control: Control,
+        history: History,
+    ) -> Balancer<C> {
         Balancer {
             shared: Rc::new(Shared {
                 ring: Ring::new(upstreams.len() as u32),
                 upstreams,
                 spec: spec.clone(),
+                control,
+                history,
                 state: RefCell::new(State::default()),
             }),
         }
@@ -160,20 +184,20 @@ struct Route {
 }
 
 impl<C> Shared<C> {
-    /// The next replica in turn that is not out of it (any, when all are).
+    /// The next replica in turn that is not out of it (down or
+    /// draining; any, when all are).
     fn next_turn(&self) -> u32 {
         let n = self.upstreams.len() as u32;
+        let draining = &self.control.borrow().draining;
         let mut st = self.state.borrow_mut();
         let now = Instant::now();
         let first = st.turn;
-        let mut r = first;
-        for i in 0..n {
-            r = (first + i) % n;
-            if st.down.get(&r).is_none_or(|until| *until <= now) {
-                break;
-            }
-            r = first;
-        }
+        let open =
+            |r: u32| !draining.contains(&r) && st.down.get(&r).is_none_or(|until| *until <= now);
+        let r = (0..n)
+            .map(|i| (first + i) % n)
+            .find(|&r| open(r))
+            .unwrap_or(first);
         st.turn = (r + 1) % n;
         r
     }
@@ -188,6 +212,20 @@ impl<C> Shared<C> {
             return None;
         }
         Some(pin.replica)
+    }
+
+    /// A sticky request's pin, recording one that expired under it (the
+    /// request then goes wherever the turn sends it).
+    fn pin_of(&self, key: &Rc<str>, session: &Option<Rc<str>>) -> Option<u32> {
+        let had = self.state.borrow().pins.get(key).map(|p| p.replica);
+        let live = self.pinned(key);
+        if let (Some(replica), None) = (had, live) {
+            self.history.record(WorldRecord::PinExpired {
+                replica,
+                session: session.clone(),
+            });
+        }
+        live
     }
 
     fn pin(&self, key: Rc<str>, replica: u32) {
@@ -235,7 +273,7 @@ impl<C> Shared<C> {
                 .map_or_else(turn, |s| tied(self.ring.owner(s))),
             BalancerKind::Sticky => self
                 .pin_key(session, token)
-                .and_then(|k| self.pinned(&k))
+                .and_then(|k| self.pin_of(&k, session))
                 .map_or_else(turn, tied),
         }
     }

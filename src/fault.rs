@@ -72,6 +72,32 @@ pub enum Fault {
         #[serde(default)]
         mode: CrashMode,
     },
+    /// Replica `replica` drains at `at_ms`: the balancer sends it no new
+    /// session, it keeps serving the ones it holds for `grace_ms`, then
+    /// exits and starts afresh (its memory gone) and takes new sessions
+    /// again.
+    ReplicaDrain {
+        /// Replica index (0-based).
+        replica: u32,
+        /// When the drain begins, ms.
+        at_ms: u64,
+        /// How long it keeps serving before it exits, ms.
+        grace_ms: u64,
+    },
+    /// A rolling deploy from `at_ms`: each replica in turn, in index
+    /// order, drains for `grace_ms` and restarts.
+    Deploy {
+        /// When the first drain begins, ms.
+        at_ms: u64,
+        /// Each replica's drain, ms.
+        grace_ms: u64,
+    },
+    /// The balancer restarts at `at_ms`: its pins are gone and every
+    /// client connection to it closes.
+    BalancerRestart {
+        /// When, ms.
+        at_ms: u64,
+    },
 }
 
 /// How a replica goes down.
@@ -286,7 +312,10 @@ impl FaultPlan {
                 Fault::Partition { at_ms, .. }
                 | Fault::Restart { at_ms }
                 | Fault::Latency { at_ms, .. }
-                | Fault::ReplicaCrash { at_ms, .. } => Some((*at_ms, f.clone())),
+                | Fault::ReplicaCrash { at_ms, .. }
+                | Fault::ReplicaDrain { at_ms, .. }
+                | Fault::Deploy { at_ms, .. }
+                | Fault::BalancerRestart { at_ms } => Some((*at_ms, f.clone())),
                 Fault::Drop { .. } | Fault::Switch { .. } => None,
             })
             .collect();
@@ -354,6 +383,9 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::Latency { .. } => FaultKind::Latency,
         Fault::Switch { .. } => FaultKind::Switch,
         Fault::ReplicaCrash { .. } => FaultKind::ReplicaCrash,
+        Fault::ReplicaDrain { .. } => FaultKind::ReplicaDrain,
+        Fault::Deploy { .. } => FaultKind::Deploy,
+        Fault::BalancerRestart { .. } => FaultKind::BalancerRestart,
     }
 }
 

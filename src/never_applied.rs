@@ -31,6 +31,11 @@ pub fn describe(f: &Fault) -> String {
             mode,
             ..
         } => format!("{} of replica {replica} at {at_ms} ms", mode.as_str()),
+        Fault::ReplicaDrain { replica, at_ms, .. } => {
+            format!("drain of replica {replica} at {at_ms} ms")
+        }
+        Fault::Deploy { at_ms, .. } => format!("rolling deploy at {at_ms} ms"),
+        Fault::BalancerRestart { at_ms } => format!("balancer restart at {at_ms} ms"),
     }
 }
 
@@ -40,7 +45,10 @@ fn start(f: &Fault) -> Option<u64> {
         Fault::Partition { at_ms, .. }
         | Fault::Latency { at_ms, .. }
         | Fault::Restart { at_ms }
-        | Fault::ReplicaCrash { at_ms, .. } => Some(at_ms),
+        | Fault::ReplicaCrash { at_ms, .. }
+        | Fault::ReplicaDrain { at_ms, .. }
+        | Fault::Deploy { at_ms, .. }
+        | Fault::BalancerRestart { at_ms } => Some(at_ms),
         Fault::Drop { .. } | Fault::Switch { .. } => None,
     }
 }

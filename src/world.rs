@@ -10,7 +10,7 @@
 //! the plan's timed faults, tick them through the fault phase, heal, and
 //! account for every planned fault (applied, or not with why).
 
-use crate::balancer::{Balancer, Ring};
+use crate::balancer::{Balancer, Control, Ring};
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{kind_of, CrashMode, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{
@@ -79,6 +79,8 @@ struct Front {
     name: Rc<str>,
     /// The hosts running the system under test.
     servers: Vec<String>,
+    /// The orchestrator's handle on the balancer (drains).
+    control: Option<Control>,
 }
 
 impl Front {
@@ -88,11 +90,13 @@ impl Front {
             Front {
                 name: SERVER.into(),
                 servers: vec![SERVER.to_string()],
+                control: None,
             }
         } else {
             Front {
                 name: BALANCER.into(),
                 servers: (0..d.replicas).map(replica_host).collect(),
+                control: Some(Control::default()),
             }
         }
     }
@@ -205,7 +209,8 @@ pub fn run_recorded<S: SystemUnderTest>(
             balancer: d.balancer_name(),
         });
         host_replicas(&mut sim, sut, root_seed, d, &history, &ledger);
-        host_balancer(&mut sim, d);
+        let control = front.control.clone().unwrap_or_default();
+        host_balancer(&mut sim, d, control, &history);
     }
     let legacy = sut.legacy_transport();
     let clients = host_clients(
@@ -333,14 +338,21 @@ fn host_sut<'a, S: SystemUnderTest>(
     });
 }
 
-/// The balancer host: a fresh balancer (no pins) in each incarnation.
-fn host_balancer(sim: &mut turmoil::Sim<'_>, spec: &DeploymentSpec) {
+/// The balancer host: a fresh balancer (no pins) in each incarnation,
+/// under the orchestrator's `control`.
+fn host_balancer(
+    sim: &mut turmoil::Sim<'_>,
+    spec: &DeploymentSpec,
+    control: Control,
+    history: &History,
+) {
     let spec = spec.clone();
+    let history = history.clone();
     sim.host(BALANCER, move || {
         let upstreams = (0..spec.replicas)
             .map(|r| TurmoilConnector(replica_host(r).into()))
             .collect();
-        let balancer = Balancer::new(&spec, upstreams);
+        let balancer = Balancer::new(&spec, upstreams, control.clone(), history.clone());
         async move {
             balancer.serve(TurmoilListener(None)).await?;
             Ok(())
@@ -420,7 +432,27 @@ struct Edge {
     /// The fault's index in [`FaultPlan::timed`] (the `index` of its
     /// world records).
     index: u32,
+    /// The planned fault.
     fault: Fault,
+    /// What this edge does: the fault itself, or one step of it (a
+    /// rolling deploy is a drain of each replica in turn).
+    act: Fault,
+    /// This start edge decides the planned fault's fate (a deploy's
+    /// first step).
+    decides: bool,
+}
+
+impl Edge {
+    fn of(at_ms: u64, start: bool, index: u32, fault: &Fault) -> Edge {
+        Edge {
+            at_ms,
+            start,
+            index,
+            fault: fault.clone(),
+            act: fault.clone(),
+            decides: start,
+        }
+    }
 }
 
 /// The plan's timed faults scheduled as start and end edges in time
@@ -465,26 +497,47 @@ impl Schedule {
                     fates.push(PlannedFault::not_applied(f, why));
                     continue;
                 }
+                // Each replica in turn drains, until the fault phase ends.
+                Fault::Deploy { grace_ms, .. } => {
+                    let replicas = scenario.deployment.replicas;
+                    for r in 0..replicas {
+                        let from = at.saturating_add(grace_ms.saturating_mul(u64::from(r)));
+                        if from >= fault_ms {
+                            break;
+                        }
+                        let act = Fault::ReplicaDrain {
+                            replica: r,
+                            at_ms: from,
+                            grace_ms: *grace_ms,
+                        };
+                        for (at_ms, start) in [(from, true), (from + grace_ms, false)] {
+                            edges.push(Edge {
+                                at_ms: at_ms.min(fault_ms),
+                                start,
+                                index,
+                                fault: f.clone(),
+                                act: act.clone(),
+                                decides: start && r == 0,
+                            });
+                        }
+                    }
+                    continue;
+                }
                 // A replica down for good has no end: it stays down.
                 Fault::ReplicaCrash { duration_ms: 0, .. } => {}
                 Fault::Partition { duration_ms, .. }
                 | Fault::Latency { duration_ms, .. }
-                | Fault::ReplicaCrash { duration_ms, .. } => {
-                    edges.push(Edge {
-                        at_ms: at.saturating_add(*duration_ms).min(fault_ms),
-                        start: false,
-                        index,
-                        fault: f.clone(),
-                    });
+                | Fault::ReplicaCrash { duration_ms, .. }
+                | Fault::ReplicaDrain {
+                    grace_ms: duration_ms,
+                    ..
+                } => {
+                    let end = at.saturating_add(*duration_ms).min(fault_ms);
+                    edges.push(Edge::of(end, false, index, &f));
                 }
                 _ => {}
             }
-            edges.push(Edge {
-                at_ms: at,
-                start: true,
-                index,
-                fault: f,
-            });
+            edges.push(Edge::of(at, true, index, &f));
         }
         edges.sort_by_key(|e| (e.at_ms, !e.start, e.index));
         Schedule {
@@ -498,13 +551,15 @@ impl Schedule {
     /// Applies every edge due by `now_ms`, recording each.
     fn fire_due(&mut self, now_ms: u64, sim: &mut turmoil::Sim<'_>, history: &History) {
         while let Some(e) = self.edges.next_if(|e| e.at_ms <= now_ms) {
+            let replica = match e.act {
+                Fault::ReplicaCrash { replica, .. } | Fault::ReplicaDrain { replica, .. } => {
+                    Some(replica)
+                }
+                _ => None,
+            };
             if e.start {
                 let host = match e.fault {
                     Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
-                    _ => None,
-                };
-                let replica = match e.fault {
-                    Fault::ReplicaCrash { replica, .. } => Some(replica),
                     _ => None,
                 };
                 history.record(WorldRecord::FaultStarted {
@@ -516,8 +571,11 @@ impl Schedule {
             } else {
                 history.record(WorldRecord::FaultEnded { index: e.index });
             }
-            apply(sim, &e.fault, e.start, self.base_latency_ms, &self.front);
-            if e.start {
+            apply(sim, &e.act, e.start, self.base_latency_ms, &self.front);
+            if let (Fault::ReplicaDrain { replica, .. }, false) = (&e.act, e.start) {
+                history.record(WorldRecord::ReplicaRestarted { replica: *replica });
+            }
+            if e.decides {
                 self.fates.push(PlannedFault {
                     fault: e.fault,
                     fate: Fate::Applied,
@@ -530,7 +588,7 @@ impl Schedule {
     /// one that had not started by then was not applied.
     fn unfired(self, end_ms: u64, clients_finished: bool) -> Vec<PlannedFault> {
         let mut fates = self.fates;
-        for e in self.edges.filter(|e| e.start) {
+        for e in self.edges.filter(|e| e.decides) {
             let why = if clients_finished {
                 "every client had finished"
             } else {
@@ -748,7 +806,10 @@ fn client_fates(
             Fault::Partition { .. }
             | Fault::Restart { .. }
             | Fault::Latency { .. }
-            | Fault::ReplicaCrash { .. } => continue,
+            | Fault::ReplicaCrash { .. }
+            | Fault::ReplicaDrain { .. }
+            | Fault::Deploy { .. }
+            | Fault::BalancerRestart { .. } => continue,
         };
         fates.push(PlannedFault {
             fault: f.clone(),
@@ -801,6 +862,22 @@ fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u6
                 }
             }
         }
+        Fault::ReplicaDrain { replica, .. } => {
+            if let Some(control) = &front.control {
+                let mut m = control.borrow_mut();
+                if start {
+                    m.draining.insert(replica);
+                } else {
+                    m.draining.remove(&replica);
+                }
+            }
+            // The grace is over: it exits, and starts afresh.
+            if !start {
+                sim.bounce(replica_host(replica));
+            }
+        }
+        Fault::BalancerRestart { .. } => sim.bounce(BALANCER),
+        Fault::Deploy { .. } => unreachable!("a deploy is applied as its drains"),
         Fault::Drop { .. } | Fault::Switch { .. } => {
             unreachable!("drops and switches are applied by the clients")
         }

@@ -1,6 +1,7 @@
 //! The world's records: timed faults as they start and end, and the heal
 //! phase.
 
+use super::SessionId;
 use serde::Serialize;
 
 /// The kinds of fault a plan holds: the one list every part names them
@@ -22,17 +23,26 @@ pub enum FaultKind {
     Switch,
     /// A replica of a deployment went down (killed or hung).
     ReplicaCrash,
+    /// A replica drained (no new sessions), then restarted.
+    ReplicaDrain,
+    /// A rolling deploy: every replica drained and restarted in turn.
+    Deploy,
+    /// The balancer restarted: its pins were lost.
+    BalancerRestart,
 }
 
 impl FaultKind {
     /// Every kind, in the plan's order.
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::Drop,
         FaultKind::Partition,
         FaultKind::Restart,
         FaultKind::Latency,
         FaultKind::Switch,
         FaultKind::ReplicaCrash,
+        FaultKind::ReplicaDrain,
+        FaultKind::Deploy,
+        FaultKind::BalancerRestart,
     ];
 
     /// The name scenarios, records and reports use.
@@ -44,6 +54,9 @@ impl FaultKind {
             FaultKind::Latency => "latency",
             FaultKind::Switch => "switch",
             FaultKind::ReplicaCrash => "replica_crash",
+            FaultKind::ReplicaDrain => "replica_drain",
+            FaultKind::Deploy => "deploy",
+            FaultKind::BalancerRestart => "balancer_restart",
         }
     }
 
@@ -58,6 +71,11 @@ impl FaultKind {
             FaultKind::ReplicaCrash => {
                 "a replica of a deployment goes down (killed, or hung) and later starts afresh"
             }
+            FaultKind::ReplicaDrain => {
+                "a replica takes no new session for a grace period, then exits and starts afresh"
+            }
+            FaultKind::Deploy => "a rolling deploy: each replica in turn drains and restarts",
+            FaultKind::BalancerRestart => "the balancer restarts: its pins are lost",
         }
     }
 
@@ -102,6 +120,20 @@ pub enum WorldRecord {
     },
     /// Faults are off; the heal phase began.
     HealStarted,
+    /// A replica exited at the end of a drain and started afresh (its
+    /// sessions and executions gone).
+    ReplicaRestarted {
+        /// The replica.
+        replica: u32,
+    },
+    /// A sticky pin expired under a request: the balancer sent it where
+    /// its turn said, not to the pinned replica.
+    PinExpired {
+        /// The replica it was pinned to.
+        replica: u32,
+        /// The session the request named, if any.
+        session: Option<SessionId>,
+    },
     /// The run is a deployment: replicas behind a balancer (recorded
     /// first; a run with one server and no balancer has no such record).
     Deployed {

@@ -37,6 +37,11 @@ pub enum Cause {
     /// re-initialized, re-issuing the operation while its first execution
     /// still ran or had run.
     TransportReissue,
+    /// The balancer lost the pin that kept the operation's session on its
+    /// replica (the balancer restarted, or the pin expired while the
+    /// session lived), sent a request of it to another replica, which
+    /// refused it (404); the re-initialization duplicated or lost it.
+    AffinityLost,
     /// A request of the operation reached a replica that did not hold its
     /// session (the balancer sent it elsewhere than the replica that
     /// issued it), was refused (404), and the re-initialization that
@@ -84,6 +89,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::RestartLostSession,
     Cause::Eviction,
     Cause::TransportReissue,
+    Cause::AffinityLost,
     Cause::WrongReplica,
     Cause::StaleConnection,
     Cause::LostResponseHead,
@@ -104,6 +110,7 @@ impl Cause {
             Cause::RestartLostSession => "restart_lost_session",
             Cause::Eviction => "eviction",
             Cause::TransportReissue => "transport_reissue",
+            Cause::AffinityLost => "affinity_lost",
             Cause::WrongReplica => "wrong_replica",
             Cause::StaleConnection => "stale_connection",
             Cause::LostResponseHead => "lost_response_head",
@@ -134,6 +141,9 @@ impl Cause {
             }
             Cause::TransportReissue => {
                 "the client switched transport, was refused (404) on the new one, re-initialized and re-issued while the first execution ran or had run."
+            }
+            Cause::AffinityLost => {
+                "the balancer lost the session's pin (it restarted, or the pin expired): a request went to another replica, which answered 404, and the re-initialization ran the call again or lost it."
             }
             Cause::WrongReplica => {
                 "the balancer sent a request to a replica that did not hold the session: it answered 404, and the re-initialization that forced ran the call again or lost it."
@@ -183,6 +193,7 @@ impl Cause {
             Cause::RestartLostSession => op.restarted_during(&run.restarts_us),
             Cause::Eviction => op.evicted(),
             Cause::TransportReissue => op.reinit_after_switch,
+            Cause::AffinityLost => op.affinity_lost,
             Cause::WrongReplica => run.deployed && op.refused_404,
             Cause::StaleConnection => op.stale_unrun && op.failures.contains(Failure::Lost),
             Cause::LostResponseHead => op.unseen_attempt_ran,

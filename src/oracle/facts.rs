@@ -164,6 +164,9 @@ pub struct OpFacts {
     /// One of those refusals came after the replica its client's calls
     /// last ran on went down.
     pub home_died: bool,
+    /// One of those refusals came after the balancer lost the pin of the
+    /// session it was using.
+    pub affinity_lost: bool,
     /// Its client gave it up.
     pub gave_up: bool,
     /// Its failures (empty: ok or degraded).
@@ -256,8 +259,13 @@ pub struct RunFacts {
     pub spikes: Vec<(u32, u64, u64)>,
     /// The run is a deployment: replicas behind a balancer.
     pub deployed: bool,
-    /// (replica, µs) of each replica crash.
+    /// (replica, µs) of each replica going down: a crash, or the exit at
+    /// the end of a drain.
     pub crashes_us: Vec<(u32, u64)>,
+    /// Balancer restarts, µs.
+    pub balancer_restarts_us: Vec<u64>,
+    /// (µs, session) of each sticky pin that expired under a request.
+    pub pins_expired: Vec<(u64, u32)>,
 }
 
 /// Per-client facts beyond operations.
@@ -283,9 +291,17 @@ pub struct ClientFacts {
     /// A replica move not yet matched with a handled result: when the
     /// call that moved began, µs.
     pub pending_move: Option<u64>,
+    /// The sessions it was given, as (µs, session), in a deployment.
+    pub sessions: Vec<(u64, u32)>,
 }
 
 impl ClientFacts {
+    /// The session it was using at `t_us`, with when it got it.
+    pub fn session_at(&self, t_us: u64) -> Option<(u64, u32)> {
+        let n = self.sessions.partition_point(|&(from, _)| from <= t_us);
+        n.checked_sub(1).map(|i| self.sessions[i])
+    }
+
     /// The replica its calls last ran on at `t_us`.
     pub fn home_at(&self, t_us: u64) -> Option<u32> {
         let n = self.homes.partition_point(|&(from, _)| from <= t_us);

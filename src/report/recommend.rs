@@ -277,6 +277,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it: the re-issue after re-initializing is answered from the key table",
     ),
     (
+        "affinity_lost",
+        "pins that outlive the sessions they keep (`deployment.affinity_ttl_ms` 0, or longer than a session) and a balancer whose routing survives its restart (`--set deployment.balancer=hash`: the ring needs no table)",
+    ),
+    (
         "wrong_replica",
         "a balancer that keeps a session on the replica that issued it (`--set deployment.balancer=sticky`, or `hash`): with local stores no key or guard on another replica knows the session",
     ),

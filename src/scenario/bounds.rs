@@ -118,6 +118,16 @@ impl Scenario {
                     times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
                     times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
                 }
+                Fault::ReplicaDrain {
+                    at_ms, grace_ms, ..
+                }
+                | Fault::Deploy { at_ms, grace_ms } => {
+                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                    times.push((format!("faults.explicit[{i}].grace_ms"), grace_ms));
+                }
+                Fault::BalancerRestart { at_ms } => {
+                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                }
                 Fault::Latency {
                     at_ms,
                     duration_ms,
@@ -274,14 +284,20 @@ impl Scenario {
                     }
                 }
                 Fault::Restart { .. } => {}
-                Fault::ReplicaCrash { replica, .. } => {
-                    if self.deployment.is_single() {
-                        return Err(format!(
-                            "faults.explicit[{i}]: replica_crash needs a deployment: add \
-                             [deployment] with replicas and a balancer (a restart is the \
-                             one-server fault)"
-                        ));
-                    }
+                Fault::ReplicaCrash { .. }
+                | Fault::ReplicaDrain { .. }
+                | Fault::Deploy { .. }
+                | Fault::BalancerRestart { .. }
+                    if self.deployment.is_single() =>
+                {
+                    return Err(format!(
+                        "faults.explicit[{i}]: {} needs a deployment: add [deployment] with \
+                         replicas and a balancer (a restart is the one-server fault)",
+                        crate::fault::kind_name(fault)
+                    ));
+                }
+                Fault::Deploy { .. } | Fault::BalancerRestart { .. } => {}
+                Fault::ReplicaCrash { replica, .. } | Fault::ReplicaDrain { replica, .. } => {
                     if *replica >= self.deployment.replicas {
                         return Err(format!(
                             "faults.explicit[{i}]: names replica {replica}, but there are {} \

@@ -96,6 +96,16 @@ pub fn explicit_fault_keys() -> Vec<String> {
             duration_ms: 0,
             mode: crate::fault::CrashMode::Kill,
         },
+        Fault::ReplicaDrain {
+            replica: 0,
+            at_ms: 0,
+            grace_ms: 0,
+        },
+        Fault::Deploy {
+            at_ms: 0,
+            grace_ms: 0,
+        },
+        Fault::BalancerRestart { at_ms: 0 },
     ];
     let mut keys = Vec::new();
     for f in &samples {
@@ -105,7 +115,10 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::Switch { .. }
             | Fault::Restart { .. }
             | Fault::Latency { .. }
-            | Fault::ReplicaCrash { .. } => {}
+            | Fault::ReplicaCrash { .. }
+            | Fault::ReplicaDrain { .. }
+            | Fault::Deploy { .. }
+            | Fault::BalancerRestart { .. } => {}
         }
         let value = serde_json::to_value(f).expect("faults serialize");
         for k in value.as_object().expect("a fault is a table").keys() {

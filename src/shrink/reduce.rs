@@ -230,6 +230,16 @@ fn retimed(f: &Fault, at: u64, len: u64) -> Fault {
             duration_ms: len,
             mode,
         },
+        Fault::ReplicaDrain { replica, .. } => Fault::ReplicaDrain {
+            replica,
+            at_ms: at,
+            grace_ms: len,
+        },
+        Fault::Deploy { .. } => Fault::Deploy {
+            at_ms: at,
+            grace_ms: len,
+        },
+        Fault::BalancerRestart { .. } => Fault::BalancerRestart { at_ms: at },
         ref other => other.clone(),
     }
 }
@@ -246,6 +256,11 @@ fn timing(f: &Fault) -> Option<(u64, u64)> {
         | Fault::ReplicaCrash {
             at_ms, duration_ms, ..
         } => Some((at_ms, duration_ms)),
+        Fault::ReplicaDrain {
+            at_ms, grace_ms, ..
+        }
+        | Fault::Deploy { at_ms, grace_ms } => Some((at_ms, grace_ms)),
+        Fault::BalancerRestart { at_ms } => Some((at_ms, 0)),
         Fault::Restart { at_ms } => Some((at_ms, 0)),
         Fault::Drop { .. } | Fault::Switch { .. } => None,
     }

@@ -328,3 +328,111 @@ fn a_gateway_that_repins_stalls_at_most_one_forward_timeout() {
     assert!(m.count > 0 && m.max < 12_000_000, "{m:?}");
     assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
 }
+
+/// A draining replica takes no new session while it drains (the
+/// balancer sends every initialize elsewhere) and starts afresh when its
+/// grace ends; its replica restart is recorded.
+#[test]
+fn a_draining_replica_takes_no_new_session_and_restarts_afresh() {
+    use mcp_chaos::history::{Rec, Record, WorldRecord};
+    // Replica 0 dies while replica 1 drains: its clients re-initialize,
+    // and every one of them must land on replica 2.
+    let s = Scenario::parse(
+        r#"
+name = "drain"
+duration_ms = 4000
+[[clients]]
+behaviour = "resume"
+count = 9
+calls = 10
+chunks = 3
+think_ms = 300
+[network]
+client_hosts = 1
+[deployment]
+replicas = 3
+balancer = "sticky"
+forward_timeout_ms = 200
+on_dead_upstream = "repin"
+[[faults.explicit]]
+kind = "replica_drain"
+replica = 1
+at_ms = 1000
+grace_ms = 1500
+[[faults.explicit]]
+kind = "replica_crash"
+replica = 0
+at_ms = 1100
+duration_ms = 0
+"#,
+    )
+    .unwrap();
+    let (r, h) = run::run(&s, 2, Variant::Guarded, &Options::default()).unwrap();
+    let (mut inits_on_1, mut inits_elsewhere, mut restarted) = (0, 0, None);
+    for e in h.entries().iter() {
+        match &e.record {
+            // A session issued: initialize answered 200.
+            Rec::Server(Record::Responded {
+                rpc_id: Some(id),
+                status: 200,
+                conn,
+                ..
+            }) if id.to_string().contains("-init#") => {
+                let during = (1_000_000..2_500_000).contains(&e.t_us);
+                match (conn >> 40, during) {
+                    (1, true) => inits_on_1 += 1,
+                    (_, true) => inits_elsewhere += 1,
+                    _ => {}
+                }
+            }
+            Rec::World(WorldRecord::ReplicaRestarted { replica }) => {
+                restarted = Some((*replica, e.t_us));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(inits_on_1, 0, "replica 1 took a session while draining");
+    assert!(
+        inits_elsewhere > 0,
+        "replica 0's clients initialized again during the drain"
+    );
+    assert_eq!(restarted, Some((1, 2_500_000)));
+    assert_eq!(
+        r.faults.applied.get("replica_drain"),
+        Some(&1),
+        "{:?}",
+        r.faults
+    );
+}
+
+/// A balancer restart loses a sticky balancer's pins: sessions land on
+/// replicas that do not hold them (`affinity_lost`). A hash balancer
+/// keeps no table: after its restart every session goes home, and the
+/// guarded arm loses nothing.
+#[test]
+fn a_balancer_restart_loses_pins_but_not_a_ring() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sims/deploy/balancer-restart.toml"
+    );
+    let s = Scenario::load(std::path::Path::new(path)).unwrap();
+    let (sticky, _) = run::run(&s, 0, Variant::Guarded, &Options::default()).unwrap();
+    let lost = sticky
+        .metrics
+        .failures_by_cause
+        .get("affinity_lost")
+        .copied();
+    assert!(
+        lost.is_some_and(|n| n > 0),
+        "{:?}",
+        sticky.metrics.failures_by_cause
+    );
+    let hash = sets(&[("deployment.balancer", "hash")]);
+    let (ring, _) = run::run(&s, 0, Variant::Guarded, &hash).unwrap();
+    assert_eq!(
+        ring.metrics.ops_failed, 0,
+        "{:?}",
+        ring.metrics.failures_by_cause
+    );
+    assert_eq!(ring.metrics.reinitializations, 0);
+}

@@ -190,6 +190,8 @@ impl Builder {
                         self.run.restarts_us.push(t);
                     } else if let (FaultKind::ReplicaCrash, Some(r)) = (kind, replica) {
                         self.run.crashes_us.push((*r, t));
+                    } else if *kind == FaultKind::BalancerRestart {
+                        self.run.balancer_restarts_us.push(t);
                     } else if let Some(at) = self.open_fault(*kind, *host, t) {
                         self.open_faults.insert(*index, at);
                     }
@@ -201,6 +203,16 @@ impl Builder {
                 }
                 WorldRecord::HealStarted => {}
                 WorldRecord::Deployed { .. } => self.run.deployed = true,
+                WorldRecord::ReplicaRestarted { replica } => {
+                    self.run.crashes_us.push((*replica, t));
+                }
+                WorldRecord::PinExpired {
+                    session: Some(s), ..
+                } => {
+                    let s = self.sessions.id(s);
+                    self.run.pins_expired.push((t, s));
+                }
+                WorldRecord::PinExpired { session: None, .. } => {}
             },
             Rec::Server(_) => {}
         }
@@ -213,9 +225,8 @@ impl Builder {
         let w = match kind {
             FaultKind::Partition => &mut self.run.partitions,
             FaultKind::Latency => &mut self.run.spikes,
-            FaultKind::Drop | FaultKind::Restart | FaultKind::Switch | FaultKind::ReplicaCrash => {
-                return None
-            }
+            // Windows over a client host only.
+            _ => return None,
         };
         w.push((host, from, u64::MAX));
         Some((kind == FaultKind::Partition, w.len() - 1))
@@ -241,6 +252,10 @@ impl Builder {
 
     fn client_record(&mut self, r: &ClientRecord, t: u64, seq: u64) {
         match r {
+            ClientRecord::Session { client, session } if self.run.deployed => {
+                let s = self.sessions.id(session);
+                self.client(*client).sessions.push((t, s));
+            }
             ClientRecord::OpStarted { client, tag } => {
                 if let Some(op) = self.op_or_new(*client, tag, t) {
                     op.start_us = t;
@@ -622,6 +637,21 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
                 .crashes_us
                 .iter()
                 .any(|&(r, c)| c <= t && client.home_at(c) == Some(r))
+    });
+    // Refused after the pin of the session it was using went away (the
+    // balancer restarted, or the pin expired under a request of it).
+    op.affinity_lost = client.refused_404_us.iter().any(|&t| {
+        t >= op.start_us
+            && t <= end
+            && client.session_at(t).is_some_and(|(since, s)| {
+                run.balancer_restarts_us
+                    .iter()
+                    .any(|&b| since <= b && b <= t)
+                    || run
+                        .pins_expired
+                        .iter()
+                        .any(|&(e, x)| x == s && since <= e && e <= t)
+            })
     });
     op.reinit_after_switch = client.switched_us.is_some_and(|s| {
         s <= end
