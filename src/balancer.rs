@@ -49,8 +49,15 @@ pub struct Ring {
 impl Ring {
     /// The ring over replicas `0..replicas`.
     pub fn new(replicas: u32) -> Ring {
+        Ring::over(0..replicas)
+    }
+
+    /// The ring over the replicas `members`: a replica's points do not
+    /// depend on the others, so a member leaving moves only its own
+    /// sessions, and one joining takes only the sessions it now owns.
+    pub fn over(members: impl IntoIterator<Item = u32>) -> Ring {
         let mut points = BTreeMap::new();
-        for r in 0..replicas {
+        for r in members {
             let base = seed::fnv1a(format!("replica{r}").as_bytes());
             for v in 0..RING_POINTS {
                 points.insert(seed::splitmix64(base ^ v), r);
@@ -72,12 +79,47 @@ impl Ring {
 }
 
 /// What the deployment's orchestrator tells the balancer (the world sets
-/// it, as a readiness probe would): the replicas draining, which take no
-/// new session but keep serving the ones they hold.
+/// it, as service discovery and a readiness probe would): the replicas in
+/// the deployment, and those draining, which take no new session but keep
+/// serving the ones they hold.
 #[derive(Debug, Default)]
 pub struct Membership {
+    /// Replicas in the deployment (added ones join, removed ones leave).
+    pub members: BTreeSet<u32>,
     /// Replicas taking no new sessions.
     pub draining: BTreeSet<u32>,
+    /// The hash ring over `members`, kept with them.
+    ring: Option<Rc<Ring>>,
+}
+
+impl Membership {
+    /// The first `replicas` replicas, none draining.
+    pub fn of(replicas: u32) -> Membership {
+        Membership {
+            members: (0..replicas).collect(),
+            ..Membership::default()
+        }
+    }
+
+    /// The hash ring over the members now.
+    pub fn ring(&mut self) -> Rc<Ring> {
+        let members = &self.members;
+        self.ring
+            .get_or_insert_with(|| Rc::new(Ring::over(members.iter().copied())))
+            .clone()
+    }
+
+    /// Replica `r` joins.
+    pub fn join(&mut self, r: u32) {
+        self.members.insert(r);
+        self.ring = None;
+    }
+
+    /// Replica `r` leaves.
+    pub fn leave(&mut self, r: u32) {
+        self.members.remove(&r);
+        self.ring = None;
+    }
 }
 
 /// The orchestrator's handle on the balancer's membership.
@@ -112,7 +154,6 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(100);
 struct Shared<C> {
     upstreams: Vec<C>,
     spec: DeploymentSpec,
-    ring: Ring,
     control: Control,
     history: History,
     state: RefCell<State>,
@@ -135,7 +176,6 @@ impl<C: Connector> Balancer<C> {
     ) -> Balancer<C> {
         Balancer {
             shared: Rc::new(Shared {
-                ring: Ring::new(upstreams.len() as u32),
                 upstreams,
                 spec: spec.clone(),
                 control,
@@ -184,20 +224,23 @@ struct Route {
 }
 
 impl<C> Shared<C> {
-    /// The next replica in turn that is not out of it (down or
-    /// draining; any, when all are).
+    /// The next replica in turn that is not out of it (not a member,
+    /// down or draining; the next member, when all are).
     fn next_turn(&self) -> u32 {
         let n = self.upstreams.len() as u32;
-        let draining = &self.control.borrow().draining;
+        let m = self.control.borrow();
         let mut st = self.state.borrow_mut();
         let now = Instant::now();
-        let first = st.turn;
+        let turn = st.turn;
+        let ring = (0..n).map(|i| (turn + i) % n);
         let open =
-            |r: u32| !draining.contains(&r) && st.down.get(&r).is_none_or(|until| *until <= now);
-        let r = (0..n)
-            .map(|i| (first + i) % n)
-            .find(|&r| open(r))
-            .unwrap_or(first);
+            |r: &u32| !m.draining.contains(r) && st.down.get(r).is_none_or(|until| *until <= now);
+        let members = ring.filter(|r| m.members.contains(r));
+        let r = members
+            .clone()
+            .find(open)
+            .or_else(|| members.clone().next())
+            .unwrap_or(turn);
         st.turn = (r + 1) % n;
         r
     }
@@ -268,9 +311,10 @@ impl<C> Shared<C> {
         match self.spec.balancer {
             BalancerKind::None => tied(0),
             BalancerKind::RoundRobin => turn(),
-            BalancerKind::Hash => session
-                .as_ref()
-                .map_or_else(turn, |s| tied(self.ring.owner(s))),
+            BalancerKind::Hash => session.as_ref().map_or_else(turn, |s| {
+                let ring = self.control.borrow_mut().ring();
+                tied(ring.owner(s))
+            }),
             BalancerKind::Sticky => self
                 .pin_key(session, token)
                 .and_then(|k| self.pin_of(&k, session))

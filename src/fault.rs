@@ -98,6 +98,20 @@ pub enum Fault {
         /// When, ms.
         at_ms: u64,
     },
+    /// A new replica joins the deployment at `at_ms` (scale-up): the
+    /// k-th added, in time order, is replica `replicas + k`.
+    ReplicaAdd {
+        /// When, ms.
+        at_ms: u64,
+    },
+    /// Replica `replica` leaves the deployment at `at_ms` (scale-down):
+    /// the balancer stops routing to it and it stops, with what it held.
+    ReplicaRemove {
+        /// Replica index (0-based).
+        replica: u32,
+        /// When, ms.
+        at_ms: u64,
+    },
 }
 
 /// How a replica goes down.
@@ -315,12 +329,23 @@ impl FaultPlan {
                 | Fault::ReplicaCrash { at_ms, .. }
                 | Fault::ReplicaDrain { at_ms, .. }
                 | Fault::Deploy { at_ms, .. }
-                | Fault::BalancerRestart { at_ms } => Some((*at_ms, f.clone())),
+                | Fault::BalancerRestart { at_ms }
+                | Fault::ReplicaAdd { at_ms }
+                | Fault::ReplicaRemove { at_ms, .. } => Some((*at_ms, f.clone())),
                 Fault::Drop { .. } | Fault::Switch { .. } => None,
             })
             .collect();
         v.sort();
         v
+    }
+
+    /// Replicas the plan adds to a deployment.
+    pub fn replicas_added(&self) -> u32 {
+        let adds = self
+            .faults
+            .iter()
+            .filter(|f| matches!(f, Fault::ReplicaAdd { .. }));
+        adds.count() as u32
     }
 
     /// Faults planned, by kind.
@@ -386,6 +411,8 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::ReplicaDrain { .. } => FaultKind::ReplicaDrain,
         Fault::Deploy { .. } => FaultKind::Deploy,
         Fault::BalancerRestart { .. } => FaultKind::BalancerRestart,
+        Fault::ReplicaAdd { .. } => FaultKind::ReplicaAdd,
+        Fault::ReplicaRemove { .. } => FaultKind::ReplicaRemove,
     }
 }
 

@@ -36,6 +36,10 @@ pub fn describe(f: &Fault) -> String {
         }
         Fault::Deploy { at_ms, .. } => format!("rolling deploy at {at_ms} ms"),
         Fault::BalancerRestart { at_ms } => format!("balancer restart at {at_ms} ms"),
+        Fault::ReplicaAdd { at_ms } => format!("replica added at {at_ms} ms"),
+        Fault::ReplicaRemove { replica, at_ms } => {
+            format!("removal of replica {replica} at {at_ms} ms")
+        }
     }
 }
 
@@ -48,7 +52,9 @@ fn start(f: &Fault) -> Option<u64> {
         | Fault::ReplicaCrash { at_ms, .. }
         | Fault::ReplicaDrain { at_ms, .. }
         | Fault::Deploy { at_ms, .. }
-        | Fault::BalancerRestart { at_ms } => Some(at_ms),
+        | Fault::BalancerRestart { at_ms }
+        | Fault::ReplicaAdd { at_ms }
+        | Fault::ReplicaRemove { at_ms, .. } => Some(at_ms),
         Fault::Drop { .. } | Fault::Switch { .. } => None,
     }
 }

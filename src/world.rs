@@ -10,7 +10,7 @@
 //! the plan's timed faults, tick them through the fault phase, heal, and
 //! account for every planned fault (applied, or not with why).
 
-use crate::balancer::{Balancer, Control, Ring};
+use crate::balancer::{Balancer, Control, Membership};
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{kind_of, CrashMode, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{
@@ -77,8 +77,6 @@ fn replica_host(r: u32) -> String {
 struct Front {
     /// The host the clients connect to (and partitions cut them from).
     name: Rc<str>,
-    /// The hosts running the system under test.
-    servers: Vec<String>,
     /// The orchestrator's handle on the balancer (drains).
     control: Option<Control>,
 }
@@ -89,14 +87,12 @@ impl Front {
         if d.is_single() {
             Front {
                 name: SERVER.into(),
-                servers: vec![SERVER.to_string()],
                 control: None,
             }
         } else {
             Front {
                 name: BALANCER.into(),
-                servers: (0..d.replicas).map(replica_host).collect(),
-                control: Some(Control::default()),
+                control: Some(Rc::new(RefCell::new(Membership::of(d.replicas)))),
             }
         }
     }
@@ -208,9 +204,11 @@ pub fn run_recorded<S: SystemUnderTest>(
             replicas: d.replicas,
             balancer: d.balancer_name(),
         });
-        host_replicas(&mut sim, sut, root_seed, d, &history, &ledger);
         let control = front.control.clone().unwrap_or_default();
-        host_balancer(&mut sim, d, control, &history);
+        let added = plan.replicas_added();
+        let replicas = (d, added, &control);
+        host_replicas(&mut sim, sut, root_seed, replicas, &history, &ledger);
+        host_balancer(&mut sim, d, d.replicas + added, control, &history);
     }
     let legacy = sut.legacy_transport();
     let clients = host_clients(
@@ -268,30 +266,34 @@ fn host_server<'a, S: SystemUnderTest>(
     history: &History,
     ledger: &Ledger,
 ) {
-    let seed_of = move |n: u32| seed::child(root_seed, &format!("server-sessions/{n}"));
+    let seed_of = move |n: u32| Some(seed::child(root_seed, &format!("server-sessions/{n}")));
     host_sut(sim, sut, SERVER.to_string(), seed_of, None, history, ledger);
 }
 
 /// The replica hosts of a deployment: each incarnation of replica `r`
 /// serves with its own seed, its connection ids apart from every other
 /// replica's and, behind a hash balancer, minting only the session ids
-/// the ring maps to it.
+/// the ring over the members maps to it. The `added` replicas a plan adds
+/// later start dormant: their first incarnation serves nothing until
+/// they join.
 fn host_replicas<'a, S: SystemUnderTest>(
     sim: &mut turmoil::Sim<'a>,
     sut: &'a S,
     root_seed: u64,
-    spec: &DeploymentSpec,
+    (spec, added, control): (&DeploymentSpec, u32, &Control),
     history: &History,
     ledger: &Ledger,
 ) {
-    let ring = Rc::new(Ring::new(spec.replicas));
     let hashed = spec.balancer == BalancerKind::Hash;
-    for r in 0..spec.replicas {
-        let ring = ring.clone();
-        let mints: Option<Mints> =
-            hashed.then(|| Rc::new(move |sid: &str| ring.owner(sid) == r) as _);
-        let seed_of =
-            move |n: u32| seed::child(root_seed, &format!("replica{r}/server-sessions/{n}"));
+    for r in 0..spec.replicas + added {
+        let control = control.clone();
+        let mints: Option<Mints> = hashed
+            .then(|| Rc::new(move |sid: &str| control.borrow_mut().ring().owner(sid) == r) as _);
+        let dormant = r >= spec.replicas;
+        let seed_of = move |n: u32| {
+            (!dormant || n > 0)
+                .then(|| seed::child(root_seed, &format!("replica{r}/server-sessions/{n}")))
+        };
         let replica = Some(Replica { index: r, mints });
         let ledger = ledger.for_replica(r);
         host_sut(
@@ -308,12 +310,13 @@ fn host_replicas<'a, S: SystemUnderTest>(
 
 /// One host running the system under test: each incarnation (a restart
 /// bounces the host) serves on a fresh listener with the seed `seed_of`
-/// gives its number, over the one ledger and history.
+/// gives its number, over the one ledger and history (none: it serves
+/// nothing).
 fn host_sut<'a, S: SystemUnderTest>(
     sim: &mut turmoil::Sim<'a>,
     sut: &'a S,
     name: String,
-    seed_of: impl Fn(u32) -> u64 + 'a,
+    seed_of: impl Fn(u32) -> Option<u64> + 'a,
     replica: Option<Replica>,
     history: &History,
     ledger: &Ledger,
@@ -323,16 +326,21 @@ fn host_sut<'a, S: SystemUnderTest>(
     sim.host(name, move || {
         let n = incarnation.get();
         incarnation.set(n + 1);
-        let serving = sut.serve(Host {
-            listener: TurmoilListener(None),
-            seed: seed_of(n),
-            incarnation: n,
-            ledger: ledger.clone(),
-            history: history.clone(),
-            replica: replica.clone(),
+        let serving = seed_of(n).map(|seed| {
+            sut.serve(Host {
+                listener: TurmoilListener(None),
+                seed,
+                incarnation: n,
+                ledger: ledger.clone(),
+                history: history.clone(),
+                replica: replica.clone(),
+            })
         });
         async move {
-            serving.await?;
+            match serving {
+                Some(s) => s.await?,
+                None => std::future::pending::<()>().await,
+            }
             Ok(())
         }
     });
@@ -343,13 +351,14 @@ fn host_sut<'a, S: SystemUnderTest>(
 fn host_balancer(
     sim: &mut turmoil::Sim<'_>,
     spec: &DeploymentSpec,
+    hosts: u32,
     control: Control,
     history: &History,
 ) {
     let spec = spec.clone();
     let history = history.clone();
     sim.host(BALANCER, move || {
-        let upstreams = (0..spec.replicas)
+        let upstreams = (0..hosts)
             .map(|r| TurmoilConnector(replica_host(r).into()))
             .collect();
         let balancer = Balancer::new(&spec, upstreams, control.clone(), history.clone());
@@ -440,6 +449,9 @@ struct Edge {
     /// This start edge decides the planned fault's fate (a deploy's
     /// first step).
     decides: bool,
+    /// The replica it acts on (an added replica's index is given in time
+    /// order, after the deployment's own).
+    replica: Option<u32>,
 }
 
 impl Edge {
@@ -451,6 +463,12 @@ impl Edge {
             fault: fault.clone(),
             act: fault.clone(),
             decides: start,
+            replica: match *fault {
+                Fault::ReplicaCrash { replica, .. }
+                | Fault::ReplicaDrain { replica, .. }
+                | Fault::ReplicaRemove { replica, .. } => Some(replica),
+                _ => None,
+            },
         }
     }
 }
@@ -476,8 +494,20 @@ impl Schedule {
         let populated: BTreeSet<u32> = clients.iter().filter(|c| c.runs).map(|c| c.host).collect();
         let mut edges = Vec::new();
         let mut fates = Vec::new();
+        let mut added = scenario.deployment.replicas;
         for (i, (at, f)) in plan.timed().into_iter().enumerate() {
             let index = i as u32;
+            if let Fault::ReplicaAdd { .. } = f {
+                // The k-th added replica, in time order, whether it joins
+                // or not: the world made a dormant host for each.
+                let mut e = Edge::of(at, true, index, &f);
+                e.replica = Some(added);
+                added += 1;
+                if at < fault_ms {
+                    edges.push(e);
+                    continue;
+                }
+            }
             if at >= fault_ms {
                 fates.push(PlannedFault::not_applied(
                     f,
@@ -518,6 +548,7 @@ impl Schedule {
                                 fault: f.clone(),
                                 act: act.clone(),
                                 decides: start && r == 0,
+                                replica: Some(r),
                             });
                         }
                     }
@@ -551,12 +582,7 @@ impl Schedule {
     /// Applies every edge due by `now_ms`, recording each.
     fn fire_due(&mut self, now_ms: u64, sim: &mut turmoil::Sim<'_>, history: &History) {
         while let Some(e) = self.edges.next_if(|e| e.at_ms <= now_ms) {
-            let replica = match e.act {
-                Fault::ReplicaCrash { replica, .. } | Fault::ReplicaDrain { replica, .. } => {
-                    Some(replica)
-                }
-                _ => None,
-            };
+            let replica = e.replica;
             if e.start {
                 let host = match e.fault {
                     Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
@@ -571,7 +597,8 @@ impl Schedule {
             } else {
                 history.record(WorldRecord::FaultEnded { index: e.index });
             }
-            apply(sim, &e.act, e.start, self.base_latency_ms, &self.front);
+            let window = (e.start, self.base_latency_ms, e.replica);
+            apply(sim, &e.act, window, &self.front);
             if let (Fault::ReplicaDrain { replica, .. }, false) = (&e.act, e.start) {
                 history.record(WorldRecord::ReplicaRestarted { replica: *replica });
             }
@@ -809,7 +836,9 @@ fn client_fates(
             | Fault::ReplicaCrash { .. }
             | Fault::ReplicaDrain { .. }
             | Fault::Deploy { .. }
-            | Fault::BalancerRestart { .. } => continue,
+            | Fault::BalancerRestart { .. }
+            | Fault::ReplicaAdd { .. }
+            | Fault::ReplicaRemove { .. } => continue,
         };
         fates.push(PlannedFault {
             fault: f.clone(),
@@ -819,10 +848,16 @@ fn client_fates(
     fates
 }
 
-/// Applies one edge of a timed fault: partitions and latency act on the
-/// link between a client host and the front (the server, or the
-/// balancer); a restart restarts every server host.
-fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u64, front: &Front) {
+/// Applies one edge of a timed fault (its start or end, the network's
+/// latency ceiling, the replica it acts on): partitions and latency act on
+/// the link between a client host and the front (the server, or the
+/// balancer); a restart restarts every server host in the deployment.
+fn apply(
+    sim: &mut turmoil::Sim<'_>,
+    f: &Fault,
+    (start, base_latency_ms, replica): (bool, u64, Option<u32>),
+    front: &Front,
+) {
     let front_host = &*front.name;
     match *f {
         Fault::Partition { host, .. } => {
@@ -840,9 +875,25 @@ fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, start: bool, base_latency_ms: u6
                 Duration::from_millis(ms),
             );
         }
-        Fault::Restart { .. } => {
-            for server in &front.servers {
-                sim.bounce(server.as_str());
+        Fault::Restart { .. } => match &front.control {
+            Some(c) => {
+                let members: Vec<u32> = c.borrow().members.iter().copied().collect();
+                for r in members {
+                    sim.bounce(replica_host(r));
+                }
+            }
+            None => sim.bounce(SERVER),
+        },
+        Fault::ReplicaAdd { .. } | Fault::ReplicaRemove { .. } => {
+            let (Some(r), Some(c)) = (replica, &front.control) else {
+                return;
+            };
+            if matches!(f, Fault::ReplicaAdd { .. }) {
+                sim.bounce(replica_host(r));
+                c.borrow_mut().join(r);
+            } else {
+                c.borrow_mut().leave(r);
+                sim.crash(replica_host(r));
             }
         }
         Fault::ReplicaCrash { replica, mode, .. } => {

@@ -29,11 +29,15 @@ pub enum FaultKind {
     Deploy,
     /// The balancer restarted: its pins were lost.
     BalancerRestart,
+    /// A replica joined the deployment.
+    ReplicaAdd,
+    /// A replica left the deployment (and stopped).
+    ReplicaRemove,
 }
 
 impl FaultKind {
     /// Every kind, in the plan's order.
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::Drop,
         FaultKind::Partition,
         FaultKind::Restart,
@@ -43,6 +47,8 @@ impl FaultKind {
         FaultKind::ReplicaDrain,
         FaultKind::Deploy,
         FaultKind::BalancerRestart,
+        FaultKind::ReplicaAdd,
+        FaultKind::ReplicaRemove,
     ];
 
     /// The name scenarios, records and reports use.
@@ -57,6 +63,8 @@ impl FaultKind {
             FaultKind::ReplicaDrain => "replica_drain",
             FaultKind::Deploy => "deploy",
             FaultKind::BalancerRestart => "balancer_restart",
+            FaultKind::ReplicaAdd => "replica_add",
+            FaultKind::ReplicaRemove => "replica_remove",
         }
     }
 
@@ -76,6 +84,10 @@ impl FaultKind {
             }
             FaultKind::Deploy => "a rolling deploy: each replica in turn drains and restarts",
             FaultKind::BalancerRestart => "the balancer restarts: its pins are lost",
+            FaultKind::ReplicaAdd => "a replica joins the deployment (scale-up)",
+            FaultKind::ReplicaRemove => {
+                "a replica leaves the deployment and stops, with what it held (scale-down)"
+            }
         }
     }
 

@@ -125,7 +125,9 @@ impl Scenario {
                     times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
                     times.push((format!("faults.explicit[{i}].grace_ms"), grace_ms));
                 }
-                Fault::BalancerRestart { at_ms } => {
+                Fault::BalancerRestart { at_ms }
+                | Fault::ReplicaAdd { at_ms }
+                | Fault::ReplicaRemove { at_ms, .. } => {
                     times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
                 }
                 Fault::Latency {
@@ -254,6 +256,19 @@ impl Scenario {
                  {timed}, above the limit of {MAX_TIMED_FAULTS}: use fewer"
             ));
         }
+        let added = f
+            .explicit
+            .iter()
+            .filter(|x| matches!(x, Fault::ReplicaAdd { .. }))
+            .count() as u64;
+        let most = u64::from(super::MAX_REPLICAS);
+        if u64::from(self.deployment.replicas) + added > most {
+            return Err(format!(
+                "deployment.replicas + replica_add faults come to {}, above the limit of {most}: \
+                 add fewer",
+                u64::from(self.deployment.replicas) + added
+            ));
+        }
         let clients = self.total_clients();
         for (i, fault) in f.explicit.iter().enumerate() {
             match fault {
@@ -288,6 +303,8 @@ impl Scenario {
                 | Fault::ReplicaDrain { .. }
                 | Fault::Deploy { .. }
                 | Fault::BalancerRestart { .. }
+                | Fault::ReplicaAdd { .. }
+                | Fault::ReplicaRemove { .. }
                     if self.deployment.is_single() =>
                 {
                     return Err(format!(
@@ -296,13 +313,16 @@ impl Scenario {
                         crate::fault::kind_name(fault)
                     ));
                 }
-                Fault::Deploy { .. } | Fault::BalancerRestart { .. } => {}
-                Fault::ReplicaCrash { replica, .. } | Fault::ReplicaDrain { replica, .. } => {
-                    if *replica >= self.deployment.replicas {
+                Fault::Deploy { .. } | Fault::BalancerRestart { .. } | Fault::ReplicaAdd { .. } => {
+                }
+                Fault::ReplicaCrash { replica, .. }
+                | Fault::ReplicaDrain { replica, .. }
+                | Fault::ReplicaRemove { replica, .. } => {
+                    if u64::from(*replica) >= u64::from(self.deployment.replicas) + added {
                         return Err(format!(
                             "faults.explicit[{i}]: names replica {replica}, but there are {} \
-                             (deployment.replicas, 0-based)",
-                            self.deployment.replicas
+                             (deployment.replicas and the replica_add faults, 0-based)",
+                            u64::from(self.deployment.replicas) + added
                         ));
                     }
                 }

@@ -106,6 +106,11 @@ pub fn explicit_fault_keys() -> Vec<String> {
             grace_ms: 0,
         },
         Fault::BalancerRestart { at_ms: 0 },
+        Fault::ReplicaAdd { at_ms: 0 },
+        Fault::ReplicaRemove {
+            replica: 0,
+            at_ms: 0,
+        },
     ];
     let mut keys = Vec::new();
     for f in &samples {
@@ -118,7 +123,9 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::ReplicaCrash { .. }
             | Fault::ReplicaDrain { .. }
             | Fault::Deploy { .. }
-            | Fault::BalancerRestart { .. } => {}
+            | Fault::BalancerRestart { .. }
+            | Fault::ReplicaAdd { .. }
+            | Fault::ReplicaRemove { .. } => {}
         }
         let value = serde_json::to_value(f).expect("faults serialize");
         for k in value.as_object().expect("a fault is a table").keys() {

@@ -240,6 +240,8 @@ fn retimed(f: &Fault, at: u64, len: u64) -> Fault {
             grace_ms: len,
         },
         Fault::BalancerRestart { .. } => Fault::BalancerRestart { at_ms: at },
+        Fault::ReplicaAdd { .. } => Fault::ReplicaAdd { at_ms: at },
+        Fault::ReplicaRemove { replica, .. } => Fault::ReplicaRemove { replica, at_ms: at },
         ref other => other.clone(),
     }
 }
@@ -260,7 +262,9 @@ fn timing(f: &Fault) -> Option<(u64, u64)> {
             at_ms, grace_ms, ..
         }
         | Fault::Deploy { at_ms, grace_ms } => Some((at_ms, grace_ms)),
-        Fault::BalancerRestart { at_ms } => Some((at_ms, 0)),
+        Fault::BalancerRestart { at_ms }
+        | Fault::ReplicaAdd { at_ms }
+        | Fault::ReplicaRemove { at_ms, .. } => Some((at_ms, 0)),
         Fault::Restart { at_ms } => Some((at_ms, 0)),
         Fault::Drop { .. } | Fault::Switch { .. } => None,
     }

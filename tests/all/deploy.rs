@@ -436,3 +436,53 @@ fn a_balancer_restart_loses_pins_but_not_a_ring() {
     );
     assert_eq!(ring.metrics.reinitializations, 0);
 }
+
+/// Behind a hash balancer, removing a replica moves only its own
+/// sessions: every client refused (404) between the removal and the next
+/// membership change had its calls running on the removed replica.
+#[test]
+fn a_hash_ring_moves_only_the_removed_replicas_sessions() {
+    use mcp_chaos::history::{ClientRecord, LedgerRecord, Rec};
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sims/deploy/hash-scale-down.toml"
+    );
+    let s = Scenario::load(std::path::Path::new(path)).unwrap();
+    let (r, h) = run::run(&s, 0, Variant::Guarded, &Options::default()).unwrap();
+    let (removed_at, added_at) = (4_000_000, 7_000_000);
+    let mut home = std::collections::BTreeMap::new();
+    let mut refused = std::collections::BTreeSet::new();
+    for e in h.entries().iter() {
+        match &e.record {
+            Rec::Ledger(LedgerRecord::Execution { tag, replica, .. }) if e.t_us < removed_at => {
+                let client: u32 = tag[1..tag.find('-').unwrap()].parse().unwrap();
+                home.insert(client, replica.unwrap());
+            }
+            Rec::Client(ClientRecord::Status {
+                client,
+                status: 404,
+                ..
+            }) if (removed_at..added_at).contains(&e.t_us) => {
+                refused.insert(*client);
+            }
+            _ => {}
+        }
+    }
+    assert!(!refused.is_empty(), "the removal moved some session");
+    for c in &refused {
+        assert_eq!(
+            home.get(c),
+            Some(&3),
+            "client {c} was refused, but lived on {:?}",
+            home.get(c)
+        );
+    }
+    let moved_by_3 = home.values().filter(|&&r| r == 3).count();
+    assert!(refused.len() <= moved_by_3, "{refused:?}");
+    assert_eq!(
+        r.faults.applied.get("replica_add"),
+        Some(&1),
+        "{:?}",
+        r.faults
+    );
+}

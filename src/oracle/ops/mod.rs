@@ -188,7 +188,9 @@ impl Builder {
                 } => {
                     if *kind == FaultKind::Restart {
                         self.run.restarts_us.push(t);
-                    } else if let (FaultKind::ReplicaCrash, Some(r)) = (kind, replica) {
+                    } else if let (FaultKind::ReplicaCrash | FaultKind::ReplicaRemove, Some(r)) =
+                        (kind, replica)
+                    {
                         self.run.crashes_us.push((*r, t));
                     } else if *kind == FaultKind::BalancerRestart {
                         self.run.balancer_restarts_us.push(t);
