@@ -306,7 +306,7 @@ at_ms = 5
     fn every_committed_scenario_loads() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sims");
         let mut n = 0;
-        for dir in [root.clone(), root.join("regressions")] {
+        for dir in [root.clone(), root.join("regressions"), root.join("deploy")] {
             for e in std::fs::read_dir(dir).unwrap() {
                 let p = e.unwrap().path();
                 if p.extension().is_some_and(|x| x == "toml") {

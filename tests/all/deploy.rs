@@ -486,3 +486,37 @@ fn a_hash_ring_moves_only_the_removed_replicas_sessions() {
         r.faults
     );
 }
+
+/// Every scenario of `sims/deploy/`, seed 0, holds its expectations on
+/// the arms they name (the built-in ones and the SDK's server).
+#[test]
+fn every_deployment_scenario_holds_its_expectations() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/deploy");
+    let mut n = 0;
+    for path in mcp_chaos::cli::scenario_files(&dir).unwrap() {
+        let s = Scenario::load(&path).unwrap();
+        let f = path.display();
+        for arm in [
+            Arm::BuiltIn(Variant::Guarded),
+            Arm::BuiltIn(Variant::Unguarded),
+            Arm::Rmcp,
+        ] {
+            let (r, _) = run::run_arm(&s, 0, arm, &Options::default()).unwrap();
+            assert!(
+                r.failed_expectations.is_empty(),
+                "{f} under {}: {:?}\nreproduce: cargo run --release -- run --scenario {f} --seed 0 --server {}",
+                r.server,
+                r.failed_expectations,
+                r.server
+            );
+            // The guard audit holds across replicas.
+            assert!(
+                r.metrics.guard_bugs.is_none_or(|b| b == 0),
+                "{f} under {}",
+                r.server
+            );
+        }
+        n += 1;
+    }
+    assert!(n >= 6, "{n} deployment scenarios");
+}
