@@ -114,6 +114,22 @@ pub enum Fault {
     },
 }
 
+impl Fault {
+    /// Whether it acts on a deployment's replicas or balancer (a world
+    /// with one server has none).
+    pub fn needs_deployment(&self) -> bool {
+        matches!(
+            self,
+            Fault::ReplicaCrash { .. }
+                | Fault::ReplicaDrain { .. }
+                | Fault::Deploy { .. }
+                | Fault::BalancerRestart { .. }
+                | Fault::ReplicaAdd { .. }
+                | Fault::ReplicaRemove { .. }
+        )
+    }
+}
+
 /// How a replica goes down.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

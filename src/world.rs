@@ -830,15 +830,8 @@ fn client_fates(
                     Fate::NotApplied(ended(client, after_call))
                 }
             }
-            Fault::Partition { .. }
-            | Fault::Restart { .. }
-            | Fault::Latency { .. }
-            | Fault::ReplicaCrash { .. }
-            | Fault::ReplicaDrain { .. }
-            | Fault::Deploy { .. }
-            | Fault::BalancerRestart { .. }
-            | Fault::ReplicaAdd { .. }
-            | Fault::ReplicaRemove { .. } => continue,
+            // Timed faults: the schedule decided their fates.
+            _ => continue,
         };
         fates.push(PlannedFault {
             fault: f.clone(),

@@ -299,14 +299,7 @@ impl Scenario {
                     }
                 }
                 Fault::Restart { .. } => {}
-                Fault::ReplicaCrash { .. }
-                | Fault::ReplicaDrain { .. }
-                | Fault::Deploy { .. }
-                | Fault::BalancerRestart { .. }
-                | Fault::ReplicaAdd { .. }
-                | Fault::ReplicaRemove { .. }
-                    if self.deployment.is_single() =>
-                {
+                _ if fault.needs_deployment() && self.deployment.is_single() => {
                     return Err(format!(
                         "faults.explicit[{i}]: {} needs a deployment: add [deployment] with \
                          replicas and a balancer (a restart is the one-server fault)",
