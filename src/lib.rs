@@ -35,6 +35,7 @@ pub mod server;
 pub mod settings;
 pub mod shrink;
 pub mod stop;
+pub mod store;
 pub mod sut;
 pub mod sweep;
 pub mod world;

@@ -17,9 +17,10 @@ use crate::history::{
     ClientRecord, Entry, FaultKind, History, Observer, Rec, Recording, WorldRecord,
 };
 use crate::ledger::Ledger;
-use crate::scenario::{BalancerKind, DeploymentSpec, Scenario};
+use crate::scenario::{BalancerKind, DeploymentSpec, Scenario, StoreKind};
 use crate::seed;
-use crate::server::{Listener, Mints};
+use crate::server::{Listener, Mints, StoreLink};
+use crate::store::{StoreData, StoreIo, StoreState};
 use crate::sut::{Host, Replica, SystemUnderTest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -31,6 +32,13 @@ use std::time::{Duration, UNIX_EPOCH};
 
 const SERVER: &str = "server";
 const BALANCER: &str = "balancer";
+const STORE: &str = "store";
+
+/// How long a replica waits for the shared store before answering 503.
+const STORE_TIMEOUT: Duration = Duration::from_millis(2_000);
+
+/// How long a key a replica began stays its own without a result.
+const KEY_LEASE: Duration = Duration::from_millis(30_000);
 const PORT: u16 = 80;
 
 /// The server host's listener, bound at its first accept: binding never
@@ -79,6 +87,8 @@ struct Front {
     name: Rc<str>,
     /// The orchestrator's handle on the balancer (drains).
     control: Option<Control>,
+    /// The shared store's lag now (a deployment on a shared store).
+    store_lag: Option<Rc<Cell<Duration>>>,
 }
 
 impl Front {
@@ -88,11 +98,14 @@ impl Front {
             Front {
                 name: SERVER.into(),
                 control: None,
+                store_lag: None,
             }
         } else {
             Front {
                 name: BALANCER.into(),
                 control: Some(Rc::new(RefCell::new(Membership::of(d.replicas)))),
+                store_lag: (d.store == StoreKind::Shared)
+                    .then(|| Rc::new(Cell::new(Duration::from_millis(d.store_lag_ms)))),
             }
         }
     }
@@ -206,7 +219,11 @@ pub fn run_recorded<S: SystemUnderTest>(
         });
         let control = front.control.clone().unwrap_or_default();
         let added = plan.replicas_added();
-        let replicas = (d, added, &control);
+        let store = front.store_lag.clone().map(|lag| {
+            host_store(&mut sim, d, lag);
+            store_link()
+        });
+        let replicas = (d, added, &control, store);
         host_replicas(&mut sim, sut, root_seed, replicas, &history, &ledger);
         host_balancer(&mut sim, d, d.replicas + added, control, &history);
     }
@@ -280,7 +297,7 @@ fn host_replicas<'a, S: SystemUnderTest>(
     sim: &mut turmoil::Sim<'a>,
     sut: &'a S,
     root_seed: u64,
-    (spec, added, control): (&DeploymentSpec, u32, &Control),
+    (spec, added, control, store): (&DeploymentSpec, u32, &Control, Option<StoreLink>),
     history: &History,
     ledger: &Ledger,
 ) {
@@ -294,7 +311,12 @@ fn host_replicas<'a, S: SystemUnderTest>(
             (!dormant || n > 0)
                 .then(|| seed::child(root_seed, &format!("replica{r}/server-sessions/{n}")))
         };
-        let replica = Some(Replica { index: r, mints });
+        let replica = Some(Replica {
+            index: r,
+            mints,
+            incarnation: 0,
+            store: store.clone(),
+        });
         let ledger = ledger.for_replica(r);
         host_sut(
             sim,
@@ -326,6 +348,7 @@ fn host_sut<'a, S: SystemUnderTest>(
     sim.host(name, move || {
         let n = incarnation.get();
         incarnation.set(n + 1);
+        let replica = replica.clone().map(|r| Replica { incarnation: n, ..r });
         let serving = seed_of(n).map(|seed| {
             sut.serve(Host {
                 listener: TurmoilListener(None),
@@ -333,7 +356,7 @@ fn host_sut<'a, S: SystemUnderTest>(
                 incarnation: n,
                 ledger: ledger.clone(),
                 history: history.clone(),
-                replica: replica.clone(),
+                replica,
             })
         });
         async move {
@@ -344,6 +367,36 @@ fn host_sut<'a, S: SystemUnderTest>(
             Ok(())
         }
     });
+}
+
+/// The store host: each incarnation serves what the store held (durable)
+/// or an empty store, reading `lag` behind.
+fn host_store(sim: &mut turmoil::Sim<'_>, spec: &DeploymentSpec, lag: Rc<Cell<Duration>>) {
+    let durable = spec.store_durable.then(|| Rc::new(RefCell::new(StoreData::default())));
+    sim.host(STORE, move || {
+        let data = durable.clone().unwrap_or_default();
+        let clock = Rc::new(|| turmoil::sim_elapsed().unwrap_or_default());
+        let state = StoreState::new(data, clock, lag.clone());
+        async move {
+            let listener = turmoil::net::TcpListener::bind(("0.0.0.0", crate::store::PORT)).await?;
+            crate::store::serve(listener, state).await?;
+            Ok(())
+        }
+    });
+}
+
+/// How a replica reaches the store host.
+fn store_link() -> StoreLink {
+    StoreLink {
+        connect: Rc::new(|| {
+            Box::pin(async {
+                let s = turmoil::net::TcpStream::connect((STORE, crate::store::PORT)).await?;
+                Ok(Box::new(s) as Box<dyn StoreIo>)
+            })
+        }),
+        timeout: STORE_TIMEOUT,
+        key_lease: KEY_LEASE,
+    }
 }
 
 /// The balancer host: a fresh balancer (no pins) in each incarnation,

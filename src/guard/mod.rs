@@ -294,6 +294,13 @@ impl SessionGuard {
         self.set_dropped(s, dropped);
     }
 
+    /// The next stream opened gets index `first` (a replica on a shared
+    /// store numbers a session's streams apart from the other replicas).
+    pub fn first_stream(&mut self, first: StreamIdx) {
+        debug_assert!(self.streams.is_empty(), "before any stream opens");
+        self.next_stream = first;
+    }
+
     fn push_stream(&mut self, st: StreamState) -> StreamIdx {
         let idx = self.next_stream;
         self.next_stream = idx

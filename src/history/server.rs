@@ -231,6 +231,9 @@ pub enum EmptyResume {
     /// The stream's result was produced already (`completed_resume =
     /// "empty"`, rmcp).
     Completed,
+    /// The shared store this replica reads lacks the cursor (restarted
+    /// without keeping its contents, or lagging behind it).
+    Cold,
 }
 
 /// One record.
@@ -564,6 +567,29 @@ pub enum Record {
         conn: ConnId,
         /// Why.
         why: EmptyResume,
+    },
+    /// A replica on a shared store loaded a session another replica (or
+    /// an earlier incarnation) opened, for a request naming it.
+    SessionAdopted {
+        /// Session id.
+        session: SessionId,
+        /// The replica that opened it.
+        from: u32,
+    },
+    /// A resume of a stream this replica does not hold, served from the
+    /// shared store: its events after the cursor, then the ones the store
+    /// receives until the stream's result (each `Written` as usual).
+    ResumedElsewhere {
+        /// Session id.
+        session: SessionId,
+        /// The stream, when the store held an event after the cursor.
+        stream: Option<StreamIdx>,
+        /// The resume cursor (`Last-Event-ID`).
+        cursor: EventId,
+        /// Events the store held after it.
+        backlog: u32,
+        /// The new connection.
+        conn: ConnId,
     },
     /// A dedup token answered from the table (a completed key).
     DedupReplayed {

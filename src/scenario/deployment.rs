@@ -143,10 +143,10 @@ impl DeploymentSpec {
         if self.forward_timeout_ms == 0 {
             return Err("deployment.forward_timeout_ms must be at least 1".into());
         }
-        if self.store == StoreKind::Shared {
+        if self.store == StoreKind::Shared && self.balancer == BalancerKind::None {
             return Err(
-                "deployment.store = \"shared\" is not available yet: this build runs each \
-                 replica on its own local store (use store = \"local\")"
+                "deployment.store = \"shared\" is for replicas behind a balancer: add \
+                 balancer = \"round-robin\", \"sticky\" or \"hash\" to [deployment]"
                     .into(),
             );
         }

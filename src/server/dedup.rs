@@ -169,6 +169,16 @@ impl DedupTable {
         }
     }
 
+    /// Takes the shared store's entry for `who`'s `key` (a replica on a
+    /// shared store), over whatever this table held for it.
+    pub fn adopt(&mut self, who: &Principal, key: &str, call: Value, state: KeyState) {
+        let key = Self::scoped(who, key);
+        for old in self.entries.insert(key.clone(), Entry { call, state }) {
+            self.remove(&old);
+        }
+        self.charge(&key);
+    }
+
     /// Forgets a key whose execution ended without a result (cancelled),
     /// so a retry runs it.
     pub fn abandon(&mut self, who: &Principal, key: &str) {

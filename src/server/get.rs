@@ -21,7 +21,7 @@ use hyper::body::Incoming;
 use serde_json::json;
 use std::rc::Rc;
 
-pub(super) fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+pub(super) async fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
     let h = req.headers();
     if !accepts(h, "text/event-stream") {
         return Reply::new(error(
@@ -69,6 +69,16 @@ pub(super) fn get(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> 
         }
         Err(r) => return Reply::new(r),
     };
+    let elsewhere = cursor.filter(|&c| {
+        let st = shared.state.borrow();
+        st.sessions
+            .get(&sid)
+            .is_some_and(|s| super::stored::resumes_elsewhere(shared, s, c))
+    });
+    if let Some(c) = elsewhere {
+        let r = super::stored::resume_elsewhere(shared.clone(), sid.clone(), c, conn).await;
+        return Reply::new(r).about(Some(&sid), None);
+    }
     let reply = match cursor {
         None => open_standalone(shared, &sid, conn),
         Some(c) => resume(shared, &sid, c, conn, mapped),

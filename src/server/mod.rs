@@ -39,6 +39,7 @@ mod respond;
 mod routes;
 mod rule_m;
 mod session;
+mod stored;
 mod streams;
 mod tools;
 mod transport;
@@ -49,6 +50,7 @@ pub use body::ServerBody;
 pub use edges::{parse_host, EdgeRefusal, HOST_REFUSED};
 pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
 pub use fixtures::Fixtures;
+pub use stored::StoreLink;
 
 /// The longest pause between chunks a `ledger_append` call may ask for, ms
 /// (longer ones are refused with invalid params).
@@ -196,6 +198,11 @@ pub struct Replica {
     /// ring maps to it); `None`: any. Only the built-in arms honour it:
     /// the SDK's server issues its own ids, as shipped.
     pub mints: Option<Mints>,
+    /// Which incarnation of the replica this is (0 first).
+    pub incarnation: u32,
+    /// The shared store, under `store = "shared"`; `None`: the replica
+    /// keeps everything in its own memory.
+    pub store: Option<StoreLink>,
 }
 
 impl Replica {
@@ -238,6 +245,8 @@ pub(crate) struct Shared {
     /// Which session ids this server may issue (a replica behind a hash
     /// balancer issues only ids the ring maps to itself); `None`: any.
     pub mints: Option<Mints>,
+    /// The shared store, when the replica is on one.
+    pub store: Option<stored::OnStore>,
     pub state: RefCell<State>,
 }
 
@@ -257,6 +266,10 @@ impl Shared {
         );
         s.budget = self.store_budget.clone();
         s.release_streams = self.exposure.release_streams;
+        if let Some(on) = &self.store {
+            s.place_ids(on.event_base, on.stream_base);
+            s.mirror = Some(on.client.clone());
+        }
         s
     }
 
@@ -422,6 +435,7 @@ impl Server {
                 open_streams: Rc::default(),
                 asks: fixtures::Asks::default(),
                 mints: replica.as_ref().and_then(|r| r.mints.clone()),
+                store: replica.as_ref().and_then(stored::OnStore::of),
                 exposure,
                 state: RefCell::new(State {
                     sessions: BTreeMap::new(),

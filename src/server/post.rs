@@ -31,7 +31,13 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
     if let Message::Request { id, method, params } = &msg {
         if method == mcp::INITIALIZE {
             let peer = principal::peer_of(&parts.extensions);
-            return initialize(shared, h, peer, id, params.as_ref());
+            let reply = initialize(shared, h, peer, id, params.as_ref());
+            if let Some(sid) = reply.session.clone() {
+                if let Err(r) = super::stored::publish(shared, &sid).await {
+                    return Reply::new(r).about(None, Some(id));
+                }
+            }
+            return reply;
         }
     }
     let sid = match session_of(shared, h, msg.id()) {
@@ -362,6 +368,11 @@ async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<
         .filter(|_| asked.key.is_some())
         .map(|(p, _)| json!({"name": p.name, "arguments": p.arguments}));
     let keyed = asked.key.as_deref().zip(call_value.as_ref());
+    if let Some((k, _)) = keyed {
+        if let Err(r) = super::stored::load_key(shared, who, k).await {
+            return Err(Reply::new(r));
+        }
+    }
     if shared.guarded() {
         if let Err(r) = super::rule_m::present_cursors(shared, h, sid) {
             return Err(Reply::new(r));
@@ -386,7 +397,15 @@ async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<
     // The key table, second look (Rule M may have waited): in flight, done,
     // or a new execution under the key.
     if let Some((k, cv)) = keyed {
-        match dedup::key_lookup(shared, who, k, cv) {
+        let mut look = dedup::key_lookup(shared, who, k, cv);
+        if matches!(look, Lookup::Unknown) {
+            // On a shared store the key is begun there, or found begun.
+            look = match super::stored::begin_key(shared, who, k, cv).await {
+                Ok(l) => l,
+                Err(r) => return Err(Reply::new(r)),
+            };
+        }
+        match look {
             Lookup::Known(KeyState::InFlight) => {
                 return Err(Reply::new(dedup::key_in_flight(id.clone())))
             }

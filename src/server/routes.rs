@@ -27,7 +27,13 @@ pub(crate) async fn handle(
     let refused = shared
         .exposure
         .refuse_edges(req.version(), req.uri(), req.headers());
+    // On a shared store, a session this replica lacks is loaded first.
+    let loaded = match refused {
+        None => super::stored::adopt(&shared, req.headers()).await,
+        Some(_) => Ok(()),
+    };
     let reply = match (req.uri().path(), req.method()) {
+        _ if loaded.is_err() => Reply::new(loaded.err().expect("matched")),
         _ if refused.is_some() => {
             let why = refused.expect("matched");
             let mut r = error(why.status, None, jsonrpc::TRANSPORT_ERROR, why.message);
@@ -38,7 +44,7 @@ pub(crate) async fn handle(
             Reply::new(r)
         }
         ("/mcp", &Method::POST) => super::post::post(&shared, req, conn).await,
-        ("/mcp", &Method::GET) => super::get::get(&shared, req, conn),
+        ("/mcp", &Method::GET) => super::get::get(&shared, req, conn).await,
         ("/mcp", &Method::DELETE) => delete(&shared, req),
         ("/sse", &Method::GET) => super::legacy::open(&shared, req, conn),
         ("/messages", &Method::POST) => super::legacy::post(&shared, req, conn).await,
@@ -82,6 +88,7 @@ fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
         return Reply::new(r).about(Some(&sid), None);
     }
     end_session(shared, &sid);
+    super::stored::forget(shared, &sid);
     let mut r = Response::new(ServerBody::empty());
     *r.status_mut() = StatusCode::OK;
     Reply::new(r).about(Some(&sid), None)

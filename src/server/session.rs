@@ -119,6 +119,8 @@ pub(crate) struct Session {
     store_bytes: usize,
     /// The server-wide bound on stored bytes, if any.
     pub budget: Option<Rc<StoreBudget>>,
+    /// The shared store every event also goes to (a replica on one).
+    pub mirror: Option<crate::store::StoreClient>,
 }
 
 impl Drop for Session {
@@ -171,7 +173,19 @@ impl Session {
             store_capacity,
             store_bytes: 0,
             budget: None,
+            mirror: None,
         }
+    }
+
+    /// Moves the ids this session will give by `events` (event ids) and
+    /// to `streams` (the first stream index), so that no other replica
+    /// giving the same session ids gives these. Before any stream opens.
+    pub fn place_ids(&mut self, events: EventId, streams: StreamIdx) {
+        debug_assert!(self.streams.len() == 0, "ids are placed before any stream opens");
+        self.first_event_id += events;
+        self.next_event_id = self.first_event_id;
+        self.store_base = self.first_event_id;
+        self.guard.first_stream(streams);
     }
 
     /// Opens a stream on `conn`; streamable streams begin with a priming
@@ -256,6 +270,9 @@ impl Session {
         self.store_bytes += data.len();
         if let Some(b) = &self.budget {
             b.used.set(b.used.get() + data.len());
+        }
+        if let Some(m) = &self.mirror {
+            super::stored::mirror(m, &self.id, s, id, &data, result);
         }
         self.store.push_back(Stored {
             stream: s,

@@ -264,6 +264,7 @@ async fn run(
             };
             let result = sent;
             if let Some(key) = &call.dedup_key {
+                super::stored::key_done(&shared, &call.principal, key, &stored);
                 shared
                     .state
                     .borrow_mut()
@@ -408,6 +409,7 @@ pub(super) fn ended(
     if !finished {
         if let Some(key) = &call.dedup_key {
             st.dedup.abandon(&call.principal, key);
+            super::stored::key_dropped(shared, &call.principal, key);
         }
     }
     if let Some(sess) = st.sessions.get_mut(&sid) {

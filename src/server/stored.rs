@@ -1,0 +1,390 @@
+//! A replica on a shared store ([`crate::store`]): what it writes there
+//! and what it reads back. `initialize` stores the session before it is
+//! answered; a request for a session this replica lacks loads it first;
+//! every event goes to the store behind the replica's other writes; a
+//! resume of a stream this replica does not hold replays the stream from
+//! the store and follows it there until its result; the key table is the
+//! store's, begun with a compare-and-set. Without a store none of this
+//! runs and the server is the one-replica server.
+
+use super::body::ServerBody;
+use super::dedup::{KeyState, Lookup};
+use super::reply::header_str;
+use super::respond::error;
+use super::session::Session;
+use super::{Replica, Shared};
+use crate::guard::{EventId, StreamIdx};
+use crate::history::{ConnId, EmptyResume, Record, SessionId, Transport};
+use crate::protocol::{headers, jsonrpc, sse, Json};
+use crate::store::{Answer, Connect, KeyRec, Op, SessionRec, StoreClient, StoredEvent};
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use serde_json::Value;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How a replica reaches the shared store.
+#[derive(Clone)]
+pub struct StoreLink {
+    /// Opens a connection to the store host.
+    pub connect: Connect,
+    /// How long a request may take before the store counts as down.
+    pub timeout: Duration,
+    /// How long a key begun by a replica stays its own without a result
+    /// (past it, another replica may run the key again: its runner is
+    /// presumed dead).
+    pub key_lease: Duration,
+}
+
+/// How long a resume elsewhere waits on the store for the next event
+/// before asking again.
+const TAIL_WAIT_MS: u64 = 1_000;
+
+/// The replica's store, built per incarnation (its write-behind task dies
+/// with the host).
+pub(crate) struct OnStore {
+    pub client: StoreClient,
+    pub replica: u32,
+    pub key_lease_ms: u64,
+    /// Added to the session's first event id: ids unique in a session
+    /// across replicas and their incarnations.
+    pub event_base: EventId,
+    /// The first stream index this incarnation gives a session.
+    pub stream_base: StreamIdx,
+}
+
+impl OnStore {
+    pub fn of(r: &Replica) -> Option<OnStore> {
+        let link = r.store.as_ref()?;
+        // One tag per replica incarnation (at most 16 replicas and 256
+        // incarnations apart): event ids stay below 2^53.
+        let tag = (u64::from(r.index) << 8 | u64::from(r.incarnation & 0xff)) + 1;
+        Some(OnStore {
+            client: StoreClient::new(link.connect.clone(), link.timeout),
+            replica: r.index,
+            key_lease_ms: link.key_lease.as_millis() as u64,
+            event_base: tag << 40,
+            stream_base: (tag as u32) << 16,
+        })
+    }
+}
+
+/// 503: the store did not answer.
+fn store_down(id: Option<jsonrpc::RequestId>) -> Response<ServerBody> {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        id,
+        jsonrpc::TRANSPORT_ERROR,
+        "the session store did not answer: retry later",
+    )
+}
+
+fn rec_of(s: &Session, replica: u32) -> SessionRec {
+    SessionRec {
+        legacy: s.issued == Transport::Legacy,
+        protocol_version: s.protocol_version.clone(),
+        capabilities: s.capabilities.to_string(),
+        owner: s.owner.as_deref().map(str::to_string),
+        replica,
+    }
+}
+
+/// Stores a session `initialize` just opened, before its answer goes:
+/// a store that does not answer undoes the session (503).
+pub(super) async fn publish(shared: &Shared, sid: &SessionId) -> Result<(), Response<ServerBody>> {
+    let Some(on) = &shared.store else {
+        return Ok(());
+    };
+    let rec = match shared.state.borrow().sessions.get(sid) {
+        Some(s) => rec_of(s, on.replica),
+        None => return Ok(()),
+    };
+    let op = Op::PutSession {
+        sid: sid.to_string(),
+        rec,
+    };
+    match on.client.call(&op).await {
+        Ok(_) => Ok(()),
+        Err(_) => {
+            shared.state.borrow_mut().sessions.remove(sid);
+            Err(store_down(None))
+        }
+    }
+}
+
+/// Before a request naming a session this replica does not hold: loads
+/// it from the store (none there: the request finds no session, 404).
+pub(super) async fn adopt(shared: &Shared, h: &HeaderMap) -> Result<(), Response<ServerBody>> {
+    let Some(on) = &shared.store else {
+        return Ok(());
+    };
+    let Ok(Some(sid)) = header_str(h, headers::MCP_SESSION_ID) else {
+        return Ok(());
+    };
+    if shared.state.borrow().sessions.contains_key(sid) {
+        return Ok(());
+    }
+    let op = Op::GetSession {
+        sid: sid.to_string(),
+    };
+    let rec = match on.client.call(&op).await {
+        Ok(Answer::Session { rec }) => rec,
+        Ok(_) | Err(_) => return Err(store_down(None)),
+    };
+    let Some(rec) = rec else { return Ok(()) };
+    let sid: SessionId = sid.into();
+    let issued = if rec.legacy {
+        Transport::Legacy
+    } else {
+        Transport::Streamable
+    };
+    let mut s = shared.new_session(sid.clone(), issued);
+    s.protocol_version = rec.protocol_version;
+    s.capabilities = serde_json::from_str(&rec.capabilities).unwrap_or(Value::Null);
+    s.owner = rec.owner.map(Into::into);
+    let mut st = shared.state.borrow_mut();
+    // Another request may have loaded it meanwhile.
+    if !st.sessions.contains_key(&sid) {
+        st.sessions.insert(sid.clone(), s);
+        shared.history.record(Record::SessionAdopted {
+            session: sid,
+            from: rec.replica,
+        });
+    }
+    Ok(())
+}
+
+/// A session ended here: the store forgets it too.
+pub(super) fn forget(shared: &Shared, sid: &SessionId) {
+    if let Some(on) = &shared.store {
+        on.client.write_behind(Op::DelSession {
+            sid: sid.to_string(),
+        });
+    }
+}
+
+/// One event produced here, for the store.
+pub(super) fn mirror(client: &StoreClient, sid: &SessionId, s: StreamIdx, id: EventId, data: &Bytes, result: bool) {
+    client.write_behind(Op::Append {
+        sid: sid.to_string(),
+        events: vec![StoredEvent {
+            stream: s,
+            id,
+            data: String::from_utf8_lossy(data).into_owned(),
+            result,
+        }],
+    });
+}
+
+/// Whether a resume from `cursor` is for the store: the session is on a
+/// store and the cursor names no stream this incarnation holds.
+pub(super) fn resumes_elsewhere(shared: &Shared, sess: &Session, cursor: EventId) -> bool {
+    shared.store.is_some() && sess.stream_of(cursor).is_none() && !sess.released(cursor)
+}
+
+/// A resume of a stream another replica (or an earlier incarnation of
+/// this one) produced: its events after `cursor` from the store, then the
+/// ones the store receives until the stream's result. A store without the
+/// cursor is a cold resume: 410 on the guarded arm, an empty stream on
+/// the others (as the SDKs' event stores answer an id they lack).
+pub(super) async fn resume_elsewhere(
+    shared: Rc<Shared>,
+    sid: SessionId,
+    cursor: EventId,
+    conn: ConnId,
+) -> Response<ServerBody> {
+    let on = shared.store.as_ref().expect("resumes_elsewhere checked");
+    let first = on
+        .client
+        .call(&Op::Tail {
+            sid: sid.to_string(),
+            cursor,
+            wait_ms: 0,
+        })
+        .await;
+    let (events, ended) = match first {
+        Ok(Answer::Events {
+            known: true,
+            events,
+            ended,
+        }) => (events, ended),
+        Ok(Answer::Events { known: false, .. }) => {
+            shared.history.record(Record::ResumedEmpty {
+                session: sid.clone(),
+                stream: None,
+                conn,
+                why: EmptyResume::Cold,
+            });
+            if shared.guarded() {
+                return error(
+                    StatusCode::GONE,
+                    None,
+                    jsonrpc::GONE,
+                    "no event store this replica reaches holds Last-Event-ID: re-issue the operation if its result did not arrive",
+                );
+            }
+            return sse_headers(ServerBody::empty());
+        }
+        _ => return store_down(None),
+    };
+    let stream = events.first().map(|e| e.stream);
+    shared.history.record(Record::ResumedElsewhere {
+        session: sid.clone(),
+        stream,
+        cursor,
+        backlog: events.len() as u32,
+        conn,
+    });
+    let (tx, body) = ServerBody::sse();
+    tokio::task::spawn_local(follow(shared.clone(), (sid, cursor), conn, tx, (events, ended)));
+    sse_headers(body)
+}
+
+fn sse_headers(body: ServerBody) -> Response<ServerBody> {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// Writes what the store gives, asking for more until the stream's result
+/// is written or the client leaves.
+async fn follow(
+    shared: Rc<Shared>,
+    (sid, mut cursor): (SessionId, EventId),
+    conn: ConnId,
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+    (mut events, mut ended): (Vec<StoredEvent>, bool),
+) {
+    let on = shared.store.as_ref().expect("resumes_elsewhere checked");
+    let mut replay = true;
+    loop {
+        for e in &events {
+            let frame = if e.data.is_empty() {
+                sse::encode(Some(e.id), None, "", None)
+            } else {
+                sse::encode(Some(e.id), Some("message"), &e.data, None)
+            };
+            if tx.send(frame).await.is_err() {
+                return;
+            }
+            cursor = e.id;
+            shared.history.record(Record::Written {
+                session: sid.clone(),
+                stream: e.stream,
+                event: e.id,
+                conn,
+                replay,
+                transport: Transport::Streamable,
+            });
+        }
+        if ended || tx.is_closed() {
+            return;
+        }
+        replay = false;
+        let op = Op::Tail {
+            sid: sid.to_string(),
+            cursor,
+            wait_ms: TAIL_WAIT_MS,
+        };
+        match on.client.call(&op).await {
+            Ok(Answer::Events {
+                known: true,
+                events: more,
+                ended: e,
+            }) => (events, ended) = (more, e),
+            // The stream's events left the store (the session ended), or
+            // the store is gone: the stream ends, the client resumes again.
+            _ => return,
+        }
+    }
+}
+
+/// The key table's look, from the store under a shared store: the entry
+/// the (possibly lagging) store shows, copied into the local table so the
+/// server's looks see it.
+pub(super) async fn load_key(
+    shared: &Shared,
+    who: &Rc<str>,
+    key: &str,
+) -> Result<(), Response<ServerBody>> {
+    let Some(on) = &shared.store else {
+        return Ok(());
+    };
+    let op = Op::KeyLook {
+        scope: who.to_string(),
+        key: key.to_string(),
+    };
+    match on.client.call(&op).await {
+        Ok(Answer::Key { rec }) => {
+            if let Some(rec) = rec {
+                adopt_key(shared, who, key, rec);
+            }
+            Ok(())
+        }
+        _ => Err(store_down(None)),
+    }
+}
+
+fn adopt_key(shared: &Shared, who: &Rc<str>, key: &str, rec: KeyRec) {
+    let call: Value = serde_json::from_str(&rec.call).unwrap_or(Value::Null);
+    let state = match rec.result {
+        Some(r) => KeyState::Done(Json::from(serde_json::from_str::<Value>(&r).unwrap_or(Value::Null))),
+        None => KeyState::InFlight,
+    };
+    shared.state.borrow_mut().dedup.adopt(who, key, call, state);
+}
+
+/// Begins `key` in the store (compare-and-set): `Lookup::Unknown` when
+/// this replica began it, else what the store holds (then copied into the
+/// local table).
+pub(super) async fn begin_key(
+    shared: &Shared,
+    who: &Rc<str>,
+    key: &str,
+    call: &Value,
+) -> Result<Lookup, Response<ServerBody>> {
+    let Some(on) = &shared.store else {
+        return Ok(Lookup::Unknown);
+    };
+    let op = Op::KeyBegin {
+        scope: who.to_string(),
+        key: key.to_string(),
+        call: call.to_string(),
+        replica: on.replica,
+        lease_ms: on.key_lease_ms,
+    };
+    match on.client.call(&op).await {
+        Ok(Answer::Began) => Ok(Lookup::Unknown),
+        Ok(Answer::Key { rec: Some(rec) }) => {
+            adopt_key(shared, who, key, rec);
+            Ok(super::dedup::key_lookup(shared, who, key, call))
+        }
+        _ => Err(store_down(None)),
+    }
+}
+
+/// A key's execution completed here: the store keeps its result.
+pub(super) fn key_done(shared: &Shared, who: &str, key: &str, result: &Json) {
+    if let Some(on) = &shared.store {
+        on.client.write_behind(Op::KeyDone {
+            scope: who.to_string(),
+            key: key.to_string(),
+            result: result.text().to_string(),
+        });
+    }
+}
+
+/// A key's execution ended without a result here: the store forgets it.
+pub(super) fn key_dropped(shared: &Shared, who: &str, key: &str) {
+    if let Some(on) = &shared.store {
+        on.client.write_behind(Op::KeyDrop {
+            scope: who.to_string(),
+            key: key.to_string(),
+        });
+    }
+}
