@@ -37,8 +37,9 @@ const STORE: &str = "store";
 /// How long a replica waits for the shared store before answering 503.
 const STORE_TIMEOUT: Duration = Duration::from_millis(2_000);
 
-/// How long a key a replica began stays its own without a result.
-const KEY_LEASE: Duration = Duration::from_millis(30_000);
+/// How long a key a replica began stays its own unless the replica
+/// renews it (every third of it, while it lives).
+const KEY_LEASE: Duration = Duration::from_millis(3_000);
 const PORT: u16 = 80;
 
 /// The server host's listener, bound at its first accept: binding never

@@ -85,6 +85,16 @@ impl OpId {
 /// A server-side connection number, unique within one server incarnation.
 pub type ConnId = u64;
 
+/// A deployment's replica `r` numbers its connections from `r` shifted
+/// left by this: no two replicas' records share a connection id.
+pub const REPLICA_CONN_SHIFT: u32 = 40;
+
+/// The replica whose server numbered connection `conn` (0 without a
+/// deployment).
+pub fn replica_of_conn(conn: ConnId) -> u32 {
+    (conn >> REPLICA_CONN_SHIFT) as u32
+}
+
 /// The transport a request, a connection or a negotiation belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

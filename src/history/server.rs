@@ -450,6 +450,10 @@ pub enum Record {
         idempotent: bool,
         /// The POST's facts: honored dedup token.
         dedup_honored: bool,
+        /// The deciding replica, when it is one of several on a shared
+        /// store: its guard's view holds the streams it opened.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replica: Option<u32>,
     },
     /// A POST queued behind a replay (Rule M row 0) left the queue without
     /// a further decision: its connection closed while it waited.

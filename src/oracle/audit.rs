@@ -28,6 +28,8 @@ struct Stream {
     /// Carries responses: every stream but a standalone GET stream in
     /// `post-stream` delivery (notifications only), which Rule M ignores.
     response: bool,
+    /// The replica that opened it (0 without a deployment).
+    replica: u32,
 }
 
 impl Stream {
@@ -56,22 +58,27 @@ impl Stream {
 #[derive(Default)]
 struct Session {
     streams: BTreeMap<u32, Stream>,
-    queued: BTreeSet<RequestId>,
+    /// POSTs queued, with the replica whose guard queued them.
+    queued: BTreeMap<RequestId, Option<u32>>,
 }
 
 impl Session {
-    fn view(&self) -> LoggedView {
+    /// The view of the guard of `replica` (`None`: the one server's, or
+    /// every replica's on one store): the streams it opened.
+    fn view(&self, replica: Option<u32>) -> LoggedView {
+        let mine = |r: u32| replica.is_none_or(|x| x == r);
         LoggedView {
             replay_backlog: self
                 .streams
                 .values()
+                .filter(|s| mine(s.replica))
                 .map(|s| u64::from(s.replay_backlog))
                 .sum(),
-            queued: self.queued.len() as u32,
+            queued: self.queued.values().filter(|&&q| q == replica).count() as u32,
             dropped: self
                 .streams
                 .iter()
-                .filter(|(_, s)| s.response && s.dropped && !s.lost_reported)
+                .filter(|(_, s)| s.response && s.dropped && !s.lost_reported && mine(s.replica))
                 .map(|(&i, s)| LoggedStream {
                     stream: i,
                     last_produced: s.last_produced,
@@ -90,12 +97,13 @@ impl Session {
     /// bound and wait are server settings the trace does not repeat).
     fn legal(
         &self,
+        replica: Option<u32>,
         idempotent: bool,
         dedup_honored: bool,
     ) -> Vec<(LoggedVerdict, Option<LoggedReason>)> {
         use LoggedReason as R;
         use LoggedVerdict::{Allow, Fresh, Queue, Reject};
-        let v = self.view();
+        let v = self.view(replica);
         if v.replay_backlog > 0 {
             return vec![(Queue, None), (Reject, Some(R::ReplayInProgress))];
         }
@@ -158,11 +166,12 @@ impl Auditor {
                 view,
                 idempotent,
                 dedup_honored,
+                replica,
             } => {
                 let s = audit.sessions.entry(session);
                 // A decision for a queued POST is its dequeue.
                 s.queued.remove(rpc_id);
-                let wrong = s.disputes(decision, view, *idempotent, *dedup_honored);
+                let wrong = s.disputes(*replica, decision, view, *idempotent, *dedup_honored);
                 if !wrong.is_empty() {
                     out.count += 1;
                     out.sessions.insert(session.clone());
@@ -173,7 +182,7 @@ impl Auditor {
                     ));
                 }
                 if decision.verdict == LoggedVerdict::Queue {
-                    s.queued.insert(rpc_id.clone());
+                    s.queued.insert(rpc_id.clone(), *replica);
                 }
             }
             r => audit.observe(r),
@@ -217,6 +226,7 @@ impl Audit {
                     *stream,
                     Stream {
                         conn: Some(*conn),
+                        replica: crate::history::replica_of_conn(*conn),
                         response,
                         ..Stream::default()
                     },
@@ -382,13 +392,14 @@ impl Session {
     /// the rebuilt one, its verdict against the rule's.
     fn disputes(
         &self,
+        replica: Option<u32>,
         decision: &LoggedDecision,
         view: &LoggedView,
         idempotent: bool,
         dedup_honored: bool,
     ) -> Vec<String> {
-        let rebuilt = self.view();
-        let legal = self.legal(idempotent, dedup_honored);
+        let rebuilt = self.view(replica);
+        let legal = self.legal(replica, idempotent, dedup_honored);
         let mut wrong = Vec::new();
         if rebuilt != *view {
             wrong.push(format!("logged view {view:?} != rebuilt {rebuilt:?}"));

@@ -209,7 +209,7 @@ impl Replica {
     /// The first connection id of this replica's records: far enough
     /// from every other replica's that no two share one.
     pub fn conn_base(&self) -> ConnId {
-        ConnId::from(self.index) << 40
+        ConnId::from(self.index) << crate::history::REPLICA_CONN_SHIFT
     }
 }
 

@@ -398,8 +398,9 @@ async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<
     // or a new execution under the key.
     if let Some((k, cv)) = keyed {
         let mut look = dedup::key_lookup(shared, who, k, cv);
-        if matches!(look, Lookup::Unknown) {
-            // On a shared store the key is begun there, or found begun.
+        if matches!(look, Lookup::Unknown | Lookup::Known(KeyState::InFlight)) {
+            // On a shared store the store decides: the key is begun there,
+            // or found running (a lease still held) or done.
             look = match super::stored::begin_key(shared, who, k, cv).await {
                 Ok(l) => l,
                 Err(r) => return Err(Reply::new(r)),

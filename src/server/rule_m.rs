@@ -258,6 +258,7 @@ fn decide(
         view,
         idempotent: facts.idempotent,
         dedup_honored: facts.dedup_honored,
+        replica: shared.store.as_ref().map(|on| on.replica),
     });
     if let (Verdict::Reject(Reason::StreamLost), Some(s)) = (decision.verdict, decision.stream) {
         shared.history.record(Record::LostReported {

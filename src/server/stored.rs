@@ -20,6 +20,8 @@ use crate::store::{Answer, Connect, KeyRec, Op, SessionRec, StoreClient, StoredE
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -51,6 +53,64 @@ pub(crate) struct OnStore {
     pub event_base: EventId,
     /// The first stream index this incarnation gives a session.
     pub stream_base: StreamIdx,
+    /// The keys this incarnation began and the streams whose executions
+    /// it runs, whose leases it renews while it lives; and whether its
+    /// renewing task runs.
+    running: Rc<RefCell<BTreeSet<Leased>>>,
+    renewing: Cell<bool>,
+}
+
+/// What a replica holds a lease on in the store.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Leased {
+    /// A key it began (principal, key).
+    Key(String, String),
+    /// A stream whose execution it runs (session, stream).
+    Stream(String, u32),
+}
+
+/// The renewal of `leased`.
+fn renew(leased: &BTreeSet<Leased>, replica: u32, lease_ms: u64) -> Op {
+    let (mut keys, mut streams) = (Vec::new(), Vec::new());
+    for l in leased {
+        match l {
+            Leased::Key(w, k) => keys.push((w.clone(), k.clone())),
+            Leased::Stream(s, i) => streams.push((s.clone(), *i)),
+        }
+    }
+    Op::Renew {
+        keys,
+        streams,
+        replica,
+        lease_ms,
+    }
+}
+
+impl OnStore {
+    /// `what` runs here now: its lease is renewed until it ends.
+    fn runs(&self, what: Leased) {
+        self.running.borrow_mut().insert(what);
+        if !self.renewing.replace(true) {
+            let (client, running) = (self.client.clone(), self.running.clone());
+            let (replica, lease_ms) = (self.replica, self.key_lease_ms);
+            tokio::task::spawn_local(async move {
+                let every = Duration::from_millis((lease_ms / 3).max(1));
+                loop {
+                    tokio::time::sleep(every).await;
+                    if !running.borrow().is_empty() {
+                        let op = renew(&running.borrow(), replica, lease_ms);
+                        // A renewal the store missed: the next one may
+                        // come in time; if not, the lease ran out.
+                        let _ = client.call(&op).await;
+                    }
+                }
+            });
+        }
+    }
+
+    fn ended(&self, what: &Leased) {
+        self.running.borrow_mut().remove(what);
+    }
 }
 
 impl OnStore {
@@ -65,6 +125,8 @@ impl OnStore {
             key_lease_ms: link.key_lease.as_millis() as u64,
             event_base: tag << 40,
             stream_base: (tag as u32) << 16,
+            running: Rc::default(),
+            renewing: Cell::new(false),
         })
     }
 }
@@ -203,11 +265,28 @@ pub(super) async fn resume_elsewhere(
         })
         .await;
     let (events, ended) = match first {
+        // The replica running the stream's execution is gone, and every
+        // event it stored is past the cursor: the guarded arm says so, so
+        // the client re-issues (under its key) instead of waiting.
+        Ok(Answer::Events {
+            known: true,
+            events,
+            orphaned: true,
+            ..
+        }) if events.is_empty() && shared.guarded() => {
+            return error(
+                StatusCode::GONE,
+                None,
+                jsonrpc::GONE,
+                "the replica running this stream's request is gone and nothing more of it is stored: re-issue the operation",
+            );
+        }
         Ok(Answer::Events {
             known: true,
             events,
             ended,
-        }) => (events, ended),
+            orphaned,
+        }) => (events, ended || orphaned),
         Ok(Answer::Events { known: false, .. }) => {
             shared.history.record(Record::ResumedEmpty {
                 session: sid.clone(),
@@ -292,11 +371,14 @@ async fn follow(
             wait_ms: TAIL_WAIT_MS,
         };
         match on.client.call(&op).await {
+            // An orphaned stream ends here: nothing more will come, and
+            // the client's next resume learns why.
             Ok(Answer::Events {
                 known: true,
                 events: more,
                 ended: e,
-            }) => (events, ended) = (more, e),
+                orphaned,
+            }) => (events, ended) = (more, e || orphaned),
             // The stream's events left the store (the session ended), or
             // the store is gone: the stream ends, the client resumes again.
             _ => return,
@@ -341,7 +423,7 @@ fn adopt_key(shared: &Shared, who: &Rc<str>, key: &str, rec: KeyRec) {
 
 /// Begins `key` in the store (compare-and-set): `Lookup::Unknown` when
 /// this replica began it, else what the store holds (then copied into the
-/// local table).
+/// local table). Without a store: what the local table says.
 pub(super) async fn begin_key(
     shared: &Shared,
     who: &Rc<str>,
@@ -349,7 +431,7 @@ pub(super) async fn begin_key(
     call: &Value,
 ) -> Result<Lookup, Response<ServerBody>> {
     let Some(on) = &shared.store else {
-        return Ok(Lookup::Unknown);
+        return Ok(super::dedup::key_lookup(shared, who, key, call));
     };
     let op = Op::KeyBegin {
         scope: who.to_string(),
@@ -359,7 +441,10 @@ pub(super) async fn begin_key(
         lease_ms: on.key_lease_ms,
     };
     match on.client.call(&op).await {
-        Ok(Answer::Began) => Ok(Lookup::Unknown),
+        Ok(Answer::Began) => {
+            on.runs(Leased::Key(who.to_string(), key.to_string()));
+            Ok(Lookup::Unknown)
+        }
         Ok(Answer::Key { rec: Some(rec) }) => {
             adopt_key(shared, who, key, rec);
             Ok(super::dedup::key_lookup(shared, who, key, call))
@@ -371,6 +456,7 @@ pub(super) async fn begin_key(
 /// A key's execution completed here: the store keeps its result.
 pub(super) fn key_done(shared: &Shared, who: &str, key: &str, result: &Json) {
     if let Some(on) = &shared.store {
+        on.ended(&Leased::Key(who.to_string(), key.to_string()));
         on.client.write_behind(Op::KeyDone {
             scope: who.to_string(),
             key: key.to_string(),
@@ -382,9 +468,30 @@ pub(super) fn key_done(shared: &Shared, who: &str, key: &str, result: &Json) {
 /// A key's execution ended without a result here: the store forgets it.
 pub(super) fn key_dropped(shared: &Shared, who: &str, key: &str) {
     if let Some(on) = &shared.store {
+        on.ended(&Leased::Key(who.to_string(), key.to_string()));
         on.client.write_behind(Op::KeyDrop {
             scope: who.to_string(),
             key: key.to_string(),
         });
+    }
+}
+
+/// The execution on stream `s` started here: the store learns that it
+/// runs (behind the stream's first events), and its lease is renewed
+/// until it ends.
+pub(super) fn execution_started(shared: &Shared, sid: &SessionId, s: StreamIdx) {
+    if let Some(on) = &shared.store {
+        let leased = Leased::Stream(sid.to_string(), s);
+        let one = BTreeSet::from([leased.clone()]);
+        on.client
+            .write_behind(renew(&one, on.replica, on.key_lease_ms));
+        on.runs(leased);
+    }
+}
+
+/// The execution on stream `s` ended here.
+pub(super) fn execution_ended(shared: &Shared, sid: &SessionId, s: StreamIdx) {
+    if let Some(on) = &shared.store {
+        on.ended(&Leased::Stream(sid.to_string(), s));
     }
 }

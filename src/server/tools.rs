@@ -178,6 +178,7 @@ pub(super) fn started(
     call: &ToolCall,
     tag: Option<&str>,
 ) {
+    super::stored::execution_started(shared, sid, s);
     shared.history.record(Record::ToolStarted {
         session: sid.clone(),
         stream: s,
@@ -440,6 +441,7 @@ pub(super) fn ended(
         sess.release_if_done(s);
     }
     drop(st);
+    super::stored::execution_ended(shared, &sid, s);
     shared.history.record(Record::ToolEnded {
         session: sid,
         stream: s,

@@ -39,6 +39,8 @@ pub struct StoreData {
     sessions: BTreeMap<String, Versions<SessionRec>>,
     events: BTreeMap<String, Events>,
     keys: BTreeMap<(String, String), Versions<KeyRec>>,
+    /// The streams whose executions run, with the runner's lease (µs).
+    leases: BTreeMap<(String, u32), u64>,
 }
 
 impl StoreData {
@@ -61,6 +63,7 @@ impl StoreData {
                     v.push((now, None));
                 }
                 self.events.remove(&sid);
+                self.leases.retain(|(s, _), _| *s != sid);
                 Answer::Done
             }
             Op::Append { sid, events } => {
@@ -75,7 +78,7 @@ impl StoreData {
                 }
                 Answer::Done
             }
-            Op::Tail { sid, cursor, .. } => return self.tail(&sid, cursor, seen, lag),
+            Op::Tail { sid, cursor, .. } => return self.tail(&sid, cursor, (now, seen), lag),
             Op::KeyLook { scope, key } => Answer::Key {
                 rec: self
                     .keys
@@ -108,6 +111,30 @@ impl StoreData {
                     }
                 }
             }
+            Op::Renew {
+                keys,
+                streams,
+                replica,
+                lease_ms,
+            } => {
+                for s in streams {
+                    self.leases.insert(s, now + lease_ms * 1000);
+                }
+                for k in keys {
+                    let Some(v) = self.keys.get_mut(&k) else {
+                        continue;
+                    };
+                    let Some(rec) = latest(v) else { continue };
+                    if rec.runner.is_some_and(|(r, _)| r == replica) {
+                        let renewed = KeyRec {
+                            runner: Some((replica, now + lease_ms * 1000)),
+                            ..rec.clone()
+                        };
+                        v.push((now, Some(renewed)));
+                    }
+                }
+                Answer::Done
+            }
             Op::KeyDone { scope, key, result } => {
                 let v = self.keys.entry((scope, key)).or_default();
                 if let Some(rec) = latest(v).cloned() {
@@ -137,11 +164,18 @@ impl StoreData {
         })
     }
 
-    fn tail(&self, sid: &str, cursor: u64, seen: u64, lag: u64) -> Result<Answer, Option<u64>> {
+    fn tail(
+        &self,
+        sid: &str,
+        cursor: u64,
+        (now, seen): (u64, u64),
+        lag: u64,
+    ) -> Result<Answer, Option<u64>> {
         let unknown = Answer::Events {
             known: false,
             events: Vec::new(),
             ended: false,
+            orphaned: false,
         };
         let Some(evs) = self.events.get(sid) else {
             return Ok(unknown);
@@ -157,7 +191,12 @@ impl StoreData {
         let ended_before = all[..at_cursor].iter().any(|(_, e)| e.result);
         let after = &all[at_cursor..];
         let visible = after.partition_point(|(at, _)| *at <= seen);
-        if visible == 0 && !ended_before {
+        let orphaned = !all.iter().any(|(_, e)| e.result)
+            && self
+                .leases
+                .get(&(sid.to_string(), stream))
+                .is_some_and(|&until| until <= now);
+        if visible == 0 && !ended_before && !orphaned {
             return Err(after.first().map(|(at, _)| at + lag));
         }
         let events: Vec<StoredEvent> = after[..visible].iter().map(|(_, e)| e.clone()).collect();
@@ -166,6 +205,7 @@ impl StoreData {
             known: true,
             events,
             ended,
+            orphaned: orphaned && visible == after.len(),
         })
     }
 }
@@ -234,6 +274,7 @@ impl StoreState {
                             known: true,
                             events: Vec::new(),
                             ended: false,
+                            orphaned: false,
                         };
                     }
                     tokio::select! {

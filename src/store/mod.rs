@@ -93,6 +93,15 @@ pub enum Op {
         replica: u32,
         lease_ms: u64,
     },
+    /// Extends the leases of the keys and streams `replica` is running
+    /// (it renews them while it lives; a dead replica's run out). A
+    /// stream's first lease is taken so, when its execution starts.
+    Renew {
+        keys: Vec<(String, String)>,
+        streams: Vec<(String, u32)>,
+        replica: u32,
+        lease_ms: u64,
+    },
     /// Completes a key's execution with its result.
     KeyDone {
         scope: String,
@@ -120,6 +129,10 @@ pub enum Answer {
         known: bool,
         events: Vec<StoredEvent>,
         ended: bool,
+        /// The stream has not ended and the lease of the replica running
+        /// its execution ran out: nothing more will come.
+        #[serde(default)]
+        orphaned: bool,
     },
     /// [`Op::KeyLook`]'s answer, and [`Op::KeyBegin`]'s when an entry
     /// was there.

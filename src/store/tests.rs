@@ -98,7 +98,8 @@ fn a_tail_gives_the_cursors_stream_after_it_and_says_when_it_ended() {
         Ok(Answer::Events {
             known: true,
             events: vec![ev(0, 3, false)],
-            ended: false
+            ended: false,
+            orphaned: false
         })
     );
     assert_eq!(tail(&mut d, 3, 10, 0), Err(None), "nothing after it yet");
