@@ -73,6 +73,7 @@ fn a_decision_that_contradicts_the_rules_is_an_error() {
         view: Box::new(view),
         idempotent: false,
         dedup_honored: false,
+        replica: None,
     };
     // Right view, right verdict (row 2): no error.
     h.record(decide(
@@ -97,6 +98,22 @@ fn a_decision_that_contradicts_the_rules_is_an_error() {
         "{:?}",
         errs.details
     );
+    // On a shared store each replica's guard holds the streams it opened:
+    // replica 1 opened none (connection 1 is replica 0's), so its empty
+    // view and `fresh` are right; the same decision by replica 0 is not.
+    let mut by = decide(LoggedVerdict::Fresh, None, LoggedView::default());
+    let Record::Decision { replica, .. } = &mut by else {
+        unreachable!()
+    };
+    *replica = Some(1);
+    h.record(by.clone());
+    assert_eq!(audit::decision_errors(&h.entries()).count, 2);
+    let Record::Decision { replica, .. } = &mut by else {
+        unreachable!()
+    };
+    *replica = Some(0);
+    h.record(by);
+    assert_eq!(audit::decision_errors(&h.entries()).count, 3);
 }
 
 fn chunk(tag: &Rc<str>, execution: u32, index: u32) -> ChunkRef {

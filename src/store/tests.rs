@@ -109,18 +109,21 @@ fn a_tail_gives_the_cursors_stream_after_it_and_says_when_it_ended() {
         known: true,
         events: vec![ev(0, 4, true)],
         ended: true,
+        orphaned: false,
     });
     assert_eq!(tail(&mut d, 3, 30, 10), after_3, "a batch sent twice adds once");
     let at_end = Ok(Answer::Events {
         known: true,
         events: vec![],
         ended: true,
+        orphaned: false,
     });
     assert_eq!(tail(&mut d, 4, 30, 0), at_end);
     let cold = Ok(Answer::Events {
         known: false,
         events: vec![],
         ended: false,
+        orphaned: false,
     });
     assert_eq!(tail(&mut d, 99, 30, 0), cold, "an id the store never held");
     assert_eq!(tail(&mut d, 4, 25, 10), cold, "an id not visible yet");
@@ -137,4 +140,46 @@ fn ops_and_answers_cross_the_wire_as_one_line_each() {
     let line = serde_json::to_string(&op).unwrap();
     assert!(!line.contains('\n'));
     assert_eq!(serde_json::from_str::<Op>(&line).unwrap(), op);
+}
+
+#[test]
+fn a_stream_whose_runner_stopped_renewing_is_orphaned_until_it_ends() {
+    let mut d = StoreData::default();
+    let append = |events| Op::Append {
+        sid: "s".into(),
+        events,
+    };
+    let lease = |now| Op::Renew {
+        keys: vec![],
+        streams: vec![("s".into(), 0)],
+        replica: 0,
+        lease_ms: 3,
+    };
+    d.apply(append(vec![ev(0, 1, false), ev(0, 2, false)]), 0, 0).unwrap();
+    d.apply(lease(0), 0, 0).unwrap();
+    assert_eq!(tail(&mut d, 2, 2_999, 0), Err(None), "the lease holds: wait");
+    d.apply(lease(2_000), 2_000, 0).unwrap();
+    assert_eq!(tail(&mut d, 2, 4_999, 0), Err(None), "renewed until 5 ms");
+    let orphaned = Ok(Answer::Events {
+        known: true,
+        events: vec![],
+        ended: false,
+        orphaned: true,
+    });
+    assert_eq!(tail(&mut d, 2, 5_000, 0), orphaned);
+    let behind = Ok(Answer::Events {
+        known: true,
+        events: vec![ev(0, 2, false)],
+        ended: false,
+        orphaned: true,
+    });
+    assert_eq!(tail(&mut d, 1, 5_000, 0), behind, "what is stored comes first");
+    d.apply(append(vec![ev(0, 3, true)]), 6_000, 0).unwrap();
+    let ended = Ok(Answer::Events {
+        known: true,
+        events: vec![ev(0, 3, true)],
+        ended: true,
+        orphaned: false,
+    });
+    assert_eq!(tail(&mut d, 2, 6_000, 0), ended, "a result ends it, late or not");
 }
