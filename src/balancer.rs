@@ -16,9 +16,11 @@
 
 use crate::client::Connector;
 use crate::history::{History, WorldRecord};
-use crate::protocol::headers::{AUTHORIZATION, MCP_SESSION_ID};
+use crate::protocol::headers::{AUTHORIZATION, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::protocol::jsonrpc::{ErrorObject, Message, INTERNAL_ERROR, SESSION_ERROR};
-use crate::scenario::{BalancerKind, DeploymentSpec, OnDeadUpstream, PinKey};
+use crate::scenario::{
+    BalancerKind, DeploymentSpec, OnDeadUpstream, PinKey, ResumeRouting, StoreKind,
+};
 use crate::seed;
 use crate::server::Listener;
 use bytes::Bytes;
@@ -322,6 +324,33 @@ impl<C> Shared<C> {
         }
     }
 
+    /// Under `resume = "pin-owner"` on a shared store, a resume (GET with
+    /// `Last-Event-ID`) goes to the replica that gave the event, while it
+    /// is a member and not known down; otherwise as any request (and the
+    /// replica it reaches serves it from the store). Not tied: an owner
+    /// that refuses the connection hands the resume to the next in turn.
+    fn resume_owner(&self, parts: &http::request::Parts) -> Option<Route> {
+        if self.spec.store != StoreKind::Shared
+            || self.spec.resume != ResumeRouting::PinOwner
+            || parts.method != http::Method::GET
+        {
+            return None;
+        }
+        let id = parts.headers.get(LAST_EVENT_ID)?.to_str().ok()?;
+        let owner = crate::store::replica_of_event(id.trim().parse().ok()?)?;
+        let live = self.control.borrow().members.contains(&owner)
+            && self
+                .state
+                .borrow()
+                .down
+                .get(&owner)
+                .is_none_or(|until| *until <= Instant::now());
+        live.then_some(Route {
+            replica: owner,
+            tied: false,
+        })
+    }
+
     /// After a forward answered: a sticky balancer pins the session the
     /// replica issued (from its response head), or the client's token.
     fn learn(&self, replica: u32, issued: Option<Rc<str>>, token: &Option<Rc<str>>) {
@@ -362,7 +391,9 @@ async fn forward<C: Connector>(s: &Shared<C>, req: Request<Incoming>) -> Respons
         return refusal(StatusCode::BAD_REQUEST, "the request body broke off");
     };
     let (session, token) = keys(&parts.headers);
-    let mut route = s.route(&session, &token);
+    let mut route = s
+        .resume_owner(&parts)
+        .unwrap_or_else(|| s.route(&session, &token));
     let timeout = Duration::from_millis(s.spec.forward_timeout_ms);
     let mut deadline = Instant::now() + timeout;
     let mut refused = 0;

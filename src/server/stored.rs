@@ -116,15 +116,12 @@ impl OnStore {
 impl OnStore {
     pub fn of(r: &Replica) -> Option<OnStore> {
         let link = r.store.as_ref()?;
-        // One tag per replica incarnation (at most 16 replicas and 256
-        // incarnations apart): event ids stay below 2^53.
-        let tag = (u64::from(r.index) << 8 | u64::from(r.incarnation & 0xff)) + 1;
         Some(OnStore {
             client: StoreClient::new(link.connect.clone(), link.timeout),
             replica: r.index,
             key_lease_ms: link.key_lease.as_millis() as u64,
-            event_base: tag << 40,
-            stream_base: (tag as u32) << 16,
+            event_base: crate::store::event_base(r.index, r.incarnation),
+            stream_base: crate::store::stream_base(r.index, r.incarnation),
             running: Rc::default(),
             renewing: Cell::new(false),
         })

@@ -143,6 +143,31 @@ pub enum Answer {
     Refused { why: String },
 }
 
+/// A replica incarnation's tag in the ids it gives (one per replica and
+/// incarnation, at most 16 replicas and 256 incarnations apart).
+fn tag(replica: u32, incarnation: u32) -> u64 {
+    (u64::from(replica) << 8 | u64::from(incarnation & 0xff)) + 1
+}
+
+/// The first event id of a session, for replica `replica` in its
+/// `incarnation`, on a shared store: a session's event ids are then
+/// unique across replicas (and stay below 2^53).
+pub fn event_base(replica: u32, incarnation: u32) -> u64 {
+    tag(replica, incarnation) << 40
+}
+
+/// The first stream index of a session, likewise.
+pub fn stream_base(replica: u32, incarnation: u32) -> u32 {
+    (tag(replica, incarnation) as u32) << 16
+}
+
+/// The replica that gave event id `id` on a shared store (what a balancer
+/// that pins resumes to their owner reads from `Last-Event-ID`).
+pub fn replica_of_event(id: u64) -> Option<u32> {
+    let tag = id >> 40;
+    (tag > 0).then(|| ((tag - 1) >> 8) as u32)
+}
+
 /// The store host's port.
 pub const PORT: u16 = 6379;
 
