@@ -130,6 +130,8 @@ pub(super) struct View {
     pub(super) waiting: bool,
     /// A transport switch waits on a resume.
     pub(super) switch_pending: bool,
+    /// The exchange is a call's POST carrying an `Idempotency-Key`.
+    pub(super) keyed: bool,
 }
 
 /// What the actor does, in the order given.
@@ -297,6 +299,10 @@ fn on_call(view: &View, status: u16, result: bool, hint: bool) -> Vec<Action> {
             vec![named, A::FinishNamed, A::Reissue]
         }
         503 => vec![status_only, A::RetryPost],
+        // A gateway's failure (the replica broke off, or did not answer in
+        // time): the call may have run. Under a key, sending it again is
+        // safe; without one the client gives up, as the SDKs do.
+        502 | 504 if view.keyed => vec![status_only, A::RetryPost],
         _ => vec![status_only, A::Abandon],
     }
 }

@@ -101,6 +101,7 @@ impl Client {
                 _ => false,
             },
             switch_pending: self.switch_pending,
+            keyed: matches!(s.kind, SlotKind::Call { .. }) && self.keyed(),
         }
     }
 

@@ -149,16 +149,16 @@ fn a_stream_whose_runner_stopped_renewing_is_orphaned_until_it_ends() {
         sid: "s".into(),
         events,
     };
-    let lease = |now| Op::Renew {
+    let lease = || Op::Renew {
         keys: vec![],
         streams: vec![("s".into(), 0)],
         replica: 0,
         lease_ms: 3,
     };
     d.apply(append(vec![ev(0, 1, false), ev(0, 2, false)]), 0, 0).unwrap();
-    d.apply(lease(0), 0, 0).unwrap();
+    d.apply(lease(), 0, 0).unwrap();
     assert_eq!(tail(&mut d, 2, 2_999, 0), Err(None), "the lease holds: wait");
-    d.apply(lease(2_000), 2_000, 0).unwrap();
+    d.apply(lease(), 2_000, 0).unwrap();
     assert_eq!(tail(&mut d, 2, 4_999, 0), Err(None), "renewed until 5 ms");
     let orphaned = Ok(Answer::Events {
         known: true,

@@ -77,6 +77,8 @@ enum Reply {
     TooLarge413,
     Unprocessable422,
     Unavailable503,
+    /// A gateway's 502 (504 is answered alike).
+    BadGateway502,
     /// The connection lost during the stream (a planned drop, a break).
     Drop,
     /// The stream silent past the read timeout while it owes events.
@@ -88,7 +90,7 @@ enum Reply {
     Ended,
 }
 
-const REPLIES: [Reply; 18] = [
+const REPLIES: [Reply; 19] = [
     Reply::Stream200,
     Reply::Json200,
     Reply::Accepted202,
@@ -102,6 +104,7 @@ const REPLIES: [Reply; 18] = [
     Reply::TooLarge413,
     Reply::Unprocessable422,
     Reply::Unavailable503,
+    Reply::BadGateway502,
     Reply::Drop,
     Reply::ReadTimeout,
     Reply::Gap,
@@ -148,6 +151,7 @@ impl Reply {
             Reply::TooLarge413 => json(413),
             Reply::Unprocessable422 => json(422),
             Reply::Unavailable503 => json(503),
+            Reply::BadGateway502 => json(502),
             Reply::Drop | Reply::ReadTimeout => Answer::Ended { clean: false },
             Reply::EmptyResume200 | Reply::Ended => Answer::Ended { clean: true },
             Reply::Gap => Answer::Gap { readable: true },
@@ -180,6 +184,7 @@ const V: View = View {
     brought_nothing: false,
     waiting: true,
     switch_pending: false,
+    keyed: false,
 };
 
 /// An exchange no event id has named yet (an initialize's never is).
@@ -221,13 +226,14 @@ use Reply as R;
 
 /// The answers a GET can get that are neither a stream nor a 404 (nor
 /// not applicable to a GET).
-const GET_REFUSALS: [Reply; 6] = [
+const GET_REFUSALS: [Reply; 7] = [
     R::Json200,
     R::Bad400,
     R::NotAllowed405,
     R::Conflict409,
     R::Gone410,
     R::Unavailable503,
+    R::BadGateway502,
 ];
 
 /// The statuses a request answers the same way, one row each.
@@ -284,6 +290,7 @@ fn initialize_rows() -> Vec<Row> {
         R::TooLarge413,
         R::Unprocessable422,
         R::Unavailable503,
+        R::BadGateway502,
     ];
     rows.extend(each(K::Initialize, &refusals, UNNAMED, &[A::RetryInit]));
     rows
@@ -367,8 +374,12 @@ fn call_rows() -> Vec<Row> {
         R::NotAllowed405,
         R::TooLarge413,
         R::Unprocessable422,
+        R::BadGateway502,
     ];
     rows.extend(each(K::Call, &failed, V, &[STATUS, A::Abandon]));
+    // Under a key a gateway's failure is sent again: it is safe.
+    let keyed = View { keyed: true, ..V };
+    rows.push(row(K::Call, R::BadGateway502, keyed, &[STATUS, A::RetryPost]));
     rows
 }
 
@@ -550,6 +561,7 @@ fn legacy_get_rows() -> Vec<Row> {
         R::Conflict409,
         R::Gone410,
         R::Unavailable503,
+        R::BadGateway502,
     ];
     rows.extend(each(
         K::LegacyGet,
@@ -577,6 +589,7 @@ fn legacy_post_rows() -> Vec<Row> {
         R::TooLarge413,
         R::Unprocessable422,
         R::Unavailable503,
+        R::BadGateway502,
     ];
     rows.extend(each(K::LegacyPost, &recorded, LEGACY, &[STATUS]));
     rows
@@ -614,6 +627,7 @@ fn subscribe_rows() -> Vec<Row> {
         R::TooLarge413,
         R::Unprocessable422,
         R::Unavailable503,
+        R::BadGateway502,
     ];
     rows.extend(each(K::Subscribe, &ignored, V, &[]));
     rows
