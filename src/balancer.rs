@@ -149,6 +149,11 @@ struct State {
 /// round-robin turn (a passive health check).
 const DOWN_FOR: Duration = Duration::from_millis(1_000);
 
+/// How long a connect to a replica may take (a proxy's connect timeout):
+/// a replica that does not accept in time (down, or hung) counts as
+/// unreachable, as one that refuses does.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(1_000);
+
 /// How often a forward pinned to an unreachable replica tries it again
 /// before its timeout.
 const RECONNECT_EVERY: Duration = Duration::from_millis(100);
@@ -470,7 +475,10 @@ async fn send<C: Connector>(
     parts: &http::request::Parts,
     body: &Bytes,
 ) -> Result<(Response<Incoming>, ConnGuard), Failed> {
-    let io = upstream.connect().await.map_err(|_| Failed::Connect)?;
+    let io = tokio::time::timeout(CONNECT_TIMEOUT, upstream.connect())
+        .await
+        .map_err(|_| Failed::Connect)?
+        .map_err(|_| Failed::Connect)?;
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
             .await

@@ -112,6 +112,30 @@ pub enum Fault {
         /// When, ms.
         at_ms: u64,
     },
+    /// The shared store is cut off from every replica for `duration_ms`
+    /// (a request to it then fails after the replica's store timeout).
+    StorePartition {
+        /// When, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+    },
+    /// The shared store's reads lag `lag_ms` behind its writes for
+    /// `duration_ms` (a replica reading a lagging copy).
+    StoreLagWindow {
+        /// When, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// How far reads lag during the window, ms.
+        lag_ms: u64,
+    },
+    /// The shared store restarts at `at_ms`: its connections close, and
+    /// what it held is gone unless `deployment.store_durable`.
+    StoreRestart {
+        /// When, ms.
+        at_ms: u64,
+    },
 }
 
 impl Fault {
@@ -126,6 +150,17 @@ impl Fault {
                 | Fault::BalancerRestart { .. }
                 | Fault::ReplicaAdd { .. }
                 | Fault::ReplicaRemove { .. }
+        ) || self.needs_shared_store()
+    }
+
+    /// Whether it acts on the shared store (a deployment with
+    /// `store = "shared"`).
+    pub fn needs_shared_store(&self) -> bool {
+        matches!(
+            self,
+            Fault::StorePartition { .. }
+                | Fault::StoreLagWindow { .. }
+                | Fault::StoreRestart { .. }
         )
     }
 }
@@ -347,7 +382,10 @@ impl FaultPlan {
                 | Fault::Deploy { at_ms, .. }
                 | Fault::BalancerRestart { at_ms }
                 | Fault::ReplicaAdd { at_ms }
-                | Fault::ReplicaRemove { at_ms, .. } => Some((*at_ms, f.clone())),
+                | Fault::ReplicaRemove { at_ms, .. }
+                | Fault::StorePartition { at_ms, .. }
+                | Fault::StoreLagWindow { at_ms, .. }
+                | Fault::StoreRestart { at_ms } => Some((*at_ms, f.clone())),
                 Fault::Drop { .. } | Fault::Switch { .. } => None,
             })
             .collect();
@@ -429,6 +467,9 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::BalancerRestart { .. } => FaultKind::BalancerRestart,
         Fault::ReplicaAdd { .. } => FaultKind::ReplicaAdd,
         Fault::ReplicaRemove { .. } => FaultKind::ReplicaRemove,
+        Fault::StorePartition { .. } => FaultKind::StorePartition,
+        Fault::StoreLagWindow { .. } => FaultKind::StoreLagWindow,
+        Fault::StoreRestart { .. } => FaultKind::StoreRestart,
     }
 }
 

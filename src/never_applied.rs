@@ -40,6 +40,11 @@ pub fn describe(f: &Fault) -> String {
         Fault::ReplicaRemove { replica, at_ms } => {
             format!("removal of replica {replica} at {at_ms} ms")
         }
+        Fault::StorePartition { at_ms, .. } => format!("store partition at {at_ms} ms"),
+        Fault::StoreLagWindow { at_ms, lag_ms, .. } => {
+            format!("store lag of {lag_ms} ms at {at_ms} ms")
+        }
+        Fault::StoreRestart { at_ms } => format!("store restart at {at_ms} ms"),
     }
 }
 
@@ -54,7 +59,10 @@ fn start(f: &Fault) -> Option<u64> {
         | Fault::Deploy { at_ms, .. }
         | Fault::BalancerRestart { at_ms }
         | Fault::ReplicaAdd { at_ms }
-        | Fault::ReplicaRemove { at_ms, .. } => Some(at_ms),
+        | Fault::ReplicaRemove { at_ms, .. }
+        | Fault::StorePartition { at_ms, .. }
+        | Fault::StoreLagWindow { at_ms, .. }
+        | Fault::StoreRestart { at_ms } => Some(at_ms),
         Fault::Drop { .. } | Fault::Switch { .. } => None,
     }
 }

@@ -88,25 +88,32 @@ struct Front {
     name: Rc<str>,
     /// The orchestrator's handle on the balancer (drains).
     control: Option<Control>,
-    /// The shared store's lag now (a deployment on a shared store).
-    store_lag: Option<Rc<Cell<Duration>>>,
+    /// Replica hosts, added ones included (none: the one server).
+    replica_hosts: u32,
+    /// The shared store's lag now, and its `store_lag_ms` (a deployment
+    /// on a shared store).
+    store_lag: Option<(Rc<Cell<Duration>>, u64)>,
 }
 
 impl Front {
-    fn of(scenario: &Scenario) -> Front {
+    fn of(scenario: &Scenario, plan: &FaultPlan) -> Front {
         let d = &scenario.deployment;
         if d.is_single() {
             Front {
                 name: SERVER.into(),
                 control: None,
+                replica_hosts: 0,
                 store_lag: None,
             }
         } else {
             Front {
                 name: BALANCER.into(),
                 control: Some(Rc::new(RefCell::new(Membership::of(d.replicas)))),
-                store_lag: (d.store == StoreKind::Shared)
-                    .then(|| Rc::new(Cell::new(Duration::from_millis(d.store_lag_ms)))),
+                replica_hosts: d.replicas + plan.replicas_added(),
+                store_lag: (d.store == StoreKind::Shared).then(|| {
+                    let lag = Duration::from_millis(d.store_lag_ms);
+                    (Rc::new(Cell::new(lag)), d.store_lag_ms)
+                }),
             }
         }
     }
@@ -209,7 +216,7 @@ pub fn run_recorded<S: SystemUnderTest>(
         rec,
     );
     let ledger = Ledger::new(history.clone());
-    let front = Front::of(scenario);
+    let front = Front::of(scenario, &plan);
     if scenario.deployment.is_single() {
         host_server(&mut sim, sut, root_seed, &history, &ledger);
     } else {
@@ -220,7 +227,7 @@ pub fn run_recorded<S: SystemUnderTest>(
         });
         let control = front.control.clone().unwrap_or_default();
         let added = plan.replicas_added();
-        let store = front.store_lag.clone().map(|lag| {
+        let store = front.store_lag.clone().map(|(lag, _)| {
             host_store(&mut sim, d, lag);
             store_link()
         });
@@ -349,7 +356,10 @@ fn host_sut<'a, S: SystemUnderTest>(
     sim.host(name, move || {
         let n = incarnation.get();
         incarnation.set(n + 1);
-        let replica = replica.clone().map(|r| Replica { incarnation: n, ..r });
+        let replica = replica.clone().map(|r| Replica {
+            incarnation: n,
+            ..r
+        });
         let serving = seed_of(n).map(|seed| {
             sut.serve(Host {
                 listener: TurmoilListener(None),
@@ -373,7 +383,9 @@ fn host_sut<'a, S: SystemUnderTest>(
 /// The store host: each incarnation serves what the store held (durable)
 /// or an empty store, reading `lag` behind.
 fn host_store(sim: &mut turmoil::Sim<'_>, spec: &DeploymentSpec, lag: Rc<Cell<Duration>>) {
-    let durable = spec.store_durable.then(|| Rc::new(RefCell::new(StoreData::default())));
+    let durable = spec
+        .store_durable
+        .then(|| Rc::new(RefCell::new(StoreData::default())));
     sim.host(STORE, move || {
         let data = durable.clone().unwrap_or_default();
         let clock = Rc::new(|| turmoil::sim_elapsed().unwrap_or_default());
@@ -612,6 +624,8 @@ impl Schedule {
                 Fault::ReplicaCrash { duration_ms: 0, .. } => {}
                 Fault::Partition { duration_ms, .. }
                 | Fault::Latency { duration_ms, .. }
+                | Fault::StorePartition { duration_ms, .. }
+                | Fault::StoreLagWindow { duration_ms, .. }
                 | Fault::ReplicaCrash { duration_ms, .. }
                 | Fault::ReplicaDrain {
                     grace_ms: duration_ms,
@@ -975,6 +989,22 @@ fn apply(
             }
         }
         Fault::BalancerRestart { .. } => sim.bounce(BALANCER),
+        Fault::StorePartition { .. } => {
+            for r in 0..front.replica_hosts {
+                if start {
+                    sim.partition(STORE, replica_host(r));
+                } else {
+                    sim.repair(STORE, replica_host(r));
+                }
+            }
+        }
+        Fault::StoreLagWindow { lag_ms, .. } => {
+            if let Some((lag, base)) = &front.store_lag {
+                let ms = if start { lag_ms.max(*base) } else { *base };
+                lag.set(Duration::from_millis(ms));
+            }
+        }
+        Fault::StoreRestart { .. } => sim.bounce(STORE),
         Fault::Deploy { .. } => unreachable!("a deploy is applied as its drains"),
         Fault::Drop { .. } | Fault::Switch { .. } => {
             unreachable!("drops and switches are applied by the clients")

@@ -33,11 +33,17 @@ pub enum FaultKind {
     ReplicaAdd,
     /// A replica left the deployment (and stopped).
     ReplicaRemove,
+    /// The shared store was cut off from the replicas for a while.
+    StorePartition,
+    /// The shared store's reads lagged its writes for a while.
+    StoreLagWindow,
+    /// The shared store restarted.
+    StoreRestart,
 }
 
 impl FaultKind {
     /// Every kind, in the plan's order.
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::Drop,
         FaultKind::Partition,
         FaultKind::Restart,
@@ -49,6 +55,9 @@ impl FaultKind {
         FaultKind::BalancerRestart,
         FaultKind::ReplicaAdd,
         FaultKind::ReplicaRemove,
+        FaultKind::StorePartition,
+        FaultKind::StoreLagWindow,
+        FaultKind::StoreRestart,
     ];
 
     /// The name scenarios, records and reports use.
@@ -65,6 +74,9 @@ impl FaultKind {
             FaultKind::BalancerRestart => "balancer_restart",
             FaultKind::ReplicaAdd => "replica_add",
             FaultKind::ReplicaRemove => "replica_remove",
+            FaultKind::StorePartition => "store_partition",
+            FaultKind::StoreLagWindow => "store_lag_window",
+            FaultKind::StoreRestart => "store_restart",
         }
     }
 
@@ -87,6 +99,15 @@ impl FaultKind {
             FaultKind::ReplicaAdd => "a replica joins the deployment (scale-up)",
             FaultKind::ReplicaRemove => {
                 "a replica leaves the deployment and stops, with what it held (scale-down)"
+            }
+            FaultKind::StorePartition => {
+                "the shared store is cut off from every replica for a while"
+            }
+            FaultKind::StoreLagWindow => {
+                "the shared store's reads lag its writes for a while (a lagging copy)"
+            }
+            FaultKind::StoreRestart => {
+                "the shared store restarts: what it held is gone unless it is durable"
             }
         }
     }

@@ -127,8 +127,22 @@ impl Scenario {
                 }
                 Fault::BalancerRestart { at_ms }
                 | Fault::ReplicaAdd { at_ms }
-                | Fault::ReplicaRemove { at_ms, .. } => {
+                | Fault::ReplicaRemove { at_ms, .. }
+                | Fault::StoreRestart { at_ms } => {
                     times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                }
+                Fault::StorePartition { at_ms, duration_ms } => {
+                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
+                }
+                Fault::StoreLagWindow {
+                    at_ms,
+                    duration_ms,
+                    lag_ms,
+                } => {
+                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
+                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
+                    times.push((format!("faults.explicit[{i}].lag_ms"), lag_ms));
                 }
                 Fault::Latency {
                     at_ms,
@@ -306,8 +320,21 @@ impl Scenario {
                         crate::fault::kind_name(fault)
                     ));
                 }
-                Fault::Deploy { .. } | Fault::BalancerRestart { .. } | Fault::ReplicaAdd { .. } => {
+                _ if fault.needs_shared_store()
+                    && self.deployment.store != crate::scenario::StoreKind::Shared =>
+                {
+                    return Err(format!(
+                        "faults.explicit[{i}]: {} acts on the shared store: set \
+                         deployment.store = \"shared\"",
+                        crate::fault::kind_name(fault)
+                    ));
                 }
+                Fault::Deploy { .. }
+                | Fault::BalancerRestart { .. }
+                | Fault::ReplicaAdd { .. }
+                | Fault::StorePartition { .. }
+                | Fault::StoreLagWindow { .. }
+                | Fault::StoreRestart { .. } => {}
                 Fault::ReplicaCrash { replica, .. }
                 | Fault::ReplicaDrain { replica, .. }
                 | Fault::ReplicaRemove { replica, .. } => {

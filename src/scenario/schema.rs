@@ -111,6 +111,16 @@ pub fn explicit_fault_keys() -> Vec<String> {
             replica: 0,
             at_ms: 0,
         },
+        Fault::StorePartition {
+            at_ms: 0,
+            duration_ms: 0,
+        },
+        Fault::StoreLagWindow {
+            at_ms: 0,
+            duration_ms: 0,
+            lag_ms: 0,
+        },
+        Fault::StoreRestart { at_ms: 0 },
     ];
     let mut keys = Vec::new();
     for f in &samples {
@@ -125,7 +135,10 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::Deploy { .. }
             | Fault::BalancerRestart { .. }
             | Fault::ReplicaAdd { .. }
-            | Fault::ReplicaRemove { .. } => {}
+            | Fault::ReplicaRemove { .. }
+            | Fault::StorePartition { .. }
+            | Fault::StoreLagWindow { .. }
+            | Fault::StoreRestart { .. } => {}
         }
         let value = serde_json::to_value(f).expect("faults serialize");
         for k in value.as_object().expect("a fault is a table").keys() {

@@ -181,7 +181,10 @@ impl Session {
     /// to `streams` (the first stream index), so that no other replica
     /// giving the same session ids gives these. Before any stream opens.
     pub fn place_ids(&mut self, events: EventId, streams: StreamIdx) {
-        debug_assert!(self.streams.len() == 0, "ids are placed before any stream opens");
+        debug_assert!(
+            self.streams.len() == 0,
+            "ids are placed before any stream opens"
+        );
         self.first_event_id += events;
         self.next_event_id = self.first_event_id;
         self.store_base = self.first_event_id;

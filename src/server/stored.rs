@@ -223,7 +223,14 @@ pub(super) fn forget(shared: &Shared, sid: &SessionId) {
 }
 
 /// One event produced here, for the store.
-pub(super) fn mirror(client: &StoreClient, sid: &SessionId, s: StreamIdx, id: EventId, data: &Bytes, result: bool) {
+pub(super) fn mirror(
+    client: &StoreClient,
+    sid: &SessionId,
+    s: StreamIdx,
+    id: EventId,
+    data: &Bytes,
+    result: bool,
+) {
     client.write_behind(Op::Append {
         sid: sid.to_string(),
         events: vec![StoredEvent {
@@ -312,7 +319,13 @@ pub(super) async fn resume_elsewhere(
         conn,
     });
     let (tx, body) = ServerBody::sse();
-    tokio::task::spawn_local(follow(shared.clone(), (sid, cursor), conn, tx, (events, ended)));
+    tokio::task::spawn_local(follow(
+        shared.clone(),
+        (sid, cursor),
+        conn,
+        tx,
+        (events, ended),
+    ));
     sse_headers(body)
 }
 
@@ -412,7 +425,9 @@ pub(super) async fn load_key(
 fn adopt_key(shared: &Shared, who: &Rc<str>, key: &str, rec: KeyRec) {
     let call: Value = serde_json::from_str(&rec.call).unwrap_or(Value::Null);
     let state = match rec.result {
-        Some(r) => KeyState::Done(Json::from(serde_json::from_str::<Value>(&r).unwrap_or(Value::Null))),
+        Some(r) => KeyState::Done(Json::from(
+            serde_json::from_str::<Value>(&r).unwrap_or(Value::Null),
+        )),
         None => KeyState::InFlight,
     };
     shared.state.borrow_mut().dedup.adopt(who, key, call, state);

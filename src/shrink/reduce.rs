@@ -242,6 +242,16 @@ fn retimed(f: &Fault, at: u64, len: u64) -> Fault {
         Fault::BalancerRestart { .. } => Fault::BalancerRestart { at_ms: at },
         Fault::ReplicaAdd { .. } => Fault::ReplicaAdd { at_ms: at },
         Fault::ReplicaRemove { replica, .. } => Fault::ReplicaRemove { replica, at_ms: at },
+        Fault::StorePartition { .. } => Fault::StorePartition {
+            at_ms: at,
+            duration_ms: len,
+        },
+        Fault::StoreLagWindow { lag_ms, .. } => Fault::StoreLagWindow {
+            at_ms: at,
+            duration_ms: len,
+            lag_ms,
+        },
+        Fault::StoreRestart { .. } => Fault::StoreRestart { at_ms: at },
         ref other => other.clone(),
     }
 }
@@ -257,6 +267,10 @@ fn timing(f: &Fault) -> Option<(u64, u64)> {
         }
         | Fault::ReplicaCrash {
             at_ms, duration_ms, ..
+        }
+        | Fault::StorePartition { at_ms, duration_ms }
+        | Fault::StoreLagWindow {
+            at_ms, duration_ms, ..
         } => Some((at_ms, duration_ms)),
         Fault::ReplicaDrain {
             at_ms, grace_ms, ..
@@ -264,7 +278,8 @@ fn timing(f: &Fault) -> Option<(u64, u64)> {
         | Fault::Deploy { at_ms, grace_ms } => Some((at_ms, grace_ms)),
         Fault::BalancerRestart { at_ms }
         | Fault::ReplicaAdd { at_ms }
-        | Fault::ReplicaRemove { at_ms, .. } => Some((at_ms, 0)),
+        | Fault::ReplicaRemove { at_ms, .. }
+        | Fault::StoreRestart { at_ms } => Some((at_ms, 0)),
         Fault::Restart { at_ms } => Some((at_ms, 0)),
         Fault::Drop { .. } | Fault::Switch { .. } => None,
     }

@@ -56,7 +56,11 @@ impl StoreData {
                 Answer::Done
             }
             Op::GetSession { sid } => Answer::Session {
-                rec: self.sessions.get(&sid).and_then(|v| as_of(v, seen)).cloned(),
+                rec: self
+                    .sessions
+                    .get(&sid)
+                    .and_then(|v| as_of(v, seen))
+                    .cloned(),
             },
             Op::DelSession { sid } => {
                 if let Some(v) = self.sessions.get_mut(&sid) {
@@ -95,11 +99,9 @@ impl StoreData {
             } => {
                 let v = self.keys.entry((scope, key)).or_default();
                 match latest(v) {
-                    Some(rec) if rec.runner.is_none_or(|(_, until)| until > now) => {
-                        Answer::Key {
-                            rec: Some(rec.clone()),
-                        }
-                    }
+                    Some(rec) if rec.runner.is_none_or(|(_, until)| until > now) => Answer::Key {
+                        rec: Some(rec.clone()),
+                    },
                     _ => {
                         let rec = KeyRec {
                             call,

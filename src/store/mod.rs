@@ -81,7 +81,11 @@ pub enum Op {
     },
     /// The events of the stream `cursor` belongs to after `cursor`; when
     /// none is visible yet, waits up to `wait_ms` for one.
-    Tail { sid: String, cursor: u64, wait_ms: u64 },
+    Tail {
+        sid: String,
+        cursor: u64,
+        wait_ms: u64,
+    },
     /// Reads a key.
     KeyLook { scope: String, key: String },
     /// Begins a key's execution on `replica` unless an entry exists (or

@@ -35,10 +35,19 @@ fn a_lagging_read_sees_the_store_as_it_was_lag_ago() {
     };
     assert_eq!(d.apply(put, 1_000, 0), Ok(Answer::Done));
     assert_eq!(get(&mut d, "s", 1_000, 0), Some(rec(0)));
-    assert_eq!(get(&mut d, "s", 1_400, 500), None, "written 400 µs ago, lag 500");
+    assert_eq!(
+        get(&mut d, "s", 1_400, 500),
+        None,
+        "written 400 µs ago, lag 500"
+    );
     assert_eq!(get(&mut d, "s", 1_500, 500), Some(rec(0)));
-    d.apply(Op::DelSession { sid: "s".into() }, 2_000, 0).unwrap();
-    assert_eq!(get(&mut d, "s", 2_100, 500), Some(rec(0)), "the delete not seen yet");
+    d.apply(Op::DelSession { sid: "s".into() }, 2_000, 0)
+        .unwrap();
+    assert_eq!(
+        get(&mut d, "s", 2_100, 500),
+        Some(rec(0)),
+        "the delete not seen yet"
+    );
     assert_eq!(get(&mut d, "s", 2_100, 0), None);
 }
 
@@ -91,8 +100,12 @@ fn a_tail_gives_the_cursors_stream_after_it_and_says_when_it_ended() {
         sid: "s".into(),
         events,
     };
-    d.apply(append(vec![ev(0, 1, false), ev(1, 2, false), ev(0, 3, false)]), 10, 0)
-        .unwrap();
+    d.apply(
+        append(vec![ev(0, 1, false), ev(1, 2, false), ev(0, 3, false)]),
+        10,
+        0,
+    )
+    .unwrap();
     assert_eq!(
         tail(&mut d, 1, 10, 0),
         Ok(Answer::Events {
@@ -103,7 +116,8 @@ fn a_tail_gives_the_cursors_stream_after_it_and_says_when_it_ended() {
         })
     );
     assert_eq!(tail(&mut d, 3, 10, 0), Err(None), "nothing after it yet");
-    d.apply(append(vec![ev(0, 4, true), ev(0, 4, true)]), 20, 0).unwrap();
+    d.apply(append(vec![ev(0, 4, true), ev(0, 4, true)]), 20, 0)
+        .unwrap();
     assert_eq!(tail(&mut d, 3, 25, 10), Err(Some(30)), "visible from 30");
     let after_3 = Ok(Answer::Events {
         known: true,
@@ -111,7 +125,11 @@ fn a_tail_gives_the_cursors_stream_after_it_and_says_when_it_ended() {
         ended: true,
         orphaned: false,
     });
-    assert_eq!(tail(&mut d, 3, 30, 10), after_3, "a batch sent twice adds once");
+    assert_eq!(
+        tail(&mut d, 3, 30, 10),
+        after_3,
+        "a batch sent twice adds once"
+    );
     let at_end = Ok(Answer::Events {
         known: true,
         events: vec![],
@@ -155,9 +173,14 @@ fn a_stream_whose_runner_stopped_renewing_is_orphaned_until_it_ends() {
         replica: 0,
         lease_ms: 3,
     };
-    d.apply(append(vec![ev(0, 1, false), ev(0, 2, false)]), 0, 0).unwrap();
+    d.apply(append(vec![ev(0, 1, false), ev(0, 2, false)]), 0, 0)
+        .unwrap();
     d.apply(lease(), 0, 0).unwrap();
-    assert_eq!(tail(&mut d, 2, 2_999, 0), Err(None), "the lease holds: wait");
+    assert_eq!(
+        tail(&mut d, 2, 2_999, 0),
+        Err(None),
+        "the lease holds: wait"
+    );
     d.apply(lease(), 2_000, 0).unwrap();
     assert_eq!(tail(&mut d, 2, 4_999, 0), Err(None), "renewed until 5 ms");
     let orphaned = Ok(Answer::Events {
@@ -173,7 +196,11 @@ fn a_stream_whose_runner_stopped_renewing_is_orphaned_until_it_ends() {
         ended: false,
         orphaned: true,
     });
-    assert_eq!(tail(&mut d, 1, 5_000, 0), behind, "what is stored comes first");
+    assert_eq!(
+        tail(&mut d, 1, 5_000, 0),
+        behind,
+        "what is stored comes first"
+    );
     d.apply(append(vec![ev(0, 3, true)]), 6_000, 0).unwrap();
     let ended = Ok(Answer::Events {
         known: true,
@@ -181,5 +208,9 @@ fn a_stream_whose_runner_stopped_renewing_is_orphaned_until_it_ends() {
         ended: true,
         orphaned: false,
     });
-    assert_eq!(tail(&mut d, 2, 6_000, 0), ended, "a result ends it, late or not");
+    assert_eq!(
+        tail(&mut d, 2, 6_000, 0),
+        ended,
+        "a result ends it, late or not"
+    );
 }

@@ -134,8 +134,8 @@ fn bad_deployments_name_the_fix() {
             "deployment.replicas = 0",
         ),
         (
-            "replicas = 2\nbalancer = \"hash\"\nstore = \"shared\"",
-            "not available yet",
+            "replicas = 1\nstore = \"shared\"",
+            "for replicas behind a balancer",
         ),
         ("replicas = 2\nbalancer = \"sideways\"", "unknown variant"),
         ("replica = 2", "unknown field"),
@@ -149,6 +149,14 @@ fn bad_deployments_name_the_fix() {
         };
         assert!(err.contains(says), "{table:?}: {err}");
     }
+    // A store fault needs the shared store it acts on.
+    let text = "name = \"t\"\nduration_ms = 1000\n[[clients]]\nbehaviour = \"resume\"\n\
+        [deployment]\nreplicas = 2\nbalancer = \"sticky\"\n\
+        [[faults.explicit]]\nkind = \"store_restart\"\nat_ms = 10\n";
+    let err = Scenario::parse(text)
+        .and_then(|s| s.validate())
+        .unwrap_err();
+    assert!(err.contains("deployment.store = \"shared\""), "{err}");
     let mut s = fleet("");
     let err = s.set("deployment.replica", "2").unwrap_err();
     assert!(err.contains("did you mean deployment.replicas"), "{err}");
@@ -519,4 +527,210 @@ fn every_deployment_scenario_holds_its_expectations() {
         n += 1;
     }
     assert!(n >= 6, "{n} deployment scenarios");
+}
+
+/// The settings under which the zero across replicas is claimed: the
+/// guarded arm's clients send keys and cursors, completed keys are
+/// durable, effects commit with their key.
+fn zero_settings(extra: &[(&str, &str)]) -> Options {
+    let mut pairs = vec![
+        ("server.durable_dedup", "true"),
+        ("server.effects", "transactional"),
+        ("deployment.store", "shared"),
+        ("deployment.on_dead_upstream", "repin"),
+    ];
+    pairs.extend_from_slice(extra);
+    Options {
+        clients: Some(run::Profile::KeysCursors),
+        ..sets(&pairs)
+    }
+}
+
+fn count(
+    h: &mcp_chaos::history::History,
+    pick: impl Fn(&mcp_chaos::history::Rec) -> bool,
+) -> usize {
+    h.entries().iter().filter(|e| pick(&e.record)).count()
+}
+
+/// Round robin over a shared store: every replica loads the session it
+/// lacks from the store, so nobody meets a wrong replica (no 404, no
+/// re-initialization), on every built-in arm; the one that ignores keys
+/// still runs dedup-retry's retries twice.
+#[test]
+fn a_shared_store_carries_sessions_across_round_robin() {
+    use mcp_chaos::history::{Rec, Record};
+    let s = fleet("[deployment]\nreplicas = 3\nbalancer = \"round-robin\"\nstore = \"shared\"\n");
+    for v in Variant::ALL {
+        let (r, h) = run::run(&s, 0, v, &Options::default()).unwrap();
+        assert_eq!(
+            wrong_replica(&r),
+            0,
+            "{}: {:?}",
+            r.server,
+            r.metrics.failures_by_cause
+        );
+        assert_eq!(r.metrics.reinitializations, 0, "{}", r.server);
+        let adopted = count(&h, |r| {
+            matches!(r, Rec::Server(Record::SessionAdopted { .. }))
+        });
+        assert!(
+            adopted > 0,
+            "{}: sessions were loaded from the store",
+            r.server
+        );
+        if v.guards() {
+            assert_eq!(
+                r.metrics.guard_bugs,
+                Some(0),
+                "the audit judges each replica's view"
+            );
+        }
+    }
+}
+
+/// The gateway case on a shared store, repinning: the guarded arm fails
+/// no operation, and the moved clients stall at most one forward timeout.
+#[test]
+fn the_gateway_case_on_a_shared_store_fails_nothing_and_stalls_once() {
+    let s = gateway("repin");
+    let (r, h) = run::run(&s, 0, Variant::Guarded, &zero_settings(&[])).unwrap();
+    assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
+    assert_eq!(
+        r.metrics.reinitializations, 0,
+        "the session moved, not its client"
+    );
+    let m = &r.metrics.migration_latency_us;
+    assert!(m.count > 0, "sessions moved off the hung replica");
+    assert!(
+        m.max < 5_000_000 + 2_000_000,
+        "one forward timeout (5 s) at most: {m:?}"
+    );
+    for c in 0..4 {
+        assert!(seen(&h, c).refused.is_empty(), "client {c} got a 404");
+    }
+}
+
+/// A rolling deploy and a scale-down with executions in flight: on a
+/// shared store the guarded arm's resumes reach the store, a stream whose
+/// replica exited ends (410, its lease ran out) and the call is re-issued
+/// under its key, which the store lets run again once the dead runner's
+/// lease ran out: no operation fails. With local stores the same deploy
+/// fails operations with `owner_dead`.
+#[test]
+fn replica_churn_on_a_shared_store_loses_nothing_on_the_guarded_arm() {
+    for name in ["rolling-deploy", "hash-scale-down"] {
+        let path = format!("{}/sims/deploy/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let s = Scenario::load(std::path::Path::new(&path)).unwrap();
+        let (r, _) = run::run(&s, 0, Variant::Guarded, &zero_settings(&[])).unwrap();
+        assert_eq!(
+            r.metrics.ops_failed, 0,
+            "{name}: {:?}",
+            r.metrics.failures_by_cause
+        );
+        assert_eq!(r.metrics.guard_bugs, Some(0), "{name}");
+        assert_eq!(r.metrics.duplicate_side_effects, 0, "{name}");
+    }
+}
+
+/// Which resume routing the balancer uses decides where a resume lands:
+/// `pin-owner` sends it to the replica that gave its event id (served
+/// there, from memory), `move-owner` wherever the balancer's turn goes
+/// (served from the store when that is another replica).
+#[test]
+fn pin_owner_sends_resumes_home_and_move_owner_does_not() {
+    use mcp_chaos::history::{Rec, Record};
+    let s = fleet("[deployment]\nreplicas = 3\nbalancer = \"round-robin\"\nstore = \"shared\"\n");
+    let elsewhere = |h: &mcp_chaos::history::History| {
+        count(h, |r| {
+            matches!(r, Rec::Server(Record::ResumedElsewhere { .. }))
+        })
+    };
+    let home = |h: &mcp_chaos::history::History| {
+        count(h, |r| matches!(r, Rec::Server(Record::Resumed { .. })))
+    };
+    let (_, pinned) = run::run(
+        &s,
+        0,
+        Variant::Guarded,
+        &sets(&[("deployment.resume", "pin-owner")]),
+    )
+    .unwrap();
+    let (_, moved) = run::run(
+        &s,
+        0,
+        Variant::Guarded,
+        &sets(&[("deployment.resume", "move-owner")]),
+    )
+    .unwrap();
+    assert!(home(&pinned) > 0, "resumes happened");
+    assert_eq!(
+        elsewhere(&pinned),
+        0,
+        "every owner was alive: every resume went home"
+    );
+    assert!(
+        elsewhere(&moved) > 0,
+        "round robin sent some resumes elsewhere"
+    );
+}
+
+/// A store that restarts without keeping its contents: a resume on
+/// another replica finds its cursor nowhere (a cold resume: 410 on the
+/// guarded arm, an empty stream on unguarded), and a session only the
+/// store knew of is gone.
+#[test]
+fn a_store_restart_that_keeps_nothing_makes_resumes_cold() {
+    use mcp_chaos::history::{EmptyResume, Rec, Record};
+    let s = fleet(
+        "[deployment]\nreplicas = 3\nbalancer = \"round-robin\"\nstore = \"shared\"\n\
+         store_durable = false\nresume = \"move-owner\"\n\
+         [[faults.explicit]]\nkind = \"store_restart\"\nat_ms = 1500\n",
+    );
+    let (_, h) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
+    let cold = count(&h, |r| {
+        matches!(
+            r,
+            Rec::Server(Record::ResumedEmpty {
+                why: EmptyResume::Cold,
+                ..
+            })
+        )
+    });
+    assert!(cold > 0, "some resume found a cold store");
+    let durable = s.clone();
+    let mut durable = durable;
+    durable.set("deployment.store_durable", "true").unwrap();
+    let (_, h) = run::run(&durable, 0, Variant::Unguarded, &Options::default()).unwrap();
+    let cold = count(&h, |r| {
+        matches!(
+            r,
+            Rec::Server(Record::ResumedEmpty {
+                why: EmptyResume::Cold,
+                ..
+            })
+        )
+    });
+    assert_eq!(cold, 0, "a durable store keeps every cursor");
+}
+
+/// Same seed, same bytes on a shared store, store faults included, for a
+/// built-in arm and the SDK's server.
+#[test]
+fn a_shared_store_and_its_faults_are_deterministic() {
+    let s = fleet(
+        "[deployment]\nreplicas = 3\nbalancer = \"sticky\"\nstore = \"shared\"\n\
+         store_lag_ms = 20\n\
+         [[faults.explicit]]\nkind = \"store_partition\"\nat_ms = 1000\nduration_ms = 800\n\
+         [[faults.explicit]]\nkind = \"store_lag_window\"\nat_ms = 2000\nduration_ms = 500\nlag_ms = 300\n",
+    );
+    for arm in [
+        Arm::BuiltIn(Variant::Guarded),
+        Arm::BuiltIn(Variant::Keys),
+        Arm::Rmcp,
+    ] {
+        let (a, _) = run::run_arm(&s, 5, arm, &Options::default()).unwrap();
+        let (b, _) = run::run_arm(&s, 5, arm, &Options::default()).unwrap();
+        assert_eq!(a.trace_sha256, b.trace_sha256, "{}", a.server);
+    }
 }

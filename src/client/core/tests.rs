@@ -379,7 +379,12 @@ fn call_rows() -> Vec<Row> {
     rows.extend(each(K::Call, &failed, V, &[STATUS, A::Abandon]));
     // Under a key a gateway's failure is sent again: it is safe.
     let keyed = View { keyed: true, ..V };
-    rows.push(row(K::Call, R::BadGateway502, keyed, &[STATUS, A::RetryPost]));
+    rows.push(row(
+        K::Call,
+        R::BadGateway502,
+        keyed,
+        &[STATUS, A::RetryPost],
+    ));
     rows
 }
 
