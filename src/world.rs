@@ -14,7 +14,8 @@ use crate::balancer::{Balancer, Control, Membership};
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{kind_of, CrashMode, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{
-    ClientRecord, Entry, FaultKind, History, Observer, Rec, Recording, WorldRecord,
+    ClientRecord, Entry, FaultKind, History, Observer, Rec, Recording, SharedStoreFacts,
+    WorldRecord,
 };
 use crate::ledger::Ledger;
 use crate::scenario::{BalancerKind, DeploymentSpec, Scenario, StoreKind};
@@ -224,6 +225,10 @@ pub fn run_recorded<S: SystemUnderTest>(
         history.record(WorldRecord::Deployed {
             replicas: d.replicas,
             balancer: d.balancer_name(),
+            shared_store: (d.store == StoreKind::Shared).then_some(SharedStoreFacts {
+                lag_ms: d.store_lag_ms,
+                durable: d.store_durable,
+            }),
         });
         let control = front.control.clone().unwrap_or_default();
         let added = plan.replicas_added();

@@ -18,7 +18,7 @@ pub use server::{
     Delivery, EmptyResume, EventKind, LoggedDecision, LoggedReason, LoggedStream, LoggedTransport,
     LoggedVerdict, LoggedView, Record, RequestReceived, ServerClose, StreamKind,
 };
-pub use world::{FaultKind, WorldRecord};
+pub use world::{FaultKind, SharedStoreFacts, WorldRecord};
 
 use serde::Serialize;
 use std::cell::{Ref, RefCell};

@@ -130,6 +130,15 @@ impl std::fmt::Display for FaultKind {
     }
 }
 
+/// What a run's shared store is, as its `Deployed` record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SharedStoreFacts {
+    /// `store_lag_ms`.
+    pub lag_ms: u64,
+    /// `store_durable`.
+    pub durable: bool,
+}
+
 /// World records: faults and phases.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -174,5 +183,9 @@ pub enum WorldRecord {
         replicas: u32,
         /// The balancer's kind (`round-robin`, `sticky`, `hash`).
         balancer: &'static str,
+        /// On a shared store: how far its reads lag, ms, and whether a
+        /// restart keeps its contents (absent: each replica's own memory).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        shared_store: Option<SharedStoreFacts>,
     },
 }

@@ -27,8 +27,15 @@ pub enum Cause {
     RestartMidExecution,
     /// A server restart fell inside the operation's lifetime (not inside an
     /// execution): the session and what it owed were gone (404), and the
-    /// client re-issued or gave up.
+    /// client re-issued or gave up. A shared store's restart that kept
+    /// nothing is one too, for an operation refused (404) after it.
     RestartLostSession,
+    /// A resume of the operation went out after the shared store lost what
+    /// it held (a restart that kept nothing, in the operation's lifetime)
+    /// or while its reads lagged: the replica serving it lacked the cursor,
+    /// answered nothing (or 410), and the re-issue ran the call again or
+    /// nothing finished it.
+    ColdResume,
     /// Events the operation was owed left the server's bounded store: the
     /// client got a 410 for it, or a resume skipped some of an execution's
     /// chunks and delivered later ones (a hole).
@@ -42,6 +49,11 @@ pub enum Cause {
     /// session lived), sent a request of it to another replica, which
     /// refused it (404); the re-initialization duplicated or lost it.
     AffinityLost,
+    /// A request of the operation was refused (404) while the shared
+    /// store's reads lagged: the replica that looked the session up read a
+    /// copy that did not hold it yet, and the re-initialization duplicated
+    /// or lost the operation.
+    StoreLag,
     /// A request of the operation reached a replica that did not hold its
     /// session (the balancer sent it elsewhere than the replica that
     /// issued it), was refused (404), and the re-initialization that
@@ -87,9 +99,11 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::OwnerDead,
     Cause::RestartMidExecution,
     Cause::RestartLostSession,
+    Cause::ColdResume,
     Cause::Eviction,
     Cause::TransportReissue,
     Cause::AffinityLost,
+    Cause::StoreLag,
     Cause::WrongReplica,
     Cause::StaleConnection,
     Cause::LostResponseHead,
@@ -108,9 +122,11 @@ impl Cause {
             Cause::OwnerDead => "owner_dead",
             Cause::RestartMidExecution => "restart_mid_execution",
             Cause::RestartLostSession => "restart_lost_session",
+            Cause::ColdResume => "cold_resume",
             Cause::Eviction => "eviction",
             Cause::TransportReissue => "transport_reissue",
             Cause::AffinityLost => "affinity_lost",
+            Cause::StoreLag => "store_lag",
             Cause::WrongReplica => "wrong_replica",
             Cause::StaleConnection => "stale_connection",
             Cause::LostResponseHead => "lost_response_head",
@@ -134,7 +150,10 @@ impl Cause {
                 "a server restart hit while the tool was running: its effect was taken, no result came, and the re-issue ran it again (or nothing finished it)."
             }
             Cause::RestartLostSession => {
-                "a server restart hit after the result was produced but before the client got it: the session vanished (404) and the client re-issued."
+                "a server restart (or a shared store's that kept nothing) hit after the result was produced but before the client got it: the session vanished (404) and the client re-issued."
+            }
+            Cause::ColdResume => {
+                "a resume reached a replica whose shared store lacked the cursor (the store restarted keeping nothing, or its reads lagged): nothing was replayed, and the re-issue ran the call again or nothing finished it."
             }
             Cause::Eviction => {
                 "events owed to the client left the server's bounded event store before it came back for them (a 410, or a resume that skipped a hole)."
@@ -144,6 +163,9 @@ impl Cause {
             }
             Cause::AffinityLost => {
                 "the balancer lost the session's pin (it restarted, or the pin expired): a request went to another replica, which answered 404, and the re-initialization ran the call again or lost it."
+            }
+            Cause::StoreLag => {
+                "a replica read the shared store's lagging copy, which did not hold the session yet: it answered 404, and the re-initialization ran the call again or lost it."
             }
             Cause::WrongReplica => {
                 "the balancer sent a request to a replica that did not hold the session: it answered 404, and the re-initialization that forced ran the call again or lost it."
@@ -190,10 +212,15 @@ impl Cause {
                     .iter()
                     .any(|&r| x.start_us <= r && x.result_us.is_none_or(|f| f > r))
             }),
-            Cause::RestartLostSession => op.restarted_during(&run.restarts_us),
+            Cause::RestartLostSession => {
+                op.restarted_during(&run.restarts_us)
+                    || (op.refused_404 && op.restarted_during(&run.store_lost_us))
+            }
+            Cause::ColdResume => run.shared_store && op.resumed_cold(run),
             Cause::Eviction => op.evicted(),
             Cause::TransportReissue => op.reinit_after_switch,
             Cause::AffinityLost => op.affinity_lost,
+            Cause::StoreLag => run.shared_store && op.refused_lagging,
             Cause::WrongReplica => run.deployed && op.refused_404,
             Cause::StaleConnection => op.stale_unrun && op.failures.contains(Failure::Lost),
             Cause::LostResponseHead => op.unseen_attempt_ran,

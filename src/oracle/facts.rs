@@ -153,6 +153,11 @@ pub struct OpFacts {
     pub refused_410: bool,
     /// The client resumed a stream for it.
     pub resumed: bool,
+    /// When it sent each of those resumes, µs.
+    pub resumes_us: Vec<u64>,
+    /// One of its client's 404s fell in it while the shared store's reads
+    /// lagged (the session not visible yet on the replica that looked).
+    pub refused_lagging: bool,
     /// When a planned drop hit it, µs.
     pub dropped_us: Option<u64>,
     /// An execution's result was emitted before that drop.
@@ -200,6 +205,19 @@ impl OpFacts {
     /// 410 for it, or a hole in an execution's received chunks.
     pub fn evicted(&self) -> bool {
         self.refused_410 || self.execs.iter().any(|x| x.hole)
+    }
+
+    /// Whether a resume of it went out after the shared store lost what it
+    /// held (within its lifetime), or while the store's reads lagged: the
+    /// replica serving it could lack its cursor.
+    pub fn resumed_cold(&self, run: &RunFacts) -> bool {
+        self.resumes_us.iter().any(|&t| {
+            run.lagged_at(t)
+                || run
+                    .store_lost_us
+                    .iter()
+                    .any(|&l| self.start_us <= l && l <= t)
+        })
     }
 
     /// Whether a server restart fell within its lifetime (begun to
@@ -266,6 +284,21 @@ pub struct RunFacts {
     pub balancer_restarts_us: Vec<u64>,
     /// (µs, session) of each sticky pin that expired under a request.
     pub pins_expired: Vec<(u64, u32)>,
+    /// The replicas share a store.
+    pub shared_store: bool,
+    /// Restarts of the shared store that kept nothing, µs.
+    pub store_lost_us: Vec<u64>,
+    /// (from µs, to µs) of each span in which the store's reads lagged.
+    pub store_lagged: Vec<(u64, u64)>,
+}
+
+impl RunFacts {
+    /// Whether the shared store's reads lagged at `t_us`.
+    pub fn lagged_at(&self, t_us: u64) -> bool {
+        self.store_lagged
+            .iter()
+            .any(|&(from, to)| from <= t_us && t_us <= to)
+    }
 }
 
 /// Per-client facts beyond operations.

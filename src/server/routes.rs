@@ -33,7 +33,7 @@ pub(crate) async fn handle(
         Some(_) => Ok(()),
     };
     let reply = match (req.uri().path(), req.method()) {
-        _ if loaded.is_err() => Reply::new(loaded.err().expect("matched")),
+        _ if loaded.is_err() => Reply::new(loaded.expect_err("matched")),
         _ if refused.is_some() => {
             let why = refused.expect("matched");
             let mut r = error(why.status, None, jsonrpc::TRANSPORT_ERROR, why.message);

@@ -65,6 +65,10 @@ pub(super) struct Builder {
     run: RunFacts,
     /// fault index → its window, for timed faults still on.
     open_faults: HashMap<u32, Window>,
+    /// fault index → its span in `run.store_lagged`, for lag windows on.
+    lag_windows: std::collections::BTreeMap<u32, usize>,
+    /// Whether the shared store keeps its contents across restarts.
+    store_durable: bool,
     /// client → switch time not yet matched with a handled result.
     pending_switch: Vec<Option<u64>>,
     /// (client, session, stream) → event ids named by the gaps received on
@@ -102,6 +106,8 @@ impl Builder {
                 ..RunFacts::default()
             },
             open_faults: HashMap::new(),
+            lag_windows: Default::default(),
+            store_durable: true,
             pending_switch: vec![None; calls.len()],
             gaps_named: FxMap::default(),
             result_gaps: FxMap::default(),
@@ -194,6 +200,14 @@ impl Builder {
                         self.run.crashes_us.push((*r, t));
                     } else if *kind == FaultKind::BalancerRestart {
                         self.run.balancer_restarts_us.push(t);
+                    } else if *kind == FaultKind::StoreRestart {
+                        if !self.store_durable {
+                            self.run.store_lost_us.push(t);
+                        }
+                    } else if *kind == FaultKind::StoreLagWindow {
+                        self.run.store_lagged.push((t, u64::MAX));
+                        self.lag_windows
+                            .insert(*index, self.run.store_lagged.len() - 1);
                     } else if let Some(at) = self.open_fault(*kind, *host, t) {
                         self.open_faults.insert(*index, at);
                     }
@@ -202,9 +216,21 @@ impl Builder {
                     if let Some(at) = self.open_faults.remove(index) {
                         self.close_fault(at, t);
                     }
+                    if let Some(i) = self.lag_windows.remove(index) {
+                        self.run.store_lagged[i].1 = t;
+                    }
                 }
                 WorldRecord::HealStarted => {}
-                WorldRecord::Deployed { .. } => self.run.deployed = true,
+                WorldRecord::Deployed { shared_store, .. } => {
+                    self.run.deployed = true;
+                    if let Some(s) = shared_store {
+                        self.run.shared_store = true;
+                        self.store_durable = s.durable;
+                        if s.lag_ms > 0 {
+                            self.run.store_lagged.push((0, u64::MAX));
+                        }
+                    }
+                }
                 WorldRecord::ReplicaRestarted { replica } => {
                     self.run.crashes_us.push((*replica, t));
                 }
@@ -269,7 +295,7 @@ impl Builder {
                 tag,
                 keyed,
                 ..
-            } => self.sent(*client, *what, tag.as_ref(), *keyed, seq),
+            } => self.sent(*client, *what, tag.as_ref(), *keyed, (t, seq)),
             ClientRecord::Status {
                 client,
                 tag,
@@ -372,7 +398,14 @@ impl Builder {
 
     /// A request the client sent: an initialize, a call's attempt, a
     /// resume.
-    fn sent(&mut self, client: u32, what: Sent, tag: Option<&Rc<str>>, keyed: bool, seq: u64) {
+    fn sent(
+        &mut self,
+        client: u32,
+        what: Sent,
+        tag: Option<&Rc<str>>,
+        keyed: bool,
+        (t, seq): (u64, u64),
+    ) {
         match (what, tag) {
             (Sent::Initialize, _) => self.client(client).inits += 1,
             (Sent::Call, Some(tag)) => {
@@ -387,6 +420,7 @@ impl Builder {
             (Sent::Resume, Some(tag)) => {
                 if let Some(op) = self.op(tag) {
                     op.resumed = true;
+                    op.resumes_us.push(t);
                 }
             }
             _ => {}
@@ -631,6 +665,10 @@ fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>, run: &RunF
         .refused_404_us
         .iter()
         .any(|&t| t >= op.start_us && t <= end);
+    op.refused_lagging = client
+        .refused_404_us
+        .iter()
+        .any(|&t| t >= op.start_us && t <= end && run.lagged_at(t));
     // Refused after the replica its client's calls last ran on went down.
     op.home_died = client.refused_404_us.iter().any(|&t| {
         t >= op.start_us
