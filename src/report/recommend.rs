@@ -258,7 +258,7 @@ pub fn recommend(s: &Summary) -> Option<Recommendation> {
 pub const REMEDIES: &[(&str, &str)] = &[
     (
         "owner_dead",
-        "effects that commit with their key when the tool finishes (`--set server.effects=transactional`) and keys every replica sees, so the re-issue on another replica gets the stored result; with local stores no replica knows the dead one's keys",
+        "effects that commit with their key when the tool finishes (`--set server.effects=transactional`) and keys every replica sees (`--set deployment.store=shared`, with `deployment.on_dead_upstream=repin`), so the re-issue on another replica gets the stored result or runs once the dead runner's lease ran out; with local stores no replica knows the dead one's keys",
     ),
     (
         "restart_mid_execution",
@@ -267,6 +267,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
     (
         "restart_lost_session",
         "keys kept across restarts (`--set server.durable_dedup=true`) and clients that send keys, so the re-issue after the 404 gets the stored result",
+    ),
+    (
+        "cold_resume",
+        "a shared store that keeps its contents (`--set deployment.store_durable=true`), resumes sent to the replica that gave the cursor (`--set deployment.resume=pin-owner`) and clients that send keys, so the re-issue is answered from the key table",
     ),
     (
         "eviction",
@@ -281,8 +285,12 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "pins that outlive the sessions they keep (`deployment.affinity_ttl_ms` 0, or longer than a session) and a balancer whose routing survives its restart (`--set deployment.balancer=hash`: the ring needs no table)",
     ),
     (
+        "store_lag",
+        "a store whose reads do not lag (a session read from the primary), or routing that keeps a session on the replica that opened it (`--set deployment.balancer=sticky` or `hash`)",
+    ),
+    (
         "wrong_replica",
-        "a balancer that keeps a session on the replica that issued it (`--set deployment.balancer=sticky`, or `hash`): with local stores no key or guard on another replica knows the session",
+        "a shared store every replica loads the session from (`--set deployment.store=shared`), or a balancer that keeps a session on the replica that issued it (`--set deployment.balancer=sticky`, or `hash`)",
     ),
     (
         "stale_connection",

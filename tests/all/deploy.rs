@@ -675,43 +675,40 @@ fn pin_owner_sends_resumes_home_and_move_owner_does_not() {
     );
 }
 
-/// A store that restarts without keeping its contents: a resume on
-/// another replica finds its cursor nowhere (a cold resume: 410 on the
-/// guarded arm, an empty stream on unguarded), and a session only the
-/// store knew of is gone.
+/// A store that restarts without keeping its contents (the cause's
+/// minimal scenario): a resume on the other replica finds its cursor
+/// nowhere, replays nothing, and the call fails with `cold_resume`; the
+/// same run on a durable store has no cold resume.
 #[test]
 fn a_store_restart_that_keeps_nothing_makes_resumes_cold() {
     use mcp_chaos::history::{EmptyResume, Rec, Record};
-    let s = fleet(
-        "[deployment]\nreplicas = 3\nbalancer = \"round-robin\"\nstore = \"shared\"\n\
-         store_durable = false\nresume = \"move-owner\"\n\
-         [[faults.explicit]]\nkind = \"store_restart\"\nat_ms = 1500\n",
+    let path = format!(
+        "{}/sims/causes/cold_resume.toml",
+        env!("CARGO_MANIFEST_DIR")
     );
-    let (_, h) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
-    let cold = count(&h, |r| {
-        matches!(
-            r,
-            Rec::Server(Record::ResumedEmpty {
-                why: EmptyResume::Cold,
-                ..
-            })
-        )
-    });
-    assert!(cold > 0, "some resume found a cold store");
-    let durable = s.clone();
-    let mut durable = durable;
-    durable.set("deployment.store_durable", "true").unwrap();
-    let (_, h) = run::run(&durable, 0, Variant::Unguarded, &Options::default()).unwrap();
-    let cold = count(&h, |r| {
-        matches!(
-            r,
-            Rec::Server(Record::ResumedEmpty {
-                why: EmptyResume::Cold,
-                ..
-            })
-        )
-    });
-    assert_eq!(cold, 0, "a durable store keeps every cursor");
+    let mut s = Scenario::load(std::path::Path::new(&path)).unwrap();
+    let cold = |h: &mcp_chaos::history::History| {
+        count(h, |r| {
+            matches!(
+                r,
+                Rec::Server(Record::ResumedEmpty {
+                    why: EmptyResume::Cold,
+                    ..
+                })
+            )
+        })
+    };
+    let (r, h) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
+    assert!(cold(&h) > 0, "the resume found a cold store");
+    assert!(r.metrics.failures_by_cause.contains_key("cold_resume"));
+    s.set("deployment.store_durable", "true").unwrap();
+    let (r, h) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
+    assert_eq!(cold(&h), 0, "a durable store keeps every cursor");
+    assert!(
+        !r.metrics.failures_by_cause.contains_key("cold_resume"),
+        "{:?}",
+        r.metrics.failures_by_cause
+    );
 }
 
 /// Same seed, same bytes on a shared store, store faults included, for a
