@@ -53,6 +53,14 @@ pub trait SystemUnderTest {
         true
     }
 
+    /// Whether its replicas keep what they share on the deployment's
+    /// shared store (`deployment.store = "shared"`): when not (a server
+    /// with its own in-memory sessions, as the SDKs ship), the world hosts
+    /// no store and each replica keeps its own memory.
+    fn shared_store(&self) -> bool {
+        false
+    }
+
     /// Serves HTTP on `host.listener` until the listener fails, on the
     /// host's `LocalSet`. What runs before the returned future is first
     /// polled runs when the incarnation starts.
@@ -82,6 +90,10 @@ impl SystemUnderTest for BuiltIn {
     }
 
     fn built_in(&self) -> bool {
+        true
+    }
+
+    fn shared_store(&self) -> bool {
         true
     }
 

@@ -97,7 +97,7 @@ struct Front {
 }
 
 impl Front {
-    fn of(scenario: &Scenario, plan: &FaultPlan) -> Front {
+    fn of(scenario: &Scenario, plan: &FaultPlan, shared_store: bool) -> Front {
         let d = &scenario.deployment;
         if d.is_single() {
             Front {
@@ -111,7 +111,7 @@ impl Front {
                 name: BALANCER.into(),
                 control: Some(Rc::new(RefCell::new(Membership::of(d.replicas)))),
                 replica_hosts: d.replicas + plan.replicas_added(),
-                store_lag: (d.store == StoreKind::Shared).then(|| {
+                store_lag: (shared_store && d.store == StoreKind::Shared).then(|| {
                     let lag = Duration::from_millis(d.store_lag_ms);
                     (Rc::new(Cell::new(lag)), d.store_lag_ms)
                 }),
@@ -217,7 +217,7 @@ pub fn run_recorded<S: SystemUnderTest>(
         rec,
     );
     let ledger = Ledger::new(history.clone());
-    let front = Front::of(scenario, &plan);
+    let front = Front::of(scenario, &plan, sut.shared_store());
     if scenario.deployment.is_single() {
         host_server(&mut sim, sut, root_seed, &history, &ledger);
     } else {
@@ -225,7 +225,7 @@ pub fn run_recorded<S: SystemUnderTest>(
         history.record(WorldRecord::Deployed {
             replicas: d.replicas,
             balancer: d.balancer_name(),
-            shared_store: (d.store == StoreKind::Shared).then_some(SharedStoreFacts {
+            shared_store: front.store_lag.as_ref().map(|_| SharedStoreFacts {
                 lag_ms: d.store_lag_ms,
                 durable: d.store_durable,
             }),
@@ -584,6 +584,11 @@ impl Schedule {
                     f,
                     format!("starts at {at} ms, not before the fault phase ends at {fault_ms} ms"),
                 ));
+                continue;
+            }
+            if f.needs_shared_store() && front.store_lag.is_none() {
+                let why = "the system under test keeps its own memory on each replica (no shared store)";
+                fates.push(PlannedFault::not_applied(f, why.to_string()));
                 continue;
             }
             match &f {
