@@ -397,7 +397,8 @@ fn host_store(sim: &mut turmoil::Sim<'_>, spec: &DeploymentSpec, lag: Rc<Cell<Du
         let state = StoreState::new(data, clock, lag.clone());
         async move {
             let listener = turmoil::net::TcpListener::bind(("0.0.0.0", crate::store::PORT)).await?;
-            crate::store::serve(listener, state).await?;
+            let accept = || async { listener.accept().await.map(|(s, _)| s) };
+            crate::store::serve(accept, state).await?;
             Ok(())
         }
     });
@@ -587,7 +588,8 @@ impl Schedule {
                 continue;
             }
             if f.needs_shared_store() && front.store_lag.is_none() {
-                let why = "the system under test keeps its own memory on each replica (no shared store)";
+                let why =
+                    "the system under test keeps its own memory on each replica (no shared store)";
                 fates.push(PlannedFault::not_applied(f, why.to_string()));
                 continue;
             }

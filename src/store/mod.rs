@@ -175,10 +175,15 @@ pub fn replica_of_event(id: u64) -> Option<u32> {
 /// The store host's port.
 pub const PORT: u16 = 6379;
 
-/// Serves the store on `listener` over `state` until the host goes down.
-pub async fn serve(listener: turmoil::net::TcpListener, state: StoreState) -> std::io::Result<()> {
+/// Serves the store over `state`, each connection `accept` gives on a
+/// task of its own, until accepting fails (the host goes down).
+pub async fn serve<I, F>(mut accept: impl FnMut() -> F, state: StoreState) -> std::io::Result<()>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    F: std::future::Future<Output = std::io::Result<I>>,
+{
     loop {
-        let (io, _) = listener.accept().await?;
+        let io = accept().await?;
         tokio::task::spawn_local(data::serve_connection(io, state.clone()));
     }
 }
