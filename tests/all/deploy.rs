@@ -731,3 +731,38 @@ fn a_shared_store_and_its_faults_are_deterministic() {
         assert_eq!(a.trace_sha256, b.trace_sha256, "{}", a.server);
     }
 }
+
+/// The SDK's server keeps its own memory on every replica, as shipped:
+/// on a deployment that asks for a shared store, no store is hosted for
+/// it, its store faults are not applied (with why), and the oracle is not
+/// told of a store.
+#[test]
+fn the_sdk_server_keeps_its_own_memory_on_a_shared_store() {
+    use mcp_chaos::history::{Rec, WorldRecord};
+    let path = format!(
+        "{}/sims/deploy/store-outage.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let s = Scenario::load(std::path::Path::new(&path)).unwrap();
+    let (r, h) = run::run_arm(&s, 0, Arm::Rmcp, &Options::default()).unwrap();
+    assert_eq!(r.faults.not_applied.len(), 2, "{:?}", r.faults.not_applied);
+    for n in &r.faults.not_applied {
+        assert!(n.reason.contains("no shared store"), "{}", n.reason);
+    }
+    let told = count(&h, |r| {
+        matches!(
+            r,
+            Rec::World(WorldRecord::Deployed {
+                shared_store: Some(_),
+                ..
+            })
+        )
+    });
+    assert_eq!(told, 0);
+    let (r, _) = run::run(&s, 0, Variant::Guarded, &Options::default()).unwrap();
+    assert!(
+        r.faults.not_applied.is_empty(),
+        "{:?}",
+        r.faults.not_applied
+    );
+}
