@@ -16,7 +16,7 @@ use crate::history::{ConnId, EmptyResume, Record, ServerClose, SessionId, Stream
 use crate::protocol::headers::{self, CursorList};
 use crate::protocol::jsonrpc::{self, ErrorObject};
 use bytes::Bytes;
-use http::{header, HeaderValue, Request, Response, StatusCode};
+use http::{HeaderValue, Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
 use std::rc::Rc;
@@ -101,13 +101,7 @@ fn empty_resume(
         conn,
         why,
     });
-    let mut r = Response::new(ServerBody::empty());
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let r = super::respond::event_stream(ServerBody::empty());
     Reply::new(r).about(Some(sid), None)
 }
 

@@ -45,3 +45,16 @@ pub(super) fn accepted() -> Response<ServerBody> {
     *r.status_mut() = StatusCode::ACCEPTED;
     r
 }
+
+/// 200 `text/event-stream` over `body` (an SSE stream, or an empty body:
+/// a stream that ends at once), not to be cached.
+pub(super) fn event_stream(body: ServerBody) -> Response<ServerBody> {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}

@@ -18,7 +18,7 @@ use crate::history::{ConnId, EmptyResume, Record, SessionId, Transport};
 use crate::protocol::{headers, jsonrpc, sse, Json};
 use crate::store::{Answer, Connect, KeyRec, Op, SessionRec, StoreClient, StoredEvent};
 use bytes::Bytes;
-use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
@@ -306,7 +306,7 @@ pub(super) async fn resume_elsewhere(
                     "no event store this replica reaches holds Last-Event-ID: re-issue the operation if its result did not arrive",
                 );
             }
-            return sse_headers(ServerBody::empty());
+            return super::respond::event_stream(ServerBody::empty());
         }
         _ => return store_down(None),
     };
@@ -326,18 +326,7 @@ pub(super) async fn resume_elsewhere(
         tx,
         (events, ended),
     ));
-    sse_headers(body)
-}
-
-fn sse_headers(body: ServerBody) -> Response<ServerBody> {
-    let mut r = Response::new(body);
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    super::respond::event_stream(body)
 }
 
 /// Writes what the store gives, asking for more until the stream's result

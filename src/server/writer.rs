@@ -14,7 +14,7 @@ use crate::guard::{EventId, StreamIdx};
 use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
 use crate::protocol::sse;
 use bytes::Bytes;
-use http::{header, HeaderValue, Response};
+use http::Response;
 use std::pin::pin;
 use std::rc::Rc;
 use std::time::Duration;
@@ -468,12 +468,5 @@ pub(super) fn sse_response(
 ) -> Response<ServerBody> {
     let (tx, body) = ServerBody::sse();
     spawn(shared.clone(), sid.clone(), s, conn, tx, plan);
-    let mut r = Response::new(body);
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    super::respond::event_stream(body)
 }
