@@ -153,6 +153,26 @@ impl Fault {
         ) || self.needs_shared_store()
     }
 
+    /// When a timed fault starts, ms (`None`: a drop or a switch, which the
+    /// clients place).
+    pub fn at_ms(&self) -> Option<u64> {
+        match *self {
+            Fault::Partition { at_ms, .. }
+            | Fault::Latency { at_ms, .. }
+            | Fault::Restart { at_ms }
+            | Fault::ReplicaCrash { at_ms, .. }
+            | Fault::ReplicaDrain { at_ms, .. }
+            | Fault::Deploy { at_ms, .. }
+            | Fault::BalancerRestart { at_ms }
+            | Fault::ReplicaAdd { at_ms }
+            | Fault::ReplicaRemove { at_ms, .. }
+            | Fault::StorePartition { at_ms, .. }
+            | Fault::StoreLagWindow { at_ms, .. }
+            | Fault::StoreRestart { at_ms } => Some(at_ms),
+            Fault::Drop { .. } | Fault::Switch { .. } => None,
+        }
+    }
+
     /// Whether it acts on the shared store (a deployment with
     /// `store = "shared"`).
     pub fn needs_shared_store(&self) -> bool {
@@ -373,21 +393,7 @@ impl FaultPlan {
         let mut v: Vec<(u64, Fault)> = self
             .faults
             .iter()
-            .filter_map(|f| match f {
-                Fault::Partition { at_ms, .. }
-                | Fault::Restart { at_ms }
-                | Fault::Latency { at_ms, .. }
-                | Fault::ReplicaCrash { at_ms, .. }
-                | Fault::ReplicaDrain { at_ms, .. }
-                | Fault::Deploy { at_ms, .. }
-                | Fault::BalancerRestart { at_ms }
-                | Fault::ReplicaAdd { at_ms }
-                | Fault::ReplicaRemove { at_ms, .. }
-                | Fault::StorePartition { at_ms, .. }
-                | Fault::StoreLagWindow { at_ms, .. }
-                | Fault::StoreRestart { at_ms } => Some((*at_ms, f.clone())),
-                Fault::Drop { .. } | Fault::Switch { .. } => None,
-            })
+            .filter_map(|f| f.at_ms().map(|at| (at, f.clone())))
             .collect();
         v.sort();
         v

@@ -48,28 +48,9 @@ pub fn describe(f: &Fault) -> String {
     }
 }
 
-/// When a timed fault starts.
-fn start(f: &Fault) -> Option<u64> {
-    match *f {
-        Fault::Partition { at_ms, .. }
-        | Fault::Latency { at_ms, .. }
-        | Fault::Restart { at_ms }
-        | Fault::ReplicaCrash { at_ms, .. }
-        | Fault::ReplicaDrain { at_ms, .. }
-        | Fault::Deploy { at_ms, .. }
-        | Fault::BalancerRestart { at_ms }
-        | Fault::ReplicaAdd { at_ms }
-        | Fault::ReplicaRemove { at_ms, .. }
-        | Fault::StorePartition { at_ms, .. }
-        | Fault::StoreLagWindow { at_ms, .. }
-        | Fault::StoreRestart { at_ms } => Some(at_ms),
-        Fault::Drop { .. } | Fault::Switch { .. } => None,
-    }
-}
-
 /// Whether the run (ended at `sim_ms`) ended before `n`'s fault started.
 fn ended_before(n: &NotApplied, sim_ms: u64) -> bool {
-    start(&n.fault).is_some_and(|at| at >= sim_ms)
+    n.fault.at_ms().is_some_and(|at| at >= sim_ms)
 }
 
 /// How `scenario` names `f`: `faults.explicit[2] (partition of host 0 at
@@ -149,7 +130,7 @@ pub fn why_uncovered(
             label(first, scenario)
         ));
     }
-    let earliest = late.iter().filter_map(|(f, _)| start(f)).min()?;
+    let earliest = late.iter().filter_map(|(f, _)| f.at_ms()).min()?;
     let mut distinct: Vec<&Fault> = late.iter().map(|(f, _)| *f).collect();
     distinct.sort();
     distinct.dedup();
