@@ -3,7 +3,8 @@
 //! the order violations an operation is the earlier one of, counted
 //! against its client's operations handled before it.
 
-use super::{outcome, Builder, ClientFacts, Failure, OpFacts, RunFacts, JUDGED, NO_OP};
+use super::verdict::outcome;
+use super::{Builder, ClientFacts, Failure, OpFacts, RunFacts, JUDGED, NO_OP};
 
 /// One client's state for judging its operations one at a time.
 #[derive(Clone, Debug, Default)]

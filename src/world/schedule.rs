@@ -1,0 +1,325 @@
+//! The plan's timed faults as the world applies them: each a start and
+//! an end edge (a rolling deploy, one drain per replica), scheduled in
+//! time order with the fate of each planned fault, and what one edge does
+//! to the simulation (a partition, a latency window, a restart, a replica's
+//! crash or drain, the balancer's restart, the store's faults).
+
+use super::{client_host, replica_host, Front, Placed, BALANCER, SERVER, STORE};
+use crate::fault::{kind_of, CrashMode, Fate, Fault, FaultPlan, PlannedFault};
+use crate::history::{History, WorldRecord};
+use crate::scenario::Scenario;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// One edge of a timed fault: its start or its end.
+struct Edge {
+    at_ms: u64,
+    start: bool,
+    /// The fault's index in [`FaultPlan::timed`] (the `index` of its
+    /// world records).
+    index: u32,
+    /// The planned fault.
+    fault: Fault,
+    /// What this edge does: the fault itself, or one step of it (a
+    /// rolling deploy is a drain of each replica in turn).
+    act: Fault,
+    /// This start edge decides the planned fault's fate (a deploy's
+    /// first step).
+    decides: bool,
+    /// The replica it acts on (an added replica's index is given in time
+    /// order, after the deployment's own).
+    replica: Option<u32>,
+}
+
+impl Edge {
+    fn of(at_ms: u64, start: bool, index: u32, fault: &Fault) -> Edge {
+        Edge {
+            at_ms,
+            start,
+            index,
+            fault: fault.clone(),
+            act: fault.clone(),
+            decides: start,
+            replica: match *fault {
+                Fault::ReplicaCrash { replica, .. }
+                | Fault::ReplicaDrain { replica, .. }
+                | Fault::ReplicaRemove { replica, .. } => Some(replica),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The plan's timed faults scheduled as start and end edges in time
+/// order, with the fate of each fault decided so far.
+pub(super) struct Schedule {
+    edges: std::iter::Peekable<std::vec::IntoIter<Edge>>,
+    fates: Vec<PlannedFault>,
+    /// The network's latency ceiling, restored when a latency window ends.
+    base_latency_ms: u64,
+    /// The hosts the faults act on.
+    front: Front,
+}
+
+impl Schedule {
+    /// Schedules every timed fault that can apply: one that starts after
+    /// the fault phase, or names a host without clients (turmoil has no
+    /// link to a host never created), is not applied; a window is cut to
+    /// end with the fault phase.
+    pub(super) fn new(
+        plan: &FaultPlan,
+        scenario: &Scenario,
+        clients: &[Placed],
+        front: Front,
+    ) -> Schedule {
+        let fault_ms = scenario.duration_ms;
+        let populated: BTreeSet<u32> = clients.iter().filter(|c| c.runs).map(|c| c.host).collect();
+        let mut edges = Vec::new();
+        let mut fates = Vec::new();
+        let mut added = scenario.deployment.replicas;
+        for (i, (at, f)) in plan.timed().into_iter().enumerate() {
+            let index = i as u32;
+            if let Fault::ReplicaAdd { .. } = f {
+                // The k-th added replica, in time order, whether it joins
+                // or not: the world made a dormant host for each.
+                let mut e = Edge::of(at, true, index, &f);
+                e.replica = Some(added);
+                added += 1;
+                if at < fault_ms {
+                    edges.push(e);
+                    continue;
+                }
+            }
+            if at >= fault_ms {
+                fates.push(PlannedFault::not_applied(
+                    f,
+                    format!("starts at {at} ms, not before the fault phase ends at {fault_ms} ms"),
+                ));
+                continue;
+            }
+            if f.needs_shared_store() && front.store_lag.is_none() {
+                let why =
+                    "the system under test keeps its own memory on each replica (no shared store)";
+                fates.push(PlannedFault::not_applied(f, why.to_string()));
+                continue;
+            }
+            match &f {
+                Fault::Partition { host, .. } | Fault::Latency { host, .. }
+                    if !populated.contains(host) =>
+                {
+                    let why = format!(
+                        "client host {host} has no clients ({} clients over {} hosts)",
+                        scenario.client_count(),
+                        scenario.network.client_hosts
+                    );
+                    fates.push(PlannedFault::not_applied(f, why));
+                    continue;
+                }
+                // Each replica in turn drains, until the fault phase ends.
+                Fault::Deploy { grace_ms, .. } => {
+                    let replicas = scenario.deployment.replicas;
+                    for r in 0..replicas {
+                        let from = at.saturating_add(grace_ms.saturating_mul(u64::from(r)));
+                        if from >= fault_ms {
+                            break;
+                        }
+                        let act = Fault::ReplicaDrain {
+                            replica: r,
+                            at_ms: from,
+                            grace_ms: *grace_ms,
+                        };
+                        for (at_ms, start) in [(from, true), (from + grace_ms, false)] {
+                            edges.push(Edge {
+                                at_ms: at_ms.min(fault_ms),
+                                start,
+                                index,
+                                fault: f.clone(),
+                                act: act.clone(),
+                                decides: start && r == 0,
+                                replica: Some(r),
+                            });
+                        }
+                    }
+                    continue;
+                }
+                // A replica down for good has no end: it stays down.
+                Fault::ReplicaCrash { duration_ms: 0, .. } => {}
+                Fault::Partition { duration_ms, .. }
+                | Fault::Latency { duration_ms, .. }
+                | Fault::StorePartition { duration_ms, .. }
+                | Fault::StoreLagWindow { duration_ms, .. }
+                | Fault::ReplicaCrash { duration_ms, .. }
+                | Fault::ReplicaDrain {
+                    grace_ms: duration_ms,
+                    ..
+                } => {
+                    let end = at.saturating_add(*duration_ms).min(fault_ms);
+                    edges.push(Edge::of(end, false, index, &f));
+                }
+                _ => {}
+            }
+            edges.push(Edge::of(at, true, index, &f));
+        }
+        edges.sort_by_key(|e| (e.at_ms, !e.start, e.index));
+        Schedule {
+            edges: edges.into_iter().peekable(),
+            fates,
+            base_latency_ms: scenario.network.latency_ms[1],
+            front,
+        }
+    }
+
+    /// Applies every edge due by `now_ms`, recording each.
+    pub(super) fn fire_due(&mut self, now_ms: u64, sim: &mut turmoil::Sim<'_>, history: &History) {
+        while let Some(e) = self.edges.next_if(|e| e.at_ms <= now_ms) {
+            let replica = e.replica;
+            if e.start {
+                let host = match e.fault {
+                    Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
+                    _ => None,
+                };
+                history.record(WorldRecord::FaultStarted {
+                    index: e.index,
+                    kind: kind_of(&e.fault),
+                    host,
+                    replica,
+                });
+            } else {
+                history.record(WorldRecord::FaultEnded { index: e.index });
+            }
+            let window = (e.start, self.base_latency_ms, e.replica);
+            apply(sim, &e.act, window, &self.front);
+            if let (Fault::ReplicaDrain { replica, .. }, false) = (&e.act, e.start) {
+                history.record(WorldRecord::ReplicaRestarted { replica: *replica });
+            }
+            if e.decides {
+                self.fates.push(PlannedFault {
+                    fault: e.fault,
+                    fate: Fate::Applied,
+                });
+            }
+        }
+    }
+
+    /// The fates of every timed fault, once the run ended at `end_ms`:
+    /// one that had not started by then was not applied.
+    pub(super) fn unfired(self, end_ms: u64, clients_finished: bool) -> Vec<PlannedFault> {
+        let mut fates = self.fates;
+        for e in self.edges.filter(|e| e.decides) {
+            let why = if clients_finished {
+                "every client had finished"
+            } else {
+                "the heal phase ran out"
+            };
+            let reason = format!(
+                "starts at {} ms; the run ended at {end_ms} ms ({why})",
+                e.at_ms
+            );
+            fates.push(PlannedFault::not_applied(e.fault, reason));
+        }
+        fates
+    }
+}
+
+/// Applies one edge of a timed fault (its start or end, the network's
+/// latency ceiling, the replica it acts on): partitions and latency act on
+/// the link between a client host and the front (the server, or the
+/// balancer); a restart restarts every server host in the deployment.
+fn apply(
+    sim: &mut turmoil::Sim<'_>,
+    f: &Fault,
+    (start, base_latency_ms, replica): (bool, u64, Option<u32>),
+    front: &Front,
+) {
+    let front_host = &*front.name;
+    match *f {
+        Fault::Partition { host, .. } => {
+            if start {
+                sim.partition(front_host, client_host(host));
+            } else {
+                sim.repair(front_host, client_host(host));
+            }
+        }
+        Fault::Latency { host, max_ms, .. } => {
+            let ms = if start { max_ms } else { base_latency_ms };
+            sim.set_link_max_message_latency(
+                front_host,
+                client_host(host),
+                Duration::from_millis(ms),
+            );
+        }
+        Fault::Restart { .. } => match &front.control {
+            Some(c) => {
+                let members: Vec<u32> = c.borrow().members.iter().copied().collect();
+                for r in members {
+                    sim.bounce(replica_host(r));
+                }
+            }
+            None => sim.bounce(SERVER),
+        },
+        Fault::ReplicaAdd { .. } | Fault::ReplicaRemove { .. } => {
+            let (Some(r), Some(c)) = (replica, &front.control) else {
+                return;
+            };
+            if matches!(f, Fault::ReplicaAdd { .. }) {
+                sim.bounce(replica_host(r));
+                c.borrow_mut().join(r);
+            } else {
+                c.borrow_mut().leave(r);
+                sim.crash(replica_host(r));
+            }
+        }
+        Fault::ReplicaCrash { replica, mode, .. } => {
+            let host = replica_host(replica);
+            match (mode, start) {
+                (CrashMode::Kill, true) => sim.crash(host),
+                // Frozen: nothing in or out, then the process stops (its
+                // closes wait on the held link like everything else).
+                (CrashMode::Hang, true) => {
+                    sim.hold(front_host, host.as_str());
+                    sim.crash(host);
+                }
+                (CrashMode::Kill, false) => sim.bounce(host),
+                (CrashMode::Hang, false) => {
+                    sim.bounce(host.as_str());
+                    sim.release(front_host, host);
+                }
+            }
+        }
+        Fault::ReplicaDrain { replica, .. } => {
+            if let Some(control) = &front.control {
+                let mut m = control.borrow_mut();
+                if start {
+                    m.draining.insert(replica);
+                } else {
+                    m.draining.remove(&replica);
+                }
+            }
+            // The grace is over: it exits, and starts afresh.
+            if !start {
+                sim.bounce(replica_host(replica));
+            }
+        }
+        Fault::BalancerRestart { .. } => sim.bounce(BALANCER),
+        Fault::StorePartition { .. } => {
+            for r in 0..front.replica_hosts {
+                if start {
+                    sim.partition(STORE, replica_host(r));
+                } else {
+                    sim.repair(STORE, replica_host(r));
+                }
+            }
+        }
+        Fault::StoreLagWindow { lag_ms, .. } => {
+            if let Some((lag, base)) = &front.store_lag {
+                let ms = if start { lag_ms.max(*base) } else { *base };
+                lag.set(Duration::from_millis(ms));
+            }
+        }
+        Fault::StoreRestart { .. } => sim.bounce(STORE),
+        Fault::Deploy { .. } => unreachable!("a deploy is applied as its drains"),
+        Fault::Drop { .. } | Fault::Switch { .. } => {
+            unreachable!("drops and switches are applied by the clients")
+        }
+    }
+}
