@@ -560,8 +560,10 @@ pub enum Record {
         /// The operation tag.
         tag: Option<Rc<str>>,
     },
-    /// A resume got 200 and an empty stream (unguarded, keys), which ends
-    /// at once: nothing was replayed, no stream changed hands.
+    /// A resume found nothing to give: 200 and an empty stream that ends
+    /// at once (unguarded, keys), or, for a cursor a shared store lacks
+    /// (`Cold`), 410 on the guarded arm. Nothing was replayed, no stream
+    /// changed hands.
     ResumedEmpty {
         /// Session id.
         session: SessionId,
