@@ -23,12 +23,13 @@
 //! however it ends.
 
 mod rule_t;
+mod shared;
 pub mod table;
 
 pub use rule_t::{check_transport, Transport, TransportVerdict};
 
-use serde::Serialize;
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A session-scoped event id.
 pub type EventId = u64;
@@ -116,7 +117,7 @@ pub struct Limits {
 }
 
 /// Per-stream state, as the server observes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamState {
     /// Highest event id produced for the stream (the priming event counts);
     /// `None` before a stream without priming (legacy) produced any.
@@ -206,6 +207,8 @@ pub struct SessionGuard {
     marks: Marks,
     replay_backlog: u64,
     queued: u32,
+    /// Streams another replica published (see `shared.rs`).
+    foreign: BTreeSet<StreamIdx>,
 }
 
 /// A stream's `dropped_at` when it is not in `dropped`.

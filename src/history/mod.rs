@@ -16,7 +16,7 @@ pub use client::{ClientRecord, Outcome, Sent};
 pub use ledger::LedgerRecord;
 pub use server::{
     Delivery, EmptyResume, EventKind, LoggedDecision, LoggedReason, LoggedStream, LoggedTransport,
-    LoggedVerdict, LoggedView, Record, RequestReceived, ServerClose, StreamKind,
+    LoggedVerdict, LoggedView, Record, RequestReceived, ServerClose, StreamKind, WordKind,
 };
 pub use world::{FaultKind, SharedStoreFacts, WorldRecord};
 

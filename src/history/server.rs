@@ -4,6 +4,7 @@
 
 use super::{ConnId, EventId, SessionId, StreamIdx, Transport};
 use crate::protocol::RequestId;
+pub use crate::store::WordKind;
 use serde::{Deserialize, Serialize};
 use std::rc::Rc;
 
@@ -491,6 +492,27 @@ pub enum Record {
         session: SessionId,
         /// Stream.
         stream: StreamIdx,
+        /// The replica that gave the 410, when it is one of several on a
+        /// shared store (Rule M's view of a stream changes only at the
+        /// replica that opened it: another replica's report reaches it
+        /// through the store, and it records a `StoreWord` then).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replica: Option<u32>,
+    },
+    /// A replica applied to a stream it opened what the client said about
+    /// it at another replica, loaded from the shared store.
+    StoreWord {
+        /// Session id.
+        session: SessionId,
+        /// Stream (one this replica opened).
+        stream: StreamIdx,
+        /// The event the client named.
+        event: EventId,
+        /// What it said (`reported`: another replica answered the stream's
+        /// loss with 410).
+        kind: WordKind,
+        /// The replica applying it.
+        replica: u32,
     },
     /// A tool began executing (after the ledger recorded it).
     ToolStarted {

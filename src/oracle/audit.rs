@@ -5,7 +5,7 @@
 use super::intern::Sessions;
 use crate::history::{
     Delivery, Entry, EventKind, LoggedDecision, LoggedReason, LoggedStream, LoggedVerdict,
-    LoggedView, Rec, Record, ServerClose, SessionId, StreamKind,
+    LoggedView, Rec, Record, ServerClose, SessionId, StreamKind, WordKind,
 };
 use crate::protocol::RequestId;
 use std::collections::{BTreeMap, BTreeSet};
@@ -96,14 +96,12 @@ impl Session {
     /// this view. Row 0 allows either queueing or refusing (the queue's
     /// bound and wait are server settings the trace does not repeat).
     fn legal(
-        &self,
-        replica: Option<u32>,
+        v: &LoggedView,
         idempotent: bool,
         dedup_honored: bool,
     ) -> Vec<(LoggedVerdict, Option<LoggedReason>)> {
         use LoggedReason as R;
         use LoggedVerdict::{Allow, Fresh, Queue, Reject};
-        let v = self.view(replica);
         if v.replay_backlog > 0 {
             return vec![(Queue, None), (Reject, Some(R::ReplayInProgress))];
         }
@@ -273,7 +271,12 @@ fn stream_of(r: &Record) -> Option<(&SessionId, u32)> {
         | Record::Evicted {
             session, stream, ..
         }
-        | Record::LostReported { session, stream }
+        | Record::LostReported {
+            session, stream, ..
+        }
+        | Record::StoreWord {
+            session, stream, ..
+        }
         | Record::ToolStarted {
             session, stream, ..
         }
@@ -352,7 +355,27 @@ impl Stream {
                 result: true,
                 ..
             } if *event > self.delivered() => self.lost = true,
-            Record::LostReported { .. } => self.lost_reported = true,
+            // Another replica's 410 reaches this stream's view only when
+            // its own replica loads it (`StoreWord`).
+            Record::LostReported { replica, .. } if replica.is_none_or(|r| r == self.replica) => {
+                self.lost_reported = true
+            }
+            Record::StoreWord { event, kind, .. } => match kind {
+                WordKind::Cursor => self.cursor(*event, false),
+                WordKind::Lost => self.cursor(*event, true),
+                WordKind::Reported => self.lost_reported = true,
+                // Served by another replica from the store: no connection
+                // of this one writes it, and nothing is replayed here.
+                WordKind::Resumed => {
+                    self.conn = None;
+                    self.watermark = *event;
+                    self.last_written = *event;
+                    self.cursor_presented = false;
+                    self.client_cursor = Some(*event);
+                    self.replay_backlog = 0;
+                    self.dropped = false;
+                }
+            },
             Record::ToolStarted { .. } => self.in_flight += 1,
             Record::ToolEnded { .. } => {
                 self.in_flight = self.in_flight.saturating_sub(1);
@@ -398,12 +421,38 @@ impl Session {
         idempotent: bool,
         dedup_honored: bool,
     ) -> Vec<String> {
-        let rebuilt = self.view(replica);
-        let legal = self.legal(replica, idempotent, dedup_honored);
+        let mut rebuilt = self.view(replica);
         let mut wrong = Vec::new();
-        if rebuilt != *view {
+        // On a shared store the logged view also holds the dropped streams
+        // other replicas published: the audit rebuilds the deciding
+        // replica's own streams and takes the others as loaded (they are
+        // what the store said, checked only to be streams of the session
+        // another replica opened), then states the rule on both.
+        let ours = |i: u32| {
+            self.streams
+                .get(&i)
+                .is_some_and(|s| replica.is_none_or(|r| r == s.replica))
+        };
+        let (own, foreign): (Vec<LoggedStream>, Vec<LoggedStream>) =
+            view.dropped.iter().cloned().partition(|d| ours(d.stream));
+        let logged_own = LoggedView {
+            dropped: own,
+            ..view.clone()
+        };
+        if rebuilt != logged_own {
             wrong.push(format!("logged view {view:?} != rebuilt {rebuilt:?}"));
         }
+        for d in &foreign {
+            if replica.is_none() || !self.streams.contains_key(&d.stream) {
+                wrong.push(format!(
+                    "stream {} in the view is none another replica opened",
+                    d.stream
+                ));
+            }
+        }
+        rebuilt.dropped.extend(foreign);
+        rebuilt.dropped.sort_unstable_by_key(|d| d.stream);
+        let legal = Self::legal(&rebuilt, idempotent, dedup_honored);
         if !legal.contains(&(decision.verdict, decision.reason)) {
             // Named as the trace names them.
             let names: Vec<_> = legal

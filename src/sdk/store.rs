@@ -3,10 +3,11 @@
 //! counter over every stream of the incarnation (decimal, so globally
 //! unique and deterministic: rmcp's own stream names are random UUIDs, and
 //! this store never lets them reach the wire). Replay is strictly after
-//! the named event, on that event's stream, and stays open for the
-//! stream's later events until its response (a store backed by a log that
-//! follows the stream, which the trait allows): a client that resumes an
-//! unfinished request gets its tail and its result.
+//! the named event, on that event's stream, and ends with what is stored,
+//! as rmcp's published in-memory example store does: rmcp serves a resume
+//! from the store alone, so a client that resumes an unfinished request
+//! gets the tail stored so far, then the end of the response, and must
+//! resume again for what the request produces later.
 //!
 //! Each session has its own handle ([`Registry::for_session`], given to
 //! that session's rmcp manager by `sessions.rs`): it replays only the
@@ -20,15 +21,11 @@
 //! Under `serve` all logs together hold at most `Exposure::store_bytes`
 //! (the oldest event of any stream evicted first).
 
-use futures_util::Stream;
 use rmcp::model::JsonRpcMessage;
 use rmcp::transport::common::server_side_http::ServerSseMessage;
 use rmcp::transport::streamable_http_server::session::{EventId, EventStore, EventStream};
 use std::collections::{BTreeMap, VecDeque};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
-use tokio::sync::mpsc;
 
 /// A session as the store numbers them (0: requests without one, rmcp's
 /// stateless path).
@@ -61,8 +58,6 @@ struct Log {
     events: VecDeque<(u64, ServerSseMessage, usize)>,
     /// Its response went out: nothing follows.
     done: bool,
-    /// Resumed readers waiting for the stream's next events.
-    followers: Vec<mpsc::UnboundedSender<ServerSseMessage>>,
 }
 
 impl Registry {
@@ -160,10 +155,8 @@ impl Registry {
             .or_default()
             .entry(stream_id.to_string())
             .or_default();
-        log.followers.retain(|f| f.send(event.clone()).is_ok());
         if ends {
             log.done = true;
-            log.followers.clear();
         }
         log.events.push_back((id, event, weight));
         index.insert(id, (owner, stream_id.to_string()));
@@ -184,7 +177,7 @@ impl Registry {
         let after: u64 = last_event_id
             .parse()
             .map_err(|_| format!("malformed event id {last_event_id:?}"))?;
-        let mut inner = self.lock();
+        let inner = self.lock();
         let unknown = || format!("unknown or evicted event id {after}");
         let (o, stream) = inner.index.get(&after).cloned().ok_or_else(unknown)?;
         // Another session's event is none of this one's business.
@@ -193,19 +186,16 @@ impl Registry {
         }
         let log = inner
             .owners
-            .get_mut(&o)
-            .and_then(|streams| streams.get_mut(&stream))
+            .get(&o)
+            .and_then(|streams| streams.get(&stream))
             .expect("indexed streams exist");
-        let (tx, rx) = mpsc::unbounded_channel();
-        for (id, e, _) in &log.events {
-            if *id > after {
-                let _ = tx.send(e.clone());
-            }
-        }
-        if !log.done {
-            log.followers.push(tx);
-        }
-        Ok(Box::pin(Follow(rx)))
+        let tail: Vec<ServerSseMessage> = log
+            .events
+            .iter()
+            .filter(|(id, _, _)| *id > after)
+            .map(|(_, e, _)| e.clone())
+            .collect();
+        Ok(Box::pin(futures_util::stream::iter(tail)))
     }
 }
 
@@ -260,16 +250,6 @@ impl EventStore for Handle {
     }
 }
 
-/// A replay: what was stored, then what the stream produces next.
-struct Follow(mpsc::UnboundedReceiver<ServerSseMessage>);
-
-impl Stream for Follow {
-    type Item = ServerSseMessage;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.0.poll_recv(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,6 +283,23 @@ mod tests {
         reg.close(&a);
         assert_eq!(reg.kept(), 1, "only b's event is left");
         assert!(b.replay_events_after(&b1).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_replay_of_an_unfinished_stream_ends_with_what_is_stored() {
+        let reg = Registry::new(8, None);
+        let a = reg.for_session();
+        let first = a.store_event("s", &event("x")).await.unwrap();
+        a.store_event("s", &event("y")).await.unwrap();
+        let mut r = a.replay_events_after(&first).await.unwrap();
+        a.store_event("s", &event("z")).await.unwrap();
+        assert_eq!(r.next().await.unwrap().event_id.as_deref(), Some("2"));
+        assert!(
+            r.next().await.is_none(),
+            "the replay ends with the tail stored when it was asked for: later events need another resume"
+        );
+        let mut again = a.replay_events_after("2").await.unwrap();
+        assert_eq!(again.next().await.unwrap().event_id.as_deref(), Some("3"));
     }
 
     #[tokio::test]

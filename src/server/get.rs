@@ -310,6 +310,7 @@ fn replay_start(
             shared.history.record(Record::LostReported {
                 session: sid.clone(),
                 stream: s,
+                replica: shared.store.as_ref().map(|on| on.replica),
             });
             return Err(Reply::new(error_with(
                 StatusCode::GONE,

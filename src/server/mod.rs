@@ -39,6 +39,7 @@ mod respond;
 mod routes;
 mod rule_m;
 mod session;
+mod shared_guard;
 mod stored;
 mod streams;
 mod tools;
@@ -465,6 +466,9 @@ impl Server {
         }
         if let Some(every) = holds::expiry_period(&self.shared) {
             tokio::task::spawn_local(routes::expire_idle_sessions(self.shared.clone(), every));
+        }
+        if shared_guard::on(&self.shared) {
+            tokio::task::spawn_local(shared_guard::publish(self.shared.clone()));
         }
         let mut failing = false;
         loop {

@@ -59,6 +59,15 @@ pub(super) fn present_cursors(
         Some((s, *sess.streams[s].ids.first()?, true))
     });
     let entries: Vec<_> = named.chain(unseen).collect();
+    // Cursors for events another replica gave go with the next decision
+    // to the shared record (a replica on a shared store).
+    if super::shared_guard::on(shared) {
+        for c in &list {
+            if sess.stream_of(c.event_id).is_none() && !sess.released(c.event_id) {
+                sess.sync.heard(c.event_id, c.lost);
+            }
+        }
+    }
     for (s, event, lost) in entries {
         shared.history.record(Record::CursorPresented {
             session: sid.clone(),
@@ -85,6 +94,9 @@ pub(super) async fn rule_m(
     };
     let wait_until = tokio::time::Instant::now() + Duration::from_millis(shared.cfg.queue_wait_ms);
     loop {
+        if super::shared_guard::on(shared) {
+            super::shared_guard::settle(shared, sid, facts, limits).await?;
+        }
         let decision = decide(shared, sid, id, facts, |g| g.check(facts, limits))?;
         match decision.verdict {
             Verdict::Fresh | Verdict::Allow => return Ok(()),
@@ -264,6 +276,7 @@ fn decide(
         shared.history.record(Record::LostReported {
             session: sid.clone(),
             stream: s,
+            replica: shared.store.as_ref().map(|on| on.replica),
         });
     }
     Ok(decision)
@@ -273,7 +286,12 @@ fn decide(
 fn stream_first(shared: &Shared, sid: &SessionId, s: Option<StreamIdx>) -> Option<u64> {
     let st = shared.state.borrow();
     let sess = st.sessions.get(sid)?;
-    sess.streams.get(s?)?.ids.first().copied()
+    let s = s?;
+    match sess.streams.get(s) {
+        Some(rt) => rt.ids.first().copied(),
+        // Another replica's stream: as it published it.
+        None => sess.sync.foreign_first(s),
+    }
 }
 
 /// A Rule M rejection: 409 naming the owed stream's resume point, or 410

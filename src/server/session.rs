@@ -121,6 +121,9 @@ pub(crate) struct Session {
     pub budget: Option<Rc<StoreBudget>>,
     /// The shared store every event also goes to (a replica on one).
     pub mirror: Option<crate::store::StoreClient>,
+    /// What it knows of its shared Rule M record (a guarded replica on a
+    /// shared store).
+    pub sync: super::shared_guard::GuardSync,
 }
 
 impl Drop for Session {
@@ -174,6 +177,7 @@ impl Session {
             store_bytes: 0,
             budget: None,
             mirror: None,
+            sync: Default::default(),
         }
     }
 

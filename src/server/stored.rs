@@ -16,7 +16,9 @@ use super::{Replica, Shared};
 use crate::guard::{EventId, StreamIdx};
 use crate::history::{ConnId, EmptyResume, Record, SessionId, Transport};
 use crate::protocol::{headers, jsonrpc, sse, Json};
-use crate::store::{Answer, Connect, KeyRec, Op, SessionRec, StoreClient, StoredEvent};
+use crate::store::{
+    Answer, Connect, KeyRec, Op, SessionRec, StoreClient, StoredEvent, Word, WordKind,
+};
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
@@ -318,6 +320,14 @@ pub(super) async fn resume_elsewhere(
         backlog: events.len() as u32,
         conn,
     });
+    super::shared_guard::tell(
+        &shared,
+        &sid,
+        Word {
+            event: cursor,
+            kind: WordKind::Resumed,
+        },
+    );
     let (tx, body) = ServerBody::sse();
     tokio::task::spawn_local(follow(
         shared.clone(),
@@ -340,6 +350,17 @@ async fn follow(
 ) {
     let on = shared.store.as_ref().expect("resumes_elsewhere checked");
     let mut replay = true;
+    // Ended short of the stream's result: the replica holding it hears so.
+    let left = |cursor: EventId| {
+        super::shared_guard::tell(
+            &shared,
+            &sid,
+            Word {
+                event: cursor,
+                kind: WordKind::Lost,
+            },
+        )
+    };
     loop {
         for e in &events {
             let frame = if e.data.is_empty() {
@@ -348,7 +369,7 @@ async fn follow(
                 sse::encode(Some(e.id), Some("message"), &e.data, None)
             };
             if tx.send(frame).await.is_err() {
-                return;
+                return left(cursor);
             }
             cursor = e.id;
             shared.history.record(Record::Written {
@@ -360,8 +381,11 @@ async fn follow(
                 transport: Transport::Streamable,
             });
         }
-        if ended || tx.is_closed() {
+        if ended {
             return;
+        }
+        if tx.is_closed() {
+            return left(cursor);
         }
         replay = false;
         let op = Op::Tail {
@@ -380,7 +404,7 @@ async fn follow(
             }) => (events, ended) = (more, e || orphaned),
             // The stream's events left the store (the session ended), or
             // the store is gone: the stream ends, the client resumes again.
-            _ => return,
+            _ => return left(cursor),
         }
     }
 }

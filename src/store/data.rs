@@ -1,7 +1,7 @@
 //! What the store holds, every write with its time (so a lagging read
 //! sees the store as it was), and the connection loop that applies ops.
 
-use super::{Answer, KeyRec, Op, SessionRec, StoredEvent};
+use super::{Answer, GuardRec, KeyRec, Op, SessionRec, StoredEvent};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -41,6 +41,8 @@ pub struct StoreData {
     keys: BTreeMap<(String, String), Versions<KeyRec>>,
     /// The streams whose executions run, with the runner's lease (µs).
     leases: BTreeMap<(String, u32), u64>,
+    /// Each session's shared Rule M record.
+    guards: BTreeMap<String, GuardRec>,
 }
 
 impl StoreData {
@@ -67,6 +69,7 @@ impl StoreData {
                     v.push((now, None));
                 }
                 self.events.remove(&sid);
+                self.guards.remove(&sid);
                 self.leases.retain(|(s, _), _| *s != sid);
                 Answer::Done
             }
@@ -155,6 +158,7 @@ impl StoreData {
                 }
                 Answer::Done
             }
+            op @ (Op::GuardLoad { .. } | Op::GuardPut { .. }) => self.guard(op, now),
             Op::Batch { ops } => {
                 for op in ops {
                     if let Ok(Answer::Refused { why }) = self.apply(op, now, lag) {
@@ -164,6 +168,45 @@ impl StoreData {
                 Answer::Done
             }
         })
+    }
+
+    /// The shared Rule M record's ops (read from the primary: a
+    /// compare-and-set needs the version the primary holds).
+    fn guard(&mut self, op: Op, now: u64) -> Answer {
+        match op {
+            Op::GuardLoad { sid } => Answer::Guard {
+                rec: self
+                    .guards
+                    .get(&sid)
+                    .map(|r| r.live(now))
+                    .unwrap_or_default(),
+            },
+            Op::GuardPut {
+                sid,
+                replica,
+                expect,
+                view,
+                words,
+                reported,
+                lease_ms,
+            } => {
+                let rec = self.guards.entry(sid).or_default();
+                let put = super::guard::Put {
+                    replica,
+                    expect,
+                    view,
+                    words,
+                    reported,
+                    lease_ms,
+                };
+                let written = rec.put(now, put);
+                Answer::GuardPut {
+                    written,
+                    version: rec.version,
+                }
+            }
+            _ => unreachable!("only guard ops come here"),
+        }
     }
 
     fn tail(

@@ -15,9 +15,11 @@
 
 mod client;
 mod data;
+mod guard;
 
 pub use client::{Connect, StoreClient, StoreDown, StoreIo};
 pub use data::{StoreData, StoreState};
+pub use guard::{Dropped, GuardRec, Published, Word, WordKind};
 
 use serde::{Deserialize, Serialize};
 
@@ -114,6 +116,23 @@ pub enum Op {
     },
     /// Forgets a key whose execution ended without a result.
     KeyDrop { scope: String, key: String },
+    /// Reads a session's shared Rule M record, from the primary (a
+    /// compare-and-set needs the version the primary holds).
+    GuardLoad { sid: String },
+    /// Writes to a session's shared Rule M record: `view` (when given)
+    /// replaces `replica`'s published dropped streams, `words` are
+    /// appended, `reported` joins the reported losses; all or nothing,
+    /// and only if the record is still at version `expect` (when given).
+    GuardPut {
+        sid: String,
+        replica: u32,
+        expect: Option<u64>,
+        view: Option<Vec<Dropped>>,
+        words: Vec<Word>,
+        reported: Vec<u32>,
+        /// How long `view` holds unless written again.
+        lease_ms: u64,
+    },
     /// Several writes, applied in order (a replica's write-behind batch).
     Batch { ops: Vec<Op> },
 }
@@ -143,6 +162,11 @@ pub enum Answer {
     Key { rec: Option<KeyRec> },
     /// [`Op::KeyBegin`] began the key.
     Began,
+    /// [`Op::GuardLoad`]'s answer (an empty record at version 0 when none).
+    Guard { rec: GuardRec },
+    /// [`Op::GuardPut`]'s answer: whether it was written, and the version
+    /// the record is at now.
+    GuardPut { written: bool, version: u64 },
     /// The request was not understood (a bug, said plainly).
     Refused { why: String },
 }

@@ -214,3 +214,121 @@ fn a_stream_whose_runner_stopped_renewing_is_orphaned_until_it_ends() {
         "a result ends it, late or not"
     );
 }
+
+fn some_state() -> crate::guard::StreamState {
+    let mut g = crate::guard::SessionGuard::new();
+    let s = g.open_stream(1);
+    *g.stream(s)
+}
+
+fn guard_put(d: &mut StoreData, replica: u32, expect: Option<u64>, reported: Vec<u32>) -> Answer {
+    let op = Op::GuardPut {
+        sid: "s".into(),
+        replica,
+        expect,
+        view: Some(Vec::new()),
+        words: vec![Word {
+            event: u64::from(replica),
+            kind: WordKind::Cursor,
+        }],
+        reported,
+        lease_ms: 1_000,
+    };
+    d.apply(op, 0, 0).expect("a write answers")
+}
+
+#[test]
+fn two_replicas_deciding_on_one_version_never_both_write() {
+    let mut d = StoreData::default();
+    let load = |d: &mut StoreData| match d.apply(Op::GuardLoad { sid: "s".into() }, 0, 0) {
+        Ok(Answer::Guard { rec }) => rec,
+        other => panic!("a load answers its record: {other:?}"),
+    };
+    let v = load(&mut d).version;
+    assert_eq!(v, 0, "no record yet: version 0");
+    let first = guard_put(&mut d, 1, Some(v), vec![7]);
+    let second = guard_put(&mut d, 2, Some(v), vec![8]);
+    assert_eq!(
+        (first, second),
+        (
+            Answer::GuardPut {
+                written: true,
+                version: 1
+            },
+            Answer::GuardPut {
+                written: false,
+                version: 1
+            }
+        )
+    );
+    let rec = load(&mut d);
+    assert_eq!(rec.reported.iter().copied().collect::<Vec<_>>(), vec![7]);
+    assert_eq!(rec.words.len(), 1, "the refused write left nothing");
+    // A publication (no version expected) always lands, and bumps it.
+    assert!(matches!(
+        guard_put(&mut d, 2, None, Vec::new()),
+        Answer::GuardPut {
+            written: true,
+            version: 2
+        }
+    ));
+    // A view lapses unless renewed: a dead replica stops blocking others.
+    let view = |d: &mut StoreData, now: u64| {
+        let op = Op::GuardPut {
+            sid: "s".into(),
+            replica: 3,
+            expect: None,
+            view: Some(vec![Dropped {
+                stream: 9,
+                first: 1,
+                state: some_state(),
+            }]),
+            words: Vec::new(),
+            reported: Vec::new(),
+            lease_ms: 1_000,
+        };
+        d.apply(op, now, 0).expect("a write answers")
+    };
+    view(&mut d, 0);
+    let at = |d: &mut StoreData, now: u64| match d.apply(Op::GuardLoad { sid: "s".into() }, now, 0)
+    {
+        Ok(Answer::Guard { rec }) => rec.views.len(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((at(&mut d, 999_999), at(&mut d, 1_000_000)), (1, 0));
+    let v = load(&mut d).version;
+    assert!(
+        matches!(view(&mut d, 1_000_000), Answer::GuardPut { written: true, version } if version == v),
+        "a renewal of the same view moves no version"
+    );
+    d.apply(Op::DelSession { sid: "s".into() }, 0, 0).unwrap();
+    assert_eq!(
+        load(&mut d),
+        GuardRec::default(),
+        "the session's record goes with it"
+    );
+}
+
+#[test]
+fn a_guard_record_crosses_the_wire() {
+    let mut rec = GuardRec::default();
+    rec.views.insert(
+        1,
+        Published {
+            until: 5,
+            streams: vec![Dropped {
+                stream: 65536,
+                first: 1,
+                state: some_state(),
+            }],
+        },
+    );
+    rec.words.push(Word {
+        event: 3,
+        kind: WordKind::Lost,
+    });
+    rec.reported.insert(4);
+    let a = Answer::Guard { rec };
+    let line = serde_json::to_string(&a).unwrap();
+    assert_eq!(serde_json::from_str::<Answer>(&line).unwrap(), a, "{line}");
+}

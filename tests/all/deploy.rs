@@ -766,3 +766,65 @@ fn the_sdk_server_keeps_its_own_memory_on_a_shared_store() {
         r.faults.not_applied
     );
 }
+
+/// Rule M across replicas: on a shared store a replica decides on the
+/// dropped streams every replica published, so a POST that reaches
+/// another replica than the one holding a dropped stream is refused as
+/// the holder would refuse it; the audit judges each replica's own
+/// streams from its records and the rule on the whole view, and finds
+/// nothing to dispute. With resumes served elsewhere, the holder learns
+/// of them through the store (`StoreWord`).
+#[test]
+fn rule_m_decides_on_every_replicas_dropped_streams() {
+    use mcp_chaos::history::{LoggedVerdict, Rec, Record};
+    use std::collections::BTreeMap;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sims/deploy/round-robin-shared.toml");
+    let s = Scenario::load(&path).unwrap();
+    for resume in ["pin-owner", "move-owner"] {
+        let opts = zero_settings(&[("deployment.resume", resume)]);
+        let (r, h) = run::run(&s, 0, Variant::Guarded, &opts).unwrap();
+        let mut opened_on = BTreeMap::new();
+        let (mut foreign_views, mut foreign_refusals, mut words, mut elsewhere) = (0, 0, 0, 0);
+        for e in h.entries().iter() {
+            match &e.record {
+                Rec::Server(Record::StreamOpened { stream, conn, .. }) => {
+                    opened_on.insert(*stream, mcp_chaos::history::replica_of_conn(*conn));
+                }
+                Rec::Server(Record::Decision {
+                    decision,
+                    view,
+                    replica,
+                    ..
+                }) => {
+                    let foreign = view
+                        .dropped
+                        .iter()
+                        .any(|d| opened_on.get(&d.stream) != replica.as_ref());
+                    if foreign {
+                        foreign_views += 1;
+                        if decision.verdict == LoggedVerdict::Reject {
+                            foreign_refusals += 1;
+                        }
+                    }
+                }
+                Rec::Server(Record::StoreWord { .. }) => words += 1,
+                Rec::Server(Record::ResumedElsewhere { .. }) => elsewhere += 1,
+                _ => {}
+            }
+        }
+        assert!(
+            foreign_views > 0 && foreign_refusals > 0,
+            "{resume}: some decision saw another replica's dropped stream ({foreign_views}) and refused on it ({foreign_refusals})"
+        );
+        assert_eq!(r.metrics.guard_bugs, Some(0), "{resume}");
+        if resume == "move-owner" {
+            assert!(
+                elsewhere > 0 && words > 0,
+                "resumes elsewhere ({elsewhere}) reached the holder ({words})"
+            );
+        } else {
+            assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Rule M across the replicas of a shared store (guarded). Each replica
+//! publishes its own dropped streams to the session's record in the store
+//! and renews them while it lives (a dead replica's lapse); before a
+//! decision it loads the record, applies to its own streams what the
+//! client said about them at other replicas (cursors, resumes served from
+//! the store, 410s given), holds the other replicas' dropped streams as
+//! foreign streams, decides, and writes its view, the client's words here
+//! about other replicas' streams and any loss it reports back with a
+//! compare-and-set on the record's version: a write refused because
+//! another replica wrote meanwhile loads and decides again. The guard
+//! stays sans-IO: this file is the I/O around it.
+
+// Refusals travel as ready-made responses, as in `rule_m.rs`.
+#![allow(clippy::result_large_err)]
+
+use super::body::ServerBody;
+use super::respond::error;
+use super::Shared;
+use crate::guard::{EventId, Limits, PostFacts, Reason, StreamIdx, Verdict};
+use crate::history::{Record, SessionId, WordKind};
+use crate::protocol::jsonrpc;
+use crate::store::{Answer, Dropped, GuardRec, Op, Word};
+use http::{Response, StatusCode};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How long a published view holds without renewal: a replica that stops
+/// renewing (it died) no longer blocks the session on the others.
+pub(super) const VIEW_LEASE_MS: u64 = 3_000;
+
+/// How often a replica publishes what changed and learns what the client
+/// said elsewhere about its dropped streams.
+const TICK_MS: u64 = 20;
+
+/// Ticks between renewals of every published view.
+const RENEW_TICKS: u64 = 50;
+
+/// Loads and writes a decision may take before it gives up (503).
+const CAS_TRIES: u32 = 8;
+
+/// What a session on this replica knows of its shared record.
+#[derive(Default)]
+pub(crate) struct GuardSync {
+    /// The record's words applied so far.
+    applied: usize,
+    /// The version last loaded (a lower one: the store lost the record).
+    seen_version: u64,
+    /// The view as last published.
+    published: Vec<Dropped>,
+    /// The first event id of each foreign stream (how a 409 names it).
+    foreign_first: BTreeMap<StreamIdx, EventId>,
+    /// The client's words here about other replicas' streams, not yet
+    /// written.
+    pending: Vec<Word>,
+}
+
+impl GuardSync {
+    /// The first event id of a foreign stream, as its replica published it.
+    pub fn foreign_first(&self, s: StreamIdx) -> Option<EventId> {
+        self.foreign_first.get(&s).copied()
+    }
+
+    /// A cursor the client presented here for an event another replica
+    /// gave: written with the next decision.
+    pub fn heard(&mut self, event: u64, lost: bool) {
+        let kind = if lost {
+            WordKind::Lost
+        } else {
+            WordKind::Cursor
+        };
+        self.pending.push(Word { event, kind });
+    }
+}
+
+/// Whether Rule M decides across replicas here.
+pub(super) fn on(shared: &Shared) -> bool {
+    shared.store.is_some() && shared.guarded()
+}
+
+fn busy() -> Response<ServerBody> {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        None,
+        jsonrpc::TRANSPORT_ERROR,
+        "the session's shared state did not settle (the session store did not answer, or kept changing): retry later",
+    )
+}
+
+/// Loads the record, applies it (see the module docs), and writes this
+/// replica's view and words back with a compare-and-set, until a write
+/// lands: then the session's guard holds the view a decision may be made
+/// from at once.
+pub(super) async fn settle(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    facts: PostFacts,
+    limits: Limits,
+) -> Result<(), Response<ServerBody>> {
+    let on = shared.store.as_ref().expect("on() checked");
+    for _ in 0..CAS_TRIES {
+        let rec = load(shared, sid).await.ok_or_else(busy)?;
+        let Some(op) = ({
+            let mut st = shared.state.borrow_mut();
+            st.sessions.get_mut(sid).map(|sess| {
+                absorb(shared, sid, sess, &rec);
+                for w in &sess.sync.pending {
+                    sess.guard.foreign_cursor(w.event, w.kind == WordKind::Lost);
+                }
+                let d = sess.guard.check(facts, limits);
+                let reported = match (d.verdict, d.stream) {
+                    (Verdict::Reject(Reason::StreamLost), Some(s)) => vec![s],
+                    _ => Vec::new(),
+                };
+                Op::GuardPut {
+                    sid: sid.to_string(),
+                    replica: on.replica,
+                    expect: Some(rec.version),
+                    view: Some(own_view(sess)),
+                    words: sess.sync.pending.clone(),
+                    reported,
+                    lease_ms: VIEW_LEASE_MS,
+                }
+            })
+        }) else {
+            // The session ended meanwhile: the decision says so.
+            return Ok(());
+        };
+        match on.client.call(&op).await {
+            Ok(Answer::GuardPut { written: true, .. }) => {
+                if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+                    let Op::GuardPut { view, words, .. } = op else {
+                        unreachable!("built above")
+                    };
+                    sess.sync.pending.drain(..words.len());
+                    sess.sync.published = view.unwrap_or_default();
+                }
+                return Ok(());
+            }
+            Ok(Answer::GuardPut { written: false, .. }) => continue,
+            _ => return Err(busy()),
+        }
+    }
+    Err(busy())
+}
+
+async fn load(shared: &Shared, sid: &SessionId) -> Option<GuardRec> {
+    let on = shared.store.as_ref()?;
+    let op = Op::GuardLoad {
+        sid: sid.to_string(),
+    };
+    match on.client.call(&op).await {
+        Ok(Answer::Guard { rec }) => Some(rec),
+        _ => None,
+    }
+}
+
+/// Applies a loaded record to the session: the words and reported losses
+/// about its own streams (each once, recorded), the other replicas'
+/// dropped streams as foreign ones.
+fn absorb(shared: &Shared, sid: &SessionId, sess: &mut super::session::Session, rec: &GuardRec) {
+    let me = shared.store.as_ref().map_or(0, |on| on.replica);
+    let sync = &mut sess.sync;
+    if rec.version < sync.seen_version {
+        sync.applied = 0;
+    }
+    sync.seen_version = rec.version;
+    let from = sync.applied.min(rec.words.len());
+    sync.applied = rec.words.len();
+    for w in &rec.words[from..] {
+        let Some(s) = sess.stream_of(w.event) else {
+            continue;
+        };
+        if !sess.guard.holds(s) {
+            continue;
+        }
+        // A word arrives late, after whatever this replica saw since: a
+        // cursor at or before the client's own later word here (a resume
+        // from it) is stale, and must not drop the stream again.
+        let stale = sess.guard.stream(s).client_cursor >= Some(w.event);
+        if stale && w.kind != WordKind::Resumed {
+            continue;
+        }
+        match w.kind {
+            WordKind::Cursor => sess.guard.cursor(s, w.event, false),
+            WordKind::Lost => sess.guard.cursor(s, w.event, true),
+            WordKind::Resumed => sess.guard.resumed(s, Some(w.event), 0),
+            WordKind::Reported => continue,
+        }
+        shared.history.record(Record::StoreWord {
+            session: sid.clone(),
+            stream: s,
+            event: w.event,
+            kind: w.kind,
+            replica: me,
+        });
+        sess.release_if_done(s);
+    }
+    for &s in &rec.reported {
+        if sess.guard.holds(s) && !sess.guard.is_foreign(s) && !sess.guard.stream(s).lost_reported {
+            sess.guard.report_lost(s);
+            shared.history.record(Record::StoreWord {
+                session: sid.clone(),
+                stream: s,
+                event: sess.guard.stream(s).watermark.unwrap_or(0),
+                kind: WordKind::Reported,
+                replica: me,
+            });
+        }
+    }
+    let foreign: Vec<Dropped> = rec
+        .views
+        .iter()
+        .filter(|(r, _)| **r != me)
+        .flat_map(|(_, v)| v.streams.iter().copied())
+        .filter(|d| !rec.reported.contains(&d.stream))
+        .collect();
+    sess.sync.foreign_first = foreign.iter().map(|d| (d.stream, d.first)).collect();
+    sess.guard
+        .set_foreign(foreign.iter().map(|d| (d.stream, d.state)));
+}
+
+/// This replica's own dropped streams, as it publishes them.
+fn own_view(sess: &super::session::Session) -> Vec<Dropped> {
+    sess.guard
+        .published()
+        .into_iter()
+        .map(|(s, state)| Dropped {
+            stream: s,
+            first: sess
+                .streams
+                .get(s)
+                .and_then(|rt| rt.ids.first().copied())
+                .unwrap_or(0),
+            state,
+        })
+        .collect()
+}
+
+/// What the client did at this replica with a stream another replica
+/// holds (a resume served from the store, or its end short of the
+/// result): written behind this replica's other writes.
+pub(super) fn tell(shared: &Shared, sid: &SessionId, word: Word) {
+    let Some(on) = shared.store.as_ref().filter(|_| shared.guarded()) else {
+        return;
+    };
+    on.client.write_behind(Op::GuardPut {
+        sid: sid.to_string(),
+        replica: on.replica,
+        expect: None,
+        view: None,
+        words: vec![word],
+        reported: Vec::new(),
+        lease_ms: VIEW_LEASE_MS,
+    });
+}
+
+/// The replica's publisher: every tick, each session whose own dropped
+/// streams changed (or, every few ticks, any with some) loads its record,
+/// applies what the client said elsewhere, and publishes its view.
+pub(super) async fn publish(shared: Rc<Shared>) {
+    let Some(on) = shared.store.as_ref() else {
+        return;
+    };
+    let mut tick = 0u64;
+    loop {
+        tokio::time::sleep(Duration::from_millis(TICK_MS)).await;
+        tick += 1;
+        let renew = tick.is_multiple_of(RENEW_TICKS);
+        let due: Vec<SessionId> = shared
+            .state
+            .borrow()
+            .sessions
+            .iter()
+            .filter(|(_, s)| {
+                let has = !s.sync.published.is_empty();
+                has || s.guard.has_dropped() && !s.guard.published().is_empty()
+            })
+            .map(|(sid, _)| sid.clone())
+            .collect();
+        for sid in due {
+            let Some(rec) = load(&shared, &sid).await else {
+                continue;
+            };
+            let view = {
+                let mut st = shared.state.borrow_mut();
+                let Some(sess) = st.sessions.get_mut(&sid) else {
+                    continue;
+                };
+                absorb(&shared, &sid, sess, &rec);
+                let view = own_view(sess);
+                if view == sess.sync.published && !renew {
+                    continue;
+                }
+                sess.sync.published = view.clone();
+                view
+            };
+            let _ = on
+                .client
+                .call(&Op::GuardPut {
+                    sid: sid.to_string(),
+                    replica: on.replica,
+                    expect: None,
+                    view: Some(view),
+                    words: Vec::new(),
+                    reported: Vec::new(),
+                    lease_ms: VIEW_LEASE_MS,
+                })
+                .await;
+        }
+    }
+}
