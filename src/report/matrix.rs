@@ -296,11 +296,14 @@ mod tests {
             scenario: scenario.into(),
             server: server.into(),
             clients: clients.into(),
+            deployment: String::new(),
+            topology: None,
             runs: 2,
             failed_runs: 0,
             metrics,
             faults: Faults::default(),
             not_applicable_clients: 0,
+            store_round_trips: 0,
         }
     }
 

@@ -26,6 +26,14 @@ pub struct Aggregate {
     /// The client profile (`scenario`: as the scenario wrote them).
     #[serde(default = "as_written")]
     pub clients: String,
+    /// The deployment's label on `compare --deployments`'s axis (empty,
+    /// and not written, without it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployment: String,
+    /// The deployment its runs stood on (not written for the one-server
+    /// world).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::scenario::Topology>,
     /// Runs (seeds).
     pub runs: u64,
     /// Runs whose expectations failed.
@@ -38,6 +46,10 @@ pub struct Aggregate {
     /// that transport), summed over runs.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_applicable_clients: u64,
+    /// Requests the shared store answered, summed over runs (not written
+    /// when 0: no shared store).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub store_round_trips: u64,
 }
 
 impl Aggregate {
@@ -86,6 +98,10 @@ pub struct Provenance {
     pub arms: Vec<String>,
     /// Client profiles, in report order (`scenario`: as written).
     pub clients: Vec<String>,
+    /// `--deployments`' labels, in report order (empty, and not written,
+    /// without that axis).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deployments: Vec<String>,
     /// mcp-chaos's version (Cargo.toml).
     pub version: String,
     /// The source's git commit (`-dirty` appended when the work tree has
@@ -107,8 +123,8 @@ pub struct ScenarioInfo {
 }
 
 /// What identifies a run in a summary: scenario, server, client profile,
-/// overrides, seed.
-type RunKey = (String, String, String, Vec<String>, u64);
+/// overrides, seed, deployment label.
+type RunKey = (String, String, String, Vec<String>, u64, String);
 
 fn run_key(r: &RunReport) -> RunKey {
     (
@@ -117,8 +133,13 @@ fn run_key(r: &RunReport) -> RunKey {
         r.clients.clone(),
         r.overrides.clone(),
         r.seed,
+        r.deployment.clone(),
     )
 }
+
+/// What an aggregate sums over: scenario, server, client profile,
+/// deployment label.
+type GroupKey = (String, String, String, String);
 
 impl Summary {
     /// A summary of these runs (any order, duplicates by (scenario, server,
@@ -137,20 +158,24 @@ impl Summary {
     ) -> Result<Summary, String> {
         runs.sort_by_key(run_key);
         runs.dedup_by(|a, b| run_key(a) == run_key(b));
-        let mut groups: BTreeMap<(String, String, String), Vec<&RunReport>> = BTreeMap::new();
+        let mut groups: BTreeMap<GroupKey, Vec<&RunReport>> = BTreeMap::new();
         for r in &runs {
-            groups
-                .entry((r.scenario.clone(), r.server.clone(), r.clients.clone()))
-                .or_default()
-                .push(r);
+            let key = (
+                r.scenario.clone(),
+                r.server.clone(),
+                r.clients.clone(),
+                r.deployment.clone(),
+            );
+            groups.entry(key).or_default().push(r);
         }
         let mut aggregates = Vec::new();
-        for ((scenario, server, clients), rs) in groups {
+        for ((scenario, server, clients, deployment), rs) in groups {
             let mut metrics = Metrics::default();
             let mut hist = oracle::new_hist();
             let mut samples = 0u64;
             let mut faults = run::Faults::default();
             let mut not_applicable_clients = 0u64;
+            let mut store_round_trips = 0u64;
             for r in &rs {
                 let overflow = |field: &str| {
                     format!(
@@ -176,17 +201,23 @@ impl Summary {
                 not_applicable_clients = not_applicable_clients
                     .checked_add(u64::from(r.not_applicable_clients))
                     .ok_or_else(|| overflow("not_applicable_clients"))?;
+                store_round_trips = store_round_trips
+                    .checked_add(r.store_round_trips)
+                    .ok_or_else(|| overflow("store_round_trips"))?;
             }
             metrics.migration_latency_us = Latency::of(&hist);
             aggregates.push(Aggregate {
                 scenario,
                 server,
                 clients,
+                topology: rs.first().and_then(|r| r.topology.clone()),
+                deployment,
                 runs: rs.len() as u64,
                 failed_runs: rs.iter().filter(|r| r.failed()).count() as u64,
                 metrics,
                 faults,
                 not_applicable_clients,
+                store_round_trips,
             });
         }
         let mut uncovered_hazards: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -418,7 +449,11 @@ fn merged_provenance(
         join(&mut out.seeds, &p.seeds);
         join(&mut out.version, &p.version);
         join(&mut out.commit, &p.commit);
-        for (dst, src) in [(&mut out.arms, &p.arms), (&mut out.clients, &p.clients)] {
+        for (dst, src) in [
+            (&mut out.arms, &p.arms),
+            (&mut out.clients, &p.clients),
+            (&mut out.deployments, &p.deployments),
+        ] {
             for v in src {
                 if !dst.contains(v) {
                     dst.push(v.clone());
