@@ -32,6 +32,9 @@ struct RowKey {
     profile: String,
 }
 
+/// One row: what it is, a cell per arm, the scenarios it pools.
+type Row<'a> = (RowKey, Vec<Option<Cell>>, BTreeSet<&'a str>);
+
 /// One cell: the pooled runs of one row under one arm.
 #[derive(Default)]
 struct Cell {
@@ -102,7 +105,7 @@ fn single() -> Topology {
 
 /// The rows, each with one cell per arm of `arms` and the scenarios it
 /// pools; empty when the summary holds neither a deployment nor several.
-fn table<'a>(s: &'a Summary, arms: &[&str]) -> Vec<(RowKey, Vec<Option<Cell>>, BTreeSet<&'a str>)> {
+fn table<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
     let labels: BTreeSet<&str> = s.runs.iter().map(|r| r.deployment.as_str()).collect();
     let axis = labels.len() > 1;
     let label_rank = |l: &str| {
@@ -143,7 +146,7 @@ fn table<'a>(s: &'a Summary, arms: &[&str]) -> Vec<(RowKey, Vec<Option<Cell>>, B
 
 /// Which optional columns vary across the rows: on_dead_upstream,
 /// resume, the `--deployments` label, the client profile.
-fn varying(rows: &[(RowKey, Vec<Option<Cell>>, BTreeSet<&str>)]) -> [bool; 4] {
+fn varying(rows: &[Row<'_>]) -> [bool; 4] {
     let differ = |f: &dyn Fn(&RowKey) -> &str| {
         let v: BTreeSet<&str> = rows.iter().map(|(k, ..)| f(k)).collect();
         v.len() > 1
@@ -159,9 +162,7 @@ fn varying(rows: &[(RowKey, Vec<Option<Cell>>, BTreeSet<&str>)]) -> [bool; 4] {
 const INTRO: &str = "Per deployment (the balancer and store of each scenario's `[deployment]` with the overrides applied) and client profile, per arm: failed operations per 1,000 operations with the top causes, the p99 migration latency, and the shared store's round trips (requests the store host answered) per 1,000 operations. Each row pools every seed of the scenarios it names.";
 
 /// The header cells and each row's leading cells.
-fn leading(
-    rows: &[(RowKey, Vec<Option<Cell>>, BTreeSet<&str>)],
-) -> (Vec<&'static str>, Vec<Vec<String>>) {
+fn leading(rows: &[Row<'_>]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let [dead, resume, label, profile] = varying(rows);
     let mut head = vec!["balancer", "store"];
     for (on, name) in [
