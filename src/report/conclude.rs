@@ -261,10 +261,22 @@ pub fn provenance_markdown(s: &Summary) -> String {
         out.push_str("This summary records no provenance (it was written by an older mcp-chaos, or merged from shards).\n\n");
         return out;
     }
-    let _ = writeln!(out, "- command: `{}`", p.command.join(" "));
+    // An argument a shell would split (`--deployments 'a;b'`) is quoted.
+    let shell = |a: &String| {
+        if a.contains([';', ' ', '\'', '"', '*', '&', '|', '$']) {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        } else {
+            a.clone()
+        }
+    };
+    let command: Vec<String> = p.command.iter().map(shell).collect();
+    let _ = writeln!(out, "- command: `{}`", command.join(" "));
     let _ = writeln!(out, "- seeds: `{}` (end exclusive)", p.seeds);
     let _ = writeln!(out, "- arms: {}", p.arms.join(", "));
     let _ = writeln!(out, "- client profiles: {}", p.clients.join(", "));
+    if !p.deployments.is_empty() {
+        let _ = writeln!(out, "- deployments: {}", p.deployments.join("; "));
+    }
     let _ = writeln!(out, "- mcp-chaos version: {}", p.version);
     if p.commit.is_empty() {
         out.push_str("- git commit: in `compare-meta.json` beside this report, with the command as typed and the wall-clock times (kept out of these files, so running the comparison again changes none of them)\n");

@@ -616,6 +616,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_deployment_of_the_axis_is_an_aggregate_of_its_own() {
+        let sc = crate::scenario::Scenario::parse(
+            "name = \"d\"\n[[clients]]\nbehaviour = \"resume\"\n[deployment]\nreplicas = 2\n\
+             balancer = \"round-robin\"\n",
+        )
+        .unwrap();
+        let run = |label: &str, store: &str, trips: u64| {
+            let opts = run::Options {
+                sets: vec![("deployment.store".into(), store.into())],
+                deployment: label.into(),
+                ..Default::default()
+            };
+            let mut r = RunReport::of(&sc, 0, "guarded", &opts);
+            r.store_round_trips = trips;
+            r
+        };
+        let s = Summary::from_runs(vec![
+            run("store=shared", "shared", 7),
+            run("store=local", "local", 0),
+            run("store=shared", "shared", 7),
+        ]);
+        assert_eq!(s.runs.len(), 2, "one run per deployment and seed");
+        let got: Vec<(&str, &str, u64)> = s
+            .aggregates
+            .iter()
+            .map(|a| {
+                let t = a.topology.as_ref().unwrap();
+                (a.deployment.as_str(), t.store.as_str(), a.store_round_trips)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [("store=local", "local", 0), ("store=shared", "shared", 7)]
+        );
+        let local = serde_json::to_string(&s.aggregates[0]).unwrap();
+        assert!(!local.contains("store_round_trips"), "{local}");
+        let shared = serde_json::to_string(&s.aggregates[1]).unwrap();
+        assert!(shared.contains("\"store_round_trips\":7"), "{shared}");
+    }
+
+    #[test]
     fn seed_ranges_and_shards_partition_the_range() {
         let all = Seeds::parse("3..13", None).unwrap().list();
         assert_eq!(all, (3..13).collect::<Vec<_>>());

@@ -129,6 +129,12 @@ fn two_deployments_are_two_aggregates_with_their_labels_and_round_trips() {
         rows[1]
     );
     assert!(!rows[1].contains("<br>0 store round trips"), "{}", rows[1]);
+    // The provenance says the axis, its command quoted as a shell needs.
+    assert!(
+        report.contains("--deployments 'store=local;store=shared,on_dead_upstream=repin'")
+            && report.contains("- deployments: store=local; store=shared,on_dead_upstream=repin\n"),
+        "{report}"
+    );
     // The mechanism matrix names each deployment's row too.
     assert!(
         report.contains("| deploy-small · store=local | scenario |")
