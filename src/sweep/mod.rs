@@ -618,7 +618,7 @@ mod tests {
     #[test]
     fn each_deployment_of_the_axis_is_an_aggregate_of_its_own() {
         let sc = crate::scenario::Scenario::parse(
-            "name = \"d\"\n[[clients]]\nbehaviour = \"resume\"\n[deployment]\nreplicas = 2\n\
+            "name = \"d\"\nduration_ms = 4000\n[[clients]]\nbehaviour = \"resume\"\n[deployment]\nreplicas = 2\n\
              balancer = \"round-robin\"\n",
         )
         .unwrap();
