@@ -6,6 +6,7 @@
 
 use crate::catalog;
 use crate::console::{errln, outln, write};
+use crate::deployments::{DeploymentSet, AS_WRITTEN};
 use crate::report;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::{RegressionKind, Scenario};
@@ -69,7 +70,7 @@ fn execute(jobs: &[Job], workers: usize, control: Control) -> anyhow::Result<Sum
 }
 
 /// The runs a comparison or sweep makes of each scenario and seed: every
-/// arm under every client profile, with the same overrides.
+/// arm under every client profile and deployment, with the same overrides.
 pub struct Matrix {
     /// The server arms.
     pub arms: Vec<Arm>,
@@ -77,9 +78,39 @@ pub struct Matrix {
     pub profiles: Vec<Option<run::Profile>>,
     /// `--set` overrides, in every run.
     pub sets: Vec<(String, String)>,
+    /// `--deployments`: each set's overrides after `--set` (empty: no
+    /// such axis, the scenarios' own deployment, unlabelled).
+    pub deployments: Vec<DeploymentSet>,
 }
 
 impl Matrix {
+    /// Each run's options beyond its arm: every profile under every
+    /// deployment of the axis (or none).
+    fn options(&self) -> Vec<Options> {
+        let none = [DeploymentSet {
+            label: String::new(),
+            sets: Vec::new(),
+        }];
+        let axis = if self.deployments.is_empty() {
+            &none[..]
+        } else {
+            &self.deployments[..]
+        };
+        let mut out = Vec::new();
+        for d in axis {
+            for &clients in &self.profiles {
+                let mut sets = self.sets.clone();
+                sets.extend(d.sets.iter().cloned());
+                out.push(Options {
+                    clients,
+                    sets,
+                    deployment: d.label.clone(),
+                });
+            }
+        }
+        out
+    }
+
     /// The jobs of one scenario file over `seeds`.
     fn jobs(&self, path: &str, scenario: &Scenario, seeds: &[u64]) -> Vec<Job> {
         let mut out = Vec::new();
@@ -87,18 +118,16 @@ impl Matrix {
             std::sync::Arc::<str>::from(path),
             std::sync::Arc::new(scenario.clone()),
         );
+        let options = self.options();
         for &seed in seeds {
-            for &profile in &self.profiles {
+            for opts in &options {
                 for &variant in &self.arms {
                     out.push(Job {
                         path: path.clone(),
                         scenario: scenario.clone(),
                         seed,
                         variant,
-                        opts: Options {
-                            clients: profile,
-                            sets: self.sets.clone(),
-                        },
+                        opts: opts.clone(),
                     });
                 }
             }
@@ -110,11 +139,7 @@ impl Matrix {
     /// apply to `scenario` (e.g. `--set server.write_deadline_ms=0`): one
     /// line naming the file and the setting.
     fn check(&self, path: &str, scenario: &Scenario) -> anyhow::Result<()> {
-        for &clients in &self.profiles {
-            let opts = Options {
-                clients,
-                sets: self.sets.clone(),
-            };
+        for opts in self.options() {
             catalog::check_options(path, scenario, &opts)?;
         }
         Ok(())
@@ -123,13 +148,15 @@ impl Matrix {
     /// The provenance of this matrix run over `seeds` of `files`, with
     /// this process's command line.
     fn provenance(&self, seeds: &Seeds, files: &[(String, Scenario)]) -> sweep::Provenance {
-        report::provenance(
+        let mut p = report::provenance(
             std::env::args().collect(),
             (seeds.start, seeds.end),
             self.arms.iter().map(|a| a.as_str().to_string()).collect(),
             self.profile_names(),
             files,
-        )
+        );
+        p.deployments = self.deployments.iter().map(|d| d.label.clone()).collect();
+        p
     }
 
     /// The client profiles' names (`scenario`: as written).
@@ -140,9 +167,10 @@ impl Matrix {
             .collect()
     }
 
-    /// "3 arms x 2 profiles" for progress lines.
+    /// "3 arms x 2 profiles" for progress lines (x the deployments, when
+    /// an axis).
     fn describe(&self) -> String {
-        format!(
+        let mut out = format!(
             "{} arm(s) ({}) x {} client profile(s) ({})",
             self.arms.len(),
             self.arms
@@ -156,7 +184,16 @@ impl Matrix {
                 .map(|p| p.map_or(run::AS_WRITTEN, run::Profile::as_str))
                 .collect::<Vec<_>>()
                 .join(",")
-        )
+        );
+        if !self.deployments.is_empty() {
+            let labels: Vec<&str> = self.deployments.iter().map(|d| d.label.as_str()).collect();
+            out.push_str(&format!(
+                " x {} deployment(s) ({})",
+                labels.len(),
+                labels.join("; ")
+            ));
+        }
+        out
     }
 }
 
@@ -422,6 +459,17 @@ fn canonical_compare(c: &Comparison) -> Vec<String> {
     for (k, v) in &matrix.sets {
         flag("--set", format!("{k}={v}"));
     }
+    if !matrix.deployments.is_empty() {
+        let labels: Vec<&str> = matrix
+            .deployments
+            .iter()
+            .map(|d| d.label.as_str())
+            .collect();
+        flag(
+            "--deployments",
+            labels.join(";").replace(AS_WRITTEN, "as-written"),
+        );
+    }
     if out != Path::new("results") {
         flag("--out", out.display().to_string());
     }
@@ -507,6 +555,7 @@ pub fn calibrate(
             arms: vec![model],
             profiles: vec![None],
             sets: vec![("server.sdk".to_string(), "rmcp".to_string())],
+            deployments: Vec::new(),
         };
         let mut work = Vec::new();
         for (p, sc) in catalog::load_dir(sims)? {

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod client;
 pub mod compare;
 pub mod console;
+pub mod deployments;
 pub mod explain;
 pub mod fault;
 pub mod flags;

@@ -108,6 +108,14 @@ pub struct RunReport {
     /// `--set` overrides of the run, as `KEY=VALUE`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<String>,
+    /// Its deployment's label on `compare --deployments`'s axis (its
+    /// overrides are among `overrides`); empty, and not written, without it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployment: String,
+    /// The deployment it stood on, overrides applied (not written for the
+    /// one-server world).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::scenario::Topology>,
     /// Whole-run metrics.
     pub metrics: Metrics,
     /// Metrics per client class (behaviour, `+cursor` with cursor on POST).
@@ -146,6 +154,10 @@ pub struct RunReport {
     /// without that transport): not run, and owed nothing.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_applicable_clients: u32,
+    /// Requests the shared store host answered (not written when 0: no
+    /// shared store). Never in the history: traces do not depend on it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub store_round_trips: u64,
     /// Wall-clock figures.
     pub meta: Meta,
 }
@@ -215,8 +227,11 @@ pub const AS_WRITTEN: &str = "scenario";
 pub struct Options {
     /// `--clients`: every client's capabilities, overriding the scenario.
     pub clients: Option<Profile>,
-    /// `--set server.KEY=VALUE` overrides, in order.
+    /// `--set server.KEY=VALUE` overrides, in order (a `--deployments`
+    /// set's last).
     pub sets: Vec<(String, String)>,
+    /// The `--deployments` set's label (empty: no such axis).
+    pub deployment: String,
 }
 
 impl Options {
@@ -602,6 +617,7 @@ fn run_effective<S: SystemUnderTest>(
             verdict(&failed).to_string()
         },
         not_applicable_clients: not_applicable as u32,
+        store_round_trips: out.store_round_trips,
         failed_expectations: failed.into_iter().map(|(_, line)| line).collect(),
         meta: Meta { wall_ms },
         ..RunReport::of(scenario, seed, sut.name(), opts)
@@ -695,6 +711,8 @@ impl RunReport {
             server: server.to_string(),
             clients: opts.clients_label().to_string(),
             overrides: opts.sets.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+            deployment: opts.deployment.clone(),
+            topology: scenario.deployment.with_sets(&opts.sets).topology(),
             metrics: Metrics::default(),
             metrics_by_class: BTreeMap::new(),
             faults: Faults::default(),
@@ -708,6 +726,7 @@ impl RunReport {
             failed_expectations: Vec::new(),
             verdict: String::new(),
             not_applicable_clients: 0,
+            store_round_trips: 0,
             meta: Meta { wall_ms: 0.0 },
         }
     }
@@ -722,6 +741,7 @@ impl RunReport {
                 .iter()
                 .filter_map(|s| Options::parse_set(s).ok())
                 .collect(),
+            deployment: self.deployment.clone(),
         }
     }
 
@@ -745,8 +765,8 @@ impl RunReport {
 /// The verdict of a run none of whose clients the arm could serve.
 pub const NOT_APPLICABLE: &str = "not-applicable";
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 fn as_written() -> String {

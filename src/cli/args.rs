@@ -60,6 +60,7 @@ impl RunArgs {
                 .clients
                 .or(self.cursor_on_post.map(|_| run::Profile::Cursors)),
             sets: self.sets.clone(),
+            deployment: String::new(),
         })
     }
 }
@@ -98,6 +99,14 @@ pub struct Arms(pub Vec<Arm>);
 /// Client profiles from `--clients` (one argument, comma-separated).
 #[derive(Clone, Debug)]
 pub struct Profiles(pub Vec<Option<run::Profile>>);
+
+/// Deployments from `--deployments` (one argument, `;`-separated sets).
+#[derive(Clone, Debug)]
+pub struct Deployments(pub Vec<crate::deployments::DeploymentSet>);
+
+fn parse_deployments(s: &str) -> Result<Deployments, String> {
+    crate::deployments::parse(s).map(Deployments)
+}
 
 fn parse_arms(s: &str) -> Result<Arms, String> {
     parse_list(
@@ -277,6 +286,14 @@ pub struct CompareArgs {
     /// `client.connections`, `client.pool_idle_ms` and any `deployment.KEY`.
     #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = run::Options::parse_set_checked)]
     pub sets: Vec<(String, String)>,
+    /// Deployments to run side by side on the same seeds: override sets of
+    /// [deployment] keys, ';' between sets, ',' between a set's
+    /// KEY=VALUE pairs, each on top of every scenario's own [deployment]
+    /// (`as-written`: the scenario's own), e.g.
+    /// 'store=local;store=shared,on_dead_upstream=repin' (default: each
+    /// scenario's own, unlabelled).
+    #[arg(long, value_name = "KEY=VALUE,…;…", value_parser = parse_deployments)]
+    pub deployments: Option<Deployments>,
 }
 
 // `sweep`'s flags (no doc comment: clap would take it for the

@@ -23,6 +23,9 @@ impl CompareArgs {
     pub fn config(self) -> anyhow::Result<Comparison> {
         let seeds = Seeds::from_flag_or_env(self.seeds.as_deref(), None, Some("0..6"))
             .map_err(anyhow::Error::msg)?;
+        let deployments = self.deployments.map(|d| d.0).unwrap_or_default();
+        crate::deployments::check_against_sets(&deployments, &self.sets)
+            .map_err(anyhow::Error::msg)?;
         Ok(Comparison {
             dir: self.sims,
             seeds,
@@ -33,6 +36,7 @@ impl CompareArgs {
                 arms: self.servers.map_or_else(Arm::all, |a| a.0),
                 profiles: self.clients.map_or_else(|| vec![None], |p| p.0),
                 sets: self.sets,
+                deployments,
             },
             select: Select {
                 only: self.only,
@@ -68,6 +72,7 @@ impl SweepArgs {
                 arms: self.servers.map_or_else(Arm::all, |a| a.0),
                 profiles: vec![o.clients],
                 sets: o.sets,
+                deployments: Vec::new(),
             },
         })
     }

@@ -21,9 +21,21 @@ use std::fmt::Write;
 /// and what remains under the recommendation.
 fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
     let cols = columns(s, sc);
-    let best_of = |server: &str, clients: &str| {
+    // A configuration's aggregate here: its arm, profile and, on a
+    // `--deployments` axis, the deployment its overrides name.
+    let best_of = |server: &str, clients: &str, settings: &[String]| {
+        let label = s
+            .runs
+            .iter()
+            .find(|r| {
+                r.scenario == sc
+                    && r.server == server
+                    && r.clients == clients
+                    && r.overrides == settings
+            })
+            .map_or("", |r| r.deployment.as_str());
         cols.iter()
-            .find(|a| a.server == server && a.clients == clients)
+            .find(|a| a.server == server && a.clients == clients && a.deployment == label)
             .copied()
     };
     let runs: u64 = cols.iter().map(|a| a.runs).sum();
@@ -37,7 +49,10 @@ fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
                 .runs
                 .iter()
                 .filter(|r| {
-                    r.scenario == a.scenario && r.server == a.server && r.clients == a.clients
+                    r.scenario == a.scenario
+                        && r.server == a.server
+                        && r.clients == a.clients
+                        && r.deployment == a.deployment
                 })
                 .collect();
             parts.push(broken_expectation(&a.server, &rs, a.runs));
@@ -62,8 +77,11 @@ fn scenario_line(s: &Summary, sc: &str, rec: &Recommendation) -> String {
             }
         ),
     };
-    let base = rec.baseline().and_then(|b| best_of(&b.server, &b.clients));
-    let chosen = best_of(&rec.server, &rec.clients);
+    let base = rec
+        .baseline()
+        .and_then(|b| best_of(&b.server, &b.clients, &b.settings));
+    let settings = rec.ranked.first().map_or(&[][..], |b| &b.settings[..]);
+    let chosen = best_of(&rec.server, &rec.clients, settings);
     // The configurations with the scenario's lowest rate (ties all named).
     let applicable: Vec<&&Aggregate> = cols
         .iter()
@@ -243,10 +261,22 @@ pub fn provenance_markdown(s: &Summary) -> String {
         out.push_str("This summary records no provenance (it was written by an older mcp-chaos, or merged from shards).\n\n");
         return out;
     }
-    let _ = writeln!(out, "- command: `{}`", p.command.join(" "));
+    // An argument a shell would split (`--deployments 'a;b'`) is quoted.
+    let shell = |a: &String| {
+        if a.contains([';', ' ', '\'', '"', '*', '&', '|', '$']) {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        } else {
+            a.clone()
+        }
+    };
+    let command: Vec<String> = p.command.iter().map(shell).collect();
+    let _ = writeln!(out, "- command: `{}`", command.join(" "));
     let _ = writeln!(out, "- seeds: `{}` (end exclusive)", p.seeds);
     let _ = writeln!(out, "- arms: {}", p.arms.join(", "));
     let _ = writeln!(out, "- client profiles: {}", p.clients.join(", "));
+    if !p.deployments.is_empty() {
+        let _ = writeln!(out, "- deployments: {}", p.deployments.join("; "));
+    }
     let _ = writeln!(out, "- mcp-chaos version: {}", p.version);
     if p.commit.is_empty() {
         out.push_str("- git commit: in `compare-meta.json` beside this report, with the command as typed and the wall-clock times (kept out of these files, so running the comparison again changes none of them)\n");

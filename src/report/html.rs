@@ -22,7 +22,12 @@ pub fn html(s: &Summary, timelines: &[Timeline]) -> String {
 /// matrix and every metric.
 pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> String {
     let mut out = format!("<!doctype html><html><head><meta charset=\"utf-8\"><title>mcp-chaos comparison</title><style>{STYLE}</style></head><body><h1>mcp-chaos comparison</h1>");
-    out.push_str("<nav><a href=\"#what-to-deploy\">What to deploy</a><a href=\"#per-scenario\">Per scenario</a><a href=\"#headline\">Headline</a><a href=\"#glossary\">Glossary</a><a href=\"#scenarios\">Scenarios</a><a href=\"#provenance\">Provenance</a><a href=\"#charts\">Charts</a><a href=\"#timelines\">Timelines</a><a href=\"#failing-operations-worth-a-look\">Worth a look</a><a href=\"#runs-whose-expectations-broke\">Broken expectations</a><a href=\"#mechanism-matrix\">Matrix</a><a href=\"#every-metric-per-scenario\">Every metric</a></nav>");
+    let nav_deployments = if super::deployments::markdown(s).is_empty() {
+        ""
+    } else {
+        "<a href=\"#deployments\">Deployments</a>"
+    };
+    let _ = write!(out, "<nav><a href=\"#what-to-deploy\">What to deploy</a><a href=\"#per-scenario\">Per scenario</a><a href=\"#headline\">Headline</a><a href=\"#glossary\">Glossary</a><a href=\"#scenarios\">Scenarios</a><a href=\"#provenance\">Provenance</a><a href=\"#charts\">Charts</a><a href=\"#timelines\">Timelines</a><a href=\"#failing-operations-worth-a-look\">Worth a look</a><a href=\"#runs-whose-expectations-broke\">Broken expectations</a><a href=\"#mechanism-matrix\">Matrix</a>{nav_deployments}<a href=\"#every-metric-per-scenario\">Every metric</a></nav>");
     let deploy = md_html(&recommend::markdown(s, beside));
     // The recommendation's first paragraph is the answer: set it apart.
     let _ = write!(
@@ -88,6 +93,8 @@ pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> Stri
     out.push_str(&md_html(&super::repro::worth_a_look_markdown(s)));
     out.push_str(&md_html(&conclude::failing_markdown(s)));
     out.push_str(&matrix::html(s).replacen("<h2>", "<h2 id=\"mechanism-matrix\">", 1));
+    let deployments = super::deployments::html(s);
+    out.push_str(&deployments);
     out.push_str(&md_html(&details(s)).replace("<table>", "<table class=\"metrics\">"));
     out.push_str("</body></html>\n");
     out

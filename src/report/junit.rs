@@ -19,18 +19,23 @@ pub fn junit(s: &Summary, repro: &dyn Fn(&crate::run::RunReport) -> String) -> S
             out,
             "  <testcase classname=\"{}\" name=\"{}\"",
             xml(&a.scenario),
-            xml(&a.server)
+            xml(&if a.deployment.is_empty() {
+                a.server.clone()
+            } else {
+                format!("{} · {}", a.server, a.deployment)
+            })
         );
         if a.failed_runs == 0 {
             out.push_str("/>\n");
             continue;
         }
         let mut text = String::new();
-        for r in s
-            .runs
-            .iter()
-            .filter(|r| r.scenario == a.scenario && r.server == a.server && r.failed())
-        {
+        for r in s.runs.iter().filter(|r| {
+            r.scenario == a.scenario
+                && r.server == a.server
+                && r.deployment == a.deployment
+                && r.failed()
+        }) {
             let _ = writeln!(
                 text,
                 "seed {}: expectations break ({}): {}\nreproduce: {}",

@@ -58,34 +58,76 @@ fn scenarios(s: &Summary) -> Vec<&str> {
     v
 }
 
-fn get<'a>(s: &'a Summary, scenario: &str, profile: &str, arm: &str) -> Option<&'a Aggregate> {
-    s.aggregates
-        .iter()
-        .find(|a| a.scenario == scenario && a.clients == profile && a.server == arm)
+/// The `--deployments` labels of a summary, in the axis' order (the one
+/// empty label without an axis).
+pub(super) fn deployments(s: &Summary) -> Vec<&str> {
+    let mut v: Vec<&str> = s.aggregates.iter().map(|a| a.deployment.as_str()).collect();
+    v.sort_by_key(|d| (deployment_rank(s, d), *d));
+    v.dedup();
+    v
 }
 
-/// One row of the matrix: a scenario under a client profile, with one cell
-/// per arm of [`arms`] (`None` where that arm did not run it).
+/// Where a `--deployments` label sorts: its place in the axis.
+pub(super) fn deployment_rank(s: &Summary, label: &str) -> usize {
+    s.provenance
+        .deployments
+        .iter()
+        .position(|x| x == label)
+        .unwrap_or(usize::MAX)
+}
+
+/// A scenario's name in a row, with its `--deployments` label when the
+/// summary has that axis.
+pub(super) fn scenario_label(scenario: &str, deployment: &str) -> String {
+    if deployment.is_empty() {
+        scenario.to_string()
+    } else {
+        format!("{scenario} · {deployment}")
+    }
+}
+
+fn get<'a>(
+    s: &'a Summary,
+    (scenario, deployment): (&str, &str),
+    profile: &str,
+    arm: &str,
+) -> Option<&'a Aggregate> {
+    s.aggregates.iter().find(|a| {
+        a.scenario == scenario
+            && a.deployment == deployment
+            && a.clients == profile
+            && a.server == arm
+    })
+}
+
+/// One row of the matrix: a scenario (under a deployment of the axis)
+/// under a client profile, with one cell per arm of [`arms`] (`None`
+/// where that arm did not run it).
 struct Row<'a> {
-    scenario: &'a str,
+    scenario: String,
     profile: &'a str,
     cells: Vec<Option<&'a Aggregate>>,
 }
 
-/// The matrix's rows, scenarios in summary order, profiles in report
-/// order; a (scenario, profile) no arm ran has no row.
+/// The matrix's rows, scenarios in summary order, deployments in the
+/// axis' order, profiles in report order; a (scenario, deployment,
+/// profile) no arm ran has no row.
 fn rows<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
     let mut out = Vec::new();
     for scenario in scenarios(s) {
-        for profile in profiles(s) {
-            let cells: Vec<Option<&Aggregate>> =
-                arms.iter().map(|a| get(s, scenario, profile, a)).collect();
-            if cells.iter().any(Option::is_some) {
-                out.push(Row {
-                    scenario,
-                    profile,
-                    cells,
-                });
+        for deployment in deployments(s) {
+            for profile in profiles(s) {
+                let cells: Vec<Option<&Aggregate>> = arms
+                    .iter()
+                    .map(|a| get(s, (scenario, deployment), profile, a))
+                    .collect();
+                if cells.iter().any(Option::is_some) {
+                    out.push(Row {
+                        scenario: scenario_label(scenario, deployment),
+                        profile,
+                        cells,
+                    });
+                }
             }
         }
     }
@@ -240,7 +282,7 @@ pub fn html(s: &Summary) -> String {
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td>",
-            xml(r.scenario),
+            xml(&r.scenario),
             xml(r.profile)
         );
         for c in &r.cells {
@@ -296,11 +338,14 @@ mod tests {
             scenario: scenario.into(),
             server: server.into(),
             clients: clients.into(),
+            deployment: String::new(),
+            topology: None,
             runs: 2,
             failed_runs: 0,
             metrics,
             faults: Faults::default(),
             not_applicable_clients: 0,
+            store_round_trips: 0,
         }
     }
 

@@ -5,6 +5,7 @@
 mod calibration;
 mod commands;
 mod conclude;
+mod deployments;
 mod html;
 mod junit;
 mod matrix;
@@ -113,7 +114,12 @@ fn ms(us: u64) -> String {
 /// A column's heading: the arm, with its client profile when it is not
 /// the scenario's own.
 fn heading(a: &Aggregate) -> String {
-    heading_of(&a.server, &a.clients)
+    let h = heading_of(&a.server, &a.clients);
+    if a.deployment.is_empty() {
+        h
+    } else {
+        format!("{h} · {}", a.deployment)
+    }
 }
 
 /// `arm`, or `arm (profile)` when the profile is not the scenario's own.
@@ -163,6 +169,7 @@ pub(crate) fn columns<'a>(s: &'a Summary, scenario: &str) -> Vec<&'a Aggregate> 
         .collect();
     cols.sort_by_key(|a| {
         (
+            matrix::deployment_rank(s, &a.deployment),
             matrix::profile_rank(&a.clients),
             matrix::arm_rank(&a.server),
         )
@@ -197,6 +204,7 @@ pub fn markdown_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> 
     out.push_str(&repro::worth_a_look_markdown(s));
     out.push_str(&conclude::failing_markdown(s));
     out.push_str(&matrix::markdown(s));
+    out.push_str(&deployments::markdown(s));
     out.push_str(&details(s));
     out
 }

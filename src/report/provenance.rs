@@ -40,6 +40,7 @@ pub fn provenance(
         seeds: format!("{}..{}", seeds.0, seeds.1),
         arms,
         clients,
+        deployments: Vec::new(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         commit: git_commit(),
         scenarios,

@@ -162,4 +162,56 @@ impl DeploymentSpec {
             BalancerKind::Hash => "hash",
         }
     }
+
+    /// This table with the `deployment.KEY=VALUE` ones of `sets` applied
+    /// in order (others, and a value that does not apply, are skipped:
+    /// the run's own check refuses them).
+    pub fn with_sets(&self, sets: &[(String, String)]) -> DeploymentSpec {
+        let mut d = self.clone();
+        for (k, v) in sets {
+            if let Some(field) = k.strip_prefix("deployment.") {
+                if let Ok(next) = super::schema::set_deployment(&d, field, v) {
+                    d = next;
+                }
+            }
+        }
+        d
+    }
+
+    /// What a report shows of this deployment, `None` for the one-server
+    /// world.
+    pub fn topology(&self) -> Option<Topology> {
+        (!self.is_single()).then(|| Topology {
+            replicas: self.replicas,
+            balancer: self.balancer_name().to_string(),
+            store: named(&self.store),
+            on_dead_upstream: named(&self.on_dead_upstream),
+            resume: named(&self.resume),
+        })
+    }
+}
+
+/// What a run's deployment was, as the report's Deployments section reads
+/// it: replicas, balancer, store, what the balancer does on a dead
+/// upstream and how a resume is routed, each as the file writes it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Topology {
+    /// Replicas of the system under test.
+    pub replicas: u32,
+    /// `round-robin`, `sticky` or `hash`.
+    pub balancer: String,
+    /// `local` or `shared`.
+    pub store: String,
+    /// `wait` or `repin`.
+    pub on_dead_upstream: String,
+    /// `pin-owner` or `move-owner`.
+    pub resume: String,
+}
+
+/// A kebab-case enum's name as the file writes it.
+fn named<T: Serialize>(v: &T) -> String {
+    match toml::Value::try_from(v) {
+        Ok(toml::Value::String(s)) => s,
+        _ => String::new(),
+    }
 }

@@ -15,7 +15,8 @@ pub use bounds::{
     MAX_TCP_CAPACITY, MAX_TIMED_FAULTS, PORTS_PER_HOST,
 };
 pub use deployment::{
-    BalancerKind, DeploymentSpec, OnDeadUpstream, PinKey, ResumeRouting, StoreKind, MAX_REPLICAS,
+    BalancerKind, DeploymentSpec, OnDeadUpstream, PinKey, ResumeRouting, StoreKind, Topology,
+    MAX_REPLICAS,
 };
 pub use format::{
     Behaviour, ClientGroup, Connections, Expect, Expectations, HealSpec, NetworkSpec, Regression,

@@ -265,6 +265,10 @@ pub struct StoreState {
     /// How far behind the primary reads are now.
     pub lag: Rc<Cell<Duration>>,
     appended: Rc<Notify>,
+    /// Requests answered, across every connection (and, when the caller
+    /// shares one counter, every incarnation): the deployment's cost in
+    /// store round trips. Never recorded in the history.
+    answered: Rc<Cell<u64>>,
 }
 
 impl StoreState {
@@ -279,7 +283,18 @@ impl StoreState {
             clock,
             lag,
             appended: Rc::new(Notify::new()),
+            answered: Rc::new(Cell::new(0)),
         }
+    }
+
+    /// The same store counting the requests it answers in `answered`.
+    pub fn counting(self, answered: Rc<Cell<u64>>) -> Self {
+        StoreState { answered, ..self }
+    }
+
+    /// Requests answered so far.
+    pub fn answered(&self) -> u64 {
+        self.answered.get()
     }
 
     fn now_us(&self) -> u64 {
@@ -347,6 +362,7 @@ where
                 why: format!("not a store op: {e}"),
             },
         };
+        state.answered.set(state.answered.get() + 1);
         let mut out = serde_json::to_string(&answer).expect("answers serialize");
         out.push('\n');
         if w.write_all(out.as_bytes()).await.is_err() || w.flush().await.is_err() {

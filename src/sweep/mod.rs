@@ -26,6 +26,14 @@ pub struct Aggregate {
     /// The client profile (`scenario`: as the scenario wrote them).
     #[serde(default = "as_written")]
     pub clients: String,
+    /// The deployment's label on `compare --deployments`'s axis (empty,
+    /// and not written, without it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub deployment: String,
+    /// The deployment its runs stood on (not written for the one-server
+    /// world).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::scenario::Topology>,
     /// Runs (seeds).
     pub runs: u64,
     /// Runs whose expectations failed.
@@ -38,6 +46,10 @@ pub struct Aggregate {
     /// that transport), summed over runs.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_applicable_clients: u64,
+    /// Requests the shared store answered, summed over runs (not written
+    /// when 0: no shared store).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub store_round_trips: u64,
 }
 
 impl Aggregate {
@@ -86,6 +98,10 @@ pub struct Provenance {
     pub arms: Vec<String>,
     /// Client profiles, in report order (`scenario`: as written).
     pub clients: Vec<String>,
+    /// `--deployments`' labels, in report order (empty, and not written,
+    /// without that axis).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deployments: Vec<String>,
     /// mcp-chaos's version (Cargo.toml).
     pub version: String,
     /// The source's git commit (`-dirty` appended when the work tree has
@@ -107,8 +123,8 @@ pub struct ScenarioInfo {
 }
 
 /// What identifies a run in a summary: scenario, server, client profile,
-/// overrides, seed.
-type RunKey = (String, String, String, Vec<String>, u64);
+/// overrides, seed, deployment label.
+type RunKey = (String, String, String, Vec<String>, u64, String);
 
 fn run_key(r: &RunReport) -> RunKey {
     (
@@ -117,8 +133,13 @@ fn run_key(r: &RunReport) -> RunKey {
         r.clients.clone(),
         r.overrides.clone(),
         r.seed,
+        r.deployment.clone(),
     )
 }
+
+/// What an aggregate sums over: scenario, server, client profile,
+/// deployment label.
+type GroupKey = (String, String, String, String);
 
 impl Summary {
     /// A summary of these runs (any order, duplicates by (scenario, server,
@@ -137,20 +158,24 @@ impl Summary {
     ) -> Result<Summary, String> {
         runs.sort_by_key(run_key);
         runs.dedup_by(|a, b| run_key(a) == run_key(b));
-        let mut groups: BTreeMap<(String, String, String), Vec<&RunReport>> = BTreeMap::new();
+        let mut groups: BTreeMap<GroupKey, Vec<&RunReport>> = BTreeMap::new();
         for r in &runs {
-            groups
-                .entry((r.scenario.clone(), r.server.clone(), r.clients.clone()))
-                .or_default()
-                .push(r);
+            let key = (
+                r.scenario.clone(),
+                r.server.clone(),
+                r.clients.clone(),
+                r.deployment.clone(),
+            );
+            groups.entry(key).or_default().push(r);
         }
         let mut aggregates = Vec::new();
-        for ((scenario, server, clients), rs) in groups {
+        for ((scenario, server, clients, deployment), rs) in groups {
             let mut metrics = Metrics::default();
             let mut hist = oracle::new_hist();
             let mut samples = 0u64;
             let mut faults = run::Faults::default();
             let mut not_applicable_clients = 0u64;
+            let mut store_round_trips = 0u64;
             for r in &rs {
                 let overflow = |field: &str| {
                     format!(
@@ -176,17 +201,23 @@ impl Summary {
                 not_applicable_clients = not_applicable_clients
                     .checked_add(u64::from(r.not_applicable_clients))
                     .ok_or_else(|| overflow("not_applicable_clients"))?;
+                store_round_trips = store_round_trips
+                    .checked_add(r.store_round_trips)
+                    .ok_or_else(|| overflow("store_round_trips"))?;
             }
             metrics.migration_latency_us = Latency::of(&hist);
             aggregates.push(Aggregate {
                 scenario,
                 server,
                 clients,
+                topology: rs.first().and_then(|r| r.topology.clone()),
+                deployment,
                 runs: rs.len() as u64,
                 failed_runs: rs.iter().filter(|r| r.failed()).count() as u64,
                 metrics,
                 faults,
                 not_applicable_clients,
+                store_round_trips,
             });
         }
         let mut uncovered_hazards: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -418,7 +449,11 @@ fn merged_provenance(
         join(&mut out.seeds, &p.seeds);
         join(&mut out.version, &p.version);
         join(&mut out.commit, &p.commit);
-        for (dst, src) in [(&mut out.arms, &p.arms), (&mut out.clients, &p.clients)] {
+        for (dst, src) in [
+            (&mut out.arms, &p.arms),
+            (&mut out.clients, &p.clients),
+            (&mut out.deployments, &p.deployments),
+        ] {
             for v in src {
                 if !dst.contains(v) {
                     dst.push(v.clone());
@@ -579,6 +614,47 @@ pub const SEEDS_ENV: &str = "MCP_CHAOS_SEEDS";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_deployment_of_the_axis_is_an_aggregate_of_its_own() {
+        let sc = crate::scenario::Scenario::parse(
+            "name = \"d\"\nduration_ms = 4000\n[[clients]]\nbehaviour = \"resume\"\n[deployment]\nreplicas = 2\n\
+             balancer = \"round-robin\"\n",
+        )
+        .unwrap();
+        let run = |label: &str, store: &str, trips: u64| {
+            let opts = run::Options {
+                sets: vec![("deployment.store".into(), store.into())],
+                deployment: label.into(),
+                ..Default::default()
+            };
+            let mut r = RunReport::of(&sc, 0, "guarded", &opts);
+            r.store_round_trips = trips;
+            r
+        };
+        let s = Summary::from_runs(vec![
+            run("store=shared", "shared", 7),
+            run("store=local", "local", 0),
+            run("store=shared", "shared", 7),
+        ]);
+        assert_eq!(s.runs.len(), 2, "one run per deployment and seed");
+        let got: Vec<(&str, &str, u64)> = s
+            .aggregates
+            .iter()
+            .map(|a| {
+                let t = a.topology.as_ref().unwrap();
+                (a.deployment.as_str(), t.store.as_str(), a.store_round_trips)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [("store=local", "local", 0), ("store=shared", "shared", 7)]
+        );
+        let local = serde_json::to_string(&s.aggregates[0]).unwrap();
+        assert!(!local.contains("store_round_trips"), "{local}");
+        let shared = serde_json::to_string(&s.aggregates[1]).unwrap();
+        assert!(shared.contains("\"store_round_trips\":7"), "{shared}");
+    }
 
     #[test]
     fn seed_ranges_and_shards_partition_the_range() {

@@ -141,6 +141,10 @@ pub struct RunOutput {
     /// Every client of the scenario as the world placed it, by global
     /// index.
     pub clients: Vec<Placed>,
+    /// Requests the shared store host answered over the run, across its
+    /// incarnations (0 without one): a deployment's cost, kept out of the
+    /// history so traces do not depend on it.
+    pub store_round_trips: u64,
 }
 
 /// One client as the world placed it.
@@ -222,6 +226,7 @@ pub fn run_recorded<S: SystemUnderTest>(
     );
     let ledger = Ledger::new(history.clone());
     let front = Front::of(scenario, &plan, sut.shared_store());
+    let store_answered = Rc::new(Cell::new(0u64));
     if scenario.deployment.is_single() {
         host_server(&mut sim, sut, root_seed, &history, &ledger);
     } else {
@@ -237,7 +242,7 @@ pub fn run_recorded<S: SystemUnderTest>(
         let control = front.control.clone().unwrap_or_default();
         let added = plan.replicas_added();
         let store = front.store_lag.clone().map(|(lag, _)| {
-            host_store(&mut sim, d, lag);
+            host_store(&mut sim, d, lag, store_answered.clone());
             store_link()
         });
         let replicas = (d, added, &control, store);
@@ -272,6 +277,7 @@ pub fn run_recorded<S: SystemUnderTest>(
         sim_ms,
         clients_finished,
         clients,
+        store_round_trips: store_answered.get(),
     })
 }
 
@@ -390,15 +396,21 @@ fn host_sut<'a, S: SystemUnderTest>(
 }
 
 /// The store host: each incarnation serves what the store held (durable)
-/// or an empty store, reading `lag` behind.
-fn host_store(sim: &mut turmoil::Sim<'_>, spec: &DeploymentSpec, lag: Rc<Cell<Duration>>) {
+/// or an empty store, reading `lag` behind, every incarnation counting the
+/// requests it answers in `answered`.
+fn host_store(
+    sim: &mut turmoil::Sim<'_>,
+    spec: &DeploymentSpec,
+    lag: Rc<Cell<Duration>>,
+    answered: Rc<Cell<u64>>,
+) {
     let durable = spec
         .store_durable
         .then(|| Rc::new(RefCell::new(StoreData::default())));
     sim.host(STORE, move || {
         let data = durable.clone().unwrap_or_default();
         let clock = Rc::new(|| turmoil::sim_elapsed().unwrap_or_default());
-        let state = StoreState::new(data, clock, lag.clone());
+        let state = StoreState::new(data, clock, lag.clone()).counting(answered.clone());
         async move {
             let listener = turmoil::net::TcpListener::bind(("0.0.0.0", crate::store::PORT)).await?;
             let accept = || async { listener.accept().await.map(|(s, _)| s) };

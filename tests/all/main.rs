@@ -14,6 +14,7 @@ mod charts;
 mod cli;
 mod cli_loop;
 mod deploy;
+mod deploy_matrix;
 mod first_contact;
 mod keepalive;
 mod loopback;

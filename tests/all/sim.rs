@@ -1135,6 +1135,7 @@ fn durable_keys_and_transactional_effects_leave_restarts_only_latency() {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        ..Options::default()
     };
     let both = opts(&[
         ("server.durable_dedup", "true"),
@@ -1195,6 +1196,7 @@ fn durable_keys_and_transactional_effects_leave_restarts_only_latency() {
                 let o = Options {
                     clients: None,
                     sets: o.sets.clone(),
+                    ..Options::default()
                 };
                 let (r, h) = run::run(&s, 0, v, &o).unwrap();
                 agree(
@@ -1267,6 +1269,7 @@ fn the_zero_holds_on_every_scenario() {
             ("server.durable_dedup".into(), "true".into()),
             ("server.effects".into(), "transactional".into()),
         ],
+        ..Options::default()
     };
     let files = mcp_chaos::cli::scenario_files(&path("")).unwrap();
     assert!(files.len() >= 10, "every scenario is there");
@@ -1298,7 +1301,7 @@ fn half_open_all_ok_and_eviction_announced() {
     use mcp_chaos::run::Profile;
     let with = |p| Options {
         clients: Some(p),
-        sets: vec![],
+        ..Options::default()
     };
     let kc = with(Profile::KeysCursors);
     let (r, _) = run::run(&scenario("half-open.toml"), 0, Variant::Guarded, &kc).unwrap();

@@ -75,7 +75,12 @@ fn series<'a>(s: &'a Summary, scenario: &str, profile: &str) -> Vec<Series<'a>> 
         let mut pairs: Vec<(u64, u64)> = s
             .runs
             .iter()
-            .filter(|x| x.scenario == scenario && x.server == arm && x.clients == profile)
+            .filter(|x| {
+                x.scenario == scenario
+                    && x.server == arm
+                    && x.clients == profile
+                    && x.deployment == agg.deployment
+            })
             .flat_map(|x| x.migration_latency_hist_us.iter().copied())
             .collect();
         pairs.sort_unstable();
