@@ -105,6 +105,10 @@ fn single() -> Topology {
 
 /// The rows, each with one cell per arm of `arms` and the scenarios it
 /// pools; empty when the summary holds neither a deployment nor several.
+/// The section's own style (only pages with the section carry it): the
+/// describing columns narrow, the arms' cells wide enough to read.
+const DEPLOYMENTS_STYLE: &str = "<style>table.deployments td{min-width:5em;max-width:16em;overflow-wrap:anywhere}table.deployments td.ok,table.deployments td.bad{min-width:12em}</style>";
+
 fn table<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
     let labels: BTreeSet<&str> = s.runs.iter().map(|r| r.deployment.as_str()).collect();
     let axis = labels.len() > 1;
@@ -254,7 +258,7 @@ pub fn html(s: &Summary) -> String {
     }
     let (head, lead) = leading(&rows);
     let mut out = format!(
-        "<h2 id=\"deployments\">Deployments</h2><p>{}</p><table class=\"matrix\"><tr>",
+        "<h2 id=\"deployments\">Deployments</h2><p>{}</p>{DEPLOYMENTS_STYLE}<table class=\"matrix deployments\"><tr>",
         xml(&INTRO.replace('`', ""))
     );
     for h in head.iter().copied().chain(arms.iter().copied()) {
