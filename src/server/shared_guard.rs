@@ -19,7 +19,7 @@ use super::Shared;
 use crate::guard::{EventId, Limits, PostFacts, Reason, StreamIdx, Verdict};
 use crate::history::{Record, SessionId, WordKind};
 use crate::protocol::jsonrpc;
-use crate::store::{Answer, Dropped, GuardRec, Op, Word};
+use crate::store::{Answer, Dropped, GuardRec, GuardWrite, Op, Word};
 use http::{Response, StatusCode};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -112,15 +112,16 @@ pub(super) async fn settle(
                     (Verdict::Reject(Reason::StreamLost), Some(s)) => vec![s],
                     _ => Vec::new(),
                 };
-                Op::GuardPut {
-                    sid: sid.to_string(),
-                    replica: on.replica,
-                    expect: Some(rec.version),
-                    view: Some(own_view(sess)),
-                    words: sess.sync.pending.clone(),
-                    reported,
-                    lease_ms: VIEW_LEASE_MS,
-                }
+                put(
+                    sid,
+                    GuardWrite {
+                        expect: Some(rec.version),
+                        view: Some(own_view(sess)),
+                        words: sess.sync.pending.clone(),
+                        reported,
+                        ..write(on.replica)
+                    },
+                )
             })
         }) else {
             // The session ended meanwhile: the decision says so.
@@ -129,11 +130,11 @@ pub(super) async fn settle(
         match on.client.call(&op).await {
             Ok(Answer::GuardPut { written: true, .. }) => {
                 if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
-                    let Op::GuardPut { view, words, .. } = op else {
+                    let Op::GuardPut { write, .. } = op else {
                         unreachable!("built above")
                     };
-                    sess.sync.pending.drain(..words.len());
-                    sess.sync.published = view.unwrap_or_default();
+                    sess.sync.pending.drain(..write.words.len());
+                    sess.sync.published = write.view.unwrap_or_default();
                 }
                 return Ok(());
             }
@@ -142,6 +143,26 @@ pub(super) async fn settle(
         }
     }
     Err(busy())
+}
+
+/// A write of `replica`'s that changes nothing yet: no version expected,
+/// no view, no words, no losses.
+fn write(replica: u32) -> GuardWrite {
+    GuardWrite {
+        replica,
+        expect: None,
+        view: None,
+        words: Vec::new(),
+        reported: Vec::new(),
+        lease_ms: VIEW_LEASE_MS,
+    }
+}
+
+fn put(sid: &SessionId, write: GuardWrite) -> Op {
+    Op::GuardPut {
+        sid: sid.to_string(),
+        write,
+    }
 }
 
 async fn load(shared: &Shared, sid: &SessionId) -> Option<GuardRec> {
@@ -244,15 +265,13 @@ pub(super) fn tell(shared: &Shared, sid: &SessionId, word: Word) {
     let Some(on) = shared.store.as_ref().filter(|_| shared.guarded()) else {
         return;
     };
-    on.client.write_behind(Op::GuardPut {
-        sid: sid.to_string(),
-        replica: on.replica,
-        expect: None,
-        view: None,
-        words: vec![word],
-        reported: Vec::new(),
-        lease_ms: VIEW_LEASE_MS,
-    });
+    on.client.write_behind(put(
+        sid,
+        GuardWrite {
+            words: vec![word],
+            ..write(on.replica)
+        },
+    ));
 }
 
 /// The replica's publisher: every tick, each session whose own dropped
@@ -297,15 +316,13 @@ pub(super) async fn publish(shared: Rc<Shared>) {
             };
             let _ = on
                 .client
-                .call(&Op::GuardPut {
-                    sid: sid.to_string(),
-                    replica: on.replica,
-                    expect: None,
-                    view: Some(view),
-                    words: Vec::new(),
-                    reported: Vec::new(),
-                    lease_ms: VIEW_LEASE_MS,
-                })
+                .call(&put(
+                    &sid,
+                    GuardWrite {
+                        view: Some(view),
+                        ..write(on.replica)
+                    },
+                ))
                 .await;
         }
     }

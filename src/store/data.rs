@@ -181,25 +181,9 @@ impl StoreData {
                     .map(|r| r.live(now))
                     .unwrap_or_default(),
             },
-            Op::GuardPut {
-                sid,
-                replica,
-                expect,
-                view,
-                words,
-                reported,
-                lease_ms,
-            } => {
+            Op::GuardPut { sid, write } => {
                 let rec = self.guards.entry(sid).or_default();
-                let put = super::guard::Put {
-                    replica,
-                    expect,
-                    view,
-                    words,
-                    reported,
-                    lease_ms,
-                };
-                let written = rec.put(now, put);
+                let written = rec.put(now, write);
                 Answer::GuardPut {
                     written,
                     version: rec.version,

@@ -80,7 +80,7 @@ impl GuardRec {
     /// version; returns whether it was applied. The version moves only
     /// when something a decision reads changed: a renewal of the same
     /// view does not refuse another replica's compare-and-set.
-    pub(super) fn put(&mut self, now: u64, put: Put) -> bool {
+    pub(super) fn put(&mut self, now: u64, put: GuardWrite) -> bool {
         if put.expect.is_some_and(|v| v != self.version) {
             return false;
         }
@@ -116,8 +116,13 @@ impl GuardRec {
     }
 }
 
-/// A write to a [`GuardRec`] (the fields of [`super::Op::GuardPut`]).
-pub(super) struct Put {
+/// A write to a [`GuardRec`] ([`super::Op::GuardPut`]): `view` (when
+/// given) replaces `replica`'s published dropped streams for `lease_ms`,
+/// `words` are appended, `reported` joins the reported losses; all or
+/// nothing, and only if the record is still at version `expect` (when
+/// given).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GuardWrite {
     pub replica: u32,
     pub expect: Option<u64>,
     pub view: Option<Vec<Dropped>>,

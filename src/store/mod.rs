@@ -19,7 +19,7 @@ mod guard;
 
 pub use client::{Connect, StoreClient, StoreDown, StoreIo};
 pub use data::{StoreData, StoreState};
-pub use guard::{Dropped, GuardRec, Published, Word, WordKind};
+pub use guard::{Dropped, GuardRec, GuardWrite, Published, Word, WordKind};
 
 use serde::{Deserialize, Serialize};
 
@@ -119,20 +119,8 @@ pub enum Op {
     /// Reads a session's shared Rule M record, from the primary (a
     /// compare-and-set needs the version the primary holds).
     GuardLoad { sid: String },
-    /// Writes to a session's shared Rule M record: `view` (when given)
-    /// replaces `replica`'s published dropped streams, `words` are
-    /// appended, `reported` joins the reported losses; all or nothing,
-    /// and only if the record is still at version `expect` (when given).
-    GuardPut {
-        sid: String,
-        replica: u32,
-        expect: Option<u64>,
-        view: Option<Vec<Dropped>>,
-        words: Vec<Word>,
-        reported: Vec<u32>,
-        /// How long `view` holds unless written again.
-        lease_ms: u64,
-    },
+    /// Writes to a session's shared Rule M record (see [`GuardWrite`]).
+    GuardPut { sid: String, write: GuardWrite },
     /// Several writes, applied in order (a replica's write-behind batch).
     Batch { ops: Vec<Op> },
 }

@@ -224,15 +224,17 @@ fn some_state() -> crate::guard::StreamState {
 fn guard_put(d: &mut StoreData, replica: u32, expect: Option<u64>, reported: Vec<u32>) -> Answer {
     let op = Op::GuardPut {
         sid: "s".into(),
-        replica,
-        expect,
-        view: Some(Vec::new()),
-        words: vec![Word {
-            event: u64::from(replica),
-            kind: WordKind::Cursor,
-        }],
-        reported,
-        lease_ms: 1_000,
+        write: GuardWrite {
+            replica,
+            expect,
+            view: Some(Vec::new()),
+            words: vec![Word {
+                event: u64::from(replica),
+                kind: WordKind::Cursor,
+            }],
+            reported,
+            lease_ms: 1_000,
+        },
     };
     d.apply(op, 0, 0).expect("a write answers")
 }
@@ -276,16 +278,18 @@ fn two_replicas_deciding_on_one_version_never_both_write() {
     let view = |d: &mut StoreData, now: u64| {
         let op = Op::GuardPut {
             sid: "s".into(),
-            replica: 3,
-            expect: None,
-            view: Some(vec![Dropped {
-                stream: 9,
-                first: 1,
-                state: some_state(),
-            }]),
-            words: Vec::new(),
-            reported: Vec::new(),
-            lease_ms: 1_000,
+            write: GuardWrite {
+                replica: 3,
+                expect: None,
+                view: Some(vec![Dropped {
+                    stream: 9,
+                    first: 1,
+                    state: some_state(),
+                }]),
+                words: Vec::new(),
+                reported: Vec::new(),
+                lease_ms: 1_000,
+            },
         };
         d.apply(op, now, 0).expect("a write answers")
     };
