@@ -342,6 +342,28 @@ mod tests {
     }
 
     #[test]
+    fn the_bar_chart_has_a_group_per_deployment_named_by_what_sets_it_apart() {
+        let (local, shared) = (
+            "store=local,resume=pin-owner",
+            "store=shared,resume=pin-owner",
+        );
+        let mut s = Summary::from_runs(vec![
+            run("unguarded", local, "local", 12, 0),
+            run("unguarded", shared, "shared", 3, 400),
+        ]);
+        s.provenance.deployments = vec![local.into(), shared.into()];
+        let svg = crate::report::plots::bars_svg(&s, crate::run::AS_WRITTEN);
+        assert!(
+            svg.contains("local") && svg.contains("shared"),
+            "both deployments have a group: {svg}"
+        );
+        assert!(
+            !svg.contains("pin-owner"),
+            "what every label shares is left out of the names: {svg}"
+        );
+    }
+
+    #[test]
     fn one_row_per_deployment_one_column_per_arm() {
         let mut s = Summary::from_runs(vec![
             run("unguarded", "store=local", "local", 12, 0),

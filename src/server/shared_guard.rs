@@ -206,7 +206,9 @@ fn absorb(shared: &Shared, sid: &SessionId, sess: &mut super::session::Session, 
             WordKind::Cursor => sess.guard.cursor(s, w.event, false),
             WordKind::Lost => sess.guard.cursor(s, w.event, true),
             WordKind::Resumed => sess.guard.resumed(s, Some(w.event), 0),
-            WordKind::Reported => continue,
+            // Another replica answered a resume of it 410 (nothing of it
+            // in the store): the client re-issues, Rule M lets it go.
+            WordKind::Reported => sess.guard.report_lost(s),
         }
         shared.history.record(Record::StoreWord {
             session: sid.clone(),
@@ -260,7 +262,8 @@ fn own_view(sess: &super::session::Session) -> Vec<Dropped> {
 
 /// What the client did at this replica with a stream another replica
 /// holds (a resume served from the store, or its end short of the
-/// result): written behind this replica's other writes.
+/// result), or what this replica told it (410: nothing of the stream
+/// is stored): written behind this replica's other writes.
 pub(super) fn tell(shared: &Shared, sid: &SessionId, word: Word) {
     let Some(on) = shared.store.as_ref().filter(|_| shared.guarded()) else {
         return;

@@ -280,6 +280,7 @@ pub(super) async fn resume_elsewhere(
             orphaned: true,
             ..
         }) if events.is_empty() && shared.guarded() => {
+            gone(&shared, &sid, cursor);
             return error(
                 StatusCode::GONE,
                 None,
@@ -301,6 +302,7 @@ pub(super) async fn resume_elsewhere(
                 why: EmptyResume::Cold,
             });
             if shared.guarded() {
+                gone(&shared, &sid, cursor);
                 return error(
                     StatusCode::GONE,
                     None,
@@ -337,6 +339,16 @@ pub(super) async fn resume_elsewhere(
         (events, ended),
     ));
     super::respond::event_stream(body)
+}
+
+/// A guarded 410 for a resume of another replica's stream: the replica
+/// holding it lets it go from Rule M's view (the client re-issues).
+fn gone(shared: &Shared, sid: &SessionId, cursor: EventId) {
+    let word = Word {
+        event: cursor,
+        kind: WordKind::Reported,
+    };
+    super::shared_guard::tell(shared, sid, word);
 }
 
 /// Writes what the store gives, asking for more until the stream's result

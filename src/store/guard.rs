@@ -40,7 +40,9 @@ pub enum WordKind {
     Lost,
     /// Another replica serves it the stream's events from the event on.
     Resumed,
-    /// Another replica answered a migration with 410 for the stream's loss.
+    /// Another replica answered the client 410 for the stream's loss (a
+    /// migration on a lost stream, or a resume nothing of it was stored
+    /// for): Rule M lets the stream go.
     Reported,
 }
 

@@ -67,6 +67,23 @@ fn wrap(name: &str, max: usize) -> Vec<String> {
     lines
 }
 
+/// A deployment label without the `key=value` pairs every label of the
+/// axis shares (a bar group's name has little room): what sets it apart.
+fn short(label: &str, s: &Summary) -> String {
+    let shared = |pair: &str| {
+        s.provenance
+            .deployments
+            .iter()
+            .all(|l| l.split(',').any(|p| p == pair))
+    };
+    let own: Vec<&str> = label.split(',').filter(|p| !shared(p)).collect();
+    if own.is_empty() {
+        label.to_string()
+    } else {
+        own.join(",")
+    }
+}
+
 /// Failed operations per 1,000 operations per scenario, as grouped bars
 /// on a log axis, one bar per arm (colours as the legend, which stands
 /// right of the plot), for the runs with client profile `profile`. Each
@@ -75,18 +92,36 @@ fn wrap(name: &str, max: usize) -> Vec<String> {
 /// when none failed.
 pub fn bars_svg(s: &Summary, profile: &str) -> String {
     let arms = arms(s);
-    let find = |sc: &str, arm: &str| {
-        s.aggregates
-            .iter()
-            .find(|a| a.scenario == sc && a.server == arm && a.clients == profile)
+    // One group per scenario, and per deployment on `--deployments`' axis.
+    let find = |(sc, dep): (&str, &str), arm: &str| {
+        s.aggregates.iter().find(|a| {
+            a.scenario == sc && a.deployment == dep && a.server == arm && a.clients == profile
+        })
     };
-    let scenarios: Vec<&str> = scenarios(s)
+    let groups: Vec<(&str, &str)> = scenarios(s)
         .into_iter()
-        .filter(|sc| arms.iter().any(|a| find(sc, a).is_some()))
+        .flat_map(|sc| {
+            let mut deps: Vec<&str> = s
+                .aggregates
+                .iter()
+                .filter(|a| a.scenario == sc)
+                .map(|a| a.deployment.as_str())
+                .collect();
+            deps.dedup();
+            deps.sort_by_key(|d| s.provenance.deployments.iter().position(|x| x == d));
+            deps.dedup();
+            deps.into_iter().map(move |d| (sc, d))
+        })
+        .filter(|g| arms.iter().any(|a| find(*g, a).is_some()))
         .collect();
-    let rates: Vec<f64> = scenarios
+    let names: Vec<String> = groups
         .iter()
-        .flat_map(|sc| arms.iter().map(|a| cell(find(sc, a))))
+        .map(|(sc, dep)| crate::report::matrix::scenario_label(sc, &short(dep, s)))
+        .collect();
+    let scenarios: Vec<&str> = names.iter().map(String::as_str).collect();
+    let rates: Vec<f64> = groups
+        .iter()
+        .flat_map(|g| arms.iter().map(|a| cell(find(*g, a))))
         .filter_map(|c| match c {
             Cell::Rate(_, _, r) => Some(r),
             _ => None,
@@ -111,9 +146,9 @@ pub fn bars_svg(s: &Summary, profile: &str) -> String {
     let f = Frame::new(&rates, &legend, arms.len(), &scenarios);
     let mut out = svg_open(f.w, f.h, &title, "bars");
     axes(&mut out, &f, profile, seeds);
-    for (i, sc) in scenarios.iter().enumerate() {
-        let cells: Vec<(&str, Cell)> = arms.iter().map(|a| (*a, cell(find(sc, a)))).collect();
-        group(&mut out, &f, i, sc, &cells);
+    for (i, (g, name)) in groups.iter().zip(&scenarios).enumerate() {
+        let cells: Vec<(&str, Cell)> = arms.iter().map(|a| (*a, cell(find(*g, a)))).collect();
+        group(&mut out, &f, i, name, &cells);
     }
     legend_svg(&mut out, &f, &legend, &arms);
     out.push_str("</svg>");
