@@ -8,11 +8,12 @@ use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
 use mcp_chaos::sut::Arm;
 
-/// A small fleet: resume and dedup-retry clients, a few drops.
-fn fleet(deployment: &str) -> Scenario {
-    Scenario::parse(&format!(
+/// A small fleet named `name`: resume and dedup-retry clients, a few
+/// drops, the `[deployment]` table given; no expectations.
+pub(super) fn fleet_toml(name: &str, deployment: &str) -> String {
+    format!(
         r#"
-name = "deploy-test"
+name = "{name}"
 duration_ms = 4000
 [[clients]]
 behaviour = "resume"
@@ -32,8 +33,12 @@ client_hosts = 2
 duration_ms = 10000
 {deployment}
 "#
-    ))
-    .unwrap()
+    )
+}
+
+/// [`fleet_toml`] as the tests here run it.
+fn fleet(deployment: &str) -> Scenario {
+    Scenario::parse(&fleet_toml("deploy-test", deployment)).unwrap()
 }
 
 fn sets(pairs: &[(&str, &str)]) -> Options {

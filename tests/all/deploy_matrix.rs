@@ -7,57 +7,47 @@ use super::cli::{code, run, scratch};
 use mcp_chaos::sweep::Summary;
 use std::path::PathBuf;
 
-/// A small deployment: 2 replicas behind round robin, resume and
-/// dedup-retry clients, a few drops; no expectations (every run passes).
-const SMALL: &str = r#"
-name = "deploy-small"
-description = "Round robin over 2 replicas, a few drops"
-duration_ms = 4000
-[[clients]]
-behaviour = "resume"
-count = 6
-calls = 3
-chunks = 3
-[[clients]]
-behaviour = "dedup-retry"
-count = 3
-calls = 3
-chunks = 3
-[faults]
-drop_rate = 0.1
-[network]
-client_hosts = 2
-[deployment]
-replicas = 2
-balancer = "round-robin"
-[heal]
-duration_ms = 10000
-"#;
-
 fn sims_dir(name: &str) -> (PathBuf, PathBuf) {
     let dir = scratch(name);
     let sims = dir.join("sims");
     std::fs::create_dir_all(&sims).unwrap();
-    std::fs::write(sims.join("small.toml"), SMALL).unwrap();
+    // 2 replicas behind round robin, a few drops; every run passes.
+    let small = super::deploy::fleet_toml(
+        "deploy-small",
+        "[deployment]\nreplicas = 2\nbalancer = \"round-robin\"\n",
+    );
+    std::fs::write(sims.join("small.toml"), small).unwrap();
     (sims, dir.join("out"))
 }
 
-#[test]
-fn two_deployments_are_two_aggregates_with_their_labels_and_round_trips() {
-    let (sims, out) = sims_dir("deploy-matrix");
-    let o = run(&[
+/// `compare` over `sims` for one seed into `out`, with `extra` options.
+fn compare(sims: &std::path::Path, out: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "compare",
         "--sims",
         sims.to_str().unwrap(),
         "--seeds",
         "1",
-        "--servers",
-        "unguarded,guarded",
-        "--deployments",
-        "store=local;store=shared,on_dead_upstream=repin",
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[test]
+fn two_deployments_are_two_aggregates_with_their_labels_and_round_trips() {
+    let (sims, out) = sims_dir("deploy-matrix");
+    let o = compare(
+        &sims,
+        &out,
+        &[
+            "--servers",
+            "unguarded,guarded",
+            "--deployments",
+            "store=local;store=shared,on_dead_upstream=repin",
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
     let s: Summary = serde_json::from_str(&text).unwrap();
@@ -152,17 +142,7 @@ fn two_deployments_are_two_aggregates_with_their_labels_and_round_trips() {
 #[test]
 fn without_the_axis_nothing_is_labelled_and_a_local_store_writes_no_round_trips() {
     let (sims, out) = sims_dir("deploy-matrix-none");
-    let o = run(&[
-        "compare",
-        "--sims",
-        sims.to_str().unwrap(),
-        "--seeds",
-        "1",
-        "--servers",
-        "guarded",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = compare(&sims, &out, &["--servers", "guarded"]);
     assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(out.join("summary.json")).unwrap();
     for absent in [
