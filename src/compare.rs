@@ -140,7 +140,16 @@ impl Matrix {
     /// line naming the file and the setting.
     fn check(&self, path: &str, scenario: &Scenario) -> anyhow::Result<()> {
         for opts in self.options() {
-            catalog::check_options(path, scenario, &opts)?;
+            catalog::check_options(path, scenario, &opts).map_err(|e| {
+                if opts.deployment.is_empty() {
+                    e
+                } else {
+                    anyhow::anyhow!(
+                        "{e} (from --deployments set {:?}: drop that set, or name the scenarios it fits with --scenario)",
+                        opts.deployment
+                    )
+                }
+            })?;
         }
         Ok(())
     }

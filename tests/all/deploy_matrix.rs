@@ -162,7 +162,12 @@ fn without_the_axis_nothing_is_labelled_and_a_local_store_writes_no_round_trips(
 
 #[test]
 fn a_bad_deployments_value_is_one_line_and_exit_3() {
+    let deploy = format!("{}/sims/deploy", env!("CARGO_MANIFEST_DIR"));
     for (args, says) in [
+        (
+            vec!["--sims", deploy.as_str(), "--deployments", "store=local"],
+            "from --deployments set \"store=local\": drop that set",
+        ),
         (
             vec!["--deployments", "stor=shared"],
             "did you mean deployment.store?",
