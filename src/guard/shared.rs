@@ -71,6 +71,12 @@ impl SessionGuard {
         Some(s)
     }
 
+    /// Whether any of this replica's own streams is one Rule M counts
+    /// (what [`SessionGuard::published`] would list), without listing them.
+    pub fn has_own_dropped(&self) -> bool {
+        self.dropped.iter().any(|s| !self.foreign.contains(s))
+    }
+
     /// This replica's own streams Rule M counts, in index order, with
     /// their state: what it publishes for the other replicas.
     pub fn published(&self) -> Vec<(StreamIdx, StreamState)> {
@@ -117,9 +123,10 @@ mod tests {
         assert_eq!(d.verdict, Verdict::Reject(Reason::NotDrained));
         assert_eq!((d.stream, d.hint), (Some(0), Some(2)));
         assert!(
-            b.published().is_empty(),
+            b.published().is_empty() && !b.has_own_dropped(),
             "foreign streams are not ours to publish"
         );
+        assert!(a.has_own_dropped());
         // A newer load without it: the stream is gone from the view.
         b.set_foreign(Vec::new());
         assert_eq!(b.check(facts, LIMITS).verdict, Verdict::Fresh);

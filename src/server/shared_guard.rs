@@ -277,9 +277,10 @@ pub(super) fn tell(shared: &Shared, sid: &SessionId, word: Word) {
     ));
 }
 
-/// The replica's publisher: every tick, each session whose own dropped
-/// streams changed (or, every few ticks, any with some) loads its record,
-/// applies what the client said elsewhere, and publishes its view.
+/// The replica's publisher: every tick, each session with own dropped
+/// streams (or a published view still to withdraw) loads its record,
+/// applies what the client said elsewhere, and publishes its view when it
+/// changed, or every `RENEW_TICKS` ticks to renew its lease.
 pub(super) async fn publish(shared: Rc<Shared>) {
     let Some(on) = shared.store.as_ref() else {
         return;
@@ -294,10 +295,7 @@ pub(super) async fn publish(shared: Rc<Shared>) {
             .borrow()
             .sessions
             .iter()
-            .filter(|(_, s)| {
-                let has = !s.sync.published.is_empty();
-                has || s.guard.has_dropped() && !s.guard.published().is_empty()
-            })
+            .filter(|(_, s)| !s.sync.published.is_empty() || s.guard.has_own_dropped())
             .map(|(sid, _)| sid.clone())
             .collect();
         for sid in due {
