@@ -6,7 +6,7 @@
 use crate::console::errln;
 use crate::history::History;
 use crate::ledger::Ledger;
-use crate::server::{Delivery, Exposure, Pacing, Server, ServerConfig};
+use crate::server::{Delivery, Exposure, Pacing, Server, ServerConfig, Wire};
 use crate::sut::Arm;
 use anyhow::Context;
 
@@ -44,12 +44,27 @@ fn served_config(delivery: Delivery) -> ServerConfig {
 
 /// Serves `arm` on `addr` until the process ends; `exposure` holds the
 /// served bounds the flags chose.
-pub fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> anyhow::Result<()> {
+pub fn serve(
+    arm: Arm,
+    addr: &str,
+    delivery: Delivery,
+    wire: Wire,
+    exposure: Exposure,
+) -> anyhow::Result<()> {
     // The settings are held to the loader's rules before the socket opens.
     if arm.variant().is_none() && exposure.fixtures.offered() {
         anyhow::bail!("--fixtures is offered by the built-in arms (guarded, unguarded, keys, cancel), not by {arm}: drop --fixtures or pick a built-in --server");
     }
-    let cfg = served_config(delivery);
+    if arm.variant().is_none() && wire != Wire::Y2025 {
+        anyhow::bail!("--era is chosen for the built-in arms (guarded, unguarded, keys, cancel); {arm} picks its wire per request: drop --era or pick a built-in --server");
+    }
+    if arm.variant() == Some(crate::server::Variant::Cancel) && wire != Wire::Y2025 {
+        anyhow::bail!("--server cancel is the 2026-07-28 remedy on the 2025-11-25 wire; on the 2026-07-28 wire every arm cancels on close: drop --era or pick guarded, unguarded or keys");
+    }
+    let cfg = ServerConfig {
+        wire,
+        ..served_config(delivery)
+    };
     crate::scenario::check_server(&cfg).map_err(|e| anyhow::anyhow!("serve: {e}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -77,8 +92,13 @@ pub fn serve(arm: Arm, addr: &str, delivery: Delivery, exposure: Exposure) -> an
             .map(String::as_str)
             .collect::<Vec<_>>();
         errln!(
-            "mcp-chaos: {} server on http://{bound}/mcp ({}; session ids from the OS; origins: loopback{}{}; at most {} connections{})",
+            "mcp-chaos: {} server on http://{bound}/mcp ({}; {}; session ids from the OS; origins: loopback{}{}; at most {} connections{})",
             variant.as_str(),
+            match wire {
+                Wire::Y2025 => "wire 2025-11-25",
+                Wire::Y2026 => "wire 2026-07-28",
+                Wire::Both => "wires 2025-11-25 and 2026-07-28",
+            },
             variant.delivery(delivery).as_str(),
             if origins.is_empty() { "" } else { ", " },
             origins.join(", "),

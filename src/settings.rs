@@ -71,6 +71,83 @@ pub struct ServerConfig {
     /// resume once the result was produced).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sdk: Option<Sdk>,
+    /// Which revisions of the wire the server speaks. Not a `[server]`
+    /// key: a scenario's `era` sets it for its run, `serve --era` for a
+    /// served one.
+    #[serde(skip)]
+    pub wire: Wire,
+}
+
+/// A revision of the MCP wire a run speaks (a scenario's `era`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Era {
+    /// Sessions, `initialize`, the GET stream, resumption by
+    /// `Last-Event-ID`.
+    #[default]
+    #[serde(rename = "2025-11-25")]
+    Y2025,
+    /// No sessions: every request self-contained (`_meta`), a closed
+    /// response stream cancels its request, the client re-issues with a
+    /// new id; no resumption.
+    #[serde(rename = "2026-07-28")]
+    Y2026,
+}
+
+impl Era {
+    /// Every era, oldest first.
+    pub const ALL: [Era; 2] = [Era::Y2025, Era::Y2026];
+
+    /// The revision's date, as the wire and the files write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Y2025 => "2025-11-25",
+            Era::Y2026 => "2026-07-28",
+        }
+    }
+
+    /// Whether this is the default era (written only when not).
+    pub fn is_default(&self) -> bool {
+        *self == Era::Y2025
+    }
+}
+
+impl std::str::FromStr for Era {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Era::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| format!("unknown era {s:?}: use 2025-11-25 or 2026-07-28"))
+    }
+}
+
+/// Which revisions a server speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// One era's wire only.
+    #[default]
+    Y2025,
+    /// The 2026-07-28 wire only: `initialize` is refused.
+    Y2026,
+    /// Both, per request: one that carries a 2026-07-28 protocol version
+    /// (in `_meta` or its header) or is `server/discover` takes the 2026
+    /// path, any other the 2025 one (as the Python SDK does).
+    Both,
+}
+
+impl Wire {
+    /// The wire of a run in `era`.
+    pub fn of(era: Era) -> Wire {
+        match era {
+            Era::Y2025 => Wire::Y2025,
+            Era::Y2026 => Wire::Y2026,
+        }
+    }
+
+    /// Whether it serves the 2026-07-28 path at all.
+    pub fn speaks_2026(self) -> bool {
+        self != Wire::Y2025
+    }
 }
 
 /// What a resume re-sends (`[server] replay`).
@@ -185,6 +262,7 @@ impl Default for ServerConfig {
             replay: None,
             completed_resume: None,
             sdk: None,
+            wire: Wire::Y2025,
         }
     }
 }

@@ -587,6 +587,23 @@ pub struct ServeArgs {
     /// only). Without it: the ledger tools alone.
     #[arg(long, value_name = "SET", value_parser = |s: &str| s.parse::<server::Fixtures>())]
     pub fixtures: Option<server::Fixtures>,
+    /// Which revision of the MCP wire to speak: 2025-11-25 (sessions,
+    /// resumption), 2026-07-28 (no sessions: every request a POST of its
+    /// own; GET and DELETE get 405), or both (a request naming 2026-07-28
+    /// in its version header or `_meta`, or `server/discover`, takes the
+    /// 2026 path; any other the 2025 one). Built-in arms only.
+    #[arg(long, value_name = "ERA", default_value = "2025-11-25", value_parser = parse_wire)]
+    pub era: server::Wire,
+}
+
+fn parse_wire(s: &str) -> Result<server::Wire, String> {
+    match s {
+        "both" => Ok(server::Wire::Both),
+        other => other
+            .parse::<server::Era>()
+            .map(server::Wire::of)
+            .map_err(|e| format!("{e}, or both")),
+    }
 }
 
 fn parse_delivery(s: &str) -> Result<Delivery, String> {

@@ -127,7 +127,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
         }
         Cmd::Serve(a) => {
             let exposure = a.exposure();
-            crate::serve::serve(a.server, &a.addr, a.delivery, exposure).map(|()| 0)
+            crate::serve::serve(a.server, &a.addr, a.delivery, a.era, exposure).map(|()| 0)
         }
         Cmd::Probe(args) => crate::probe::main(&args).map(|(report, code, warning)| {
             outln!("{report}");

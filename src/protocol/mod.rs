@@ -6,6 +6,7 @@ pub mod headers;
 pub mod json;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod modern;
 pub mod sse;
 
 pub use headers::{CursorEntry, CursorList};

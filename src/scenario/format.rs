@@ -5,7 +5,7 @@
 
 use super::deployment::DeploymentSpec;
 use crate::fault::{FaultPlan, FaultSpec, Group, Workload};
-use crate::settings::ServerConfig;
+use crate::settings::{Era, ServerConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -224,6 +224,9 @@ pub struct Scenario {
     pub description: String,
     /// Length of the fault phase, ms.
     pub duration_ms: u64,
+    /// The revision of the wire the run speaks (default 2025-11-25).
+    #[serde(default, skip_serializing_if = "Era::is_default")]
+    pub era: Era,
     /// Server settings.
     #[serde(default)]
     pub server: ServerConfig,

@@ -38,7 +38,10 @@ pub(super) fn refuse_resume() -> Reply {
 
 /// Stream `s`'s connection `conn` closed and the server saw it: cancel the
 /// requests still executing whose responses it carried. A no-op for arms
-/// that do not cancel on close.
+/// that do not cancel on close on the 2025 wire; on the 2026-07-28 wire
+/// every arm does, except for a guarded keyed execution whose effect is
+/// taken (`InFlight::outlives_close`): it runs to its result, which its key
+/// keeps for the re-issue.
 pub(super) fn on_close_seen(
     shared: &Shared,
     sid: &SessionId,
@@ -46,7 +49,9 @@ pub(super) fn on_close_seen(
     s: StreamIdx,
     conn: ConnId,
 ) {
-    if !shared.variant.cancels_on_close() {
+    // Every arm cancels on close on the 2026-07-28 wire (its transport
+    // says a close MUST be treated as cancellation).
+    if !shared.variant.cancels_on_close() && !sess.modern {
         return;
     }
     let kind = sess.streams[s].kind;
@@ -62,7 +67,7 @@ pub(super) fn on_close_seen(
             StreamKind::Standalone => false,
         };
         let mut newly = false;
-        for f in runs.iter().filter(mine) {
+        for f in runs.iter().filter(mine).filter(|f| !f.outlives_close) {
             newly |= !f.cancelled.replace(true);
         }
         if !newly {

@@ -367,6 +367,7 @@ impl Answering<'_> {
             progress_token: p.progress_token().cloned(),
             dedup_key: key,
             principal,
+            modern: false,
         };
         tools::start(shared.clone(), sid.clone(), s, call, inv);
         Ok(())

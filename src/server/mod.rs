@@ -31,6 +31,7 @@ mod fixtures;
 mod get;
 mod holds;
 mod legacy;
+mod modern;
 mod post;
 mod principal;
 mod replay;
@@ -46,7 +47,9 @@ mod tools;
 mod transport;
 mod writer;
 
-pub use crate::settings::{CompletedResume, Delivery, Effects, Replay, Sdk, ServerConfig};
+pub use crate::settings::{
+    CompletedResume, Delivery, Effects, Era, Replay, Sdk, ServerConfig, Wire,
+};
 pub use body::ServerBody;
 pub use edges::{parse_host, EdgeRefusal, HOST_REFUSED};
 pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};

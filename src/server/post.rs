@@ -28,6 +28,9 @@ pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: Conn
         Ok(m) => m,
         Err(r) => return r,
     };
+    if super::modern::by_body(shared, h, &msg) {
+        return super::modern::answer(shared, &parts, msg, conn).await;
+    }
     if let Message::Request { id, method, params } = &msg {
         if method == mcp::INITIALIZE {
             let peer = principal::peer_of(&parts.extensions);
@@ -155,13 +158,13 @@ fn initialize(
 /// A request past intake: the session and connection it came on, who it
 /// acts for, the key it presents (on an arm that honors keys) and the
 /// tool call it is (none for the other methods).
-struct Asked<'a> {
-    sid: &'a SessionId,
-    id: RequestId,
-    conn: ConnId,
-    call: Option<(CallToolParams, Invocation)>,
-    key: Option<String>,
-    who: Rc<str>,
+pub(super) struct Asked<'a> {
+    pub sid: &'a SessionId,
+    pub id: RequestId,
+    pub conn: ConnId,
+    pub call: Option<(CallToolParams, Invocation)>,
+    pub key: Option<String>,
+    pub who: Rc<str>,
 }
 
 async fn request(
@@ -394,24 +397,49 @@ async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<
             return Err(Reply::new(r));
         }
     }
-    // The key table, second look (Rule M may have waited): in flight, done,
-    // or a new execution under the key.
+    // The key table, second look (Rule M may have waited).
     if let Some((k, cv)) = keyed {
+        key_look(shared, sid, id, who, k, cv, false).await?;
+    }
+    Ok(())
+}
+
+/// The key table's look before a keyed call runs: in flight, done, or a
+/// new execution under the key, begun here (on a shared store the store
+/// decides: begun there, or found running — a lease still held — or
+/// done). `join`: a key still executing is waited for, and its result
+/// answers this request (guarded on the 2026-07-28 wire); otherwise it is
+/// 409. `Err`: the answer the request gets instead (the stored result, a
+/// refusal).
+pub(super) async fn key_look(
+    shared: &Rc<Shared>,
+    sid: &SessionId,
+    id: &RequestId,
+    who: &Rc<str>,
+    k: &str,
+    cv: &serde_json::Value,
+    join: bool,
+) -> Result<(), Reply> {
+    loop {
         let mut look = dedup::key_lookup(shared, who, k, cv);
         if matches!(look, Lookup::Unknown | Lookup::Known(KeyState::InFlight)) {
-            // On a shared store the store decides: the key is begun there,
-            // or found running (a lease still held) or done.
             look = match super::stored::begin_key(shared, who, k, cv).await {
                 Ok(l) => l,
                 Err(r) => return Err(Reply::new(r)),
             };
         }
         match look {
+            Lookup::Known(KeyState::InFlight) if join => {
+                tokio::time::sleep(JOIN_POLL).await;
+            }
             Lookup::Known(KeyState::InFlight) => {
                 return Err(Reply::new(dedup::key_in_flight(id.clone())))
             }
             Lookup::Known(KeyState::Done(result)) => {
-                let result = dedup::replayed_result(shared, sid, id, k, result);
+                let mut result = dedup::replayed_result(shared, sid, id, k, result);
+                if join {
+                    result = crate::protocol::modern::complete(&result);
+                }
                 return Err(Reply::new(json_response(
                     StatusCode::OK,
                     &Message::Result {
@@ -421,16 +449,21 @@ async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<
                 )));
             }
             Lookup::OtherArguments => return Err(Reply::new(dedup::key_reused(id.clone()))),
-            Lookup::Unknown => shared.state.borrow_mut().dedup.begin(who, k, cv.clone()),
+            Lookup::Unknown => {
+                shared.state.borrow_mut().dedup.begin(who, k, cv.clone());
+                return Ok(());
+            }
         }
     }
-    Ok(())
 }
+
+/// How often a request joining a key's running execution looks again.
+const JOIN_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The slot a call's POST stream takes ([`super::holds::stream_slot`]):
 /// none when its events will go on the attached standalone stream.
 #[allow(clippy::result_large_err)] // a refusal, the cold path (as in `reply`)
-fn call_stream_slot(
+pub(super) fn call_stream_slot(
     shared: &Shared,
     sid: &SessionId,
     id: &RequestId,
@@ -447,7 +480,7 @@ fn call_stream_slot(
 
 /// Starts the asked tool call: on a new POST stream, or on the attached
 /// standalone stream under `session-stream` delivery (then 202).
-fn start_call(shared: &Rc<Shared>, asked: Asked) -> Reply {
+pub(super) fn start_call(shared: &Rc<Shared>, asked: Asked) -> Reply {
     let Asked {
         sid,
         id,
@@ -463,9 +496,14 @@ fn start_call(shared: &Rc<Shared>, asked: Asked) -> Reply {
         progress_token: p.progress_token().cloned(),
         dedup_key: key,
         principal: who,
+        modern: false,
     };
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("checked by the caller");
+    let call = ToolCall {
+        modern: sess.modern,
+        ..call
+    };
     if shared.cfg.delivery == Delivery::SessionStream {
         if let Some(s) = sess.standalone_attached() {
             drop(st);

@@ -133,8 +133,24 @@ pub(super) fn session_of(
 }
 
 /// Reads one JSON-RPC message from a POST: content type, Accept (streamable
-/// only), size bound, JSON-RPC shape; each refusal as its status.
+/// only), size bound, JSON-RPC shape, then the 2025 version header; each
+/// refusal as its status.
 pub(super) async fn read_message(
+    shared: &Shared,
+    h: &HeaderMap,
+    body: Incoming,
+    need_accept: bool,
+) -> Result<Message, Reply> {
+    let msg = read_body(shared, h, body, need_accept).await?;
+    if let Err(r) = check_version(h) {
+        return Err(Reply::new(r).about(None, msg.id()));
+    }
+    Ok(msg)
+}
+
+/// [`read_message`] without the version header's check (the 2026 path
+/// checks it against the body's `_meta`).
+pub(super) async fn read_body(
     shared: &Shared,
     h: &HeaderMap,
     body: Incoming,
@@ -231,9 +247,6 @@ pub(super) async fn read_message(
                 &format!("params longer than {max} bytes"),
             )));
         }
-    }
-    if let Err(r) = check_version(h) {
-        return Err(Reply::new(r).about(None, msg.id()));
     }
     Ok(msg)
 }

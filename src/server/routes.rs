@@ -43,6 +43,10 @@ pub(crate) async fn handle(
             }
             Reply::new(r)
         }
+        ("/mcp", &Method::POST) if super::modern::by_headers(&shared, req.headers()) => {
+            super::modern::post(&shared, req, conn).await
+        }
+        ("/mcp", m) if shared.cfg.wire == super::Wire::Y2026 => super::modern::not_allowed(m),
         ("/mcp", &Method::POST) => super::post::post(&shared, req, conn).await,
         ("/mcp", &Method::GET) => super::get::get(&shared, req, conn).await,
         ("/mcp", &Method::DELETE) => delete(&shared, req),

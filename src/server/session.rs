@@ -57,6 +57,10 @@ pub(crate) struct InFlight {
     /// The stream it was started on: its own progress goes there.
     pub stream: StreamIdx,
     pub cancelled: Rc<Cell<bool>>,
+    /// A close of its stream does not cancel it (guarded, 2026-07-28: a
+    /// keyed execution whose effect is taken runs on, its result kept
+    /// under the key).
+    pub outlives_close: bool,
 }
 
 /// One session.
@@ -124,6 +128,10 @@ pub(crate) struct Session {
     /// What it knows of its shared Rule M record (a guarded replica on a
     /// shared store).
     pub sync: super::shared_guard::GuardSync,
+    /// A 2026-07-28 request's context ([`super::modern`]): one request,
+    /// its one stream, no priming event and no event ids on the wire,
+    /// gone when the request is.
+    pub modern: bool,
 }
 
 impl Drop for Session {
@@ -178,6 +186,7 @@ impl Session {
             budget: None,
             mirror: None,
             sync: Default::default(),
+            modern: false,
         }
     }
 
@@ -204,7 +213,7 @@ impl Session {
         conn: ConnId,
         history: &History,
     ) -> StreamIdx {
-        let priming = kind != StreamKind::Legacy;
+        let priming = kind != StreamKind::Legacy && !self.modern;
         let s = if priming {
             self.guard.open_stream(self.next_event_id)
         } else {
@@ -507,6 +516,8 @@ pub(crate) struct ToolCall {
     pub dedup_key: Option<String>,
     /// Who the call runs for: the bearer token, else the session.
     pub principal: Rc<str>,
+    /// It came on the 2026-07-28 wire: its result says `resultType`.
+    pub modern: bool,
 }
 
 /// An event id for a history record, whose fields have no "none": a

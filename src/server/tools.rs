@@ -159,12 +159,19 @@ pub(super) fn register(
                 });
             }
         }
+        // Guarded on the 2026-07-28 wire: an execution under a key whose
+        // effect is taken at its start is not undone by a close.
+        let outlives_close = sess.modern
+            && shared.guarded()
+            && call.dedup_key.is_some()
+            && shared.cfg.effects == Effects::Immediate;
         sess.in_flight
             .entry(call.rpc_id.clone())
             .or_default()
             .push(InFlight {
                 stream: s,
                 cancelled: cancelled.clone(),
+                outlives_close,
             });
     }
     cancelled
@@ -263,7 +270,11 @@ async fn run(
                     (r.clone(), r)
                 }
             };
-            let result = sent;
+            let result = if call.modern {
+                crate::protocol::modern::complete(&sent)
+            } else {
+                sent
+            };
             if let Some(key) = &call.dedup_key {
                 super::stored::key_done(&shared, &call.principal, key, &stored);
                 shared
@@ -443,11 +454,12 @@ pub(super) fn ended(
     drop(st);
     super::stored::execution_ended(shared, &sid, s);
     shared.history.record(Record::ToolEnded {
-        session: sid,
+        session: sid.clone(),
         stream: s,
         rpc_id: call.rpc_id,
         cancelled: !finished,
     });
+    super::modern::release(shared, &sid);
 }
 
 /// Waits until the session's store can take an event of `len` bytes

@@ -356,6 +356,7 @@ impl Writer {
                 sess.release_if_done(s);
             }
         });
+        super::modern::release(shared, sid);
     }
 
     /// The connection is lost for `why`.
@@ -376,6 +377,10 @@ fn encode(
     retry_ms: Option<u64>,
 ) -> Bytes {
     let text = std::str::from_utf8(data).expect("stored messages are JSON text");
+    if sess.modern {
+        // The 2026-07-28 wire resumes nothing: its events carry no ids.
+        return sse::encode(None, Some("message"), text, None);
+    }
     match transport {
         Transport::Streamable if data.is_empty() => sse::encode(Some(id), None, "", retry_ms),
         Transport::Streamable => sse::encode(Some(id), Some("message"), text, None),
@@ -447,6 +452,7 @@ fn on_close(
             super::session::schedule_expiry(shared.clone(), sid.clone(), s);
         }
     });
+    super::modern::release(shared, sid);
 }
 
 /// Runs `f` on the session if it still exists.

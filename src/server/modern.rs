@@ -1,0 +1,487 @@
+//! The 2026-07-28 wire (`Wire::Y2026`, or `Wire::Both` per request): no
+//! sessions, no `initialize`, no GET stream, no resumption. Every POST is
+//! self-contained: its `_meta` names the protocol version, and the
+//! `Mcp-Method` / `Mcp-Name` headers must say what its body says. A tool
+//! call runs in a context of its own (a session the wire never names,
+//! [`super::session::Session::modern`]) whose one stream is the response;
+//! the context goes when the request does ([`release`]).
+//!
+//! A close of that stream cancels the request (`super::cancel`), on every
+//! arm; the client re-issues it with a new id. What an arm adds:
+//! `keys` honours `Idempotency-Key` per bearer token (a request without a
+//! token has no keys); `guarded` refuses a keyless call to a tool that is
+//! not idempotent, lets a keyed execution whose effect is taken run to its
+//! result when its stream closes (the key keeps the result), and lets a
+//! re-issue whose key is still executing join it: its stream stays open
+//! (keep-alive comments) until the result is there.
+
+use super::body::ServerBody;
+use super::dedup::{self, KeyState, Lookup};
+use super::post::{self, Asked};
+use super::principal;
+use super::reply::{header_str, read_body, Reply};
+use super::respond::{accepted, error, error_with, event_stream, json_response};
+use super::Shared;
+use crate::history::{ConnId, SessionId, Transport};
+use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
+use crate::protocol::mcp::{self, CallToolParams};
+use crate::protocol::modern::{self as wire};
+use crate::protocol::{headers, sse, Json};
+use http::request::Parts;
+use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use serde_json::json;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How often a stream waiting on a joined execution says it is alive.
+const KEEP_ALIVE: Duration = Duration::from_millis(250);
+
+/// Whether a request whose headers are `h` takes the 2026 path before its
+/// body is read: always on a 2026-only server; on a dual-era one, when its
+/// version header names this revision or no 2025 one (the 2026 path's
+/// refusal lists what it speaks).
+pub(super) fn by_headers(shared: &Shared, h: &HeaderMap) -> bool {
+    match shared.cfg.wire {
+        super::Wire::Y2025 => false,
+        super::Wire::Y2026 => true,
+        super::Wire::Both => h
+            .get(headers::MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| !mcp::SUPPORTED_VERSIONS.contains(&v)),
+    }
+}
+
+/// On a dual-era server, whether a message read on the 2025 path is a
+/// 2026 one after all: `server/discover`, or `_meta` naming this revision.
+pub(super) fn by_body(shared: &Shared, h: &HeaderMap, msg: &Message) -> bool {
+    if shared.cfg.wire != super::Wire::Both || h.contains_key(headers::MCP_SESSION_ID) {
+        return false;
+    }
+    match msg {
+        Message::Request { method, params, .. } | Message::Notification { method, params } => {
+            method == wire::SERVER_DISCOVER
+                || wire::meta_version(params.as_ref())
+                    .is_some_and(|v| wire::SUPPORTED.contains(&v.as_str()))
+        }
+        _ => false,
+    }
+}
+
+/// A POST on the 2026 path: the body read, then [`answer`].
+pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let (parts, body) = req.into_parts();
+    match read_body(shared, &parts.headers, body, true).await {
+        Ok(msg) => answer(shared, &parts, msg, conn).await,
+        Err(r) => r,
+    }
+}
+
+/// GET and DELETE have no meaning on this wire: 405.
+pub(super) fn not_allowed(method: &http::Method) -> Reply {
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        None,
+        jsonrpc::TRANSPORT_ERROR,
+        &format!(
+            "{method} is not used on the {} wire: every request is a POST of its own (no sessions, no resumption)",
+            wire::VERSION
+        ),
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    Reply::new(r)
+}
+
+/// Answers one message of the 2026 path.
+pub(super) async fn answer(
+    shared: &Rc<Shared>,
+    parts: &Parts,
+    msg: Message,
+    conn: ConnId,
+) -> Reply {
+    let h = &parts.headers;
+    let (id, method, params) = match msg {
+        Message::Request { id, method, params } => (id, method, params),
+        Message::Notification { method, params } => {
+            return match check(h, &method, params.as_ref()) {
+                Ok(()) => Reply::new(accepted()),
+                Err(e) => Reply::new(error_with(StatusCode::BAD_REQUEST, None, e)),
+            };
+        }
+        Message::Result { .. } | Message::Error { .. } => {
+            return Reply::new(error(
+                StatusCode::BAD_REQUEST,
+                None,
+                jsonrpc::INVALID_REQUEST,
+                "a client sends no responses on the 2026-07-28 wire: the server asks for input with an input-required result",
+            ))
+        }
+    };
+    if let Err(e) = check(h, &method, params.as_ref()) {
+        return Reply::new(error_with(StatusCode::BAD_REQUEST, Some(id.clone()), e))
+            .about(None, Some(&id));
+    }
+    let done = |result: Result<Json, ErrorObject>| match result {
+        Ok(r) => Reply::new(json_response(
+            StatusCode::OK,
+            &Message::Result {
+                id: id.clone(),
+                result: wire::finish(&method, &r),
+            },
+        )),
+        Err(e) => Reply::new(error_with(StatusCode::OK, Some(id.clone()), e)),
+    };
+    let reply = match method.as_str() {
+        wire::SERVER_DISCOVER => done(Ok(discover(shared))),
+        mcp::TOOLS_LIST => done(Ok(tools_list(shared))),
+        mcp::TOOLS_CALL => call(shared, h, id.clone(), params, conn).await,
+        wire::SUBSCRIPTIONS_LISTEN => listen(&id, params.as_ref()),
+        m => match super::fixtures::request(shared, m, params.as_ref()) {
+            Some(result) => done(result),
+            None if m == mcp::RESOURCES_LIST => done(Ok(mcp::resources_list_result())),
+            None => Reply::new(error(
+                StatusCode::NOT_FOUND,
+                Some(id.clone()),
+                jsonrpc::METHOD_NOT_FOUND,
+                &format!(
+                    "method {m:?} not found: on the {} wire this server offers server/discover, tools/list, tools/call, resources/list and subscriptions/listen{}",
+                    wire::VERSION,
+                    super::fixtures::methods_offered(shared)
+                ),
+            )),
+        },
+    };
+    reply.about(None, Some(&id))
+}
+
+/// The request's `_meta` and headers, checked as the transport asks, in
+/// this order: the version header present (-32020); `_meta` naming a
+/// version and the client's capabilities (-32602); the header equal to
+/// `_meta`'s version (-32020); that version spoken here (-32022);
+/// `Mcp-Method` and, for the methods that name something, `Mcp-Name`
+/// present and equal to the body (-32020; a value's surrounding
+/// whitespace is not part of it, its case is).
+fn check(h: &HeaderMap, method: &str, params: Option<&Json>) -> Result<(), ErrorObject> {
+    let mismatch = |m: String| ErrorObject::new(wire::HEADER_MISMATCH, m, None);
+    let header = |name: &str| -> Result<Option<String>, ErrorObject> {
+        match header_str(h, name) {
+            Ok(v) => match v.map(|v| wire::decode_header(v.trim())) {
+                Some(None) => Err(mismatch(format!("header {name} is not valid base64 UTF-8"))),
+                Some(Some(v)) => Ok(Some(v)),
+                None => Ok(None),
+            },
+            Err(_) => Err(mismatch(format!("header {name} is not visible ASCII"))),
+        }
+    };
+    let Some(header_version) = header(headers::MCP_PROTOCOL_VERSION)? else {
+        return Err(mismatch("missing MCP-Protocol-Version header".into()));
+    };
+    let meta = params.and_then(|p| p.get("_meta"));
+    let has_caps = meta.is_some_and(|m| m.get(wire::META_CAPABILITIES).is_some());
+    let version = match wire::meta_version(params) {
+        Some(v) if has_caps => v,
+        _ => {
+            return Err(ErrorObject::new(
+                jsonrpc::INVALID_PARAMS,
+                format!(
+                    "params._meta must carry {:?} and {:?} on the {} wire",
+                    wire::META_VERSION,
+                    wire::META_CAPABILITIES,
+                    wire::VERSION
+                ),
+                None,
+            ))
+        }
+    };
+    if header_version != version {
+        return Err(mismatch(format!(
+            "MCP-Protocol-Version {header_version:?} does not match params._meta's {version:?}"
+        )));
+    }
+    if !wire::SUPPORTED.contains(&version.as_str()) {
+        return Err(wire::unsupported_version(&version));
+    }
+    match header(wire::MCP_METHOD)? {
+        Some(m) if m == method => {}
+        Some(m) => {
+            return Err(mismatch(format!(
+                "Mcp-Method {m:?} does not match the body's method {method:?}"
+            )))
+        }
+        None => return Err(mismatch("missing Mcp-Method header".into())),
+    }
+    if let Some(name) = wire::name_of(method, params) {
+        match header(wire::MCP_NAME)? {
+            Some(n) if n == name => {}
+            Some(n) => {
+                return Err(mismatch(format!(
+                    "Mcp-Name {n:?} does not match the body's {name:?}"
+                )))
+            }
+            None => return Err(mismatch(format!("missing Mcp-Name header ({name:?})"))),
+        }
+    }
+    Ok(())
+}
+
+/// `server/discover`: what `initialize` answered, less what this wire
+/// removed (`logging/setLevel`, `resources/subscribe`).
+fn discover(shared: &Shared) -> Json {
+    let mut caps = json!({"tools": {"listChanged": false}, "resources": {"listChanged": false}});
+    if shared.exposure.fixtures.offered() {
+        caps["prompts"] = json!({"listChanged": false});
+    }
+    wire::discover_result(caps, "mcp-chaos")
+}
+
+/// `tools/list`: the ledger tools, `ledger_read` first (a tool a caller
+/// may try with no arguments), then the stateless fixtures when offered.
+fn tools_list(shared: &Shared) -> Json {
+    let mut v = mcp::tools_list_result();
+    if let Some(tools) = v["tools"].as_array_mut() {
+        tools.sort_by_key(|t| t["name"] != mcp::LEDGER_READ);
+        if shared.exposure.fixtures.offered() {
+            tools.extend(super::fixtures::stateless::tools());
+        }
+    }
+    v.into()
+}
+
+/// A stateless fixture's answer: 400 for a refusal, else its messages as
+/// one SSE body.
+fn fixture_answer(answer: super::fixtures::stateless::Answer, id: &RequestId) -> Reply {
+    use super::fixtures::stateless::Answer;
+    match answer {
+        Answer::Refused(e) => Reply::new(error_with(StatusCode::BAD_REQUEST, Some(id.clone()), e)),
+        Answer::Stream(msgs) => {
+            let mut body = Vec::new();
+            for m in msgs {
+                body.extend_from_slice(&sse::encode(None, Some("message"), &m.encode(), None));
+            }
+            let body = ServerBody::Full(Some(bytes::Bytes::from(body)));
+            Reply::new(modern_stream(event_stream(body)))
+        }
+    }
+}
+
+/// `subscriptions/listen`: acknowledged with nothing honoured (this server
+/// changes no list and no resource the 2026 path serves), then held open
+/// until the client closes it.
+fn listen(id: &RequestId, params: Option<&Json>) -> Reply {
+    let (tx, body) = ServerBody::sse();
+    let ack = Message::Notification {
+        method: wire::SUBSCRIPTIONS_ACKNOWLEDGED.into(),
+        params: Some(Json::from_value(&json!({
+            "notifications": {},
+            "_meta": {wire::META_SUBSCRIPTION: id},
+        }))),
+    };
+    let _ = params;
+    tokio::task::spawn_local(async move {
+        if tx
+            .send(sse::encode(None, Some("message"), &ack.encode(), None))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        tx.closed().await;
+    });
+    Reply::new(modern_stream(event_stream(body)))
+}
+
+/// A 2026 SSE response: proxies must not buffer it.
+fn modern_stream(mut r: Response<ServerBody>) -> Response<ServerBody> {
+    r.headers_mut()
+        .insert(wire::X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+    r
+}
+
+/// `tools/call`: validated, its key looked up (arms that honour keys, a
+/// request with a bearer token), then run in a context of its own.
+async fn call(
+    shared: &Rc<Shared>,
+    h: &HeaderMap,
+    id: RequestId,
+    params: Option<Json>,
+    conn: ConnId,
+) -> Reply {
+    let bad = |e: ErrorObject| Reply::new(error_with(StatusCode::OK, Some(id.clone()), e));
+    let p: CallToolParams = match params.as_ref().map(Json::parse_as_value) {
+        Some(Ok(p)) => p,
+        _ => {
+            return bad(ErrorObject::new(
+                jsonrpc::INVALID_PARAMS,
+                "tools/call needs name and arguments",
+                None,
+            ))
+        }
+    };
+    if shared.exposure.fixtures.offered() {
+        if let Some(a) = super::fixtures::stateless::call(&p.name, &id, params.as_ref()) {
+            return fixture_answer(a, &id);
+        }
+    }
+    let inv = match super::tools::validate(shared, &p.name, &p.arguments) {
+        Ok(inv) => inv,
+        Err(e) => return bad(e),
+    };
+    let token = principal::bearer(h);
+    let key = match (shared.variant.honors_keys(), &token) {
+        (true, Some(_)) => match header_str(h, headers::IDEMPOTENCY_KEY) {
+            Ok(k) => k.map(str::to_string),
+            Err(r) => return Reply::new(r),
+        },
+        _ => None,
+    };
+    if shared.guarded() && key.is_none() && !inv.idempotent() {
+        return Reply::new(error(
+            StatusCode::BAD_REQUEST,
+            Some(id),
+            jsonrpc::INVALID_REQUEST,
+            &format!(
+                "{} is not idempotent: send an Idempotency-Key header{}, so that a re-issue after a broken stream does not run it twice",
+                p.name,
+                if token.is_none() { " and a bearer token (keys are per token)" } else { "" }
+            ),
+        ));
+    }
+    let sid = open_context(shared, token.clone());
+    let who = token.unwrap_or_else(|| sid.clone());
+    shared
+        .history
+        .record(crate::history::Record::request_received(
+            &sid,
+            conn,
+            &id,
+            mcp::TOOLS_CALL,
+            inv.tag(),
+            Some(p.name.as_str()),
+            key.as_deref(),
+        ));
+    if let Some(k) = &key {
+        let cv = json!({"name": p.name, "arguments": p.arguments});
+        if let Err(r) = super::stored::load_key(shared, &who, k).await {
+            release(shared, &sid);
+            return Reply::new(r);
+        }
+        if let Lookup::Known(KeyState::InFlight) = dedup::key_lookup(shared, &who, k, &cv) {
+            if shared.guarded() {
+                return join(shared.clone(), sid, id, who, k.clone(), cv);
+            }
+        }
+        if let Err(r) = post::key_look(shared, &sid, &id, &who, k, &cv, false).await {
+            release(shared, &sid);
+            return r;
+        }
+    }
+    let slot = match post::call_stream_slot(shared, &sid, &id) {
+        Ok(slot) => slot,
+        Err(r) => {
+            release(shared, &sid);
+            return Reply::new(r);
+        }
+    };
+    let asked = Asked {
+        sid: &sid,
+        id,
+        conn,
+        call: Some((p, inv)),
+        key,
+        who,
+    };
+    let mut reply = post::start_call(shared, asked).holding(slot);
+    reply.resp = modern_stream(reply.resp);
+    reply.about(Some(&sid), None)
+}
+
+/// A context for one request: a session the wire never names, with no
+/// priming event, no event ids and no mirror on a shared store.
+fn open_context(shared: &Shared, owner: Option<Rc<str>>) -> SessionId {
+    let sid = shared.new_session_id();
+    let mut sess = shared.new_session(sid.clone(), Transport::Streamable);
+    sess.modern = true;
+    sess.mirror = None;
+    sess.owner = owner;
+    sess.protocol_version = Some(wire::VERSION.into());
+    shared.state.borrow_mut().sessions.insert(sid.clone(), sess);
+    sid
+}
+
+/// Ends a request's context once nothing runs in it and no connection
+/// writes it (a no-op for any other session).
+pub(super) fn release(shared: &Shared, sid: &SessionId) {
+    let mut st = shared.state.borrow_mut();
+    let done = st
+        .sessions
+        .get(sid)
+        .is_some_and(|s| s.modern && s.in_flight.is_empty() && s.conns().is_empty());
+    if done {
+        st.sessions.remove(sid);
+    }
+}
+
+/// Guarded: a re-issue whose key is still executing joins it. Its stream
+/// opens at once and stays alive with comments; the key's result, when
+/// it is stored, answers it (marked replayed). If the execution ends
+/// without one, the re-issue is told to send again.
+fn join(
+    shared: Rc<Shared>,
+    sid: SessionId,
+    id: RequestId,
+    who: Rc<str>,
+    key: String,
+    cv: serde_json::Value,
+) -> Reply {
+    let (tx, body) = ServerBody::sse();
+    let reply = Reply::new(modern_stream(event_stream(body))).about(Some(&sid), None);
+    tokio::task::spawn_local(async move {
+        joined(&shared, &sid, id, (&who, &key, &cv), tx).await;
+        release(&shared, &sid);
+    });
+    reply
+}
+
+/// The joined execution's wait, then its answer on `tx`.
+async fn joined(
+    shared: &Shared,
+    sid: &SessionId,
+    id: RequestId,
+    (who, key, cv): (&Rc<str>, &str, &serde_json::Value),
+    tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
+) {
+    let msg = loop {
+        match dedup::key_lookup(shared, who, key, cv) {
+            Lookup::Known(KeyState::InFlight) => {}
+            Lookup::Known(KeyState::Done(result)) => {
+                let result = dedup::replayed_result(shared, sid, &id, key, result);
+                break Message::Result {
+                    id: id.clone(),
+                    result: wire::complete(&result),
+                };
+            }
+            Lookup::Unknown | Lookup::OtherArguments => {
+                break Message::Error {
+                        id: Some(id.clone()),
+                        error: ErrorObject::new(
+                            jsonrpc::CONFLICT,
+                            "the execution this request joined stopped before its result: send it again with the same Idempotency-Key",
+                            None,
+                        ),
+                    };
+            }
+        }
+        tokio::select! {
+            biased;
+            _ = tx.closed() => return,
+            _ = tokio::time::sleep(KEEP_ALIVE) => {}
+        }
+        if tx.send(sse::encode_comment("joined")).await.is_err() {
+            return;
+        }
+    };
+    let _ = tx
+        .send(sse::encode(None, Some("message"), &msg.encode(), None))
+        .await;
+}
