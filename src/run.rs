@@ -21,7 +21,7 @@ macro_rules! with_arm {
             Arm::BuiltIn(variant) => {
                 let $sut = BuiltIn {
                     variant,
-                    cfg: $scenario.server.clone(),
+                    cfg: $scenario.server_config(),
                 };
                 $body
             }
@@ -29,7 +29,7 @@ macro_rules! with_arm {
             Arm::Rmcp | Arm::RmcpEs => {
                 let $sut = crate::sdk::Rmcp {
                     event_store: $arm == Arm::RmcpEs,
-                    cfg: $scenario.server.clone(),
+                    cfg: $scenario.server_config(),
                     exposure: crate::server::Exposure::simulated(),
                 };
                 $body
@@ -391,7 +391,7 @@ pub fn finality_check(
     let scenario = valid(scenario, &Options::default())?;
     let sut = BuiltIn {
         variant,
-        cfg: scenario.server.clone(),
+        cfg: scenario.server_config(),
     };
     let sim = simulate(&scenario, seed, &sut, Recording::default())?;
     let world = sim.table.world(sim.out.clients_finished);

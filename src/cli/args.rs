@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// Old spelling of `--clients cursors`.
     #[arg(long, value_enum, hide = true)]
     pub cursor_on_post: Option<CursorOverride>,
+    /// The revision of the MCP wire to run in, 2025-11-25 or 2026-07-28
+    /// (default: the scenario's `era`); the same as `--set era=ERA`.
+    #[arg(long, value_name = "ERA", value_parser = |s: &str| s.parse::<crate::settings::Era>())]
+    pub era: Option<crate::settings::Era>,
 }
 
 impl RunArgs {
@@ -59,7 +63,12 @@ impl RunArgs {
             clients: self
                 .clients
                 .or(self.cursor_on_post.map(|_| run::Profile::Cursors)),
-            sets: self.sets.clone(),
+            sets: self
+                .era
+                .map(|e| ("era".to_string(), e.as_str().to_string()))
+                .into_iter()
+                .chain(self.sets.iter().cloned())
+                .collect(),
             deployment: String::new(),
         })
     }

@@ -209,6 +209,8 @@ pub(super) struct Client {
     pub(super) names: BTreeMap<u64, u64>,
     /// The servers' event ids, numbered.
     pub(super) event_ids: super::event_ids::EventIds,
+    /// Ids given so far to the 2026-07-28 wire's unnumbered events.
+    pub(super) local_ids: u64,
     pub(super) ops: Vec<Op>,
     /// The operations in `OpState::Active`, ascending (kept beside `ops`
     /// so that a long session's scans cost its active calls, not every
@@ -272,6 +274,7 @@ impl Client {
             standalone: None,
             names: BTreeMap::new(),
             event_ids: Default::default(),
+            local_ids: 0,
             active: BTreeSet::new(),
             next_op: 0,
             hold: Hold::default(),
@@ -296,7 +299,13 @@ impl Client {
     /// Whether this client's POSTs present its cursors (`Last-Event-ID`
     /// list, `Mcp-Lost-Requests`). The one place that decides it.
     pub(super) fn cursor_on_post(&self) -> bool {
-        self.g().cursor_on_post
+        self.g().cursor_on_post && !self.modern()
+    }
+
+    /// Whether it speaks the 2026-07-28 wire: no session, no resumption,
+    /// a broken stream's request re-issued with a new id.
+    pub(super) fn modern(&self) -> bool {
+        self.spec.era == crate::settings::Era::Y2026
     }
 
     pub(super) async fn run(&mut self, mut rx: mpsc::UnboundedReceiver<Input>) {

@@ -30,6 +30,8 @@ pub struct ClientSpec {
     pub start_delay_ms: u64,
     /// transport-switch: the call after which the network changes.
     pub switch_after: Option<u32>,
+    /// The revision of the wire it speaks.
+    pub era: crate::settings::Era,
 }
 
 /// How a behaviour answers a stream that ended or broke before its

@@ -461,6 +461,11 @@ impl Exchange {
     }
 
     /// The next SSE event; `None` when the stream ended cleanly.
+    /// Comment lines (keep-alives) read so far on this stream.
+    pub fn comments(&self) -> u64 {
+        self.sse.as_ref().map_or(0, SseDecoder::comments)
+    }
+
     pub async fn next_event(&mut self) -> Result<Option<SseEvent>, Error> {
         loop {
             if let Some(e) = self.pending.pop_front() {

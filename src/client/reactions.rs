@@ -124,7 +124,15 @@ impl Client {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
-        let session = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
+        let mut session = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
+        // The 2026-07-28 wire has no session: `server/discover`'s result
+        // stands for one (a marker the wire never carries).
+        if self.modern()
+            && matches!(s.kind, SlotKind::Init)
+            && matches!(msg, Some(Message::Result { .. }))
+        {
+            session = Some(crate::protocol::modern::VERSION);
+        }
         let data = match &msg {
             Some(Message::Error { error, .. }) => error.data.clone(),
             _ => None,
@@ -315,6 +323,10 @@ impl Client {
     /// session `sid`.
     pub(super) fn initialized(&mut self, sid: SessionId, msg: Option<&Message>) {
         self.session = Some(sid.clone());
+        if self.modern() {
+            // Nothing was negotiated: every request says its version.
+            return self.after_init();
+        }
         self.record(ClientRecord::Session {
             client: self.spec.index,
             session: sid.clone(),
@@ -571,7 +583,14 @@ impl Client {
             });
         }
         let wait = self.backoff(self.ops[op].attempts);
-        match self.policy.on_interrupted(self.transport) {
+        // On the 2026-07-28 wire every behaviour re-issues with a new id:
+        // there is nothing to resume.
+        let on_break = if self.modern() {
+            OnBreak::Repost
+        } else {
+            self.policy.on_interrupted(self.transport)
+        };
+        match on_break {
             OnBreak::Repost => self.repost_after(op, wait),
             OnBreak::Resume { move_on } => {
                 self.schedule_resume(wait, stream);
@@ -667,7 +686,14 @@ impl Client {
     }
 
     pub(super) fn after_init(&mut self) {
-        let more = self.policy.after_init(self.transport, self.spec.delivery);
+        // The 2026-07-28 wire has no standalone stream and no
+        // resources/subscribe (its notifications ride subscriptions/listen,
+        // which no workload here needs).
+        let more = if self.modern() {
+            super::core::AfterInit::default()
+        } else {
+            self.policy.after_init(self.transport, self.spec.delivery)
+        };
         if more.subscribe {
             self.subscribe();
         }

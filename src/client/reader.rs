@@ -327,10 +327,15 @@ async fn reader<C: Connector>(job: Job, connector: C) {
         stream_first,
         session,
     });
+    // A keep-alive comment is a sign of life: a stream silent but for
+    // comments is not broken.
+    let mut comments = 0;
     loop {
         match tokio::time::timeout(read_timeout, ex.next_event()).await {
-            Err(_) if expecting.get() => return send(Input::Broken { slot }),
-            Err(_) => continue,
+            Err(_) if expecting.get() && ex.comments() == comments => {
+                return send(Input::Broken { slot })
+            }
+            Err(_) => comments = ex.comments(),
             Ok(Err(_)) => return send(Input::Broken { slot }),
             Ok(Ok(None)) => {
                 send(Input::End { slot });

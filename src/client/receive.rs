@@ -26,7 +26,16 @@ impl Client {
                 status,
                 stream_first,
                 session,
-            } => self.on_head(slot, status, stream_first, session),
+            } => {
+                self.on_head(slot, status, stream_first, session);
+                // A 2026-07-28 call stream carries no event ids: its
+                // headers name it, as a priming event would.
+                if status == 200 {
+                    if let Some(id) = self.local_id(slot) {
+                        self.on_event(slot, Some(id), false, None);
+                    }
+                }
+            }
             Input::Event {
                 slot,
                 id,
@@ -37,7 +46,10 @@ impl Client {
                 if let Some(e) = endpoint {
                     self.on_endpoint(slot, &e);
                 } else {
-                    let id = id.map(|i| self.event_ids.number(&i));
+                    let id = match id {
+                        Some(i) => Some(self.event_ids.number(&i)),
+                        None => self.local_id(slot),
+                    };
                     self.on_event(slot, id, marker, msg);
                 }
             }
@@ -78,6 +90,24 @@ impl Client {
                 self.on_failed(slot, connected)
             }
         }
+    }
+
+    /// On the 2026-07-28 wire, a fresh id of the client's own for an event
+    /// of a call's stream (which the server does not number): the stream
+    /// is named, and each event is newer than the last. `None` elsewhere.
+    fn local_id(&mut self, slot: SlotId) -> Option<u64> {
+        let call = matches!(
+            self.slots.get(&slot).map(|s| &s.kind),
+            Some(SlotKind::Call { .. })
+        );
+        if !self.modern() || !call {
+            return None;
+        }
+        self.local_ids += 1;
+        Some(
+            self.event_ids
+                .number(&format!("~{slot}.{}", self.local_ids)),
+        )
     }
 
     /// The operation a slot's request is for and, for a call's POST, its

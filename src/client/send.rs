@@ -11,6 +11,7 @@ use crate::history::{ClientRecord, Delivery, Sent, Transport};
 use crate::protocol::headers::{self, CursorEntry, CursorList};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
+use crate::protocol::modern as wire;
 use crate::scenario::ClientGroup;
 use serde_json::json;
 use std::cell::Cell;
@@ -99,8 +100,51 @@ impl Client {
             self.spawn(SlotKind::LegacyOpen, out, true);
             return;
         }
+        if self.modern() {
+            let msg = self.discover_message();
+            let out = self.modern_post(&msg, wire::SERVER_DISCOVER, None);
+            self.spawn(SlotKind::Init, out, true);
+            return;
+        }
         let msg = self.init_message();
         self.spawn(SlotKind::Init, Outgoing::post(None, &msg), true);
+    }
+
+    /// `server/discover`, the 2026-07-28 wire's first request (and the
+    /// record that it went out as this client's initialization).
+    fn discover_message(&self) -> Message {
+        let msg = Message::Request {
+            id: RequestId::Str(format!("discover#{}", self.init_attempts)),
+            method: wire::SERVER_DISCOVER.into(),
+            params: Some(self.with_meta(None)),
+        };
+        self.record(ClientRecord::Sent {
+            client: self.spec.index,
+            what: Sent::Initialize,
+            tag: None,
+            rpc_id: msg.id().cloned(),
+            cursor: None,
+            keyed: false,
+        });
+        msg
+    }
+
+    /// `params` with this client's 2026-07-28 `_meta`.
+    fn with_meta(&self, params: Option<&crate::protocol::Json>) -> crate::protocol::Json {
+        let name = format!("mcp-chaos-client-{}", self.spec.index);
+        wire::with_meta(params, wire::request_meta(json!({}), &name))
+    }
+
+    /// A POST of the 2026-07-28 wire: no session; the version, method and
+    /// name headers mirroring the body.
+    fn modern_post(&self, msg: &Message, method: &str, name: Option<&str>) -> Outgoing {
+        let mut out = Outgoing::post(None, msg)
+            .header(headers::MCP_PROTOCOL_VERSION, wire::VERSION)
+            .header(wire::MCP_METHOD, method);
+        if let Some(n) = name {
+            out = out.header(wire::MCP_NAME, &wire::encode_header(n));
+        }
+        out
     }
 
     /// `initialize` as this client sends it on its current transport (and
@@ -211,8 +255,13 @@ impl Client {
         let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
         o.rpc = Some(rpc.clone());
         let tag = o.tag.clone();
-        let msg = call_request(&tag, &rpc, self.g());
-        let mut out = if self.transport == Transport::Legacy {
+        let mut msg = call_request(&tag, &rpc, self.g());
+        let mut out = if self.modern() {
+            if let Message::Request { params, .. } = &mut msg {
+                *params = Some(self.with_meta(params.as_ref()));
+            }
+            self.modern_post(&msg, mcp::TOOLS_CALL, Some(mcp::LEDGER_APPEND))
+        } else if self.transport == Transport::Legacy {
             let mut o = Outgoing::post(None, &msg);
             o.path = self
                 .legacy_endpoint

@@ -68,6 +68,11 @@ pub enum Cause {
     /// A POST of the operation reached the server and ran, but the client
     /// never saw its response begin (no status, no stream), so it re-sent.
     LostResponseHead,
+    /// An execution of the operation took its effect and ended without its
+    /// result (no restart or crash explains it: the server cancelled it,
+    /// as the 2026-07-28 wire requires when the response stream closes),
+    /// and the client's re-issue ran the tool again.
+    CancelledAfterEffect,
     /// The client re-sent the operation without an `Idempotency-Key` after
     /// losing its stream, and the server ran it again.
     RetryWithoutKey,
@@ -108,6 +113,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::StaleConnection,
     Cause::LostResponseHead,
     Cause::FinRace,
+    Cause::CancelledAfterEffect,
     Cause::RetryWithoutKey,
     Cause::KeyNotHonored,
     Cause::ReplayLiveInterleave,
@@ -130,6 +136,7 @@ impl Cause {
             Cause::WrongReplica => "wrong_replica",
             Cause::StaleConnection => "stale_connection",
             Cause::LostResponseHead => "lost_response_head",
+            Cause::CancelledAfterEffect => "cancelled_after_effect",
             Cause::RetryWithoutKey => "retry_without_key",
             Cause::KeyNotHonored => "key_not_honored",
             Cause::ReplayLiveInterleave => "replay_live_interleave",
@@ -179,6 +186,9 @@ impl Cause {
             Cause::FinRace => {
                 "the connection broke just as the server finished the stream: the server saw a finished stream, the client a broken one, and retried."
             }
+            Cause::CancelledAfterEffect => {
+                "the server cancelled an execution whose effect was already taken (its stream closed), and the client's re-issue ran the tool again."
+            }
             Cause::RetryWithoutKey => {
                 "the client re-sent the call without an `Idempotency-Key` after losing its stream, and the server ran it again."
             }
@@ -224,6 +234,12 @@ impl Cause {
             Cause::WrongReplica => run.deployed && op.refused_404,
             Cause::StaleConnection => op.stale_unrun && op.failures.contains(Failure::Lost),
             Cause::LostResponseHead => op.unseen_attempt_ran,
+            Cause::CancelledAfterEffect => {
+                dup && op
+                    .execs
+                    .iter()
+                    .any(|x| x.committed && x.result_us.is_none())
+            }
             Cause::RetryWithoutKey => dup && op.keyless_retry,
             Cause::KeyNotHonored => dup && !op.keyless_retry,
             Cause::ReplayLiveInterleave => op.failures.contains(Failure::OutOfOrder) && op.resumed,

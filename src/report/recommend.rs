@@ -305,6 +305,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it",
     ),
     (
+        "cancelled_after_effect",
+        "the `guarded` arm with keyed clients (a keyed execution whose effect is taken runs on past the close and its key answers the re-issue), or `effects = \"transactional\"` (a cancelled execution commits nothing)",
+    ),
+    (
         "retry_without_key",
         "clients that send an `Idempotency-Key` on every non-idempotent call (the `keys` profile) to an arm that honours it (`keys`, `guarded`)",
     ),

@@ -258,6 +258,17 @@ pub struct Scenario {
     pub regression: Option<Regression>,
 }
 
+impl Scenario {
+    /// The server's settings for a run of this scenario: its `[server]`
+    /// table, speaking its era's wire.
+    pub fn server_config(&self) -> ServerConfig {
+        ServerConfig {
+            wire: crate::settings::Wire::of(self.era),
+            ..self.server.clone()
+        }
+    }
+}
+
 /// What a regression scenario pins (`[regression]`): a failure of one arm
 /// on its seed, as a hazard the arm is expected to show or as a bug.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

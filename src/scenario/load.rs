@@ -93,6 +93,10 @@ impl Scenario {
     /// (a number, a boolean, a quoted string), else as a bare string.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let named = |e: String| format!("--set {key}={value}: {e}");
+        if key == "era" {
+            self.era = value.trim_matches('"').parse().map_err(named)?;
+            return Ok(());
+        }
         if let Some(field) = key.strip_prefix("client.") {
             for g in &mut self.clients {
                 *g = schema::set_client(g, field, value).map_err(named)?;
@@ -118,6 +122,10 @@ impl Scenario {
 /// told its prefix), an unknown key is told the nearest known one, a
 /// value of the wrong type the type its key takes.
 pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerConfig, String> {
+    if key == "era" {
+        value.trim_matches('"').parse::<crate::settings::Era>()?;
+        return Ok(cfg.clone());
+    }
     if let Some(field) = key.strip_prefix("client.") {
         schema::set_client(&super::ClientGroup::default(), field, value)?;
         return Ok(cfg.clone());
@@ -131,7 +139,7 @@ pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCon
         let fix = if server.contains(&key) {
             format!("server settings are named with their table: --set server.{key}={value}")
         } else {
-            "only [server] and [deployment] settings and client.connections / \
+            "only the era, [server] and [deployment] settings and client.connections / \
              client.pool_idle_ms can be set (--set server.KEY=VALUE, e.g. \
              server.store_capacity=64, or deployment.replicas=3); other tables are edited in \
              the scenario file"

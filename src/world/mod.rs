@@ -185,10 +185,15 @@ fn client_specs(scenario: &Scenario, root_seed: u64, plan: &FaultPlan) -> Vec<(u
                 ClientSpec {
                     index,
                     group: g.clone(),
-                    delivery: scenario.server.delivery,
+                    // The 2026-07-28 wire answers on the POST's own stream.
+                    delivery: match scenario.era {
+                        crate::settings::Era::Y2025 => scenario.server.delivery,
+                        crate::settings::Era::Y2026 => crate::history::Delivery::PostStream,
+                    },
                     drops: plan.drops_for(index),
                     switch_after: plan.switch_for(index),
                     start_delay_ms,
+                    era: scenario.era,
                 },
             ));
             index += 1;
