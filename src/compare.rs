@@ -273,6 +273,58 @@ pub struct Comparison {
     pub matrix: Matrix,
     /// Which scenarios, and how the batch is scheduled.
     pub select: Select,
+    /// `--eras`: the comparison made once per era, each into a directory
+    /// of `out` named for it, and `out/eras.md` beside them (empty: once,
+    /// each scenario in its own era).
+    pub eras: Vec<crate::settings::Era>,
+}
+
+/// `compare --eras`: the comparison once per era (`--set era=ERA` before
+/// the other overrides), into `out/ERA/`, then `out/eras.md` from their
+/// summaries. The exit code is the worst of the eras'.
+fn compare_eras(c: &Comparison) -> anyhow::Result<u8> {
+    let mut code = 0;
+    let mut summaries = Vec::new();
+    for &era in &c.eras {
+        let mut sets = vec![("era".to_string(), era.as_str().to_string())];
+        sets.extend(c.matrix.sets.iter().cloned());
+        let one = Comparison {
+            dir: c.dir.clone(),
+            seeds: c.seeds,
+            jobs: c.jobs,
+            out: c.out.join(era.as_str()),
+            junit: c
+                .junit
+                .as_ref()
+                .map(|j| j.with_extension(format!("{}.xml", era.as_str()))),
+            matrix: Matrix {
+                arms: c.matrix.arms.clone(),
+                profiles: c.matrix.profiles.clone(),
+                sets,
+                deployments: c.matrix.deployments.clone(),
+            },
+            select: Select {
+                only: c.select.only.clone(),
+                control: c.select.control,
+                shrink: c.select.shrink,
+            },
+            eras: Vec::new(),
+        };
+        errln!("mcp-chaos compare --eras: {}", era.as_str());
+        code = code.max(compare(&one)?);
+        let path = one.out.join("summary.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let s: Summary =
+            serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+        summaries.push((era, s));
+    }
+    let view: Vec<(crate::settings::Era, &Summary)> =
+        summaries.iter().map(|(e, s)| (*e, s)).collect();
+    let path = c.out.join("eras.md");
+    write(&path, &report::eras::markdown(&view))?;
+    outln!("wrote {}", path.display());
+    Ok(code)
 }
 
 /// The files a comparison runs: every scenario of `dir`, or those
@@ -307,6 +359,9 @@ fn selected_files(dir: &Path, only: &[String]) -> anyhow::Result<Vec<(String, Sc
 /// and reports written under `out`, the recommendation and headline
 /// printed.
 pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
+    if !c.eras.is_empty() {
+        return compare_eras(c);
+    }
     let (dir, seeds, out, matrix, select) = (&c.dir, &c.seeds, &c.out, &c.matrix, &c.select);
     let files = selected_files(dir, &select.only)?;
     for (path, scenario) in &files {

@@ -309,6 +309,11 @@ pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String
     for (k, v) in &opts.sets {
         s.set(k, v)?;
     }
+    // `[expect.<arm>]` is written for the scenario's own era: in another
+    // one (`--era`, `compare --eras`) nothing is expected.
+    if s.era != scenario.era {
+        s.expect = Default::default();
+    }
     crate::check::validate(&s)?;
     Ok(s)
 }
@@ -321,7 +326,13 @@ fn client_table<S: SystemUnderTest>(
     sut: &S,
 ) -> (oracle::stream::Table, usize) {
     let labels: Vec<String> = scenario.clients.iter().map(class_label).collect();
-    let placed = world::placement(scenario, sut.legacy_transport());
+    let placed = world::placement(
+        scenario,
+        world::Serves {
+            legacy: sut.legacy_transport(),
+            y2026: sut.speaks_2026(),
+        },
+    );
     let table = oracle::stream::Table {
         classes: placed.iter().map(|c| labels[c.group].clone()).collect(),
         calls: placed

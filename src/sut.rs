@@ -53,6 +53,12 @@ pub trait SystemUnderTest {
         true
     }
 
+    /// Whether it takes part in the 2026-07-28 wire: when not, every
+    /// client of a scenario in that era is *not applicable* to it.
+    fn speaks_2026(&self) -> bool {
+        true
+    }
+
     /// Whether its replicas keep what they share on the deployment's
     /// shared store (`deployment.store = "shared"`): when not (a server
     /// with its own in-memory sessions, as the SDKs ship), the world hosts
@@ -95,6 +101,12 @@ impl SystemUnderTest for BuiltIn {
 
     fn shared_store(&self) -> bool {
         true
+    }
+
+    /// `cancel` is the 2026-07-28 remedy on the 2025-11-25 wire: on the
+    /// new wire every arm cancels on close, so it stands for nothing there.
+    fn speaks_2026(&self) -> bool {
+        self.variant != Variant::Cancel
     }
 
     fn serve<L: Listener + 'static>(

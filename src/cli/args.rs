@@ -303,6 +303,29 @@ pub struct CompareArgs {
     /// scenario's own, unlabelled).
     #[arg(long, value_name = "KEY=VALUE,…;…", value_parser = parse_deployments)]
     pub deployments: Option<Deployments>,
+    /// Run the comparison once per era, comma-separated, e.g.
+    /// 2025-11-25,2026-07-28: each into a directory of --out named for it,
+    /// and --out/eras.md sets them side by side (failed per 1,000 by cause
+    /// for era x client profile x arm, what to deploy in each). Default:
+    /// once, each scenario in its own era.
+    #[arg(long, value_name = "ERA,…", value_parser = parse_eras)]
+    pub eras: Option<Eras>,
+}
+
+/// `--eras`' value: distinct eras, in the order given.
+#[derive(Clone, Debug)]
+pub struct Eras(pub Vec<crate::settings::Era>);
+
+fn parse_eras(s: &str) -> Result<Eras, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let e: crate::settings::Era = part.parse()?;
+        if out.contains(&e) {
+            return Err(format!("{part} twice: name each era once"));
+        }
+        out.push(e);
+    }
+    Ok(Eras(out))
 }
 
 // `sweep`'s flags (no doc comment: clap would take it for the

@@ -43,6 +43,7 @@ impl CompareArgs {
                 control: self.control.control(),
                 shrink: self.shrink,
             },
+            eras: self.eras.map(|e| e.0).unwrap_or_default(),
         })
     }
 }

@@ -172,6 +172,14 @@ impl Client {
         let Some(s) = self.slots.get(&slot) else {
             return;
         };
+        // `server/discover` answered on a stream (as rmcp answers it): its
+        // result follows there and stands for a session, as in `on_json`.
+        let session = match session {
+            None if self.modern() && status == 200 && matches!(s.kind, SlotKind::Init) => {
+                Some(crate::protocol::modern::VERSION.to_string())
+            }
+            other => other,
+        };
         // The exchange goes on: its slot stays.
         let answer = Answer::Stream {
             status,

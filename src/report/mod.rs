@@ -6,6 +6,7 @@ mod calibration;
 mod commands;
 mod conclude;
 mod deployments;
+pub mod eras;
 mod html;
 mod junit;
 mod matrix;

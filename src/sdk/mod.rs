@@ -77,6 +77,13 @@ impl SystemUnderTest for Rmcp {
         false
     }
 
+    /// `rmcp` runs rmcp's stateless path; `rmcp-es` (its event store,
+    /// which resumes streams) has nothing to add on a wire without
+    /// resumption.
+    fn speaks_2026(&self) -> bool {
+        !self.event_store
+    }
+
     fn legacy_transport(&self) -> bool {
         false
     }

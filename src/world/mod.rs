@@ -254,9 +254,12 @@ pub fn run_recorded<S: SystemUnderTest>(
         host_replicas(&mut sim, sut, root_seed, replicas, &history, &ledger);
         host_balancer(&mut sim, d, d.replicas + added, control, &history);
     }
-    let legacy = sut.legacy_transport();
+    let serves = Serves {
+        legacy: sut.legacy_transport(),
+        y2026: sut.speaks_2026(),
+    };
     let clients = host_clients(
-        &mut sim, scenario, root_seed, &plan, legacy, &history, &front,
+        &mut sim, scenario, root_seed, &plan, serves, &history, &front,
     );
     let mut schedule = Schedule::new(&plan, scenario, &clients, front);
     let driver = Driver {
@@ -470,11 +473,11 @@ fn host_clients(
     scenario: &Scenario,
     root_seed: u64,
     plan: &FaultPlan,
-    legacy: bool,
+    serves: Serves,
     history: &History,
     front: &Front,
 ) -> Vec<Placed> {
-    let table = placement(scenario, legacy);
+    let table = placement(scenario, serves);
     let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
     for ((host, spec), p) in client_specs(scenario, root_seed, plan)
         .into_iter()
@@ -511,7 +514,22 @@ fn host_clients(
 /// Where each client of `scenario` runs and whether it does (a legacy
 /// client of a system without the legacy transport does not): known
 /// before the run, so the oracle can be set up to judge as records arrive.
-pub fn placement(scenario: &Scenario, legacy: bool) -> Vec<Placed> {
+/// What a system under test serves, as placement asks.
+#[derive(Clone, Copy, Debug)]
+pub struct Serves {
+    /// The legacy HTTP+SSE transport ([`SystemUnderTest::legacy_transport`]).
+    pub legacy: bool,
+    /// The 2026-07-28 wire ([`SystemUnderTest::speaks_2026`]).
+    pub y2026: bool,
+}
+
+/// Where each client runs, and whether it runs at all: a client is *not
+/// applicable* to a server that does not serve its transport (a legacy
+/// client, a server without HTTP+SSE), and on the 2026-07-28 wire to a
+/// server that does not speak it, or when it is a transport switcher
+/// (that wire has no legacy transport to switch from).
+pub fn placement(scenario: &Scenario, serves: Serves) -> Vec<Placed> {
+    let modern = scenario.era == crate::settings::Era::Y2026;
     let mut out = Vec::new();
     for (group, g) in scenario.clients.iter().enumerate() {
         for _ in 0..g.count {
@@ -520,7 +538,8 @@ pub fn placement(scenario: &Scenario, legacy: bool) -> Vec<Placed> {
                 index,
                 group,
                 host: index % scenario.network.client_hosts,
-                runs: legacy || !g.behaviour.is_legacy(),
+                runs: (serves.legacy || !g.behaviour.is_legacy())
+                    && (!modern || (serves.y2026 && !g.behaviour.is_legacy())),
             });
         }
     }
