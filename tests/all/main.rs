@@ -15,6 +15,7 @@ mod cli;
 mod cli_loop;
 mod deploy;
 mod deploy_matrix;
+mod eras;
 mod first_contact;
 mod keepalive;
 mod loopback;
