@@ -137,6 +137,17 @@ pub(super) async fn answer(
         mcp::TOOLS_LIST => done(Ok(tools_list(shared))),
         mcp::TOOLS_CALL => call(shared, h, id.clone(), params, conn).await,
         wire::SUBSCRIPTIONS_LISTEN => listen(&id, params.as_ref()),
+        "prompts/get"
+            if shared.exposure.fixtures.offered()
+                && params.as_ref().and_then(|p| p.get("name")).and_then(|n| n.as_str()).as_deref()
+                    == Some(super::fixtures::input_required::PROMPT) =>
+        {
+            let v = params.as_ref().map_or(serde_json::Value::Null, Json::to_value);
+            fixture_result(
+                super::fixtures::input_required::prompt(&v, shared.asks.state_key()),
+                &id,
+            )
+        }
         m => match super::fixtures::request(shared, m, params.as_ref()) {
             Some(result) => done(result),
             None if m == mcp::RESOURCES_LIST => done(Ok(mcp::resources_list_result())),
@@ -243,9 +254,29 @@ fn tools_list(shared: &Shared) -> Json {
         tools.sort_by_key(|t| t["name"] != mcp::LEDGER_READ);
         if shared.exposure.fixtures.offered() {
             tools.extend(super::fixtures::stateless::tools());
+            tools.extend(super::fixtures::input_required::tools());
         }
     }
     v.into()
+}
+
+/// An input-required fixture's answer, as JSON: its result (complete or
+/// input-required), or its JSON-RPC error (HTTP 200; a missing
+/// capability, 400).
+fn fixture_result(r: Result<Json, ErrorObject>, id: &RequestId) -> Reply {
+    Reply::new(match r {
+        Ok(result) => json_response(
+            StatusCode::OK,
+            &Message::Result {
+                id: id.clone(),
+                result,
+            },
+        ),
+        Err(e) if e.code == wire::MISSING_CAPABILITY => {
+            error_with(StatusCode::BAD_REQUEST, Some(id.clone()), e)
+        }
+        Err(e) => error_with(StatusCode::OK, Some(id.clone()), e),
+    })
 }
 
 /// A stateless fixture's answer: 400 for a refusal, else its messages as
@@ -321,6 +352,13 @@ async fn call(
     if shared.exposure.fixtures.offered() {
         if let Some(a) = super::fixtures::stateless::call(&p.name, &id, params.as_ref()) {
             return fixture_answer(a, &id);
+        }
+        let v = params
+            .as_ref()
+            .map_or(serde_json::Value::Null, Json::to_value);
+        let key = shared.asks.state_key();
+        if let Some(r) = super::fixtures::input_required::call(&p.name, &v, key) {
+            return fixture_result(r, &id);
         }
     }
     let inv = match super::tools::validate(shared, &p.name, &p.arguments) {
