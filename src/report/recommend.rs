@@ -240,10 +240,17 @@ fn rank(a: &Standing, b: &Standing) -> std::cmp::Ordering {
 pub fn recommend(s: &Summary) -> Option<Recommendation> {
     let ranked = standings(s);
     let first = ranked.first()?;
+    // The baseline runs with the settings every configuration shares (a
+    // `--set` given to the whole comparison, such as `era=`), else none.
+    let shared = if ranked.iter().all(|x| x.settings == first.settings) {
+        first.settings.clone()
+    } else {
+        Vec::new()
+    };
     let baseline = [AS_WRITTEN, "plain"].iter().find_map(|p| {
         ranked
             .iter()
-            .position(|x| x.server == "unguarded" && x.clients == *p && x.settings.is_empty())
+            .position(|x| x.server == "unguarded" && x.clients == *p && x.settings == shared)
     });
     Some(Recommendation {
         server: first.server.clone(),
@@ -760,6 +767,42 @@ mod tests {
         assert_eq!(rec.ranked[1].server, "keys");
         let md = markdown(&s, &Beside::default());
         assert!(md.contains("No operation failed under it"), "{md}");
+    }
+
+    /// A `--set` the whole comparison shares (`era=2026-07-28`) is the
+    /// baseline's too; a setting only some runs have is not.
+    #[test]
+    fn the_baseline_shares_the_settings_every_run_shares() {
+        let t = template();
+        let with = |r: RunReport, sets: &[&str]| RunReport {
+            overrides: sets.iter().map(|x| x.to_string()).collect(),
+            ..r
+        };
+        let era = ["era=2026-07-28"];
+        let s = summary(vec![
+            with(run_of(&t, ("a", "guarded", 0), (0, 100), "", &[]), &era),
+            with(
+                run_of(
+                    &t,
+                    ("a", "unguarded", 0),
+                    (9, 100),
+                    "cancelled_after_effect",
+                    &[],
+                ),
+                &era,
+            ),
+        ]);
+        let rec = recommend(&s).unwrap();
+        assert_eq!(rec.baseline().map(|b| b.server.as_str()), Some("unguarded"));
+        let mixed = summary(vec![
+            with(run_of(&t, ("a", "guarded", 0), (0, 100), "", &[]), &era),
+            with(
+                run_of(&t, ("a", "unguarded", 0), (9, 100), "eviction", &[]),
+                &era,
+            ),
+            run_of(&t, ("a", "keys", 0), (1, 100), "eviction", &[]),
+        ]);
+        assert!(recommend(&mixed).unwrap().baseline().is_none());
     }
 
     #[test]
