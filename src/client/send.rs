@@ -113,11 +113,15 @@ impl Client {
     /// `server/discover`, the 2026-07-28 wire's first request (and the
     /// record that it went out as this client's initialization).
     fn discover_message(&self) -> Message {
-        let msg = Message::Request {
+        self.sent_init(Message::Request {
             id: RequestId::Str(format!("discover#{}", self.init_attempts)),
             method: wire::SERVER_DISCOVER.into(),
             params: Some(self.with_meta(None)),
-        };
+        })
+    }
+
+    /// `msg`, the client's initialization, once its record is written.
+    fn sent_init(&self, msg: Message) -> Message {
         self.record(ClientRecord::Sent {
             client: self.spec.index,
             what: Sent::Initialize,
@@ -153,16 +157,7 @@ impl Client {
     /// capability set there, and a newer revision and another set on
     /// streamable HTTP.
     pub(super) fn init_message(&self) -> Message {
-        let msg = self.init_request();
-        self.record(ClientRecord::Sent {
-            client: self.spec.index,
-            what: Sent::Initialize,
-            tag: None,
-            rpc_id: msg.id().cloned(),
-            cursor: None,
-            keyed: false,
-        });
-        msg
+        self.sent_init(self.init_request())
     }
 
     pub(super) fn init_request(&self) -> Message {

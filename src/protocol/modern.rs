@@ -80,7 +80,10 @@ pub fn name_of(method: &str, params: Option<&Json>) -> Option<String> {
     let field = match method {
         "tools/call" | "prompts/get" => "name",
         "resources/read" => "uri",
-        m if m.starts_with("tasks/") => "taskId",
+        // The tasks extension's methods that name a task (`tasks/result`
+        // and `tasks/list` are gone: they are unknown methods, not
+        // header mismatches).
+        "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
         _ => return None,
     };
     params?.get(field)?.as_str().map(|c| c.into_owned())
@@ -216,6 +219,7 @@ mod tests {
         assert_eq!(name_of("tools/list", Some(&p)), None);
         let t = Json::from_value(&json!({"taskId": "t-1"}));
         assert_eq!(name_of("tasks/get", Some(&t)).as_deref(), Some("t-1"));
+        assert_eq!(name_of("tasks/result", Some(&t)), None);
     }
 
     #[test]

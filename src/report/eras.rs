@@ -242,29 +242,17 @@ mod tests {
     use crate::oracle::Metrics;
 
     fn agg(scenario: &str, server: &str, clients: &str, ops: u64, failed: u64) -> Aggregate {
-        let mut metrics = Metrics {
+        let metrics = Metrics {
             operations: ops,
             ops_failed: failed,
             ..Metrics::default()
         };
-        if failed > 0 {
-            metrics
-                .failures_by_cause
-                .insert("cancelled_after_effect".into(), failed);
-        }
-        Aggregate {
-            scenario: scenario.into(),
-            server: server.into(),
-            clients: clients.into(),
-            deployment: String::new(),
-            topology: None,
-            runs: 1,
-            failed_runs: 0,
+        Aggregate::for_test(
+            (scenario, server, clients),
+            1,
             metrics,
-            faults: Default::default(),
-            not_applicable_clients: 0,
-            store_round_trips: 0,
-        }
+            "cancelled_after_effect",
+        )
     }
 
     fn summary(aggs: Vec<Aggregate>) -> Summary {

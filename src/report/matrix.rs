@@ -319,34 +319,16 @@ pub fn html(s: &Summary) -> String {
 mod tests {
     use super::*;
     use crate::oracle::Metrics;
-    use crate::run::Faults;
 
     fn agg(scenario: &str, server: &str, clients: &str, failed: u64) -> Aggregate {
-        let mut metrics = Metrics {
+        let metrics = Metrics {
             operations: 10,
             ops_failed: failed,
             ops_ok: 10 - failed,
             extra_executions: failed,
             ..Metrics::default()
         };
-        if failed > 0 {
-            metrics
-                .failures_by_cause
-                .insert("retry_without_key".into(), failed);
-        }
-        Aggregate {
-            scenario: scenario.into(),
-            server: server.into(),
-            clients: clients.into(),
-            deployment: String::new(),
-            topology: None,
-            runs: 2,
-            failed_runs: 0,
-            metrics,
-            faults: Faults::default(),
-            not_applicable_clients: 0,
-            store_round_trips: 0,
-        }
+        Aggregate::for_test((scenario, server, clients), 2, metrics, "retry_without_key")
     }
 
     #[test]

@@ -52,6 +52,39 @@ pub struct Aggregate {
     pub store_round_trips: u64,
 }
 
+#[cfg(test)]
+impl Aggregate {
+    /// An aggregate of `runs` runs of `server` on `scenario` with
+    /// `clients`, one-server world, `failed` operations of `metrics`
+    /// failed with `cause` (the reports' tests build their summaries of
+    /// these).
+    pub(crate) fn for_test(
+        (scenario, server, clients): (&str, &str, &str),
+        runs: u64,
+        mut metrics: Metrics,
+        cause: &str,
+    ) -> Aggregate {
+        if metrics.ops_failed > 0 {
+            metrics
+                .failures_by_cause
+                .insert(cause.into(), metrics.ops_failed);
+        }
+        Aggregate {
+            scenario: scenario.into(),
+            server: server.into(),
+            clients: clients.into(),
+            deployment: String::new(),
+            topology: None,
+            runs,
+            failed_runs: 0,
+            metrics,
+            faults: run::Faults::default(),
+            not_applicable_clients: 0,
+            store_round_trips: 0,
+        }
+    }
+}
+
 impl Aggregate {
     /// None of its runs' clients could run against the arm (legacy clients
     /// of an arm without that transport): nothing to judge.
