@@ -115,16 +115,26 @@ fn expectations(s: &Scenario) -> Result<(), String> {
             ));
         }
     }
-    for (server, e) in &s.expect.0 {
-        if !Arm::NAMES.contains(&server.as_str()) {
+    for (table_name, e) in s.expect.all() {
+        // `arm`, or `era.arm` (an era's own table).
+        let server = table_name.rsplit('.').next().unwrap_or(&table_name);
+        if !Arm::NAMES.contains(&server) {
             return Err(format!(
-                "expect.{server}: unknown server arm: use one of {}",
-                Arm::NAMES.join(", ")
+                "expect.{table_name}: unknown server arm: use one of {}{}",
+                Arm::NAMES.join(", "),
+                if table_name.contains('.') {
+                    ""
+                } else {
+                    " (or an era, 2025-11-25 or 2026-07-28, holding arms' tables)"
+                }
             ));
         }
         for (bound, table) in [("min", &e.min), ("max", &e.max)] {
             if let Some(name) = table.keys().find(|m| !Metrics::is_known(m)) {
-                return Err(unknown_metric(&format!("expect.{server}.{bound}"), name));
+                return Err(unknown_metric(
+                    &format!("expect.{table_name}.{bound}"),
+                    name,
+                ));
             }
         }
     }

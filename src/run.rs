@@ -310,10 +310,8 @@ pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String
         s.set(k, v)?;
     }
     // `[expect.<arm>]` is written for the scenario's own era: in another
-    // one (`--era`, `compare --eras`) nothing is expected.
-    if s.era != scenario.era {
-        s.expect = Default::default();
-    }
+    // one (`--era`, `compare --eras`) only `[expect.<era>.<arm>]` holds.
+    s.expect = scenario.expect.in_era(scenario.era, s.era);
     crate::check::validate(&s)?;
     Ok(s)
 }

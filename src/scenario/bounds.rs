@@ -467,7 +467,7 @@ impl Scenario {
     /// No metric's min is above its max (whether the arms and metrics
     /// exist is checked above the loader, `crate::check`).
     fn validate_expectations(&self) -> Result<(), String> {
-        for (server, e) in &self.expect.0 {
+        for (server, e) in self.expect.all() {
             for (name, min) in &e.min {
                 if let Some(max) = e.max.get(name) {
                     if min > max {

@@ -195,12 +195,88 @@ pub struct Expect {
 }
 
 /// Expectations per arm (`[expect.<arm>]`: `guarded`, `unguarded`, `keys`, `cancel`,
-/// `rmcp`, `rmcp-es`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(transparent)]
-pub struct Expectations(pub BTreeMap<String, Expect>);
+/// `rmcp`, `rmcp-es`), for the scenario's own era; and per era and arm
+/// (`[expect.<era>.<arm>]`), for a run in that era (in its own era they
+/// replace the arm's own table).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Expectations(
+    pub BTreeMap<String, Expect>,
+    pub BTreeMap<Era, BTreeMap<String, Expect>>,
+);
+
+impl Serialize for Expectations {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Entry<'a> {
+            Arm(&'a Expect),
+            Era(&'a BTreeMap<String, Expect>),
+        }
+        let mut m: BTreeMap<&str, Entry> = BTreeMap::new();
+        for (arm, e) in &self.0 {
+            m.insert(arm, Entry::Arm(e));
+        }
+        for (era, arms) in &self.1 {
+            m.insert(era.as_str(), Entry::Era(arms));
+        }
+        m.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Expectations {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let raw: BTreeMap<String, toml::Value> = BTreeMap::deserialize(d)?;
+        let mut out = Expectations::default();
+        for (key, v) in raw {
+            match key.parse::<Era>() {
+                Ok(era) => {
+                    let arms: BTreeMap<String, Expect> = v
+                        .try_into()
+                        .map_err(|e| D::Error::custom(format!("expect.{key}: {e}")))?;
+                    out.1.insert(era, arms);
+                }
+                Err(_) => {
+                    let e: Expect = v
+                        .try_into()
+                        .map_err(|e| D::Error::custom(format!("expect.{key}: {e}")))?;
+                    out.0.insert(key, e);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
 
 impl Expectations {
+    /// Every table with the name it is written under (`arm`, or
+    /// `era.arm`).
+    pub fn all(&self) -> Vec<(String, &Expect)> {
+        let mut v: Vec<(String, &Expect)> = self.0.iter().map(|(a, e)| (a.clone(), e)).collect();
+        for (era, arms) in &self.1 {
+            v.extend(
+                arms.iter()
+                    .map(|(a, e)| (format!("{}.{a}", era.as_str()), e)),
+            );
+        }
+        v
+    }
+
+    /// The expectations of a run in `era` of a scenario written for
+    /// `own`: its own tables, with the era's replacing them, in its own
+    /// era; only the era's tables in another.
+    pub fn in_era(&self, own: Era, era: Era) -> Expectations {
+        let mut arms = if era == own {
+            self.0.clone()
+        } else {
+            BTreeMap::new()
+        };
+        if let Some(e) = self.1.get(&era) {
+            arms.extend(e.iter().map(|(a, x)| (a.clone(), x.clone())));
+        }
+        Expectations(arms, BTreeMap::new())
+    }
+
     /// What the arm named `arm` must show (nothing, when the scenario
     /// says nothing about it).
     pub fn of(&self, arm: &str) -> Expect {

@@ -203,6 +203,41 @@ duration_ms = 1000
 behaviour = "retry-by-post"
 "#;
 
+    /// `[expect.<era>.<arm>]` beside `[expect.<arm>]`: read apart, written
+    /// back as they were, picked by the run's era; a bad table names its
+    /// place.
+    #[test]
+    fn era_expectations_parse_round_trip_and_apply_in_their_era() {
+        use crate::settings::Era;
+        let s = Scenario::parse(
+            r#"
+name = "t"
+duration_ms = 1000
+era = "2026-07-28"
+[[clients]]
+behaviour = "retry-by-post"
+[expect.guarded.max]
+ops_failed = 0
+[expect."2025-11-25".guarded.max]
+ops_failed = 1
+"#,
+        )
+        .unwrap();
+        assert_eq!(s.expect.0["guarded"].max["ops_failed"], 0);
+        assert_eq!(s.expect.1[&Era::Y2025]["guarded"].max["ops_failed"], 1);
+        let written = toml::to_string(&s.expect).unwrap();
+        let again: crate::scenario::Expectations = toml::from_str(&written).unwrap();
+        assert_eq!(again, s.expect, "written back as read: {written}");
+        let own = s.expect.in_era(Era::Y2026, Era::Y2026);
+        assert_eq!(own.of("guarded").max["ops_failed"], 0);
+        let old = s.expect.in_era(Era::Y2026, Era::Y2025);
+        assert_eq!(old.of("guarded").max["ops_failed"], 1);
+        assert!(old.1.is_empty());
+        let bad = format!("{MIN}[expect.\"2026-07-28\".guarded]\nmxa = {{}}\n");
+        let e = Scenario::parse(&bad).unwrap_err().to_string();
+        assert!(e.contains("expect.2026-07-28"), "{e}");
+    }
+
     #[test]
     fn a_minimal_scenario_takes_defaults() {
         let s = Scenario::parse(MIN).unwrap();

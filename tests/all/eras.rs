@@ -138,8 +138,9 @@ fn what_is_not_applicable_on_the_new_wire() {
     assert_eq!(go(&flaky, 0, "cancel", None, &era).verdict, NOT_APPLICABLE);
     let cross = scenario("sims/seed-004-cross-transport.toml");
     assert_eq!(go(&cross, 0, "guarded", None, &era).verdict, NOT_APPLICABLE);
-    // The cause scenario expects its cause under unguarded in its own era
-    // (2026-07-28); in 2025-11-25 nothing is expected, so it passes.
+    // The cause scenario expects `cancelled_after_effect` under unguarded
+    // in its own era (2026-07-28) and, by `[expect."2025-11-25".unguarded]`,
+    // `key_not_honored` on the old wire: each holds in its era.
     let s = scenario(CAUSE);
     let r = go(&s, 0, "unguarded", None, &[("era", "2025-11-25")]);
     assert!(
@@ -152,6 +153,30 @@ fn what_is_not_applicable_on_the_new_wire() {
         "re-posted on the old wire, its key ignored by unguarded"
     );
     assert!(r.metrics.failures_by_cause.contains_key("key_not_honored"));
+    // An era's table is read in its era only: one nothing can meet breaks
+    // there and nowhere else.
+    let mut strict = s.clone();
+    let mut never = mcp_chaos::scenario::Expect::default();
+    never.min.insert("operations".into(), 1_000_000);
+    strict
+        .expect
+        .1
+        .entry(Era::Y2025)
+        .or_default()
+        .insert("guarded".into(), never);
+    let old = go(&strict, 0, "guarded", None, &[("era", "2025-11-25")]);
+    assert_eq!(
+        old.failed_expectations.len(),
+        1,
+        "{:?}",
+        old.failed_expectations
+    );
+    let own = go(&strict, 0, "guarded", None, &[]);
+    assert!(
+        own.failed_expectations.is_empty(),
+        "{:?}",
+        own.failed_expectations
+    );
 }
 
 /// `compare --eras`: one summary per era, each in its directory, and
