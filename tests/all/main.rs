@@ -25,6 +25,7 @@ mod probe;
 mod report;
 mod rmcp;
 mod serve;
+mod serve_2026;
 mod serve_edges;
 mod serve_fixtures;
 mod shrink_loop;

@@ -1,0 +1,139 @@
+//! `serve --era 2026-07-28` (and `--era both`) over real TCP, without
+//! Node: the checks in the order the transport gives them, discover with
+//! no session, GET refused, guarded's keyless refusal, a keyed call's
+//! stream with `resultType` and no event ids. CI runs the official suite
+//! itself (tests/conformance/run --era 2026-07-28).
+
+use super::serve::{Conn, Resp, Served};
+use serde_json::{json, Value};
+
+const V: &str = "2026-07-28";
+
+fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+/// A 2026 POST of `method` with `params` (its `_meta` added unless it has
+/// one) and `headers` beyond the version and method headers.
+fn post(c: &mut Conn, id: u64, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Resp {
+    if params.get("_meta").is_none() {
+        params["_meta"] = meta();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut h = vec![("mcp-protocol-version", V), ("mcp-method", method)];
+    h.extend_from_slice(extra);
+    c.send("POST", &h, &body.to_string())
+}
+
+fn error_code(r: &Resp) -> i64 {
+    let v: Value = serde_json::from_str(&r.body).unwrap_or_else(|_| panic!("JSON: {r:?}"));
+    v["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("an error: {r:?}"))
+}
+
+#[test]
+fn the_new_wire_checks_in_order_and_keeps_no_session() {
+    let s = Served::start(&["--server", "guarded", "--era", V]);
+    let mut c = s.connect();
+    let r = post(&mut c, 1, "server/discover", json!({}), &[]);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.header("mcp-session-id").is_none(),
+        "no session on this wire"
+    );
+    let v: Value = serde_json::from_str(&r.body).unwrap();
+    assert_eq!(v["result"]["supportedVersions"], json!([V]));
+    assert_eq!(v["result"]["resultType"], "complete");
+    // A missing version header comes first, then `_meta`, then a header
+    // that is not the body's.
+    let body =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta()}});
+    let r = c.send("POST", &[("mcp-method", "tools/list")], &body.to_string());
+    assert_eq!((r.status, error_code(&r)), (400, -32020), "{r:?}");
+    let r = post(
+        &mut c,
+        3,
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": V}}),
+        &[],
+    );
+    assert_eq!((r.status, error_code(&r)), (400, -32602), "{r:?}");
+    let r = post(
+        &mut c,
+        4,
+        "tools/call",
+        json!({"name": "ledger_read", "arguments": {}}),
+        &[("mcp-name", "ledger_append")],
+    );
+    assert_eq!((r.status, error_code(&r)), (400, -32020), "{r:?}");
+    let r = post(&mut c, 5, "ping", json!({}), &[]);
+    assert_eq!((r.status, error_code(&r)), (404, -32601), "{r:?}");
+    let r = c.send("GET", &[("mcp-protocol-version", V)], "");
+    assert_eq!(r.status, 405, "{r:?}");
+    assert_eq!(r.header("allow"), Some("POST"));
+}
+
+#[test]
+fn guarded_wants_a_key_and_a_keyed_call_streams_without_ids() {
+    let s = Served::start(&["--server", "guarded", "--era", V]);
+    let mut c = s.connect();
+    let call = json!({"name": "ledger_append", "arguments": {"tag": "t1", "chunks": 3},
+        "_meta": {"progressToken": "p", "io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientCapabilities": {}}});
+    let named = [("mcp-name", "ledger_append")];
+    let r = post(&mut c, 1, "tools/call", call.clone(), &named);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.body.contains("Idempotency-Key") && r.body.contains("bearer token"),
+        "{r:?}"
+    );
+    let keyed = [
+        ("mcp-name", "ledger_append"),
+        ("authorization", "Bearer b1"),
+        ("idempotency-key", "k1"),
+    ];
+    let r = post(&mut c, 2, "tools/call", call.clone(), &keyed);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.header("x-accel-buffering"), Some("no"));
+    assert!(
+        !r.body.lines().any(|l| l.starts_with("id:")),
+        "no event ids: {}",
+        r.body
+    );
+    let last: Value = r
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|d| !d.is_empty())
+        .map(|d| serde_json::from_str(d).unwrap())
+        .expect("a result event");
+    assert_eq!(last["result"]["resultType"], "complete", "{last}");
+    // The same key again: the stored result, not a second execution.
+    let r = post(&mut c, 3, "tools/call", call, &keyed);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.body.contains("\"executions\\\":1"),
+        "one execution: {}",
+        r.body
+    );
+}
+
+#[test]
+fn both_wires_on_one_endpoint() {
+    let s = Served::start(&["--server", "unguarded", "--era", "both"]);
+    let mut c = s.connect();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = c.send("POST", &[], &init.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.header("mcp-session-id").is_some(),
+        "the 2025 path issues a session"
+    );
+    let r = post(&mut c, 2, "server/discover", json!({}), &[]);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("mcp-session-id").is_none());
+}
