@@ -143,11 +143,6 @@ impl Wire {
             Era::Y2026 => Wire::Y2026,
         }
     }
-
-    /// Whether it serves the 2026-07-28 path at all.
-    pub fn speaks_2026(self) -> bool {
-        self != Wire::Y2025
-    }
 }
 
 /// What a resume re-sends (`[server] replay`).

@@ -124,15 +124,10 @@ impl Client {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
-        let mut session = h.get(headers::MCP_SESSION_ID).and_then(|v| v.to_str().ok());
-        // The 2026-07-28 wire has no session: `server/discover`'s result
-        // stands for one (a marker the wire never carries).
-        if self.modern()
-            && matches!(s.kind, SlotKind::Init)
-            && matches!(msg, Some(Message::Result { .. }))
-        {
-            session = Some(crate::protocol::modern::VERSION);
-        }
+        let session = h
+            .get(headers::MCP_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .or_else(|| self.discovered(&s, matches!(msg, Some(Message::Result { .. }))));
         let data = match &msg {
             Some(Message::Error { error, .. }) => error.data.clone(),
             _ => None,
@@ -161,6 +156,14 @@ impl Client {
         self.react(&s, answer, &ex);
     }
 
+    /// The 2026-07-28 wire has no session: an answer to `server/discover`
+    /// (`ok`: a result, or a stream that will carry it) stands for one, by
+    /// a marker the wire never carries.
+    fn discovered(&self, s: &Slot, ok: bool) -> Option<&'static str> {
+        (self.modern() && ok && matches!(s.kind, SlotKind::Init))
+            .then_some(crate::protocol::modern::VERSION)
+    }
+
     /// SSE response headers on `slot`.
     pub(super) fn on_head(
         &mut self,
@@ -173,13 +176,8 @@ impl Client {
             return;
         };
         // `server/discover` answered on a stream (as rmcp answers it): its
-        // result follows there and stands for a session, as in `on_json`.
-        let session = match session {
-            None if self.modern() && status == 200 && matches!(s.kind, SlotKind::Init) => {
-                Some(crate::protocol::modern::VERSION.to_string())
-            }
-            other => other,
-        };
+        // result follows there.
+        let session = session.or_else(|| self.discovered(s, status == 200).map(str::to_string));
         // The exchange goes on: its slot stays.
         let answer = Answer::Stream {
             status,

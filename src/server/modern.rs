@@ -136,7 +136,7 @@ pub(super) async fn answer(
         wire::SERVER_DISCOVER => done(Ok(discover(shared))),
         mcp::TOOLS_LIST => done(Ok(tools_list(shared))),
         mcp::TOOLS_CALL => call(shared, h, id.clone(), params, conn).await,
-        wire::SUBSCRIPTIONS_LISTEN => listen(&id, params.as_ref()),
+        wire::SUBSCRIPTIONS_LISTEN => listen(&id),
         "prompts/get"
             if shared.exposure.fixtures.offered()
                 && params.as_ref().and_then(|p| p.get("name")).and_then(|n| n.as_str()).as_deref()
@@ -299,7 +299,7 @@ fn fixture_answer(answer: super::fixtures::stateless::Answer, id: &RequestId) ->
 /// `subscriptions/listen`: acknowledged with nothing honoured (this server
 /// changes no list and no resource the 2026 path serves), then held open
 /// until the client closes it.
-fn listen(id: &RequestId, params: Option<&Json>) -> Reply {
+fn listen(id: &RequestId) -> Reply {
     let (tx, body) = ServerBody::sse();
     let ack = Message::Notification {
         method: wire::SUBSCRIPTIONS_ACKNOWLEDGED.into(),
@@ -308,7 +308,6 @@ fn listen(id: &RequestId, params: Option<&Json>) -> Reply {
             "_meta": {wire::META_SUBSCRIPTION: id},
         }))),
     };
-    let _ = params;
     tokio::task::spawn_local(async move {
         if tx
             .send(sse::encode(None, Some("message"), &ack.encode(), None))
@@ -409,7 +408,7 @@ async fn call(
                 return join(shared.clone(), sid, id, who, k.clone(), cv);
             }
         }
-        if let Err(r) = post::key_look(shared, &sid, &id, &who, k, &cv, false).await {
+        if let Err(r) = post::key_look(shared, &sid, &id, &who, k, &cv).await {
             release(shared, &sid);
             return r;
         }

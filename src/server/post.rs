@@ -399,7 +399,7 @@ async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<
     }
     // The key table, second look (Rule M may have waited).
     if let Some((k, cv)) = keyed {
-        key_look(shared, sid, id, who, k, cv, false).await?;
+        key_look(shared, sid, id, who, k, cv).await?;
     }
     Ok(())
 }
@@ -407,10 +407,9 @@ async fn admit(shared: &Rc<Shared>, h: &HeaderMap, asked: &Asked<'_>) -> Result<
 /// The key table's look before a keyed call runs: in flight, done, or a
 /// new execution under the key, begun here (on a shared store the store
 /// decides: begun there, or found running — a lease still held — or
-/// done). `join`: a key still executing is waited for, and its result
-/// answers this request (guarded on the 2026-07-28 wire); otherwise it is
-/// 409. `Err`: the answer the request gets instead (the stored result, a
-/// refusal).
+/// done; a key still executing is 409). `Err`: the answer the request
+/// gets instead (the stored result, a refusal). Guarded on the 2026-07-28
+/// wire joins a running key before it comes here (`modern::join`).
 pub(super) async fn key_look(
     shared: &Rc<Shared>,
     sid: &SessionId,
@@ -418,47 +417,33 @@ pub(super) async fn key_look(
     who: &Rc<str>,
     k: &str,
     cv: &serde_json::Value,
-    join: bool,
 ) -> Result<(), Reply> {
-    loop {
-        let mut look = dedup::key_lookup(shared, who, k, cv);
-        if matches!(look, Lookup::Unknown | Lookup::Known(KeyState::InFlight)) {
-            look = match super::stored::begin_key(shared, who, k, cv).await {
-                Ok(l) => l,
-                Err(r) => return Err(Reply::new(r)),
-            };
+    let mut look = dedup::key_lookup(shared, who, k, cv);
+    if matches!(look, Lookup::Unknown | Lookup::Known(KeyState::InFlight)) {
+        look = match super::stored::begin_key(shared, who, k, cv).await {
+            Ok(l) => l,
+            Err(r) => return Err(Reply::new(r)),
+        };
+    }
+    match look {
+        Lookup::Known(KeyState::InFlight) => Err(Reply::new(dedup::key_in_flight(id.clone()))),
+        Lookup::Known(KeyState::Done(result)) => {
+            let result = dedup::replayed_result(shared, sid, id, k, result);
+            Err(Reply::new(json_response(
+                StatusCode::OK,
+                &Message::Result {
+                    id: id.clone(),
+                    result,
+                },
+            )))
         }
-        match look {
-            Lookup::Known(KeyState::InFlight) if join => {
-                tokio::time::sleep(JOIN_POLL).await;
-            }
-            Lookup::Known(KeyState::InFlight) => {
-                return Err(Reply::new(dedup::key_in_flight(id.clone())))
-            }
-            Lookup::Known(KeyState::Done(result)) => {
-                let mut result = dedup::replayed_result(shared, sid, id, k, result);
-                if join {
-                    result = crate::protocol::modern::complete(&result);
-                }
-                return Err(Reply::new(json_response(
-                    StatusCode::OK,
-                    &Message::Result {
-                        id: id.clone(),
-                        result,
-                    },
-                )));
-            }
-            Lookup::OtherArguments => return Err(Reply::new(dedup::key_reused(id.clone()))),
-            Lookup::Unknown => {
-                shared.state.borrow_mut().dedup.begin(who, k, cv.clone());
-                return Ok(());
-            }
+        Lookup::OtherArguments => Err(Reply::new(dedup::key_reused(id.clone()))),
+        Lookup::Unknown => {
+            shared.state.borrow_mut().dedup.begin(who, k, cv.clone());
+            Ok(())
         }
     }
 }
-
-/// How often a request joining a key's running execution looks again.
-const JOIN_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The slot a call's POST stream takes ([`super::holds::stream_slot`]):
 /// none when its events will go on the attached standalone stream.

@@ -1,0 +1,206 @@
+use super::*;
+use crate::run::{self, Options};
+
+/// One real run of the smallest scenario, to copy and reshape.
+fn template() -> RunReport {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sc =
+        crate::scenario::Scenario::load(&root.join("sims/seed-000-retry-by-post.toml")).unwrap();
+    run::run_arm(&sc, 0, "unguarded".parse().unwrap(), &Options::default())
+        .unwrap()
+        .0
+}
+
+/// A run of `server` on `scenario` and `seed` with `failed` of `ops`
+/// operations failed, all of `cause`, and migrations of `latency` µs.
+fn run_of(
+    t: &RunReport,
+    (scenario, server, seed): (&str, &str, u64),
+    (failed, ops): (u64, u64),
+    cause: &str,
+    latency: &[(u64, u64)],
+) -> RunReport {
+    let mut r = t.clone();
+    r.scenario = scenario.into();
+    r.server = server.into();
+    r.seed = seed;
+    r.verdict = "pass".into();
+    r.failed_expectations.clear();
+    r.metrics = Default::default();
+    r.metrics.operations = ops;
+    r.metrics.ops_failed = failed;
+    r.metrics.ops_ok = ops - failed;
+    if failed > 0 {
+        r.metrics.failures_by_cause.insert(cause.into(), failed);
+    }
+    r.migration_latency_hist_us = latency.to_vec();
+    r
+}
+
+fn summary(runs: Vec<RunReport>) -> Summary {
+    Summary::from_runs(runs)
+}
+
+#[test]
+fn the_fewest_failed_per_operation_wins_pooled_over_scenarios() {
+    let t = template();
+    // keys: 3 of 1,000 + 0 of 10 = 2.97 per 1,000; guarded: 0 of 1,000
+    // + 1 of 10 = 0.99 per 1,000; unguarded: 9 of 1,010.
+    let s = summary(vec![
+        run_of(
+            &t,
+            ("big", "unguarded", 0),
+            (8, 1000),
+            "retry_without_key",
+            &[],
+        ),
+        run_of(
+            &t,
+            ("small", "unguarded", 0),
+            (1, 10),
+            "retry_without_key",
+            &[],
+        ),
+        run_of(&t, ("big", "keys", 0), (3, 1000), "retry_without_key", &[]),
+        run_of(&t, ("small", "keys", 0), (0, 10), "", &[]),
+        run_of(&t, ("big", "guarded", 0), (0, 1000), "", &[]),
+        run_of(&t, ("small", "guarded", 0), (1, 10), "fin_race", &[]),
+    ]);
+    let rec = recommend(&s).unwrap();
+    let order: Vec<&str> = rec.ranked.iter().map(|x| x.server.as_str()).collect();
+    assert_eq!(order, ["guarded", "keys", "unguarded"]);
+    assert_eq!(rec.server, "guarded");
+    assert_eq!(rec.baseline().unwrap().server, "unguarded");
+    assert_eq!(rec.best().failed, 1);
+    assert_eq!(rec.best().operations, 1010);
+    assert!((rec.best().rate() - 1000.0 / 1010.0).abs() < 1e-9);
+    let md = markdown(&s, &Beside::default());
+    assert!(
+        md.starts_with("## What to deploy\n\n**Deploy `guarded`"),
+        "{md}"
+    );
+    // 9 → 1 failed of the same 1,010 operations: 89% removed.
+    assert!(md.contains("it removes 89% of failed operations"), "{md}");
+    assert!(
+        md.contains("- `fin_race`: 1 (0.99 per 1,000). Removed by"),
+        "{md}"
+    );
+    // keys shows fin_race removed (0 of it): named as evidence.
+    assert!(
+        md.contains("shown by `keys` with the scenarios' own clients: 0 of it"),
+        "{md}"
+    );
+}
+
+/// A configuration with a little less of a cause than the one to
+/// deploy is no evidence of a remedy: it is not named.
+#[test]
+fn a_configuration_with_a_little_less_of_a_cause_is_not_evidence() {
+    let t = template();
+    let s = summary(vec![
+        run_of(&t, ("a", "unguarded", 0), (60, 1000), "affinity_lost", &[]),
+        run_of(&t, ("a", "guarded", 0), (40, 1000), "wrong_replica", &[]),
+        run_of(&t, ("b", "guarded", 0), (12, 1000), "affinity_lost", &[]),
+        run_of(&t, ("b", "keys", 0), (9, 1000), "affinity_lost", &[]),
+        run_of(&t, ("a", "keys", 0), (45, 1000), "wrong_replica", &[]),
+    ]);
+    let md = markdown(&s, &Beside::default());
+    assert!(md.contains("- `affinity_lost`: 12"), "{md}");
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("- `affinity_lost`"))
+        .unwrap();
+    assert!(!line.contains("shown by"), "{line}");
+}
+
+#[test]
+fn the_interval_is_the_min_and_max_of_per_seed_rates() {
+    let t = template();
+    let s = summary(vec![
+        run_of(&t, ("a", "guarded", 0), (1, 100), "eviction", &[]),
+        run_of(&t, ("b", "guarded", 0), (1, 100), "eviction", &[]),
+        run_of(&t, ("a", "guarded", 1), (0, 100), "", &[]),
+        run_of(&t, ("b", "guarded", 1), (5, 100), "eviction", &[]),
+    ]);
+    let best = standings(&s).remove(0);
+    // seed 0: 2 of 200 = 10; seed 1: 5 of 200 = 25.
+    assert_eq!(best.seed_rates, (10.0, 25.0));
+    assert_eq!(best.rate(), 7.0 * 1000.0 / 400.0);
+}
+
+#[test]
+fn ties_go_to_the_lower_p99_migration_latency() {
+    let t = template();
+    let s = summary(vec![
+        run_of(&t, ("a", "keys", 0), (0, 100), "", &[(900_000, 10)]),
+        run_of(&t, ("a", "guarded", 0), (0, 100), "", &[(5_000, 10)]),
+        run_of(&t, ("a", "unguarded", 0), (0, 100), "", &[(2_000_000, 10)]),
+    ]);
+    let rec = recommend(&s).unwrap();
+    assert_eq!(rec.server, "guarded");
+    assert_eq!(rec.ranked[1].server, "keys");
+    let md = markdown(&s, &Beside::default());
+    assert!(md.contains("No operation failed under it"), "{md}");
+}
+
+/// A `--set` the whole comparison shares (`era=2026-07-28`) is the
+/// baseline's too; a setting only some runs have is not.
+#[test]
+fn the_baseline_shares_the_settings_every_run_shares() {
+    let t = template();
+    let with = |r: RunReport, sets: &[&str]| RunReport {
+        overrides: sets.iter().map(|x| x.to_string()).collect(),
+        ..r
+    };
+    let era = ["era=2026-07-28"];
+    let s = summary(vec![
+        with(run_of(&t, ("a", "guarded", 0), (0, 100), "", &[]), &era),
+        with(
+            run_of(
+                &t,
+                ("a", "unguarded", 0),
+                (9, 100),
+                "cancelled_after_effect",
+                &[],
+            ),
+            &era,
+        ),
+    ]);
+    let rec = recommend(&s).unwrap();
+    assert_eq!(rec.baseline().map(|b| b.server.as_str()), Some("unguarded"));
+    let mixed = summary(vec![
+        with(run_of(&t, ("a", "guarded", 0), (0, 100), "", &[]), &era),
+        with(
+            run_of(&t, ("a", "unguarded", 0), (9, 100), "eviction", &[]),
+            &era,
+        ),
+        run_of(&t, ("a", "keys", 0), (1, 100), "eviction", &[]),
+    ]);
+    assert!(recommend(&mixed).unwrap().baseline().is_none());
+}
+
+#[test]
+fn without_the_baseline_the_report_says_so() {
+    let t = template();
+    let s = summary(vec![run_of(
+        &t,
+        ("a", "guarded", 0),
+        (2, 100),
+        "eviction",
+        &[],
+    )]);
+    let md = markdown(&s, &Beside::default());
+    assert!(md.contains("The baseline (`unguarded`"), "{md}");
+    assert!(md.contains(remedy("eviction")), "{md}");
+}
+
+#[test]
+fn every_cause_the_oracle_names_has_a_remedy() {
+    for c in crate::oracle::causes::PRECEDENCE {
+        assert!(
+            REMEDIES.iter().any(|(x, _)| *x == c.as_str()),
+            "no remedy for cause {}",
+            c.as_str()
+        );
+    }
+}
