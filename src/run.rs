@@ -101,7 +101,8 @@ pub struct RunReport {
     pub seed: u64,
     /// The server arm (`guarded`, `unguarded`, `keys`).
     pub server: String,
-    /// The client profile (`plain`, `keys`, `cursors`, `keys+cursors`), or
+    /// The client profile (`plain`, `keys`, `cursors`, `keys+cursors`,
+    /// `tasks`, `tasks+keys`), or
     /// `scenario` for the clients as the scenario wrote them.
     #[serde(default = "as_written")]
     pub clients: String,
@@ -175,15 +176,23 @@ pub enum Profile {
     Cursors,
     /// Both.
     KeysCursors,
+    /// The tasks extension declared (2026-07-28): calls run as tasks,
+    /// polled; no key. In the 2025-11-25 era it is `plain`.
+    Tasks,
+    /// Tasks, each created under an `Idempotency-Key`. In the 2025-11-25
+    /// era it is `keys`.
+    TasksKeys,
 }
 
 impl Profile {
     /// Every profile, in report order.
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 6] = [
         Profile::Plain,
         Profile::Keys,
         Profile::Cursors,
         Profile::KeysCursors,
+        Profile::Tasks,
+        Profile::TasksKeys,
     ];
 
     /// `plain`, `keys`, `cursors` or `keys+cursors`.
@@ -193,12 +202,22 @@ impl Profile {
             Profile::Keys => "keys",
             Profile::Cursors => "cursors",
             Profile::KeysCursors => "keys+cursors",
+            Profile::Tasks => "tasks",
+            Profile::TasksKeys => "tasks+keys",
         }
     }
 
     /// Sends `Idempotency-Key`.
     pub fn keys(self) -> bool {
-        matches!(self, Profile::Keys | Profile::KeysCursors)
+        matches!(
+            self,
+            Profile::Keys | Profile::KeysCursors | Profile::TasksKeys
+        )
+    }
+
+    /// Declares the tasks extension.
+    pub fn tasks(self) -> bool {
+        matches!(self, Profile::Tasks | Profile::TasksKeys)
     }
 
     /// Presents cursors on POST.
@@ -214,7 +233,7 @@ impl std::str::FromStr for Profile {
             .into_iter()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown client profile {s:?}: use plain, keys, cursors or keys+cursors")
+                format!("unknown client profile {s:?}: use plain, keys, cursors, keys+cursors, tasks or tasks+keys")
             })
     }
 }
@@ -293,6 +312,9 @@ pub fn class_label(g: &crate::scenario::ClientGroup) -> String {
     if g.cursor_on_post {
         label.push_str("+cursor");
     }
+    if g.tasked() {
+        label.push_str("+tasks");
+    }
     label
 }
 
@@ -304,6 +326,7 @@ pub fn effective(scenario: &Scenario, opts: &Options) -> Result<Scenario, String
         for g in &mut s.clients {
             g.cursor_on_post = p.cursors();
             g.keys = Some(p.keys());
+            g.tasks = p.tasks().then_some(true);
         }
     }
     for (k, v) in &opts.sets {

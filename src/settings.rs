@@ -59,6 +59,12 @@ pub struct ServerConfig {
     pub durable_dedup: bool,
     /// When a tool's effect lands in the ledger.
     pub effects: Effects,
+    /// How long a task (the 2026-07-28 tasks extension) and its result are
+    /// kept after its creation, ms (`ttlMs`).
+    pub task_ttl_ms: u64,
+    /// How often a task's client is asked to poll it, ms
+    /// (`pollIntervalMs`).
+    pub task_poll_ms: u64,
     /// What a resume re-sends (unguarded, keys): after the event its
     /// `Last-Event-ID` names (`None`: exclusive), or from it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -254,6 +260,8 @@ impl Default for ServerConfig {
             server_idle_ms: 5_000,
             durable_dedup: false,
             effects: Effects::Immediate,
+            task_ttl_ms: 300_000,
+            task_poll_ms: 100,
             replay: None,
             completed_resume: None,
             sdk: None,

@@ -33,7 +33,7 @@ pub enum CursorOverride {
 /// What a run may change beyond the scenario file.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Client profile for every client: plain, keys, cursors or
+    /// Client profile for every client: plain, keys, cursors, tasks, tasks+keys or
     /// keys+cursors (default: as the scenario says).
     #[arg(long, value_parser = parse_profile)]
     pub clients: Option<run::Profile>,
@@ -288,7 +288,7 @@ pub struct CompareArgs {
     #[arg(long, value_parser = parse_arms)]
     pub servers: Option<Arms>,
     /// Client profiles to run, comma-separated: scenario (as written),
-    /// plain, keys, cursors, keys+cursors (default: scenario).
+    /// plain, keys, cursors, keys+cursors, tasks, tasks+keys (default: scenario).
     #[arg(long, value_parser = parse_profiles)]
     pub clients: Option<Profiles>,
     /// Override a server setting in every run (repeatable); also

@@ -42,6 +42,11 @@ pub(super) enum SlotKind {
         stream: u64,
     },
     Open,
+    /// `tasks/get` (or, `cancel`, `tasks/cancel`) of an operation's task.
+    Task {
+        op: usize,
+        cancel: bool,
+    },
 }
 
 pub(super) struct Slot {
@@ -103,6 +108,9 @@ pub(super) struct Op {
     pub(super) started: bool,
     /// Its result came as a JSON response (no events).
     pub(super) json_result: bool,
+    /// The task its latest call created (tasks extension), while it waits
+    /// on it.
+    pub(super) task: Option<super::tasks::OpTask>,
 }
 
 /// What a timer does when it fires.
@@ -119,6 +127,8 @@ pub(super) enum Timer {
     Switch,
     /// (Re-)subscribe to the clock resource.
     Subscribe,
+    /// Poll the operation's task (or cancel it, past the deadline).
+    Poll(usize),
 }
 
 /// A result as the client got it: the request id it answered, the chunk
@@ -252,6 +262,7 @@ impl Client {
                     rpc: None,
                     started: false,
                     json_result: false,
+                    task: None,
                 })
                 .collect(),
             policy: behaviour::of(spec.group.behaviour),
@@ -408,6 +419,7 @@ impl Client {
             Timer::Open => self.send_open(),
             Timer::Switch => self.switch(),
             Timer::Subscribe => self.subscribe(),
+            Timer::Poll(op) => self.poll_task(op),
             Timer::ReleaseHolds(generation) => {
                 if self.hold.on.is_some_and(|(_, g)| g == generation) {
                     self.release_holds();

@@ -13,6 +13,7 @@ mod reactions;
 mod reader;
 mod receive;
 mod send;
+mod tasks;
 mod unapplied;
 pub mod virtual_client;
 

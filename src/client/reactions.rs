@@ -80,6 +80,8 @@ fn request_of(kind: &SlotKind) -> Request {
         SlotKind::Call { .. } => Request::Call,
         SlotKind::Resume { .. } => Request::Resume,
         SlotKind::Open => Request::Open,
+        // Task exchanges never reach the core (`Client::on_task_input`).
+        SlotKind::Task { .. } => Request::Call,
     }
 }
 
@@ -278,6 +280,9 @@ impl Client {
             Action::DeliverJson => {
                 if let (Some(op), Some(m)) = (op, &ex.msg) {
                     if let Some(rpc) = m.id().cloned() {
+                        if self.on_created(op, &rpc, m) {
+                            return;
+                        }
                         self.ops[op].json_result = true;
                         self.deliver(op, Got::of(rpc, m), None);
                     }

@@ -96,6 +96,23 @@ pub(super) enum Input {
     },
 }
 
+impl Input {
+    /// The exchange it reports on.
+    pub(super) fn slot(&self) -> SlotId {
+        match self {
+            Input::Json { slot, .. }
+            | Input::Head { slot, .. }
+            | Input::Event { slot, .. }
+            | Input::Gap { slot, .. }
+            | Input::End { slot }
+            | Input::Broken { slot }
+            | Input::Dropped { slot, .. }
+            | Input::Failed { slot, .. }
+            | Input::Reused { slot } => *slot,
+        }
+    }
+}
+
 /// A client's idle connection, at most one (`connections = "keep-alive"`),
 /// shared by its readers; closed by the client once idle for its
 /// `pool_idle_ms`.

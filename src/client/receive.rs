@@ -14,6 +14,13 @@ use std::rc::Rc;
 impl Client {
     /// One report of a reader task.
     pub(super) fn on_input(&mut self, input: Input) {
+        let on_task = self
+            .slots
+            .get(&input.slot())
+            .is_some_and(|s| matches!(s.kind, SlotKind::Task { .. }));
+        if on_task {
+            return self.on_task_input(input);
+        }
         match input {
             Input::Json {
                 slot,

@@ -134,14 +134,17 @@ impl Client {
     }
 
     /// `params` with this client's 2026-07-28 `_meta`.
-    fn with_meta(&self, params: Option<&crate::protocol::Json>) -> crate::protocol::Json {
+    pub(super) fn with_meta(
+        &self,
+        params: Option<&crate::protocol::Json>,
+    ) -> crate::protocol::Json {
         let name = format!("mcp-chaos-client-{}", self.spec.index);
-        wire::with_meta(params, wire::request_meta(json!({}), &name))
+        wire::with_meta(params, wire::request_meta(self.capabilities(), &name))
     }
 
     /// A POST of the 2026-07-28 wire: no session; the version, method and
     /// name headers mirroring the body.
-    fn modern_post(&self, msg: &Message, method: &str, name: Option<&str>) -> Outgoing {
+    pub(super) fn modern_post(&self, msg: &Message, method: &str, name: Option<&str>) -> Outgoing {
         let mut out = Outgoing::post(None, msg)
             .header(headers::MCP_PROTOCOL_VERSION, wire::VERSION)
             .header(wire::MCP_METHOD, method);

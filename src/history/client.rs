@@ -21,6 +21,26 @@ pub enum Sent {
     Resume,
     /// A plain GET for the standalone stream.
     Open,
+    /// `tasks/get`: a poll of the operation's task.
+    TaskGet,
+    /// `tasks/cancel` of the operation's task.
+    TaskCancel,
+}
+
+/// What a client learnt about its operation's task (the 2026-07-28 tasks
+/// extension).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskEvent {
+    /// A call's answer was a `CreateTaskResult` naming the task.
+    Created,
+    /// A poll was told the task is unknown (expired, or never held there):
+    /// its result is out of reach, and the call is re-issued.
+    Gone,
+    /// Its `tasks/cancel` was acknowledged; the call is re-issued.
+    CancelAcked,
+    /// A poll found it failed or cancelled; the call is re-issued.
+    Ended,
 }
 
 /// How an operation ended for its client.
@@ -116,6 +136,20 @@ pub enum ClientRecord {
         missing: Vec<(EventId, EventId)>,
         /// How many event ids the ranges name.
         named: u64,
+    },
+    /// Something about an operation's task ([`TaskEvent`]).
+    Task {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The task.
+        task: Rc<str>,
+        /// The request whose answer said it (the creating call's, for
+        /// `Created`).
+        rpc_id: RequestId,
+        /// What.
+        event: TaskEvent,
     },
     /// The client handled an operation's result (first time only).
     Handled {
@@ -244,6 +278,7 @@ impl ClientRecord {
             | ClientRecord::Interrupted { tag, .. }
             | ClientRecord::Dropped { tag, .. }
             | ClientRecord::NoResponse { tag, .. }
+            | ClientRecord::Task { tag, .. }
             | ClientRecord::Outcome { tag, .. } => Some(tag),
             ClientRecord::Sent { tag, .. }
             | ClientRecord::Reused { tag, .. }

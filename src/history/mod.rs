@@ -12,7 +12,7 @@ mod ledger;
 mod server;
 mod world;
 
-pub use client::{ClientRecord, Outcome, Sent};
+pub use client::{ClientRecord, Outcome, Sent, TaskEvent};
 pub use ledger::LedgerRecord;
 pub use server::{
     Delivery, EmptyResume, EventKind, LoggedDecision, LoggedReason, LoggedStream, LoggedTransport,

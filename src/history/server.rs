@@ -538,6 +538,17 @@ pub enum Record {
         /// Cancelled before its result.
         cancelled: bool,
     },
+    /// A task (the 2026-07-28 tasks extension) changed status: created
+    /// (`working`, with the request that created it), waiting for input,
+    /// or ended.
+    TaskChanged {
+        /// The task id.
+        task: Rc<str>,
+        /// The request that created it, on creation.
+        rpc_id: Option<RequestId>,
+        /// Its status now, as the wire names it.
+        status: &'static str,
+    },
     /// A close the server saw cancelled a request still executing
     /// (`cancel`): the tool stops at its next chunk; what it took stays.
     CancelledOnClose {

@@ -30,6 +30,16 @@ pub enum Cause {
     /// client re-issued or gave up. A shared store's restart that kept
     /// nothing is one too, for an operation refused (404) after it.
     RestartLostSession,
+    /// The operation's call was answered with a task whose
+    /// `CreateTaskResult` never reached the client (a fault took the
+    /// answer): the client, knowing no task id, re-issued the call, which
+    /// created a second task and ran the tool again.
+    TaskCreateLost,
+    /// The client cancelled the operation's task (`tasks/cancel`, past its
+    /// deadline), the server acknowledged, and the client re-issued the
+    /// call; the first execution had taken its effect (it ran on to its
+    /// result, or stopped after taking it), so the tool ran twice.
+    TaskCancelRace,
     /// A resume of the operation went out after the shared store lost what
     /// it held (a restart that kept nothing, in the operation's lifetime)
     /// or while its reads lagged: the replica serving it lacked the cursor,
@@ -40,6 +50,10 @@ pub enum Cause {
     /// client got a 410 for it, or a resume skipped some of an execution's
     /// chunks and delivered later ones (a hole).
     Eviction,
+    /// A poll of the operation's task found it gone (its `ttlMs` ran out
+    /// before the client came back for the result): the client re-issued
+    /// the call and the tool ran again, or nothing finished it.
+    TaskExpired,
     /// The client switched transport, was refused (404) on the new one and
     /// re-initialized, re-issuing the operation while its first execution
     /// still ran or had run.
@@ -104,8 +118,11 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::OwnerDead,
     Cause::RestartMidExecution,
     Cause::RestartLostSession,
+    Cause::TaskCreateLost,
+    Cause::TaskCancelRace,
     Cause::ColdResume,
     Cause::Eviction,
+    Cause::TaskExpired,
     Cause::TransportReissue,
     Cause::AffinityLost,
     Cause::StoreLag,
@@ -128,6 +145,9 @@ impl Cause {
             Cause::OwnerDead => "owner_dead",
             Cause::RestartMidExecution => "restart_mid_execution",
             Cause::RestartLostSession => "restart_lost_session",
+            Cause::TaskCreateLost => "task_create_lost",
+            Cause::TaskCancelRace => "task_cancel_race",
+            Cause::TaskExpired => "task_expired",
             Cause::ColdResume => "cold_resume",
             Cause::Eviction => "eviction",
             Cause::TransportReissue => "transport_reissue",
@@ -158,6 +178,15 @@ impl Cause {
             }
             Cause::RestartLostSession => {
                 "a server restart (or a shared store's that kept nothing) hit after the result was produced but before the client got it: the session vanished (404) and the client re-issued."
+            }
+            Cause::TaskCreateLost => {
+                "the call ran as a task, but its CreateTaskResult never reached the client: knowing no task id, it re-issued the call, which created a second task and ran the tool again."
+            }
+            Cause::TaskCancelRace => {
+                "the client cancelled its task and the server acknowledged, but the effect was already taken: the re-issued call ran the tool again."
+            }
+            Cause::TaskExpired => {
+                "the task's result expired (ttlMs) before the client polled for it: the client re-issued the call and the tool ran again, or nothing finished it."
             }
             Cause::ColdResume => {
                 "a resume reached a replica whose shared store lacked the cursor (the store restarted keeping nothing, or its reads lagged): nothing was replayed, and the re-issue ran the call again or nothing finished it."
@@ -226,6 +255,9 @@ impl Cause {
                 op.restarted_during(&run.restarts_us)
                     || (op.refused_404 && op.restarted_during(&run.store_lost_us))
             }
+            Cause::TaskCreateLost => dup && op.task_create_unseen,
+            Cause::TaskCancelRace => dup && op.task_cancel_acked,
+            Cause::TaskExpired => op.task_gone && (dup || op.failures.contains(Failure::Lost)),
             Cause::ColdResume => run.shared_store && op.resumed_cold(run),
             Cause::Eviction => op.evicted(),
             Cause::TransportReissue => op.reinit_after_switch,

@@ -80,6 +80,10 @@ pub struct Exec {
     pub result_seq: Option<u64>,
     /// Which chunks the client received (bit i-1 for index i).
     pub received: Vec<bool>,
+    /// Which chunks it emitted (bit i-1 for index i): all up to its latest
+    /// on a stream, only the result for a task (which has no stream for
+    /// progress).
+    pub emitted_at: Vec<bool>,
     /// A chunk was received while an earlier one of the same execution
     /// never was: the server skipped events (its store lost them).
     pub hole: bool,
@@ -174,6 +178,17 @@ pub struct OpFacts {
     pub affinity_lost: bool,
     /// Its client gave it up.
     pub gave_up: bool,
+    /// The requests whose answers named its task (tasks extension):
+    /// `CreateTaskResult`s it got.
+    pub tasks_created_by: Vec<RequestId>,
+    /// An execution ran for a request whose `CreateTaskResult` never
+    /// reached the client (it ran as a task nobody knew of).
+    pub task_create_unseen: bool,
+    /// A `tasks/cancel` of its task was acknowledged (and the call
+    /// re-issued).
+    pub task_cancel_acked: bool,
+    /// A poll was told its task is unknown: its result expired first.
+    pub task_gone: bool,
     /// Its failures (empty: ok or degraded).
     pub failures: Failures,
     /// Hazards it met (bit i for `HAZARDS[i]`).

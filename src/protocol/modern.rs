@@ -43,6 +43,15 @@ pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 /// The first message of a listen stream.
 pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 
+/// The tasks extension's name (in capabilities' `extensions`).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// A task's status (and, when completed, its result).
+pub const TASKS_GET: &str = "tasks/get";
+/// The client's answers to an input-required task.
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// A request to cancel a task: acknowledged, not a promise.
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+
 /// A header missing, malformed, or not what the body says (HTTP 400).
 pub const HEADER_MISMATCH: i64 = -32020;
 /// A capability the request needs was not declared (HTTP 400).
@@ -183,6 +192,56 @@ pub fn unsupported_version(requested: &str) -> ErrorObject {
     )
 }
 
+/// Whether a request's `_meta` declares the tasks extension among its
+/// client's capabilities (capabilities are per request on this wire).
+pub fn declares_tasks(params: Option<&Json>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .is_some_and(|e| e.get(TASKS_EXTENSION).is_some())
+}
+
+/// -32021: the request needs the tasks extension its client did not
+/// declare (`what` says which request).
+pub fn tasks_not_declared(what: &str) -> ErrorObject {
+    ErrorObject::new(
+        MISSING_CAPABILITY,
+        format!("{what} needs the client capability extensions[{TASKS_EXTENSION:?}]: declare it in _meta's clientCapabilities"),
+        Some(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})),
+    )
+}
+
+/// A `tools/call` result that is a task (`resultType: "task"`): its id and
+/// the poll interval it asks for, ms.
+pub fn created_task(result: &Value) -> Option<(String, Option<u64>)> {
+    if result.get("resultType")?.as_str()? != "task" {
+        return None;
+    }
+    let id = result.get("taskId")?.as_str()?.to_string();
+    Some((id, result.get("pollIntervalMs").and_then(Value::as_u64)))
+}
+
+/// `us` microseconds after `epoch_s` (seconds since 1970) as an RFC 3339
+/// UTC time with milliseconds, as tasks write `createdAt`.
+pub fn rfc3339(epoch_s: u64, us: u64) -> String {
+    let ms_total = epoch_s * 1000 + us / 1000;
+    let (secs, ms) = (ms_total / 1000, ms_total % 1000);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z")
+}
+
 /// The version a request's `_meta` names, if any.
 pub fn meta_version(params: Option<&Json>) -> Option<String> {
     params?
@@ -195,6 +254,41 @@ pub fn meta_version(params: Option<&Json>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_writes_civil_dates() {
+        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        // 2026-07-28T00:00:00Z is 1785196800 s after the epoch.
+        assert_eq!(
+            rfc3339(1_785_196_800, 1_234_567),
+            "2026-07-28T00:00:01.234Z"
+        );
+        assert_eq!(rfc3339(951_782_400, 0), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            rfc3339(1_785_196_800, 86_400_000_000 * 37),
+            "2026-09-03T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn a_task_capability_is_read_from_meta_and_a_task_result_from_its_type() {
+        let with = Json::from_value(
+            &json!({"_meta": {META_CAPABILITIES: {"extensions": {TASKS_EXTENSION: {}}}}}),
+        );
+        let without = Json::from_value(&json!({"_meta": {META_CAPABILITIES: {}}}));
+        assert!(declares_tasks(Some(&with)));
+        assert!(!declares_tasks(Some(&without)));
+        assert!(!declares_tasks(None));
+        let t = json!({"resultType": "task", "taskId": "t1", "pollIntervalMs": 50});
+        assert_eq!(created_task(&t), Some(("t1".into(), Some(50))));
+        assert_eq!(
+            created_task(&json!({"resultType": "complete", "taskId": "t1"})),
+            None
+        );
+        let e = tasks_not_declared("tasks/get");
+        assert_eq!(e.code, MISSING_CAPABILITY);
+        assert!(e.data.unwrap()["requiredCapabilities"]["extensions"][TASKS_EXTENSION].is_object());
+    }
 
     #[test]
     fn complete_marks_a_result_once() {

@@ -79,6 +79,8 @@ impl Scenario {
             ),
             ("server.resource_interval_ms".into(), s.resource_interval_ms),
             ("server.server_idle_ms".into(), s.server_idle_ms),
+            ("server.task_ttl_ms".into(), s.task_ttl_ms),
+            ("server.task_poll_ms".into(), s.task_poll_ms),
             ("network.latency_ms".into(), self.network.latency_ms[1]),
             ("network.tick_ms".into(), self.network.tick_ms),
             (
@@ -496,6 +498,14 @@ pub fn check_server(s: &ServerConfig) -> Result<(), String> {
         return Err(
             "server.server_idle_ms must be at least 1 (at 0 the server would close every \
              connection before its first request): use e.g. 5000, the default"
+                .into(),
+        );
+    }
+    if s.task_ttl_ms == 0 || s.task_poll_ms == 0 {
+        return Err(
+            "server.task_ttl_ms and server.task_poll_ms must be at least 1 (a task kept for 0 ms \
+             is gone before its client can poll it, and the wire asks for positive values): use \
+             e.g. 300000 and 100, the defaults"
                 .into(),
         );
     }

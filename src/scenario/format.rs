@@ -104,10 +104,24 @@ pub struct ClientGroup {
     /// (default: only `dedup-retry` clients do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<bool>,
+    /// Declare the tasks extension (2026-07-28 era): `ledger_append`
+    /// calls then run as tasks the client polls (set by the `tasks`
+    /// profiles; no effect in the 2025-11-25 era).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<bool>,
+    /// A task still unfinished this long after its creation is cancelled
+    /// (`tasks/cancel`) and its call re-issued as a new task, ms (0:
+    /// never).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub task_deadline_ms: u64,
     /// Keep one idle connection and reuse it, or connect per exchange.
     pub connections: Connections,
     /// A pooled connection idle this long is closed by the client, ms.
     pub pool_idle_ms: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl ClientGroup {
@@ -116,6 +130,11 @@ impl ClientGroup {
     /// one rule the client and the class labels both follow.
     pub fn keyed(&self) -> bool {
         self.keys.unwrap_or(self.behaviour == Behaviour::DedupRetry)
+    }
+
+    /// Whether these clients declare the tasks extension.
+    pub fn tasked(&self) -> bool {
+        self.tasks.unwrap_or(false)
     }
 }
 
@@ -136,6 +155,8 @@ impl Default for ClientGroup {
             backoff_max_ms: 3_000,
             max_attempts: 8,
             keys: None,
+            tasks: None,
+            task_deadline_ms: 0,
             connections: DEFAULT_CONNECTIONS,
             pool_idle_ms: 4_000,
         }

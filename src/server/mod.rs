@@ -43,6 +43,7 @@ mod session;
 mod shared_guard;
 mod stored;
 mod streams;
+mod tasks;
 mod tools;
 mod transport;
 mod writer;
@@ -228,6 +229,8 @@ pub(crate) struct State {
     /// Live connection tasks, so the server can close one itself, with
     /// the number of requests each is serving (0: idle).
     pub conns: BTreeMap<ConnId, (AbortHandle, Rc<conn::Activity>)>,
+    /// The tasks this incarnation is running (the tasks extension), by id.
+    pub task_runs: BTreeMap<Rc<str>, Rc<tasks::TaskRun>>,
 }
 
 /// What every handler shares.
@@ -428,7 +431,7 @@ impl Server {
             DedupTable::new(cfg.dedup_capacity)
         }
         .charged_to(&ledger);
-        Server {
+        let server = Server {
             shared: Rc::new(Shared {
                 variant,
                 cfg,
@@ -448,9 +451,12 @@ impl Server {
                     dedup,
                     next_conn: replica.as_ref().map_or(0, Replica::conn_base),
                     conns: BTreeMap::new(),
+                    task_runs: BTreeMap::new(),
                 }),
             }),
-        }
+        };
+        tasks::on_start(&server.shared);
+        server
     }
 
     /// The variant.

@@ -137,6 +137,9 @@ pub(super) async fn answer(
         mcp::TOOLS_LIST => done(Ok(tools_list(shared))),
         mcp::TOOLS_CALL => call(shared, h, id.clone(), params, conn).await,
         wire::SUBSCRIPTIONS_LISTEN => listen(&id),
+        wire::TASKS_GET | wire::TASKS_UPDATE | wire::TASKS_CANCEL => {
+            super::tasks::request(shared, h, &id, &method, params.as_ref())
+        }
         "prompts/get"
             if shared.exposure.fixtures.offered()
                 && params.as_ref().and_then(|p| p.get("name")).and_then(|n| n.as_str()).as_deref()
@@ -239,7 +242,11 @@ fn check(h: &HeaderMap, method: &str, params: Option<&Json>) -> Result<(), Error
 /// `server/discover`: what `initialize` answered, less what this wire
 /// removed (`logging/setLevel`, `resources/subscribe`).
 fn discover(shared: &Shared) -> Json {
-    let mut caps = json!({"tools": {"listChanged": false}, "resources": {"listChanged": false}});
+    let mut caps = json!({
+        "tools": {"listChanged": false},
+        "resources": {"listChanged": false},
+        "extensions": {wire::TASKS_EXTENSION: {}},
+    });
     if shared.exposure.fixtures.offered() {
         caps["prompts"] = json!({"listChanged": false});
     }
@@ -248,10 +255,20 @@ fn discover(shared: &Shared) -> Json {
 
 /// `tools/list`: the ledger tools, `ledger_read` first (a tool a caller
 /// may try with no arguments), then the stateless fixtures when offered.
+/// `ledger_append` may run as a task (for a client that declares the
+/// extension), `ledger_read` never does.
 fn tools_list(shared: &Shared) -> Json {
     let mut v = mcp::tools_list_result();
     if let Some(tools) = v["tools"].as_array_mut() {
         tools.sort_by_key(|t| t["name"] != mcp::LEDGER_READ);
+        for t in tools.iter_mut() {
+            let support = if t["name"] == mcp::LEDGER_APPEND {
+                "optional"
+            } else {
+                "forbidden"
+            };
+            t["execution"] = json!({"taskSupport": support});
+        }
         if shared.exposure.fixtures.offered() {
             tools.extend(super::fixtures::stateless::tools());
             tools.extend(super::fixtures::input_required::tools());
@@ -384,8 +401,9 @@ async fn call(
             ),
         ));
     }
+    let as_task = wire::declares_tasks(params.as_ref());
     let sid = open_context(shared, token.clone());
-    let who = token.unwrap_or_else(|| sid.clone());
+    let who = token.clone().unwrap_or_else(|| sid.clone());
     shared
         .history
         .record(crate::history::Record::request_received(
@@ -397,6 +415,13 @@ async fn call(
             Some(p.name.as_str()),
             key.as_deref(),
         ));
+    if let (true, Some(k)) = (as_task, &key) {
+        // The creation re-sent under its key: the task it created.
+        if let Some(t) = super::tasks::by_key(shared, &(who.clone(), k.clone())) {
+            release(shared, &sid);
+            return super::tasks::created_reply(shared, &id, &t);
+        }
+    }
     if let Some(k) = &key {
         let cv = json!({"name": p.name, "arguments": p.arguments});
         if let Err(r) = super::stored::load_key(shared, &who, k).await {
@@ -412,6 +437,11 @@ async fn call(
             release(shared, &sid);
             return r;
         }
+    }
+    if let (true, super::tools::Invocation::Append(a)) = (as_task, &inv) {
+        let reply = start_task(shared, a.clone(), &id, token, (who, key));
+        release(shared, &sid);
+        return reply;
     }
     let slot = match post::call_stream_slot(shared, &sid, &id) {
         Ok(slot) => slot,
@@ -431,6 +461,30 @@ async fn call(
     let mut reply = post::start_call(shared, asked).holding(slot);
     reply.resp = modern_stream(reply.resp);
     reply.about(Some(&sid), None)
+}
+
+/// `ledger_append` as a task: its execution recorded, the task written
+/// beside the ledger, then the `CreateTaskResult`.
+fn start_task(
+    shared: &Rc<Shared>,
+    a: mcp::LedgerAppendArgs,
+    id: &RequestId,
+    owner: Option<Rc<str>>,
+    (who, key): (Rc<str>, Option<String>),
+) -> Reply {
+    let deferred = shared.cfg.effects == super::Effects::Transactional;
+    let execution = shared
+        .ledger
+        .execute(&a.tag, &who, key.as_deref(), id, deferred);
+    let creator = super::tasks::Creator {
+        owner,
+        key: key.clone().map(|k| (who.clone(), k)),
+        rpc_id: id.clone(),
+    };
+    let t = super::tasks::spawn(shared, creator, move |ctx| {
+        super::tasks::run_append(ctx, a, who, key, execution)
+    });
+    super::tasks::created_reply(shared, id, &t)
 }
 
 /// A context for one request: a session the wire never names, with no

@@ -479,7 +479,7 @@ pub(super) async fn room_for(shared: &Shared, sid: &SessionId, len: usize) {
     }
 }
 
-async fn pace(pacing: &Pacing, interval: Duration) {
+pub(super) async fn pace(pacing: &Pacing, interval: Duration) {
     match pacing {
         Pacing::Timer => {
             if !interval.is_zero() {
@@ -495,7 +495,7 @@ async fn pace(pacing: &Pacing, interval: Duration) {
 }
 
 /// `ledger_append`'s result as a tool result.
-fn append_result(tag: &str, executions: u32, chunk: &mcp::ChunkRef) -> Json {
+pub(super) fn append_result(tag: &str, executions: u32, chunk: &mcp::ChunkRef) -> Json {
     mcp::text_result(mcp::append_text(tag, executions, chunk))
 }
 

@@ -16,7 +16,8 @@ pub use super::facts::{
 };
 use super::intern::{FxMap, Sessions, Tags};
 use crate::history::{
-    ClientRecord, Entry, FaultKind, LedgerRecord, Outcome, Rec, Sent, SessionId, WorldRecord,
+    ClientRecord, Entry, FaultKind, LedgerRecord, Outcome, Rec, Sent, SessionId, TaskEvent,
+    WorldRecord,
 };
 use crate::protocol::mcp::ChunkRef;
 use live::Live;
@@ -369,6 +370,18 @@ impl Builder {
                     op.stale_rpcs.push((rpc_id.clone(), *sent_us, t));
                 }
             }
+            ClientRecord::Task {
+                tag, rpc_id, event, ..
+            } => {
+                if let Some(op) = self.op(tag) {
+                    match event {
+                        TaskEvent::Created => op.tasks_created_by.push(rpc_id.clone()),
+                        TaskEvent::CancelAcked => op.task_cancel_acked = true,
+                        TaskEvent::Gone => op.task_gone = true,
+                        TaskEvent::Ended => {}
+                    }
+                }
+            }
             ClientRecord::Switched { client, .. } => {
                 let c = self.client(*client);
                 let first = c.switched_us.is_none();
@@ -557,6 +570,7 @@ impl Builder {
                         result_us: None,
                         result_seq: None,
                         received: Vec::new(),
+                        emitted_at: Vec::new(),
                         hole: false,
                         replica: *replica,
                     });
@@ -599,6 +613,10 @@ impl Builder {
                     let i = *index as usize;
                     if x.received.len() < i {
                         x.received.resize(i, false);
+                        x.emitted_at.resize(i, false);
+                    }
+                    if let Some(e) = i.checked_sub(1).and_then(|j| x.emitted_at.get_mut(j)) {
+                        *e = true;
                     }
                     if *last {
                         x.result_index = Some(*index);

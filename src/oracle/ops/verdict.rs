@@ -10,7 +10,7 @@ pub(super) fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>,
     for x in &mut op.execs {
         let mut gap = false;
         for (i, r) in x.received.iter().enumerate() {
-            if !r {
+            if !r && x.emitted_at.get(i).copied().unwrap_or(true) {
                 gap = true;
             } else if gap && i > 0 {
                 x.hole = true;
@@ -25,6 +25,13 @@ pub(super) fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>,
         .unseen_rpcs
         .iter()
         .any(|r| op.execs.iter().any(|x| &x.rpc_id == r));
+    // A task op's execution whose creating request never got its
+    // `CreateTaskResult` (and whose result was not the one handled).
+    op.task_create_unseen = !op.tasks_created_by.is_empty()
+        && op
+            .execs
+            .iter()
+            .any(|x| x.committed && !op.tasks_created_by.contains(&x.rpc_id));
     stale_connection(op, host, run);
     op.result_before_drop = op
         .dropped_us

@@ -276,12 +276,24 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "keys kept across restarts (`--set server.durable_dedup=true`) and clients that send keys, so the re-issue after the 404 gets the stored result",
     ),
     (
+        "task_create_lost",
+        "task creation under an `Idempotency-Key` (the `tasks+keys` profile) on an arm that honours it (`keys`, `guarded`): the re-sent creation gets the task its key created",
+    ),
+    (
+        "task_cancel_race",
+        "keyed tasks (`tasks+keys`) on `guarded`, which lets a keyed execution whose effect is taken run on past the cancel, so the re-issue under the key gets that task; or `effects = \"transactional\"` (a cancelled execution commits nothing)",
+    ),
+    (
         "cold_resume",
         "a shared store that keeps its contents (`--set deployment.store_durable=true`), resumes sent to the replica that gave the cursor (`--set deployment.resume=pin-owner`) and clients that send keys, so the re-issue is answered from the key table",
     ),
     (
         "eviction",
         "the guard's announced gaps (the `guarded` arm turns the loss into a degraded operation) or a larger `server.store_capacity`",
+    ),
+    (
+        "task_expired",
+        "a `task_ttl_ms` longer than the longest a client may be away (partitions, backoff), and keyed tasks (`tasks+keys`) on an arm that keeps the key's result after its task expired (`keys`, `guarded`, with `server.durable_dedup` across restarts)",
     ),
     (
         "transport_reissue",

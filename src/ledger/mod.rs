@@ -14,6 +14,8 @@
 //! `(tag, execution, index)` ([`ChunkRef`]), so the oracle matches what a
 //! client received to what the tool emitted without the server's event ids.
 
+pub mod tasks;
+
 use crate::bounded::{Bounded, Budget};
 use crate::history::{History, LedgerRecord};
 pub use crate::protocol::mcp::ChunkRef;
@@ -96,6 +98,9 @@ pub struct Ledger {
     /// The replica this handle serves, in a deployment: the ledger records
     /// which replica ran each execution, as a store records its caller.
     replica: Option<u32>,
+    /// The tasks servers created (the tasks extension), kept beside the
+    /// ledger: they outlive an incarnation.
+    tasks: Rc<RefCell<tasks::TaskTable>>,
 }
 
 impl Ledger {
@@ -105,6 +110,7 @@ impl Ledger {
             inner: Rc::default(),
             history,
             replica: None,
+            tasks: Rc::default(),
         }
     }
 
@@ -114,6 +120,16 @@ impl Ledger {
             replica: Some(r),
             ..self.clone()
         }
+    }
+
+    /// The replica this handle serves (`None`: the one server).
+    pub fn replica(&self) -> Option<u32> {
+        self.replica
+    }
+
+    /// The task table (the tasks extension), shared by every handle.
+    pub fn tasks(&self) -> std::cell::RefMut<'_, tasks::TaskTable> {
+        self.tasks.borrow_mut()
     }
 
     /// Records one execution of `tag`; returns its number (1 = first). An

@@ -1,0 +1,250 @@
+//! The task table of the 2026-07-28 tasks extension
+//! (`io.modelcontextprotocol/tasks`): every task a server created, kept
+//! beside the ledger so that it outlives a restart (a task is durably
+//! created before its `CreateTaskResult` goes out). Plain data: what each
+//! task is (its status, result or error, the input it waits for), when it
+//! expires, and which key created it. The server's `tasks` module speaks
+//! the wire and runs the executions; an incarnation's runs die with it,
+//! and the next one fails the tasks they left working ([`TaskTable::interrupt`]).
+
+use super::Scoped;
+use crate::protocol::Json;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// A task's status, as `tasks/get` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskStatus {
+    /// Running.
+    Working,
+    /// Waiting for the client's answers (`tasks/update`).
+    InputRequired,
+    /// Ended with its result (a tool error is a completed task too).
+    Completed,
+    /// Ended with a JSON-RPC error and no result.
+    Failed,
+    /// Ended by `tasks/cancel` before its result.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// The wire's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Completed, failed or cancelled: nothing changes it any more.
+    pub fn terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+/// One task.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// Its id (server-generated).
+    pub id: Rc<str>,
+    /// The bearer token that created it, if any: only it reads, answers
+    /// or cancels the task.
+    pub owner: Option<Rc<str>>,
+    /// The `Idempotency-Key` that created it, scoped to its principal.
+    pub key: Option<Scoped>,
+    /// The replica that holds it, in a deployment.
+    pub replica: Option<u32>,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// A completed task's `CallToolResult`.
+    pub result: Option<Json>,
+    /// A failed task's JSON-RPC error object.
+    pub error: Option<Value>,
+    /// An input-required task's pending requests (key → request).
+    pub input_requests: BTreeMap<String, Value>,
+    /// The answers `tasks/update` brought, by key, for its execution.
+    pub answers: BTreeMap<String, Value>,
+    /// Why it stands where it does, for a person.
+    pub status_message: Option<String>,
+    /// When it was created and last changed, µs on the server's clock.
+    pub created_us: u64,
+    /// When it last changed, µs.
+    pub updated_us: u64,
+    /// How long it is kept after its creation, ms.
+    pub ttl_ms: u64,
+    /// How often its client should poll, ms.
+    pub poll_ms: u64,
+}
+
+impl Task {
+    /// When it is forgotten, µs.
+    pub fn expires_us(&self) -> u64 {
+        self.created_us
+            .saturating_add(self.ttl_ms.saturating_mul(1000))
+    }
+}
+
+/// Every task, by id, with the keys that created them and their expiry.
+#[derive(Default)]
+pub struct TaskTable {
+    tasks: BTreeMap<Rc<str>, Task>,
+    /// The task each key created.
+    by_key: BTreeMap<Scoped, Rc<str>>,
+    /// (expiry µs, id), soonest first.
+    expiries: BTreeSet<(u64, Rc<str>)>,
+}
+
+impl TaskTable {
+    /// Adds `task` (durable from now on).
+    pub fn insert(&mut self, task: Task) {
+        if let Some(k) = &task.key {
+            self.by_key.insert(k.clone(), task.id.clone());
+        }
+        self.expiries.insert((task.expires_us(), task.id.clone()));
+        self.tasks.insert(task.id.clone(), task);
+    }
+
+    /// Forgets every task whose time to live ran out by `now_us`.
+    pub fn expire(&mut self, now_us: u64) {
+        while let Some((at, id)) = self.expiries.first().cloned() {
+            if at > now_us {
+                break;
+            }
+            self.expiries.pop_first();
+            if let Some(t) = self.tasks.remove(&id) {
+                if let Some(k) = &t.key {
+                    if self.by_key.get(k) == Some(&id) {
+                        self.by_key.remove(k);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The task `id` as replica `replica` sees it at `now_us` (one that
+    /// expired is gone; another replica's is not visible).
+    pub fn get_mut(&mut self, id: &str, replica: Option<u32>, now_us: u64) -> Option<&mut Task> {
+        self.expire(now_us);
+        self.tasks.get_mut(id).filter(|t| t.replica == replica)
+    }
+
+    /// The live task `key` created, on `replica`.
+    pub fn by_key(&mut self, key: &Scoped, replica: Option<u32>, now_us: u64) -> Option<&Task> {
+        self.expire(now_us);
+        let id = self.by_key.get(key)?;
+        self.tasks.get(id).filter(|t| t.replica == replica)
+    }
+
+    /// The key `key` no longer names a task (its task was cancelled
+    /// before any effect, so a retry under it starts a new one).
+    pub fn forget_key(&mut self, key: &Scoped) {
+        self.by_key.remove(key);
+    }
+
+    /// A new incarnation of `replica` starts at `now_us`: the runs of the
+    /// one before died with it, so its tasks still working or waiting for
+    /// input fail. Returns their ids.
+    pub fn interrupt(&mut self, replica: Option<u32>, now_us: u64) -> Vec<Rc<str>> {
+        let mut out = Vec::new();
+        for t in self.tasks.values_mut() {
+            if t.replica == replica && !t.status.terminal() {
+                t.status = TaskStatus::Failed;
+                t.error = Some(serde_json::json!({
+                    "code": crate::protocol::jsonrpc::INTERNAL_ERROR,
+                    "message": "the server restarted while this task ran: its execution was lost",
+                }));
+                t.input_requests.clear();
+                t.status_message = Some("interrupted by a server restart".into());
+                t.updated_us = now_us;
+                out.push(t.id.clone());
+            }
+        }
+        out
+    }
+
+    /// How many tasks it holds.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, key: Option<&str>, created_us: u64, ttl_ms: u64) -> Task {
+        Task {
+            id: id.into(),
+            owner: None,
+            key: key.map(|k| (Rc::from("p"), k.to_string())),
+            replica: None,
+            status: TaskStatus::Working,
+            result: None,
+            error: None,
+            input_requests: BTreeMap::new(),
+            answers: BTreeMap::new(),
+            status_message: None,
+            created_us,
+            updated_us: created_us,
+            ttl_ms,
+            poll_ms: 100,
+        }
+    }
+
+    #[test]
+    fn a_task_is_kept_for_its_ttl_and_then_forgotten_with_its_key() {
+        let mut t = TaskTable::default();
+        t.insert(task("a", Some("k"), 1_000, 2));
+        t.insert(task("b", None, 1_000, 10));
+        let k = (Rc::from("p"), "k".to_string());
+        assert!(t.get_mut("a", None, 2_999).is_some(), "within its ttl");
+        assert_eq!(t.by_key(&k, None, 2_999).map(|x| &*x.id), Some("a"));
+        assert!(
+            t.get_mut("a", None, 3_000).is_none(),
+            "expired at created + ttl"
+        );
+        assert!(t.by_key(&k, None, 3_000).is_none(), "its key goes with it");
+        assert!(t.get_mut("b", None, 3_000).is_some(), "another task stays");
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn a_restart_fails_the_tasks_of_its_replica_only_and_spares_finished_ones() {
+        let mut t = TaskTable::default();
+        t.insert(task("a", None, 0, 1_000));
+        let mut done = task("b", None, 0, 1_000);
+        done.status = TaskStatus::Completed;
+        t.insert(done);
+        let mut other = task("c", None, 0, 1_000);
+        other.replica = Some(1);
+        t.insert(other);
+        assert_eq!(t.interrupt(None, 5), vec![Rc::from("a")]);
+        let a = t.get_mut("a", None, 5).unwrap();
+        assert_eq!(a.status, TaskStatus::Failed);
+        assert!(a.error.is_some());
+        assert_eq!(
+            t.get_mut("b", None, 5).unwrap().status,
+            TaskStatus::Completed
+        );
+        assert!(
+            t.get_mut("c", None, 5).is_none(),
+            "another replica's task is not visible"
+        );
+        assert_eq!(
+            t.get_mut("c", Some(1), 5).unwrap().status,
+            TaskStatus::Working
+        );
+    }
+}

@@ -1,0 +1,512 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`) on the 2026-07-28
+//! wire. A `tools/call` whose client declares the extension, to a tool
+//! that supports tasks, creates a task instead of answering on its stream:
+//! the task is written to the table beside the ledger (durable) before its
+//! `CreateTaskResult` goes out, and its execution runs detached from any
+//! connection, so a broken stream cancels nothing. The client polls
+//! `tasks/get` at `pollIntervalMs`, answers an input-required task with
+//! `tasks/update`, and may ask `tasks/cancel`, which is acknowledged, not
+//! promised: guarded lets a keyed execution whose effect is taken run to
+//! its result; the others stop it at its next step. A task and its result
+//! are kept `task_ttl_ms` after its creation; a restart fails the tasks
+//! its incarnation was running (their executions died with it).
+//!
+//! What a task's execution does is its tool's: `ledger_append` here
+//! ([`run_append`]), the conformance fixtures in
+//! `fixtures::tasks`; both drive it through a [`TaskCtx`].
+
+use super::reply::Reply;
+use super::respond::{error_with, json_response};
+use super::{Effects, Shared};
+use crate::history::Record;
+use crate::ledger::tasks::{Task, TaskStatus};
+use crate::ledger::{Commit, Principal, Scoped};
+use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
+use crate::protocol::mcp::{self, LedgerAppendArgs};
+use crate::protocol::modern as wire;
+use crate::protocol::Json;
+use http::{HeaderMap, StatusCode};
+use serde_json::{json, Map, Value};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The simulator's tasks are dated from the revision's own date
+/// (2026-07-28T00:00:00Z, seconds since 1970): same seed, same bytes.
+const SIM_EPOCH_S: u64 = 1_785_196_800;
+
+/// A task's execution as this incarnation runs it: the flag `tasks/cancel`
+/// sets, and the wake-up it and `tasks/update` send.
+#[derive(Default)]
+pub(crate) struct TaskRun {
+    cancel: Cell<bool>,
+    wake: Notify,
+}
+
+/// Who creates a task: its owner (bearer token) and the key it came under.
+pub(super) struct Creator {
+    pub owner: Option<Rc<str>>,
+    pub key: Option<Scoped>,
+    /// The request that creates it.
+    pub rpc_id: RequestId,
+}
+
+/// The now of the task wire: µs on the server's clock, and as RFC 3339
+/// (the simulator's from [`SIM_EPOCH_S`]; a served one's from the wall
+/// clock, which is what its clients read).
+fn now(shared: &Shared) -> (u64, String) {
+    let us = shared.history.now_us();
+    let at = match shared.exposure.session_ids {
+        super::exposure::SessionIds::Seeded => wire::rfc3339(SIM_EPOCH_S, us),
+        super::exposure::SessionIds::Os => {
+            let since = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            wire::rfc3339(since.as_secs(), u64::from(since.subsec_micros()))
+        }
+    };
+    (us, at)
+}
+
+/// A task id: as unguessable as a session id, and header-safe.
+fn new_id(shared: &Shared) -> Rc<str> {
+    format!("task-{}", shared.new_session_id()).into()
+}
+
+/// Creates a task (written to the table before anything answers) and
+/// starts `body` on it. Returns the task as created.
+pub(super) fn spawn<F, Fut>(shared: &Rc<Shared>, who: Creator, body: F) -> Task
+where
+    F: FnOnce(TaskCtx) -> Fut,
+    Fut: Future<Output = ()> + 'static,
+{
+    let (us, _) = now(shared);
+    let task = Task {
+        id: new_id(shared),
+        owner: who.owner,
+        key: who.key,
+        replica: shared.ledger.replica(),
+        status: TaskStatus::Working,
+        result: None,
+        error: None,
+        input_requests: BTreeMap::new(),
+        answers: BTreeMap::new(),
+        status_message: None,
+        created_us: us,
+        updated_us: us,
+        ttl_ms: shared.cfg.task_ttl_ms,
+        poll_ms: shared.cfg.task_poll_ms,
+    };
+    shared.ledger.tasks().insert(task.clone());
+    shared.history.record(Record::TaskChanged {
+        task: task.id.clone(),
+        rpc_id: Some(who.rpc_id),
+        status: TaskStatus::Working.as_str(),
+    });
+    let run = Rc::new(TaskRun::default());
+    shared
+        .state
+        .borrow_mut()
+        .task_runs
+        .insert(task.id.clone(), run.clone());
+    let ctx = TaskCtx {
+        shared: shared.clone(),
+        id: task.id.clone(),
+        run,
+    };
+    let fut = body(ctx);
+    tokio::task::spawn_local(fut);
+    task
+}
+
+/// What a task's execution holds: its id, and the run `tasks/cancel` and
+/// `tasks/update` reach.
+pub(super) struct TaskCtx {
+    shared: Rc<Shared>,
+    id: Rc<str>,
+    run: Rc<TaskRun>,
+}
+
+impl TaskCtx {
+    /// Whether `tasks/cancel` asked it to stop.
+    pub fn cancel_asked(&self) -> bool {
+        self.run.cancel.get()
+    }
+
+    /// Waits `d`; `false` when a cancel came first (or had come).
+    pub async fn sleep(&self, d: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + d;
+        loop {
+            let woken = self.run.wake.notified();
+            if self.cancel_asked() {
+                return false;
+            }
+            tokio::select! {
+                biased;
+                _ = woken => {}
+                _ = tokio::time::sleep_until(deadline) => return !self.cancel_asked(),
+            }
+        }
+    }
+
+    /// Asks the client for input: the task waits in `input_required` with
+    /// `requests` until `tasks/update` has answered every one (the answers,
+    /// by key), or a cancel comes (`None`).
+    pub async fn ask(&self, requests: BTreeMap<String, Value>) -> Option<BTreeMap<String, Value>> {
+        self.change(TaskStatus::InputRequired, |t| {
+            t.input_requests = requests;
+            t.answers.clear();
+        });
+        loop {
+            let woken = self.run.wake.notified();
+            if self.cancel_asked() {
+                return None;
+            }
+            let answered = self
+                .task(|t| (t.status == TaskStatus::Working).then(|| t.answers.clone()))
+                .flatten();
+            if let Some(a) = answered {
+                return Some(a);
+            }
+            woken.await;
+        }
+    }
+
+    /// Ends it with `result` (a `CallToolResult`).
+    pub fn complete(&self, result: &Json) {
+        let result = wire::complete(result);
+        self.change(TaskStatus::Completed, |t| t.result = Some(result));
+    }
+
+    /// Ends it failed, with a JSON-RPC error and no result.
+    pub fn fail(&self, code: i64, message: &str) {
+        let e = json!({"code": code, "message": message});
+        self.change(TaskStatus::Failed, |t| t.error = Some(e));
+    }
+
+    /// Ends it cancelled (it stopped at a cancel).
+    pub fn stopped(&self) {
+        self.change(TaskStatus::Cancelled, |t| {
+            t.status_message = Some("cancelled at the client's request".into());
+        });
+    }
+
+    /// Reads the task (`None`: expired, or gone).
+    fn task<R>(&self, f: impl FnOnce(&Task) -> R) -> Option<R> {
+        let (us, _) = now(&self.shared);
+        let mut table = self.shared.ledger.tasks();
+        table
+            .get_mut(&self.id, self.shared.ledger.replica(), us)
+            .map(|t| f(t))
+    }
+
+    /// Moves the task to `status` (a terminal status sticks: an execution
+    /// ending after its task was failed by a restart changes nothing).
+    fn change(&self, status: TaskStatus, f: impl FnOnce(&mut Task)) {
+        let (us, _) = now(&self.shared);
+        {
+            let mut table = self.shared.ledger.tasks();
+            let Some(t) = table.get_mut(&self.id, self.shared.ledger.replica(), us) else {
+                return;
+            };
+            if t.status.terminal() {
+                return;
+            }
+            t.status = status;
+            t.updated_us = us;
+            if status != TaskStatus::InputRequired {
+                t.input_requests.clear();
+            }
+            f(t);
+            if status == TaskStatus::Cancelled {
+                if let Some(k) = &t.key {
+                    let k = k.clone();
+                    table.forget_key(&k);
+                }
+            }
+        }
+        self.shared.history.record(Record::TaskChanged {
+            task: self.id.clone(),
+            rpc_id: None,
+            status: status.as_str(),
+        });
+        if status.terminal() {
+            self.shared.state.borrow_mut().task_runs.remove(&self.id);
+        }
+    }
+}
+
+impl Drop for TaskCtx {
+    /// An execution that ends without a terminal status (its server is
+    /// going away) leaves the task to the next incarnation's
+    /// [`crate::ledger::tasks::TaskTable::interrupt`].
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.shared.state.try_borrow_mut() {
+            st.task_runs.remove(&self.id);
+        }
+    }
+}
+
+/// A new incarnation: the tasks the one before was running failed.
+pub(super) fn on_start(shared: &Shared) {
+    let (us, _) = now(shared);
+    let failed = shared.ledger.tasks().interrupt(shared.ledger.replica(), us);
+    for id in failed {
+        shared.history.record(Record::TaskChanged {
+            task: id,
+            rpc_id: None,
+            status: TaskStatus::Failed.as_str(),
+        });
+    }
+}
+
+/// A task as the wire shows it: `CreateTaskResult` (`created`: no result,
+/// error or input requests, whatever the status) or `tasks/get`'s
+/// detailed task.
+pub(super) fn view(shared: &Shared, t: &Task, created: bool) -> Json {
+    let at = |us: u64| match shared.exposure.session_ids {
+        super::exposure::SessionIds::Seeded => wire::rfc3339(SIM_EPOCH_S, us),
+        // A served task's times: the wall clock now, less how long ago.
+        super::exposure::SessionIds::Os => {
+            let since = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_micros() as u64;
+            let ago = shared.history.now_us().saturating_sub(us);
+            let then = since.saturating_sub(ago);
+            wire::rfc3339(then / 1_000_000, then % 1_000_000)
+        }
+    };
+    let mut m = Map::new();
+    m.insert(
+        "resultType".into(),
+        json!(if created { "task" } else { "complete" }),
+    );
+    m.insert("taskId".into(), json!(&*t.id));
+    m.insert("status".into(), json!(t.status.as_str()));
+    m.insert("createdAt".into(), json!(at(t.created_us)));
+    m.insert("lastUpdatedAt".into(), json!(at(t.updated_us)));
+    m.insert("ttlMs".into(), json!(t.ttl_ms));
+    m.insert("pollIntervalMs".into(), json!(t.poll_ms));
+    if let Some(s) = &t.status_message {
+        m.insert("statusMessage".into(), json!(s));
+    }
+    if !created {
+        match t.status {
+            TaskStatus::Completed => {
+                if let Some(r) = &t.result {
+                    m.insert("result".into(), r.to_value());
+                }
+            }
+            TaskStatus::Failed => {
+                if let Some(e) = &t.error {
+                    m.insert("error".into(), e.clone());
+                }
+            }
+            TaskStatus::InputRequired => {
+                let reqs: Map<String, Value> = t.input_requests.clone().into_iter().collect();
+                m.insert("inputRequests".into(), Value::Object(reqs));
+            }
+            TaskStatus::Working | TaskStatus::Cancelled => {}
+        }
+    }
+    Json::from_value(&Value::Object(m))
+}
+
+/// A task's creation as the answer to `id`.
+pub(super) fn created_reply(shared: &Shared, id: &RequestId, t: &Task) -> Reply {
+    Reply::new(json_response(
+        StatusCode::OK,
+        &Message::Result {
+            id: id.clone(),
+            result: view(shared, t, true),
+        },
+    ))
+}
+
+/// The live task `key` created (not failed or cancelled: a retry under
+/// it then starts another), as a re-sent creation's answer.
+pub(super) fn by_key(shared: &Shared, key: &Scoped) -> Option<Task> {
+    let (us, _) = now(shared);
+    let mut table = shared.ledger.tasks();
+    let t = table.by_key(key, shared.ledger.replica(), us)?;
+    matches!(
+        t.status,
+        TaskStatus::Working | TaskStatus::InputRequired | TaskStatus::Completed
+    )
+    .then(|| t.clone())
+}
+
+/// `tasks/get`, `tasks/update` or `tasks/cancel` (checked already for
+/// their headers): refused without the extension (-32021, before the task
+/// is looked up), an unknown, expired or another owner's task is -32602.
+pub(super) fn request(
+    shared: &Shared,
+    h: &HeaderMap,
+    id: &RequestId,
+    method: &str,
+    params: Option<&Json>,
+) -> Reply {
+    let refuse = |status, e: ErrorObject| Reply::new(error_with(status, Some(id.clone()), e));
+    if !wire::declares_tasks(params) {
+        return refuse(StatusCode::BAD_REQUEST, wire::tasks_not_declared(method));
+    }
+    let Some(task_id) = params
+        .and_then(|p| p.get("taskId"))
+        .and_then(|t| t.as_str().map(|s| s.into_owned()))
+    else {
+        return refuse(
+            StatusCode::OK,
+            ErrorObject::new(
+                jsonrpc::INVALID_PARAMS,
+                format!("{method} needs params.taskId"),
+                None,
+            ),
+        );
+    };
+    let token = super::principal::bearer(h);
+    let (us, _) = now(shared);
+    let mut table = shared.ledger.tasks();
+    let Some(t) = table
+        .get_mut(&task_id, shared.ledger.replica(), us)
+        .filter(|t| t.owner.is_none() || t.owner == token)
+    else {
+        return refuse(
+            StatusCode::OK,
+            ErrorObject::new(
+                jsonrpc::INVALID_PARAMS,
+                format!("unknown task {task_id:?}: never created here, or expired (tasks are kept {} ms after their creation)", shared.cfg.task_ttl_ms),
+                None,
+            ),
+        );
+    };
+    let ack = || {
+        Reply::new(json_response(
+            StatusCode::OK,
+            &Message::Result {
+                id: id.clone(),
+                result: Json::from_value(&json!({"resultType": "complete"})),
+            },
+        ))
+    };
+    let run = shared.state.borrow().task_runs.get(&t.id).cloned();
+    match method {
+        wire::TASKS_UPDATE => {
+            let answers = params
+                .and_then(|p| p.get("inputResponses"))
+                .and_then(|r| serde_json::from_str::<Value>(r.text()).ok());
+            if let Some(Value::Object(answers)) = answers {
+                for (k, v) in answers {
+                    // Answers to keys it is not waiting for are ignored.
+                    if t.input_requests.remove(&k).is_some() {
+                        t.answers.insert(k, v);
+                    }
+                }
+            }
+            if t.status == TaskStatus::InputRequired && t.input_requests.is_empty() {
+                t.status = TaskStatus::Working;
+                t.updated_us = us;
+            }
+            if let Some(run) = run {
+                run.wake.notify_waiters();
+            }
+            ack()
+        }
+        wire::TASKS_CANCEL => {
+            if !t.status.terminal() {
+                match run {
+                    Some(run) => {
+                        run.cancel.set(true);
+                        run.wake.notify_waiters();
+                    }
+                    // Nothing runs it here: it stops now.
+                    None => {
+                        t.status = TaskStatus::Cancelled;
+                        t.updated_us = us;
+                    }
+                }
+            }
+            ack()
+        }
+        _ => {
+            let v = view(shared, t, false);
+            Reply::new(json_response(
+                StatusCode::OK,
+                &Message::Result {
+                    id: id.clone(),
+                    result: v,
+                },
+            ))
+        }
+    }
+}
+
+/// `ledger_append` as a task: its effect at its start (`immediate`) or
+/// with its commit (`transactional`), one step per chunk interval, only
+/// its result chunk emitted (a task has no stream for progress), the
+/// result kept in the task and under its key. A cancel stops it at its
+/// next step, except on guarded when the call is keyed and its effect is
+/// taken: it runs on to its result (the ack was only an ack).
+pub(super) async fn run_append(
+    ctx: TaskCtx,
+    a: LedgerAppendArgs,
+    who: Principal,
+    key: Option<String>,
+    execution: u32,
+) {
+    let shared = ctx.shared.clone();
+    let transactional = shared.cfg.effects == Effects::Transactional;
+    let keeps_on = shared.guarded() && key.is_some() && !transactional;
+    let interval = Duration::from_millis(a.chunk_interval_ms);
+    for _ in 1..=a.chunks {
+        let stop = match &shared.pacing {
+            super::Pacing::Timer => !ctx.sleep(interval).await,
+            gate => {
+                super::tools::pace(gate, interval).await;
+                ctx.cancel_asked()
+            }
+        };
+        if stop && !keeps_on {
+            if let Some(k) = &key {
+                shared.state.borrow_mut().dedup.abandon(&who, k);
+                super::stored::key_dropped(&shared, &who, k);
+            }
+            return ctx.stopped();
+        }
+    }
+    let chunk = mcp::ChunkRef {
+        tag: a.tag.as_str().into(),
+        execution,
+        index: a.chunks,
+    };
+    let result = if transactional {
+        match shared
+            .ledger
+            .commit(&a.tag, execution, &who, key.as_deref(), |n| {
+                super::tools::append_result(&a.tag, n, &chunk)
+            }) {
+            Commit::Committed(r) => {
+                shared.ledger.chunk(&a.tag, execution, a.chunks, a.chunks);
+                r
+            }
+            // Its key committed first: the stored result.
+            Commit::Refused(stored) => stored,
+        }
+    } else {
+        shared.ledger.chunk(&a.tag, execution, a.chunks, a.chunks);
+        let n = shared.ledger.executions_for(&a.tag, &who);
+        super::tools::append_result(&a.tag, n, &chunk)
+    };
+    if let Some(k) = &key {
+        super::stored::key_done(&shared, &who, k, &result);
+        shared
+            .state
+            .borrow_mut()
+            .dedup
+            .complete(&who, k, result.clone());
+    }
+    ctx.complete(&result);
+}
