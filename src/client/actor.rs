@@ -111,6 +111,8 @@ pub(super) struct Op {
     /// The task its latest call created (tasks extension), while it waits
     /// on it.
     pub(super) task: Option<super::tasks::OpTask>,
+    /// It cancelled a task once (a call cancels at most one).
+    pub(super) cancelled_task: bool,
 }
 
 /// What a timer does when it fires.
@@ -263,6 +265,7 @@ impl Client {
                     started: false,
                     json_result: false,
                     task: None,
+                    cancelled_task: false,
                 })
                 .collect(),
             policy: behaviour::of(spec.group.behaviour),

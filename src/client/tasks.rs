@@ -6,7 +6,8 @@
 //! client its one way on: the call again, as a new task. With a
 //! `task_deadline_ms`, a task still unfinished that long after its
 //! creation is cancelled (`tasks/cancel`) and, once the cancel is
-//! acknowledged, its call is re-issued. A poll that gets no answer is
+//! acknowledged, its call is re-issued (once per call: the new task is
+//! waited for). A poll that gets no answer is
 //! simply sent again: reading a task changes nothing.
 
 use super::actor::{Client, Got, OpState, SlotKind, Timer};
@@ -28,8 +29,6 @@ pub(super) struct OpTask {
     pub created_us: u64,
     /// Polls and cancels sent for it (they number their request ids).
     pub requests: u32,
-    /// Its cancel went out.
-    pub cancelling: bool,
 }
 
 /// How long a client polls when the server did not say, ms.
@@ -76,7 +75,6 @@ impl Client {
             poll_ms,
             created_us: self.io.history.now_us(),
             requests: 0,
-            cancelling: false,
         });
         self.schedule(Duration::from_millis(poll_ms), Timer::Poll(op));
         true
@@ -89,14 +87,15 @@ impl Client {
         }
         let deadline = self.g().task_deadline_ms;
         let now = self.io.history.now_us();
-        let tag = self.ops[op].tag.clone();
-        let Some(t) = self.ops[op].task.as_mut() else {
+        let o = &mut self.ops[op];
+        let tag = o.tag.clone();
+        let Some(t) = o.task.as_mut() else {
             return;
         };
         let cancel = deadline > 0
-            && !t.cancelling
+            && !o.cancelled_task
             && now.saturating_sub(t.created_us) >= deadline.saturating_mul(1000);
-        t.cancelling |= cancel;
+        o.cancelled_task |= cancel;
         t.requests += 1;
         let (method, what) = if cancel {
             (wire::TASKS_CANCEL, Sent::TaskCancel)

@@ -110,8 +110,8 @@ pub struct ClientGroup {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks: Option<bool>,
     /// A task still unfinished this long after its creation is cancelled
-    /// (`tasks/cancel`) and its call re-issued as a new task, ms (0:
-    /// never).
+    /// (`tasks/cancel`) and its call re-issued as a new task, at most once
+    /// per call, ms (0: never).
     #[serde(skip_serializing_if = "is_zero")]
     pub task_deadline_ms: u64,
     /// Keep one idle connection and reuse it, or connect per exchange.

@@ -272,6 +272,7 @@ fn tools_list(shared: &Shared) -> Json {
         if shared.exposure.fixtures.offered() {
             tools.extend(super::fixtures::stateless::tools());
             tools.extend(super::fixtures::input_required::tools());
+            tools.extend(super::fixtures::tasks::tools());
         }
     }
     v.into()
@@ -374,6 +375,10 @@ async fn call(
             .map_or(serde_json::Value::Null, Json::to_value);
         let key = shared.asks.state_key();
         if let Some(r) = super::fixtures::input_required::call(&p.name, &v, key) {
+            return fixture_result(r, &id);
+        }
+        let owner = principal::bearer(h);
+        if let Some(r) = super::fixtures::tasks::call(shared, &p.name, &v, &id, owner).await {
             return fixture_result(r, &id);
         }
     }
