@@ -113,6 +113,8 @@ pub(super) struct Op {
     pub(super) task: Option<super::tasks::OpTask>,
     /// It cancelled a task once (a call cancels at most one).
     pub(super) cancelled_task: bool,
+    /// A call of it was answered with a task.
+    pub(super) ran_as_task: bool,
 }
 
 /// What a timer does when it fires.
@@ -266,6 +268,7 @@ impl Client {
                     json_result: false,
                     task: None,
                     cancelled_task: false,
+                    ran_as_task: false,
                 })
                 .collect(),
             policy: behaviour::of(spec.group.behaviour),

@@ -70,6 +70,7 @@ impl Client {
             event: TaskEvent::Created,
         });
         let poll_ms = poll.filter(|p| *p > 0).unwrap_or(DEFAULT_POLL_MS);
+        self.ops[op].ran_as_task = true;
         self.ops[op].task = Some(OpTask {
             id,
             poll_ms,

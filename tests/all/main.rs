@@ -31,4 +31,5 @@ mod serve_fixtures;
 mod shrink_loop;
 mod sim;
 mod soak;
+mod tasks;
 mod turmoil_patch;

@@ -1,0 +1,235 @@
+//! The tasks extension (2026-07-28): in the simulation (calls answered
+//! with tasks, polled; what a partition, a restart, a cancel and an
+//! expiry do to them; same seed, same bytes) and over real TCP against
+//! `serve` (the task wire a client sees, without Node: CI runs the
+//! official suite's `tasks-*` scenarios too).
+
+use super::serve::{Conn, Resp, Served};
+use mcp_chaos::run::{run_arm, Options, Profile, RunReport};
+use mcp_chaos::scenario::Scenario;
+use mcp_chaos::sut::Arm;
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn scenario(path: &str) -> Scenario {
+    Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+fn go(s: &Scenario, arm: &str, clients: Option<Profile>, sets: &[(&str, &str)]) -> RunReport {
+    let opts = Options {
+        clients,
+        sets: sets
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        deployment: String::new(),
+    };
+    let a: Arm = arm.parse().unwrap();
+    run_arm(s, 0, a, &opts)
+        .unwrap_or_else(|e| panic!("{} {arm}: {e}", s.name))
+        .0
+}
+
+const Y2026: (&str, &str) = ("era", "2026-07-28");
+
+/// A task has no stream: the drops that break 2026 calls mid-stream find
+/// nothing to drop, every call completes through its task, and each
+/// planned drop says why it did not happen.
+#[test]
+fn a_task_has_no_stream_for_a_drop_to_break() {
+    let s = scenario("sims/flaky-mobile.toml");
+    let plain = go(&s, "unguarded", Some(Profile::Plain), &[Y2026]);
+    assert!(plain.metrics.ops_failed > 0, "the drops break plain calls");
+    let r = go(&s, "unguarded", Some(Profile::Tasks), &[Y2026]);
+    assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
+    assert_eq!(r.metrics.ops_ok, r.metrics.operations);
+    assert!(r.faults.applied.is_empty(), "{:?}", r.faults.applied);
+    assert!(!r.faults.not_applied.is_empty());
+    assert!(
+        r.faults
+            .not_applied
+            .iter()
+            .all(|n| n.reason.contains("ran as a task")),
+        "{:?}",
+        r.faults.not_applied.first()
+    );
+    // In the 2025-11-25 era the profile is plain: no tasks on that wire.
+    let old = go(&s, "unguarded", Some(Profile::Tasks), &[]);
+    let old_plain = go(&s, "unguarded", Some(Profile::Plain), &[]);
+    assert_eq!(old.metrics.ops_failed, old_plain.metrics.ops_failed);
+    assert_eq!(old.trace_sha256, old_plain.trace_sha256);
+}
+
+/// A partition that swallows a CreateTaskResult makes a second task
+/// (task_create_lost) unless the creation carries a key an arm honours;
+/// same seed, same bytes; the profile changes the run.
+#[test]
+fn a_lost_creation_makes_a_second_task_unless_keyed() {
+    let s = scenario("sims/partition-storm.toml");
+    let t = go(&s, "keys", Some(Profile::Tasks), &[Y2026]);
+    assert!(t.metrics.ops_failed > 0);
+    assert_eq!(
+        t.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+        vec!["task_create_lost"]
+    );
+    let k = go(&s, "keys", Some(Profile::TasksKeys), &[Y2026]);
+    assert_eq!(k.metrics.ops_failed, 0, "{:?}", k.metrics.failures_by_cause);
+    let again = go(&s, "keys", Some(Profile::TasksKeys), &[Y2026]);
+    assert_eq!(k.trace_sha256, again.trace_sha256, "same seed, same bytes");
+    assert_ne!(k.trace_sha256, t.trace_sha256);
+    // Guarded refuses a keyless creation, as it refuses a keyless call.
+    let g = go(&s, "guarded", Some(Profile::Tasks), &[Y2026]);
+    assert_eq!(g.metrics.ops_ok, 0);
+    assert_eq!(g.metrics.duplicate_side_effects, 0);
+}
+
+/// The task table outlives a restart, its running tasks do not: they
+/// fail, the client re-issues, and an immediate effect runs twice
+/// (restart_mid_execution); transactional effects with durable keys make
+/// restarts cost only latency.
+#[test]
+fn a_restart_fails_running_tasks_and_transactional_effects_absorb_it() {
+    let s = scenario("sims/server-restarts.toml");
+    let r = go(&s, "guarded", Some(Profile::TasksKeys), &[Y2026]);
+    assert!(r.metrics.ops_failed > 0);
+    assert_eq!(
+        r.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+        vec!["restart_mid_execution"]
+    );
+    let tx = [
+        Y2026,
+        ("server.effects", "transactional"),
+        ("server.durable_dedup", "true"),
+    ];
+    let z = go(&s, "guarded", Some(Profile::TasksKeys), &tx);
+    assert_eq!(z.metrics.ops_failed, 0, "{:?}", z.metrics.failures_by_cause);
+    assert_eq!(
+        z.metrics.ops_ok + z.metrics.ops_degraded,
+        z.metrics.operations
+    );
+}
+
+const V: &str = "2026-07-28";
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+/// A 2026 POST of `method` (`tasks`: the client declares the extension),
+/// `name` for `Mcp-Name`.
+fn post(c: &mut Conn, id: u64, method: &str, params: Value, tasks: bool) -> Resp {
+    send(c, id, method, params, tasks, &[])
+}
+
+/// [`post`] from a client that declares the extension, with `extra` headers.
+fn post_with(c: &mut Conn, id: u64, method: &str, params: Value, extra: &[(&str, &str)]) -> Resp {
+    send(c, id, method, params, true, extra)
+}
+
+fn send(
+    c: &mut Conn,
+    id: u64,
+    method: &str,
+    mut params: Value,
+    tasks: bool,
+    extra: &[(&str, &str)],
+) -> Resp {
+    let caps = if tasks {
+        json!({"extensions": {EXT: {}}})
+    } else {
+        json!({})
+    };
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": caps});
+    let name = params
+        .get("name")
+        .or_else(|| params.get("taskId"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut h = vec![
+        ("mcp-protocol-version", V),
+        ("mcp-method", method),
+        ("authorization", "Bearer alice"),
+    ];
+    if let Some(n) = &name {
+        h.push(("mcp-name", n));
+    }
+    h.extend_from_slice(extra);
+    c.send("POST", &h, &body.to_string())
+}
+
+fn body(r: &Resp) -> Value {
+    serde_json::from_str(&r.body).unwrap_or_else(|_| panic!("JSON: {r:?}"))
+}
+
+/// The task wire as a client sees it: the extension advertised; a call
+/// from a client that declares it answered with a flat CreateTaskResult;
+/// polls until completed with the tool's result inline; the methods
+/// refused without the extension (-32021) and for an unknown task
+/// (-32602); a cancel of a finished task acknowledged without changing it;
+/// a re-sent creation under its key answered with the same task.
+#[test]
+fn serve_answers_a_declared_call_with_a_task_it_can_poll() {
+    let s = Served::start(&["--server", "keys", "--era", V]);
+    let mut c = s.connect();
+    let d = body(&post(&mut c, 1, "server/discover", json!({}), true));
+    assert!(
+        d["result"]["capabilities"]["extensions"][EXT].is_object(),
+        "{d}"
+    );
+    let call = json!({"name": "ledger_append",
+        "arguments": {"tag": "c9-op0", "chunks": 2, "chunk_interval_ms": 20}});
+    // Without the extension the call answers on its stream, as always.
+    let plain = post(&mut c, 2, "tools/call", call.clone(), false);
+    assert_eq!(plain.header("content-type"), Some("text/event-stream"));
+    assert!(
+        plain.body.contains("\"resultType\":\"complete\""),
+        "{plain:?}"
+    );
+    assert!(!plain.body.contains("taskId"));
+    let r = post(&mut c, 3, "tools/call", call.clone(), true);
+    let created = body(&r)["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    for absent in ["result", "error", "inputRequests", "requestState", "task"] {
+        assert!(created.get(absent).is_none(), "{absent}: {created}");
+    }
+    let id = created["taskId"].as_str().unwrap().to_string();
+    let get = json!({"taskId": id});
+    let mut done = Value::Null;
+    for n in 0..50 {
+        let v = body(&post(&mut c, 10 + n, "tasks/get", get.clone(), true));
+        if v["result"]["status"] == "completed" {
+            done = v["result"].clone();
+            break;
+        }
+        assert_eq!(v["result"]["status"], "working", "{v}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(done["taskId"], id.as_str(), "completed within a second");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("\"executions\":2"),
+        "the second execution: {text}"
+    );
+    // A creation re-sent under its key gets the task the key created.
+    let keyed = json!({"name": "ledger_append", "arguments": {"tag": "c9-op1"}});
+    let key = [("idempotency-key", "k1")];
+    let first = body(&post_with(&mut c, 60, "tools/call", keyed.clone(), &key))["result"].clone();
+    let again = body(&post_with(&mut c, 61, "tools/call", keyed, &key))["result"].clone();
+    assert_eq!(first["resultType"], "task", "{first}");
+    assert_eq!(first["taskId"], again["taskId"], "{again}");
+    let r = post(&mut c, 70, "tasks/get", get.clone(), false);
+    assert_eq!(
+        (r.status, body(&r)["error"]["code"].as_i64()),
+        (400, Some(-32021))
+    );
+    let unknown = json!({"taskId": "task-nobody"});
+    let v = body(&post(&mut c, 71, "tasks/get", unknown, true));
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    let ack = body(&post(&mut c, 72, "tasks/cancel", get.clone(), true));
+    assert_eq!(ack["result"], json!({"resultType": "complete"}));
+    let v = body(&post(&mut c, 73, "tasks/get", get, true));
+    assert_eq!(
+        v["result"]["status"], "completed",
+        "a cancel changes no finished task"
+    );
+}
