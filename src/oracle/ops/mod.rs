@@ -20,6 +20,7 @@ use crate::history::{
     WorldRecord,
 };
 use crate::protocol::mcp::ChunkRef;
+use crate::protocol::RequestId;
 use live::Live;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -372,16 +373,7 @@ impl Builder {
             }
             ClientRecord::Task {
                 tag, rpc_id, event, ..
-            } => {
-                if let Some(op) = self.op(tag) {
-                    match event {
-                        TaskEvent::Created => op.tasks_created_by.push(rpc_id.clone()),
-                        TaskEvent::CancelAcked => op.task_cancel_acked = true,
-                        TaskEvent::Gone => op.task_gone = true,
-                        TaskEvent::Ended => {}
-                    }
-                }
-            }
+            } => self.task(tag, rpc_id, *event),
             ClientRecord::Switched { client, .. } => {
                 let c = self.client(*client);
                 let first = c.switched_us.is_none();
@@ -408,6 +400,18 @@ impl Builder {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// What a client learnt about `tag`'s task.
+    fn task(&mut self, tag: &Rc<str>, rpc_id: &RequestId, event: TaskEvent) {
+        if let Some(op) = self.op(tag) {
+            match event {
+                TaskEvent::Created => op.tasks_created_by.push(rpc_id.clone()),
+                TaskEvent::CancelAcked => op.task_cancel_acked = true,
+                TaskEvent::Gone => op.task_gone = true,
+                TaskEvent::Ended => {}
+            }
         }
     }
 
