@@ -115,6 +115,8 @@ pub(super) struct Op {
     pub(super) cancelled_task: bool,
     /// A call of it was answered with a task.
     pub(super) ran_as_task: bool,
+    /// What it answers on its retries, once a call of it asked for input.
+    pub(super) answer: Option<super::mrtr::Answer>,
 }
 
 /// What a timer does when it fires.
@@ -269,6 +271,7 @@ impl Client {
                     task: None,
                     cancelled_task: false,
                     ran_as_task: false,
+                    answer: None,
                 })
                 .collect(),
             policy: behaviour::of(spec.group.behaviour),

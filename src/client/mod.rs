@@ -9,6 +9,7 @@ mod behaviour;
 mod core;
 mod event_ids;
 pub mod http;
+mod mrtr;
 mod reactions;
 mod reader;
 mod receive;

@@ -280,7 +280,7 @@ impl Client {
             Action::DeliverJson => {
                 if let (Some(op), Some(m)) = (op, &ex.msg) {
                     if let Some(rpc) = m.id().cloned() {
-                        if self.on_created(op, &rpc, m) {
+                        if self.on_created(op, &rpc, m) || self.on_input_required(op, &rpc, m) {
                             return;
                         }
                         self.ops[op].json_result = true;

@@ -262,7 +262,9 @@ impl Client {
         }
         if let Some(m @ Message::Result { id: rpc, .. }) = &msg {
             if let Some(op) = tag_of(m).and_then(|(t, _)| self.op_by_tag(&t)) {
-                self.deliver(op, Got::of(rpc.clone(), m), Some(slot));
+                if !self.on_input_required(op, rpc, m) {
+                    self.deliver(op, Got::of(rpc.clone(), m), Some(slot));
+                }
             }
         }
     }

@@ -253,9 +253,11 @@ impl Client {
         let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
         o.rpc = Some(rpc.clone());
         let tag = o.tag.clone();
-        let mut msg = call_request(&tag, &rpc, self.g());
+        let asks = self.modern() && self.g().asks_input;
+        let mut msg = call_request(&tag, &rpc, self.g(), asks);
         let mut out = if self.modern() {
             if let Message::Request { params, .. } = &mut msg {
+                self.with_answers(op, params);
                 *params = Some(self.with_meta(params.as_ref()));
             }
             self.modern_post(&msg, mcp::TOOLS_CALL, Some(mcp::LEDGER_APPEND))
@@ -435,15 +437,15 @@ pub(super) fn init_request(
     }
 }
 
-/// The `tools/call` of one attempt (`rpc`) of operation `tag`.
-pub(super) fn call_request(tag: &str, rpc: &RequestId, g: &ClientGroup) -> Message {
+/// The `tools/call` of one attempt (`rpc`) of operation `tag` (`asks`:
+/// its tool asks for input after its effect, on the 2026-07-28 wire).
+pub(super) fn call_request(tag: &str, rpc: &RequestId, g: &ClientGroup, asks: bool) -> Message {
     Message::Request {
         id: rpc.clone(),
         method: mcp::TOOLS_CALL.into(),
         params: Some(mcp::append_call_params(
             tag,
-            g.chunks,
-            g.chunk_interval_ms,
+            (g.chunks, g.chunk_interval_ms, asks),
             rpc,
         )),
     }

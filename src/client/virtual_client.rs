@@ -57,6 +57,6 @@ pub fn largest_request_body(g: &ClientGroup, index: u32) -> usize {
     ];
     let tag = crate::history::op_tag(index, g.calls.saturating_sub(1));
     let rpc = RequestId::Str(format!("{tag}#{widest}"));
-    sizes.push(call_request(&tag, &rpc, g).encode().len());
+    sizes.push(call_request(&tag, &rpc, g, g.asks_input).encode().len());
     sizes.into_iter().max().unwrap_or(0)
 }

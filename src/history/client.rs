@@ -151,6 +151,16 @@ pub enum ClientRecord {
         /// What.
         event: TaskEvent,
     },
+    /// A call of the operation was answered with an input-required
+    /// result (2026-07-28): the client retries it with its answers.
+    InputRequired {
+        /// Client index.
+        client: u32,
+        /// Operation.
+        tag: Rc<str>,
+        /// The request the question answered.
+        rpc_id: RequestId,
+    },
     /// The client handled an operation's result (first time only).
     Handled {
         /// Client index.
@@ -279,6 +289,7 @@ impl ClientRecord {
             | ClientRecord::Dropped { tag, .. }
             | ClientRecord::NoResponse { tag, .. }
             | ClientRecord::Task { tag, .. }
+            | ClientRecord::InputRequired { tag, .. }
             | ClientRecord::Outcome { tag, .. } => Some(tag),
             ClientRecord::Sent { tag, .. }
             | ClientRecord::Reused { tag, .. }

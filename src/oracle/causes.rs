@@ -35,6 +35,10 @@ pub enum Cause {
     /// answer): the client, knowing no task id, re-issued the call, which
     /// created a second task and ran the tool again.
     TaskCreateLost,
+    /// An execution of the operation took its effect and asked for input
+    /// (an input-required result, 2026-07-28); the retry that answered ran
+    /// the tool from the start, taking the effect again.
+    MrtrReexecution,
     /// The client cancelled the operation's task (`tasks/cancel`, past its
     /// deadline), the server acknowledged, and the client re-issued the
     /// call; the first execution had taken its effect (it ran on to its
@@ -119,6 +123,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::RestartMidExecution,
     Cause::RestartLostSession,
     Cause::TaskCreateLost,
+    Cause::MrtrReexecution,
     Cause::TaskCancelRace,
     Cause::ColdResume,
     Cause::Eviction,
@@ -146,6 +151,7 @@ impl Cause {
             Cause::RestartMidExecution => "restart_mid_execution",
             Cause::RestartLostSession => "restart_lost_session",
             Cause::TaskCreateLost => "task_create_lost",
+            Cause::MrtrReexecution => "mrtr_reexecution",
             Cause::TaskCancelRace => "task_cancel_race",
             Cause::TaskExpired => "task_expired",
             Cause::ColdResume => "cold_resume",
@@ -181,6 +187,9 @@ impl Cause {
             }
             Cause::TaskCreateLost => {
                 "the call ran as a task, but its CreateTaskResult never reached the client: knowing no task id, it re-issued the call, which created a second task and ran the tool again."
+            }
+            Cause::MrtrReexecution => {
+                "the tool took its effect, then asked for input; the retry that answered ran it from the start and took the effect again."
             }
             Cause::TaskCancelRace => {
                 "the client cancelled its task and the server acknowledged, but the effect was already taken: the re-issued call ran the tool again."
@@ -256,6 +265,7 @@ impl Cause {
                     || (op.refused_404 && op.restarted_during(&run.store_lost_us))
             }
             Cause::TaskCreateLost => dup && op.task_create_unseen,
+            Cause::MrtrReexecution => dup && op.asked_after_effect(),
             Cause::TaskCancelRace => dup && op.task_cancel_acked,
             Cause::TaskExpired => op.task_gone && (dup || op.failures.contains(Failure::Lost)),
             Cause::ColdResume => run.shared_store && op.resumed_cold(run),

@@ -189,6 +189,8 @@ pub struct OpFacts {
     pub task_cancel_acked: bool,
     /// A poll was told its task is unknown: its result expired first.
     pub task_gone: bool,
+    /// The requests of it answered with an input-required result.
+    pub input_asked_by: Vec<RequestId>,
     /// Its failures (empty: ok or degraded).
     pub failures: Failures,
     /// Hazards it met (bit i for `HAZARDS[i]`).
@@ -257,6 +259,14 @@ impl OpFacts {
                         .iter()
                         .any(|x| x.replica == Some(r) && x.start_us <= c)
             })
+    }
+
+    /// An execution that took its effect and then asked for input: its
+    /// request was answered with a question.
+    pub fn asked_after_effect(&self) -> bool {
+        self.execs
+            .iter()
+            .any(|x| x.committed && self.input_asked_by.contains(&x.rpc_id))
     }
 
     /// Executions that committed an effect.

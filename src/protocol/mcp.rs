@@ -120,6 +120,10 @@ pub struct LedgerAppendArgs {
     /// Time between chunks, simulated milliseconds.
     #[serde(default)]
     pub chunk_interval_ms: u64,
+    /// Ask the client for input after taking the effect (2026-07-28: an
+    /// input-required result; the retry that answers continues the call).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asks_input: bool,
 }
 
 fn one() -> u32 {
@@ -165,7 +169,8 @@ pub fn tools_list_result() -> Value {
             "inputSchema": {"type": "object", "properties": {
                 "tag": {"type": "string"},
                 "chunks": {"type": "integer", "minimum": 1},
-                "chunk_interval_ms": {"type": "integer", "minimum": 0}
+                "chunk_interval_ms": {"type": "integer", "minimum": 0},
+                "asks_input": {"type": "boolean", "default": false}
             }, "required": ["tag"]},
             "annotations": {"idempotentHint": false, "destructiveHint": false}
         },
@@ -358,19 +363,27 @@ struct ProgressMeta<'a> {
 
 #[derive(Serialize)]
 struct AppendArgs<'a> {
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    asks_input: bool,
     chunk_interval_ms: u64,
     chunks: u32,
     tag: &'a str,
 }
 
 /// The params of a `ledger_append` call of operation `tag` in `chunks`
-/// chunks, its progress on token `rpc` (the request id).
-pub fn append_call_params(tag: &str, chunks: u32, chunk_interval_ms: u64, rpc: &RequestId) -> Json {
+/// chunks (`asks_input`: it asks for input after its effect), its
+/// progress on token `rpc` (the request id).
+pub fn append_call_params(
+    tag: &str,
+    (chunks, chunk_interval_ms, asks_input): (u32, u64, bool),
+    rpc: &RequestId,
+) -> Json {
     Json::ser(&AppendCall {
         meta: ProgressMeta {
             progress_token: rpc,
         },
         arguments: AppendArgs {
+            asks_input,
             chunk_interval_ms,
             chunks,
             tag,
@@ -537,7 +550,7 @@ mod tests {
         assert!(!is_replayed(&msg));
         let rpc = RequestId::Str("c3-op1#2".into());
         assert_eq!(
-            append_call_params("c3-op1", 4, 250, &rpc).text(),
+            append_call_params("c3-op1", (4, 250, false), &rpc).text(),
             json!({
                 "name": LEDGER_APPEND,
                 "arguments": {"tag": "c3-op1", "chunks": 4, "chunk_interval_ms": 250},

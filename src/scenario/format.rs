@@ -114,6 +114,10 @@ pub struct ClientGroup {
     /// per call, ms (0: never).
     #[serde(skip_serializing_if = "is_zero")]
     pub task_deadline_ms: u64,
+    /// Its calls ask for input after taking their effect (2026-07-28: an
+    /// input-required result, answered by a retry of the call).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub asks_input: bool,
     /// Keep one idle connection and reuse it, or connect per exchange.
     pub connections: Connections,
     /// A pooled connection idle this long is closed by the client, ms.
@@ -157,6 +161,7 @@ impl Default for ClientGroup {
             keys: None,
             tasks: None,
             task_deadline_ms: 0,
+            asks_input: false,
             connections: DEFAULT_CONNECTIONS,
             pool_idle_ms: 4_000,
         }

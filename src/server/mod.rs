@@ -32,6 +32,7 @@ mod get;
 mod holds;
 mod legacy;
 mod modern;
+mod mrtr;
 mod post;
 mod principal;
 mod replay;

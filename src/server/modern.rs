@@ -420,6 +420,24 @@ async fn call(
             Some(p.name.as_str()),
             key.as_deref(),
         ));
+    let mut inv = inv;
+    if let super::tools::Invocation::Append(a) = &inv {
+        if a.asks_input {
+            let a = a.clone();
+            let v = params
+                .as_ref()
+                .map_or(serde_json::Value::Null, Json::to_value);
+            let cv = json!({"name": p.name, "arguments": p.arguments});
+            match super::mrtr::round(shared, &id, &v, &a, (&who, key.as_deref(), &cv)) {
+                super::mrtr::Round::Answer(r) => {
+                    release(shared, &sid);
+                    return r;
+                }
+                super::mrtr::Round::Resume(n) => inv = super::tools::Invocation::Resumed(a, n),
+                super::mrtr::Round::Run => {}
+            }
+        }
+    }
     if let (true, Some(k)) = (as_task, &key) {
         // The creation re-sent under its key: the task it created.
         if let Some(t) = super::tasks::by_key(shared, &(who.clone(), k.clone())) {

@@ -21,6 +21,9 @@ use std::time::Duration;
 /// A validated tool invocation.
 pub(crate) enum Invocation {
     Append(LedgerAppendArgs),
+    /// The continuation of execution `n` of an append that asked for
+    /// input (guarded, on the retry that answers): no new effect.
+    Resumed(LedgerAppendArgs, u32),
     Read(LedgerReadArgs),
     /// One of the conformance fixtures' tools (`serve --fixtures`), which
     /// runs in [`super::fixtures`].
@@ -31,7 +34,7 @@ impl Invocation {
     /// The operation tag, if the tool has one.
     pub fn tag(&self) -> Option<&str> {
         match self {
-            Invocation::Append(a) => Some(&a.tag),
+            Invocation::Append(a) | Invocation::Resumed(a, _) => Some(&a.tag),
             Invocation::Read(r) => r.tag.as_deref(),
             Invocation::Fixture(_) => None,
         }
@@ -100,13 +103,15 @@ pub(crate) fn start(
     call: ToolCall,
     inv: Invocation,
 ) {
-    let inv = match inv {
-        Invocation::Append(a) => LedgerCall::Append(a),
-        Invocation::Read(r) => LedgerCall::Read(r),
+    let (inv, resumed) = match inv {
+        Invocation::Append(a) => (LedgerCall::Append(a), None),
+        Invocation::Resumed(a, n) => (LedgerCall::Append(a), Some(n)),
+        Invocation::Read(r) => (LedgerCall::Read(r), None),
         Invocation::Fixture(f) => return super::fixtures::start(shared, sid, s, call, f),
     };
     let cancelled = register(&shared, &sid, s, &call);
     let execution = match &inv {
+        LedgerCall::Append(_) if resumed.is_some() => resumed.unwrap_or_default(),
         LedgerCall::Append(a) => shared.ledger.execute(
             &a.tag,
             &call.principal,

@@ -1,8 +1,10 @@
-//! The tasks extension (2026-07-28): in the simulation (calls answered
-//! with tasks, polled; what a partition, a restart, a cancel and an
-//! expiry do to them; same seed, same bytes) and over real TCP against
-//! `serve` (the task wire a client sees, without Node: CI runs the
-//! official suite's `tasks-*` scenarios too).
+//! The tasks extension and input-required retries (2026-07-28): in the
+//! simulation (calls answered with tasks, polled; what a partition, a
+//! restart, a cancel and an expiry do to them; a tool that asks for input
+//! after its effect; same seed, same bytes) and over real TCP against
+//! `serve` (the task wire a client sees, and the retry that answers,
+//! without Node: CI runs the official suite's `tasks-*` and
+//! `input-required-result-*` scenarios too).
 
 use super::serve::{Conn, Resp, Served};
 use mcp_chaos::run::{run_arm, Options, Profile, RunReport};
@@ -107,6 +109,39 @@ fn a_restart_fails_running_tasks_and_transactional_effects_absorb_it() {
         z.metrics.ops_ok + z.metrics.ops_degraded,
         z.metrics.operations
     );
+}
+
+/// A tool that asks for input after its effect: the retry that answers
+/// runs it again on unguarded and keys, and continues it on guarded, under
+/// the faults of a flaky network too (its questions and answers lost and
+/// re-sent); transactional effects make the question harmless.
+#[test]
+fn the_retry_that_answers_runs_the_tool_again_unless_guarded() {
+    let s = scenario("sims/causes/mrtr_reexecution.toml");
+    for arm in ["unguarded", "keys"] {
+        let r = go(&s, arm, None, &[]);
+        assert_eq!(r.metrics.extra_executions, 1, "{arm}");
+        let tx = go(&s, arm, None, &[("server.effects", "transactional")]);
+        assert_eq!(
+            tx.metrics.ops_failed, 0,
+            "{arm}: the asking execution commits nothing"
+        );
+    }
+    let g = go(&s, "guarded", None, &[]);
+    assert_eq!((g.metrics.ops_ok, g.metrics.extra_executions), (1, 0));
+    let mut fm = scenario("sims/flaky-mobile.toml");
+    for group in &mut fm.clients {
+        group.asks_input = true;
+    }
+    let u = go(&fm, "unguarded", Some(Profile::Keys), &[Y2026]);
+    assert_eq!(
+        u.metrics.ops_failed, u.metrics.operations,
+        "every call ran twice"
+    );
+    let g = go(&fm, "guarded", Some(Profile::Keys), &[Y2026]);
+    assert_eq!(g.metrics.ops_failed, 0, "{:?}", g.metrics.failures_by_cause);
+    let again = go(&fm, "guarded", Some(Profile::Keys), &[Y2026]);
+    assert_eq!(g.trace_sha256, again.trace_sha256, "same seed, same bytes");
 }
 
 const V: &str = "2026-07-28";
@@ -232,4 +267,33 @@ fn serve_answers_a_declared_call_with_a_task_it_can_poll() {
         v["result"]["status"], "completed",
         "a cancel changes no finished task"
     );
+}
+
+/// `ledger_append` with `asks_input` over real TCP: the question (a signed
+/// `requestState`, no task), then the retry with the answer: guarded
+/// continues the execution (one effect), unguarded runs it again (two); on
+/// guarded a tampered state continues nothing: the question is asked again.
+#[test]
+fn serve_asks_after_the_effect_and_guarded_continues_on_the_answer() {
+    for (arm, effects) in [("guarded", 1), ("unguarded", 2)] {
+        let s = Served::start(&["--server", arm, "--era", V]);
+        let mut c = s.connect();
+        let call = json!({"name": "ledger_append",
+            "arguments": {"tag": "c1-op0", "chunks": 2, "asks_input": true}});
+        let key = [("idempotency-key", "c1-op0")];
+        let r = send(&mut c, 1, "tools/call", call.clone(), false, &key);
+        let q = body(&r)["result"].clone();
+        assert_eq!(q["resultType"], "input_required", "{arm}: {q}");
+        assert!(q.get("taskId").is_none());
+        let state = q["requestState"].as_str().unwrap().to_string();
+        let mut retry = call.clone();
+        retry["inputResponses"] =
+            json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+        retry["requestState"] = json!(state);
+        let r = send(&mut c, 2, "tools/call", retry, false, &key);
+        assert!(
+            r.body.contains(&format!("\\\"executions\\\":{effects}")),
+            "{arm}: {r:?}"
+        );
+    }
 }

@@ -374,6 +374,11 @@ impl Builder {
             ClientRecord::Task {
                 tag, rpc_id, event, ..
             } => self.task(tag, rpc_id, *event),
+            ClientRecord::InputRequired { tag, rpc_id, .. } => {
+                if let Some(op) = self.op(tag) {
+                    op.input_asked_by.push(rpc_id.clone());
+                }
+            }
             ClientRecord::Switched { client, .. } => {
                 let c = self.client(*client);
                 let first = c.switched_us.is_none();

@@ -280,6 +280,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "task creation under an `Idempotency-Key` (the `tasks+keys` profile) on an arm that honours it (`keys`, `guarded`): the re-sent creation gets the task its key created",
     ),
     (
+        "mrtr_reexecution",
+        "the `guarded` arm with keyed clients, which continues the execution the signed `requestState` names instead of running the tool again; or `effects = \"transactional\"` (the asking execution commits nothing)",
+    ),
+    (
         "task_cancel_race",
         "keyed tasks (`tasks+keys`) on `guarded`, which lets a keyed execution whose effect is taken run on past the cancel, so the re-issue under the key gets that task; or `effects = \"transactional\"` (a cancelled execution commits nothing)",
     ),
