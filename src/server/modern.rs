@@ -366,21 +366,8 @@ async fn call(
             ))
         }
     };
-    if shared.exposure.fixtures.offered() {
-        if let Some(a) = super::fixtures::stateless::call(&p.name, &id, params.as_ref()) {
-            return fixture_answer(a, &id);
-        }
-        let v = params
-            .as_ref()
-            .map_or(serde_json::Value::Null, Json::to_value);
-        let key = shared.asks.state_key();
-        if let Some(r) = super::fixtures::input_required::call(&p.name, &v, key) {
-            return fixture_result(r, &id);
-        }
-        let owner = principal::bearer(h);
-        if let Some(r) = super::fixtures::tasks::call(shared, &p.name, &v, &id, owner).await {
-            return fixture_result(r, &id);
-        }
+    if let Some(r) = fixture_call(shared, h, &p.name, &id, params.as_ref()).await {
+        return r;
     }
     let inv = match super::tools::validate(shared, &p.name, &p.arguments) {
         Ok(inv) => inv,
@@ -429,9 +416,9 @@ async fn call(
                 .map_or(serde_json::Value::Null, Json::to_value);
             let cv = json!({"name": p.name, "arguments": p.arguments});
             match super::mrtr::round(shared, &id, &v, &a, (&who, key.as_deref(), &cv)) {
-                super::mrtr::Round::Answer(r) => {
+                super::mrtr::Round::Answer(q) => {
                     release(shared, &sid);
-                    return r;
+                    return super::mrtr::answer(&id, q);
                 }
                 super::mrtr::Round::Resume(n) => inv = super::tools::Invocation::Resumed(a, n),
                 super::mrtr::Round::Run => {}
@@ -508,6 +495,32 @@ fn start_task(
         super::tasks::run_append(ctx, a, who, key, execution)
     });
     super::tasks::created_reply(shared, id, &t)
+}
+
+/// A call of one of the conformance fixtures' tools (`--fixtures
+/// conformance`): stateless, input-required or task fixtures; `None` for
+/// any other tool.
+async fn fixture_call(
+    shared: &Rc<Shared>,
+    h: &HeaderMap,
+    name: &str,
+    id: &RequestId,
+    params: Option<&Json>,
+) -> Option<Reply> {
+    if !shared.exposure.fixtures.offered() {
+        return None;
+    }
+    if let Some(a) = super::fixtures::stateless::call(name, id, params) {
+        return Some(fixture_answer(a, id));
+    }
+    let v = params.map_or(serde_json::Value::Null, Json::to_value);
+    let key = shared.asks.state_key();
+    if let Some(r) = super::fixtures::input_required::call(name, &v, key) {
+        return Some(fixture_result(r, id));
+    }
+    let owner = principal::bearer(h);
+    let r = super::fixtures::tasks::call(shared, name, &v, id, owner).await?;
+    Some(fixture_result(r, id))
 }
 
 /// A context for one request: a session the wire never names, with no

@@ -22,8 +22,8 @@ use std::rc::Rc;
 
 /// What a call that asks for input does now.
 pub(super) enum Round {
-    /// Answered (the question, asked or asked again).
-    Answer(Reply),
+    /// Answered with this result (the question, asked or asked again).
+    Answer(Json),
     /// The retry that answers: continue execution `n` (guarded).
     Resume(u32),
     /// Run the tool from the start.
@@ -66,7 +66,7 @@ pub(super) fn round(
     let guarded_key = key.filter(|_| shared.guarded());
     if params.get("inputResponses").is_none() {
         if let Some(q) = guarded_key.and_then(|k| asked_under(shared, who, k, call)) {
-            return Round::Answer(answer(id, q));
+            return Round::Answer(q);
         }
         let deferred = shared.cfg.effects == super::Effects::Transactional;
         let n = shared.ledger.execute(&a.tag, who, key, id, deferred);
@@ -85,7 +85,7 @@ pub(super) fn round(
             st.dedup.begin(who, k, call.clone());
             st.dedup.complete(who, k, q.clone());
         }
-        return Round::Answer(answer(id, q));
+        return Round::Answer(q);
     }
     if !shared.guarded() {
         return Round::Run;
@@ -108,7 +108,8 @@ pub(super) fn round(
     Round::Resume(n)
 }
 
-fn answer(id: &RequestId, result: Json) -> Reply {
+/// The answer to `id` with `result`.
+pub(super) fn answer(id: &RequestId, result: Json) -> Reply {
     Reply::new(json_response(
         StatusCode::OK,
         &Message::Result {

@@ -374,11 +374,7 @@ impl Builder {
             ClientRecord::Task {
                 tag, rpc_id, event, ..
             } => self.task(tag, rpc_id, *event),
-            ClientRecord::InputRequired { tag, rpc_id, .. } => {
-                if let Some(op) = self.op(tag) {
-                    op.input_asked_by.push(rpc_id.clone());
-                }
-            }
+            ClientRecord::InputRequired { tag, rpc_id, .. } => self.asked(tag, rpc_id),
             ClientRecord::Switched { client, .. } => {
                 let c = self.client(*client);
                 let first = c.switched_us.is_none();
@@ -417,6 +413,13 @@ impl Builder {
                 TaskEvent::Gone => op.task_gone = true,
                 TaskEvent::Ended => {}
             }
+        }
+    }
+
+    /// A call of `tag` (`rpc_id`) was answered with a question.
+    fn asked(&mut self, tag: &Rc<str>, rpc_id: &RequestId) {
+        if let Some(op) = self.op(tag) {
+            op.input_asked_by.push(rpc_id.clone());
         }
     }
 
