@@ -177,10 +177,10 @@ pub enum Profile {
     /// Both.
     KeysCursors,
     /// The tasks extension declared (2026-07-28): calls run as tasks,
-    /// polled; no key. In the 2025-11-25 era it is `plain`.
+    /// polled; no key. Not applicable in the 2025-11-25 era.
     Tasks,
-    /// Tasks, each created under an `Idempotency-Key`. In the 2025-11-25
-    /// era it is `keys`.
+    /// Tasks, each created under an `Idempotency-Key`. Not applicable in
+    /// the 2025-11-25 era.
     TasksKeys,
 }
 

@@ -106,7 +106,7 @@ pub struct ClientGroup {
     pub keys: Option<bool>,
     /// Declare the tasks extension (2026-07-28 era): `ledger_append`
     /// calls then run as tasks the client polls (set by the `tasks`
-    /// profiles; no effect in the 2025-11-25 era).
+    /// profiles; such clients do not run in the 2025-11-25 era).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks: Option<bool>,
     /// A task still unfinished this long after its creation is cancelled

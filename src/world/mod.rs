@@ -538,8 +538,11 @@ pub fn placement(scenario: &Scenario, serves: Serves) -> Vec<Placed> {
                 index,
                 group,
                 host: index % scenario.network.client_hosts,
+                // Tasks are of the 2026-07-28 wire: a tasks client has no
+                // counterpart on the old one.
                 runs: (serves.legacy || !g.behaviour.is_legacy())
-                    && (!modern || (serves.y2026 && !g.behaviour.is_legacy())),
+                    && (!modern || (serves.y2026 && !g.behaviour.is_legacy()))
+                    && (modern || !g.tasked()),
             });
         }
     }
