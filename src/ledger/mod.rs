@@ -73,6 +73,8 @@ struct Inner {
     started: BTreeMap<Rc<str>, u32>,
     /// Executions that took their effect, per tag.
     committed: BTreeMap<Rc<str>, u32>,
+    /// Executions that emitted their result, per tag (whoever ran them).
+    finished: BTreeMap<Rc<str>, u32>,
     /// Effects taken per principal, then per tag.
     by_principal: BTreeMap<Principal, BTreeMap<Rc<str>, u32>>,
     /// Keys under which a deferred execution committed, with its result:
@@ -198,6 +200,11 @@ impl Ledger {
     /// Records that execution `n` of `tag` emitted chunk `index` of
     /// `total` (the last one is the result).
     pub fn chunk(&self, tag: &str, n: u32, index: u32, total: u32) {
+        if index == total {
+            let mut inner = self.inner.borrow_mut();
+            let t = inner.hold_tag(tag);
+            *inner.finished.entry(t).or_insert(0) += 1;
+        }
         self.history.record(LedgerRecord::Chunk {
             tag: tag.into(),
             n,
@@ -274,6 +281,12 @@ impl Ledger {
         let inner = self.inner.borrow();
         let tags = inner.by_principal.get(principal).into_iter().flatten();
         tags.map(|(t, n)| (t.to_string(), *n)).collect()
+    }
+
+    /// Executions of `tag` that emitted their result (whoever ran them):
+    /// with [`Ledger::executions_for`], whether a close stopped one.
+    pub fn finished(&self, tag: &str) -> u32 {
+        self.inner.borrow().finished.get(tag).copied().unwrap_or(0)
     }
 
     /// A completed key kept beside the ledger: (call, result).
@@ -356,6 +369,7 @@ impl Inner {
                 Held::Tag(t) => {
                     self.started.remove(&t);
                     self.committed.remove(&t);
+                    self.finished.remove(&t);
                 }
                 Held::Effect(p, t) => {
                     if let Some(tags) = self.by_principal.get_mut(&p) {

@@ -71,6 +71,40 @@ pub const HAZARDS: &[Hazard] = &[
     },
 ];
 
+/// The 2026-07-28 wire's hazards (`probe --era 2026-07-28`), in the
+/// order the probe tries them: no sessions, no resumption; a broken
+/// stream's call is re-issued with a new id.
+pub const HAZARDS_2026: &[Hazard] = &[
+    Hazard {
+        name: "close-cancels",
+        title: "a close stops a call whose effect is taken",
+        rule: "Call ledger_append, drop the connection after its first event, wait until it would have finished, then ledger_read the tag. Present when an execution took its effect and fewer reached their result (the close cancelled it, as the wire requires: the effect stays, the result is gone, and the client's only way on is a re-issue); absent when it ran to its result or took no effect. Untestable without ledger_read's finished count.",
+    },
+    Hazard {
+        name: "reissue-runs-twice",
+        title: "a re-issued call runs twice",
+        rule: "Call the tool, drop the connection after its first event, wait 250 ms, re-issue the call with a new request id (and the same Idempotency-Key under --profile keys), as the wire tells a client to. Present when the tool ran more than once for the one call; absent when once.",
+    },
+    Hazard {
+        name: "mrtr-retry-runs-twice",
+        title: "the retry that answers an input request runs the tool again",
+        rule: "Call ledger_append with asks_input, which takes its effect and then answers an input-required result; retry the call with a new id, the answers and the requestState. Present when the tool ran more than once for the one call; absent when once. Untestable when the tool asks for nothing.",
+    },
+    Hazard {
+        name: "task-create-retry",
+        title: "a task creation re-sent after its answer was lost runs twice",
+        rule: "Declare the tasks extension, call ledger_append and close the connection without reading the answer (a lost CreateTaskResult: the client knows no task id), send the call again (the same Idempotency-Key under --profile keys), poll the task it gets to its end. Present when the tool ran more than once for the one call; absent when once. Untestable when the server answers without a task.",
+    },
+];
+
+/// The hazards of a wire.
+pub fn of(era: crate::settings::Era) -> &'static [Hazard] {
+    match era {
+        crate::settings::Era::Y2025 => HAZARDS,
+        crate::settings::Era::Y2026 => HAZARDS_2026,
+    }
+}
+
 /// A hazard's verdict with its evidence.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
@@ -98,6 +132,10 @@ impl Ctx<'_> {
             "resume-then-post" => self.resume_then_post().await,
             "legacy-session" => self.legacy_session().await,
             "second-get" => self.second_get().await,
+            "close-cancels" => self.close_cancels().await,
+            "reissue-runs-twice" => self.retry(Retry::NewId).await,
+            "mrtr-retry-runs-twice" => self.mrtr_retry().await,
+            "task-create-retry" => self.task_create_retry().await,
             other => Err(format!("no test for {other}")),
         };
         let (verdict, evidence) = match self.peer.stopped() {
@@ -116,12 +154,12 @@ impl Ctx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::HAZARDS;
+    use super::{HAZARDS, HAZARDS_2026};
 
     #[test]
     fn the_docs_state_every_rule_as_the_probe_applies_it() {
         let doc = include_str!("../../docs/probe.md");
-        for h in HAZARDS {
+        for h in HAZARDS.iter().chain(HAZARDS_2026) {
             let row = format!("| `{}` | {} | {} |", h.name, h.title, h.rule);
             assert!(
                 doc.contains(&row),
@@ -133,12 +171,12 @@ mod tests {
 
     #[test]
     fn hazard_names_are_unique_kebab_case() {
-        let mut names: Vec<_> = HAZARDS.iter().map(|h| h.name).collect();
+        let mut names: Vec<_> = HAZARDS.iter().chain(HAZARDS_2026).map(|h| h.name).collect();
         assert!(names
             .iter()
             .all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '-')));
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), HAZARDS.len());
+        assert_eq!(names.len(), HAZARDS.len() + HAZARDS_2026.len());
     }
 }

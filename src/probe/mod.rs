@@ -12,6 +12,7 @@ mod resume;
 mod retry;
 mod sessions;
 pub mod target;
+mod y2026;
 
 use crate::client::http::{Budget, Limits};
 use ctx::{Counter, Ctx, Verdict};
@@ -73,6 +74,11 @@ pub struct ProbeArgs {
     /// resume-then-post, legacy-session, second-get (docs/probe.md).
     #[arg(long, value_name = "HAZARD")]
     only: Vec<String>,
+    /// The wire to speak: 2025-11-25 (sessions, resumption) or 2026-07-28
+    /// (no sessions; its own hazards: close-cancels, reissue-runs-twice,
+    /// mrtr-retry-runs-twice, task-create-retry).
+    #[arg(long, default_value = "2025-11-25", value_parser = parse_era)]
+    era: crate::settings::Era,
     /// Output: text, markdown or json.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
@@ -108,6 +114,10 @@ pub struct ProbeArgs {
     allow_remote: bool,
 }
 
+fn parse_era(s: &str) -> Result<crate::settings::Era, String> {
+    s.parse()
+}
+
 /// Runs `probe` from its command line: the report to print, the exit code,
 /// and a line for standard error when the budget ran out first.
 pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8, Option<String>)> {
@@ -119,6 +129,7 @@ pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8, Option<String>)> {
         tool_args: args.tool_args.clone(),
         headers: args.headers.clone(),
         only: args.only.clone(),
+        era: args.era,
         timeout: Duration::from_secs(args.timeout),
         request_timeout: Duration::from_millis(args.request_timeout_ms),
         max_requests: args.max_requests,
@@ -168,6 +179,8 @@ pub struct Options {
     pub headers: Vec<String>,
     /// Only these hazards (all when empty).
     pub only: Vec<String>,
+    /// The wire spoken, which picks the hazards.
+    pub era: crate::settings::Era,
     /// The whole probe's time bound.
     pub timeout: Duration,
     /// One response's time bound.
@@ -273,6 +286,7 @@ impl Report {
                 s.push_str("\n## Rules\n\n");
                 for h in HAZARDS
                     .iter()
+                    .chain(hazards::HAZARDS_2026)
                     .filter(|h| self.findings.iter().any(|f| f.hazard == h.name))
                 {
                     let _ = writeln!(s, "- `{}`: {}", h.name, h.rule);
@@ -334,11 +348,13 @@ fn check(opts: &Options) -> Result<Checked, UsageError> {
         let (name, value) = peer::parse_header(h).map_err(UsageError)?;
         extra.append(name, value);
     }
+    let hazards = hazards::of(opts.era);
     for name in &opts.only {
-        if !HAZARDS.iter().any(|h| h.name == name) {
-            let known: Vec<_> = HAZARDS.iter().map(|h| h.name).collect();
+        if !hazards.iter().any(|h| h.name == name) {
+            let known: Vec<_> = hazards.iter().map(|h| h.name).collect();
             return Err(UsageError(format!(
-                "--only {name:?} is no hazard (known: {})",
+                "--only {name:?} is no hazard of the {} wire (known: {})",
+                opts.era.as_str(),
                 known.join(", ")
             )));
         }
@@ -387,6 +403,10 @@ async fn probe(opts: &Options, checked: Checked) -> Result<Report, UsageError> {
         }
     }
     let peer = Peer::new(target.clone(), extra, bounds(opts));
+    let peer = match opts.era {
+        crate::settings::Era::Y2025 => peer,
+        crate::settings::Era::Y2026 => peer.speaking_2026(),
+    };
     let counter = counter(opts, &peer, &target, tool_args).await?;
     let counting = match &counter {
         Counter::Ledger => "executions counted with ledger_append/ledger_read".to_string(),
@@ -403,7 +423,7 @@ async fn probe(opts: &Options, checked: Checked) -> Result<Report, UsageError> {
         wait: opts.request_timeout,
     };
     let mut findings = Vec::new();
-    for h in HAZARDS
+    for h in hazards::of(opts.era)
         .iter()
         .filter(|h| opts.only.is_empty() || opts.only.iter().any(|o| o == h.name))
     {

@@ -8,6 +8,7 @@ use crate::protocol::headers;
 use crate::protocol::json::Json;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
+use crate::protocol::modern as y2026;
 use ::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::json;
 use std::cell::{Cell, RefCell};
@@ -232,12 +233,16 @@ pub fn clip(s: &str) -> String {
 }
 
 /// A live session: its id (absent on a stateless server) and version.
+/// On the 2026-07-28 wire there is no session: `modern` holds the
+/// capabilities every request's `_meta` declares.
 #[derive(Clone, Debug)]
 pub struct Session {
     /// `Mcp-Session-Id`, when the server issued one.
     pub id: Option<String>,
     /// The negotiated protocol version.
     pub version: String,
+    /// The 2026-07-28 wire: the client capabilities each request declares.
+    pub modern: Option<serde_json::Value>,
 }
 
 /// What the probe may spend on a server.
@@ -266,6 +271,8 @@ pub struct Peer {
     next_id: Cell<u64>,
     spent: Cell<bool>,
     refused: RefCell<Option<String>>,
+    /// It speaks the 2026-07-28 wire (`probe --era 2026-07-28`).
+    modern: bool,
 }
 
 impl Peer {
@@ -284,6 +291,26 @@ impl Peer {
             next_id: Cell::new(1),
             spent: Cell::new(false),
             refused: RefCell::new(None),
+            modern: false,
+        }
+    }
+
+    /// The same peer speaking the 2026-07-28 wire: `server/discover`
+    /// stands for `initialize`, every request carries `_meta` and the
+    /// method and name headers. With no session to tie its requests
+    /// together, it names itself with a bearer token of its own (unless
+    /// `--header` gave an `Authorization`): servers scope keys and ledger
+    /// reads to a caller.
+    pub fn speaking_2026(mut self) -> Peer {
+        if !self.extra.contains_key(header::AUTHORIZATION) {
+            let token = format!("Bearer mcp-chaos-probe-{}", self.nonce);
+            if let Ok(v) = HeaderValue::from_str(&token) {
+                self.extra.insert(header::AUTHORIZATION, v);
+            }
+        }
+        Peer {
+            modern: true,
+            ..self
         }
     }
 
@@ -516,8 +543,12 @@ impl Peer {
         }
     }
 
-    /// `initialize`, then `notifications/initialized`: a new session.
+    /// `initialize`, then `notifications/initialized`: a new session (on
+    /// the 2026-07-28 wire, `server/discover`).
     pub async fn initialize(&self) -> Result<Session, Failure> {
+        if self.modern {
+            return self.discover().await;
+        }
         let id = self.fresh_id();
         let out = Outgoing::post(None, &initialize_request(&id, mcp::LATEST_VERSION));
         let mut reply = self.send(out, None).await?;
@@ -553,6 +584,7 @@ impl Peer {
         let session = Session {
             id: reply.header(headers::MCP_SESSION_ID).map(str::to_string),
             version,
+            modern: None,
         };
         drop(reply);
         let done = Message::Notification {
@@ -567,6 +599,39 @@ impl Peer {
             )));
         }
         Ok(session)
+    }
+
+    /// `server/discover` (2026-07-28): the server speaks that wire, or
+    /// the probe cannot go on.
+    async fn discover(&self) -> Result<Session, Failure> {
+        let session = Session {
+            id: None,
+            version: y2026::VERSION.into(),
+            modern: Some(json!({})),
+        };
+        let id = self.fresh_id();
+        let req = Message::Request {
+            id: id.clone(),
+            method: y2026::SERVER_DISCOVER.into(),
+            params: None,
+        };
+        let mut reply = self.post(&session, &req, None).await?;
+        self.answer(&mut reply, &id).await?;
+        match reply.response(&id).and_then(|g| g.msg.as_ref()) {
+            Some(Message::Result { result, .. })
+                if result.get("supportedVersions").is_some_and(|v| {
+                    v.elements()
+                        .any(|e| e.as_str().as_deref() == Some(y2026::VERSION))
+                }) =>
+            {
+                Ok(session)
+            }
+            _ => Err(Failure::Answer(format!(
+                "server/discover did not name {} among its versions: {}",
+                y2026::VERSION,
+                reply.describe()
+            ))),
+        }
     }
 
     /// The names of the tools the server lists (first page only).
@@ -649,9 +714,23 @@ pub fn initialize_request(id: &RequestId, version: &str) -> Message {
     }
 }
 
-/// The POST of `msg` in `session`: version header, and the key if any.
+/// The POST of `msg` in `session`: version header, and the key if any;
+/// on the 2026-07-28 wire `_meta` and the method and name headers too.
 fn posting(session: &Session, msg: &Message, key: Option<&str>) -> Outgoing {
-    let mut out = Outgoing::post(session.id.as_deref(), msg);
+    let mut msg = msg.clone();
+    let mut named = None;
+    if let (Some(caps), Message::Request { method, params, .. }) = (&session.modern, &mut msg) {
+        let meta = y2026::request_meta(caps.clone(), "mcp-chaos-probe");
+        *params = Some(y2026::with_meta(params.as_ref(), meta));
+        named = Some((method.clone(), y2026::name_of(method, params.as_ref())));
+    }
+    let mut out = Outgoing::post(session.id.as_deref(), &msg);
+    if let Some((method, name)) = named {
+        set(&mut out.headers, y2026::MCP_METHOD, &method);
+        if let Some(n) = name {
+            set(&mut out.headers, y2026::MCP_NAME, &y2026::encode_header(&n));
+        }
+    }
     set(
         &mut out.headers,
         headers::MCP_PROTOCOL_VERSION,

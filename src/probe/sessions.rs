@@ -46,6 +46,7 @@ impl Ctx<'_> {
         let legacy_session = Session {
             id: None,
             version: mcp::LEGACY_VERSION.into(),
+            modern: None,
         };
         let init = initialize_request(&init_id, mcp::LEGACY_VERSION);
         let send = |m: Message| {

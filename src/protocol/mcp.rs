@@ -199,6 +199,7 @@ struct AppendText<'a> {
 #[derive(Serialize)]
 struct ReadText<'a> {
     executions: BTreeMap<&'a str, u32>,
+    finished: BTreeMap<&'a str, u32>,
 }
 
 /// A `tools/call` result with one text content.
@@ -257,14 +258,27 @@ pub fn append_text(tag: &str, executions: u32, chunk: &ChunkRef) -> String {
 
 /// The text of `ledger_read`'s result from the caller's effects per tag:
 /// one tag when the call named one (0 if it never ran), else all.
-pub fn read_text(all: BTreeMap<String, u32>, args: &LedgerReadArgs) -> String {
-    let executions = match &args.tag {
+pub fn read_text(
+    all: BTreeMap<String, u32>,
+    finished: impl Fn(&str) -> u32,
+    args: &LedgerReadArgs,
+) -> String {
+    let executions: BTreeMap<&str, u32> = match &args.tag {
         Some(t) => [(t.as_str(), all.get(t).copied().unwrap_or(0))]
             .into_iter()
             .collect(),
         None => all.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
     };
-    serde_json::to_string(&ReadText { executions }).unwrap_or_default()
+    // How many of them ran to their result: only of the caller's tags.
+    let finished = executions
+        .iter()
+        .map(|(t, n)| (*t, if *n == 0 { 0 } else { finished(t).min(*n) }))
+        .collect();
+    serde_json::to_string(&ReadText {
+        executions,
+        finished,
+    })
+    .unwrap_or_default()
 }
 
 /// A `tools/call` text result.
@@ -531,9 +545,14 @@ mod tests {
                     .collect(),
                 None => all.iter().map(|(k, v)| (k.clone(), json!(v))).collect(),
             };
+            // Of each tag with effects, one execution ran to its result.
+            let finished: serde_json::Map<String, Value> = executions
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v.as_u64().unwrap_or(0).min(1))))
+                .collect();
             assert_eq!(
-                read_text(all.clone(), &args),
-                json!({ "executions": executions }).to_string()
+                read_text(all.clone(), |_| 1, &args),
+                json!({ "executions": executions, "finished": finished }).to_string()
             );
         }
         let text = append_text("t", 1, &chunk);

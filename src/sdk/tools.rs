@@ -49,9 +49,11 @@ enum Call {
     /// A session ended: the ledger forgets its own effects (a bounded
     /// ledger only: the simulator's keeps everything).
     Forget { principal: String },
+    /// The principal's effects per tag, and how many of each tag's
+    /// executions emitted their result.
     Snapshot {
         principal: String,
-        reply: oneshot::Sender<BTreeMap<String, u32>>,
+        reply: oneshot::Sender<(BTreeMap<String, u32>, BTreeMap<String, u32>)>,
     },
 }
 
@@ -97,7 +99,12 @@ impl Bridge {
                         }
                     }
                     Call::Snapshot { principal, reply } => {
-                        let _ = reply.send(ledger.snapshot_for(&principal));
+                        let all = ledger.snapshot_for(&principal);
+                        let finished = all
+                            .keys()
+                            .map(|t| (t.clone(), ledger.finished(t)))
+                            .collect();
+                        let _ = reply.send((all, finished));
                     }
                 }
             }
@@ -166,14 +173,15 @@ impl ServerHandler for LedgerTools {
                 let r: LedgerReadArgs = serde_json::from_value(args)
                     .map_err(|e| bad(format!("ledger_read arguments: {e}")))?;
                 let who = principal(&context);
-                let all = self
+                let (all, finished) = self
                     .bridge
                     .ask(|reply| Call::Snapshot {
                         principal: who,
                         reply,
                     })
                     .await?;
-                Ok(text(mcp::read_text(all, &r)).into())
+                let done = |t: &str| finished.get(t).copied().unwrap_or(0);
+                Ok(text(mcp::read_text(all, done, &r)).into())
             }
             other => Err(bad(format!(
                 "unknown tool {other:?}: use ledger_append or ledger_read"

@@ -507,5 +507,10 @@ pub(super) fn append_result(tag: &str, executions: u32, chunk: &mcp::ChunkRef) -
 /// `ledger_read` answers for the caller's principal alone: executions that
 /// ran for another principal are not its business.
 fn read_result(shared: &Shared, who: &Principal, r: &LedgerReadArgs) -> Json {
-    mcp::text_result(mcp::read_text(shared.ledger.snapshot_for(who), r))
+    let ledger = &shared.ledger;
+    mcp::text_result(mcp::read_text(
+        ledger.snapshot_for(who),
+        |t| ledger.finished(t),
+        r,
+    ))
 }

@@ -738,3 +738,47 @@ fn every_url_is_checked_before_it_is_connected() {
         }
     }
 }
+
+/// The 2026-07-28 wire's hazards (`--era 2026-07-28`): the unguarded model
+/// shows all four (a close cancels after the effect, a re-issue, the
+/// input-required retry and a re-sent task creation each run the tool
+/// again); guarded with keys none; keys with keys removes only the task
+/// creation's. A 2025 hazard is no hazard of this wire.
+#[test]
+fn the_new_wire_has_its_own_hazards() {
+    const NEW: [&str; 4] = [
+        "close-cancels",
+        "reissue-runs-twice",
+        "mrtr-retry-runs-twice",
+        "task-create-retry",
+    ];
+    let era = ["--era", "2026-07-28"];
+    let u = Served::start(&["--server", "unguarded", "--era", "2026-07-28"]);
+    let (exit, v, out) = probe(&u, &era);
+    assert_eq!(exit, 1, "{out}");
+    assert_eq!(v.len(), NEW.len(), "{out}");
+    for h in NEW {
+        assert_eq!(v[h], "present", "{h}: {out}");
+    }
+    let k = Served::start(&["--server", "keys", "--era", "2026-07-28"]);
+    let (_, v, out) = probe(&k, &["--era", "2026-07-28", "--profile", "keys"]);
+    assert_eq!(v["task-create-retry"], "absent", "{out}");
+    assert_eq!(v["reissue-runs-twice"], "present", "{out}");
+    let g = Served::start(&["--server", "guarded", "--era", "2026-07-28"]);
+    let (exit, v, out) = probe(&g, &["--era", "2026-07-28", "--profile", "keys"]);
+    assert_eq!(exit, 0, "{out}");
+    for h in NEW {
+        assert_eq!(v[h], "absent", "{h}: {out}");
+    }
+    let bad = run(&[
+        "probe",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--era",
+        "2026-07-28",
+        "--only",
+        "retry-new-id",
+    ]);
+    assert_eq!(code(&bad), 3);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no hazard of the 2026-07-28 wire"));
+}
