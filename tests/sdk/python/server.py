@@ -51,6 +51,7 @@ class MemoryEventStore(EventStore):
 
 mcp = MCPServer("mcp-chaos-sdk-python")
 executions: dict[str, int] = {}  # tag -> executions started, across sessions
+finished: dict[str, int] = {}  # tag -> executions that reached their result (a cancelled one never does)
 
 
 def text(value: dict) -> str:
@@ -71,13 +72,18 @@ async def ledger_append(
         # Without a progress token the SDK sends nothing; a dropped stream does not stop the tool.
         await ctx.report_progress(k, chunks, f"ledger:{execution}:{k}:{tag}")
     await asyncio.sleep(chunk_interval_ms / 1000)
+    finished[tag] = finished.get(tag, 0) + 1
     return text({"chunk": f"ledger:{execution}:{chunks}:{tag}", "executions": executions[tag], "tag": tag})
 
 
 @mcp.tool(annotations=ToolAnnotations(idempotent_hint=True, read_only_hint=True), structured_output=False)
 def ledger_read(tag: str | None = None) -> str:
-    """How many times each tag's ledger_append ran."""
-    return text({"executions": dict(executions) if tag is None else {tag: executions.get(tag, 0)}})
+    """How many times each tag's ledger_append ran, and how many of those reached their result."""
+    tags = list(executions) if tag is None else [tag]
+    return text({
+        "executions": {t: executions.get(t, 0) for t in tags},
+        "finished": {t: finished.get(t, 0) for t in tags},
+    })
 
 
 if __name__ == "__main__":
