@@ -356,6 +356,27 @@ impl<C> Shared<C> {
         })
     }
 
+    /// On the 2026-07-28 wire a task's requests (`tasks/get`, `update`,
+    /// `cancel`) name the task in `Mcp-Name`, and the task id names the
+    /// replica that runs it: they go there, tied to it (a down replica's
+    /// tasks wait, or go elsewhere under `on_dead_upstream = "repin"`).
+    fn task_owner(&self, parts: &http::request::Parts) -> Option<Route> {
+        let h = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+        let method = h(crate::protocol::modern::MCP_METHOD)?;
+        if !method.starts_with("tasks/") {
+            return None;
+        }
+        let owner = crate::store::replica_of_task(h(crate::protocol::modern::MCP_NAME)?.trim())?;
+        self.control
+            .borrow()
+            .members
+            .contains(&owner)
+            .then_some(Route {
+                replica: owner,
+                tied: true,
+            })
+    }
+
     /// After a forward answered: a sticky balancer pins the session the
     /// replica issued (from its response head), or the client's token.
     fn learn(&self, replica: u32, issued: Option<Rc<str>>, token: &Option<Rc<str>>) {
@@ -398,6 +419,7 @@ async fn forward<C: Connector>(s: &Shared<C>, req: Request<Incoming>) -> Respons
     let (session, token) = keys(&parts.headers);
     let mut route = s
         .resume_owner(&parts)
+        .or_else(|| s.task_owner(&parts))
         .unwrap_or_else(|| s.route(&session, &token));
     let timeout = Duration::from_millis(s.spec.forward_timeout_ms);
     let mut deadline = Instant::now() + timeout;

@@ -91,6 +91,10 @@ impl Task {
     }
 }
 
+fn in_scope(t: &Task, scope: Option<u32>) -> bool {
+    scope.is_none_or(|r| t.replica == Some(r))
+}
+
 /// Every task, by id, with the keys that created them and their expiry.
 #[derive(Default)]
 pub struct TaskTable {
@@ -128,18 +132,20 @@ impl TaskTable {
         }
     }
 
-    /// The task `id` as replica `replica` sees it at `now_us` (one that
-    /// expired is gone; another replica's is not visible).
-    pub fn get_mut(&mut self, id: &str, replica: Option<u32>, now_us: u64) -> Option<&mut Task> {
+    /// The task `id` as seen at `now_us` from `scope`: one replica's
+    /// tasks (a replica with a store of its own), or every task (`None`:
+    /// the one server, or replicas that share a store). One that expired
+    /// is gone.
+    pub fn get_mut(&mut self, id: &str, scope: Option<u32>, now_us: u64) -> Option<&mut Task> {
         self.expire(now_us);
-        self.tasks.get_mut(id).filter(|t| t.replica == replica)
+        self.tasks.get_mut(id).filter(|t| in_scope(t, scope))
     }
 
-    /// The live task `key` created, on `replica`.
-    pub fn by_key(&mut self, key: &Scoped, replica: Option<u32>, now_us: u64) -> Option<&Task> {
+    /// The live task `key` created, seen from `scope`.
+    pub fn by_key(&mut self, key: &Scoped, scope: Option<u32>, now_us: u64) -> Option<&Task> {
         self.expire(now_us);
         let id = self.by_key.get(key)?;
-        self.tasks.get(id).filter(|t| t.replica == replica)
+        self.tasks.get(id).filter(|t| in_scope(t, scope))
     }
 
     /// The key `key` no longer names a task (its task was cancelled
@@ -239,8 +245,12 @@ mod tests {
             TaskStatus::Completed
         );
         assert!(
-            t.get_mut("c", None, 5).is_none(),
+            t.get_mut("c", Some(0), 5).is_none(),
             "another replica's task is not visible"
+        );
+        assert!(
+            t.get_mut("c", None, 5).is_some(),
+            "a shared store sees every task"
         );
         assert_eq!(
             t.get_mut("c", Some(1), 5).unwrap().status,

@@ -71,9 +71,23 @@ fn now(shared: &Shared) -> (u64, String) {
     (us, at)
 }
 
-/// A task id: as unguessable as a session id, and header-safe.
+/// A task id: as unguessable as a session id, and header-safe; a replica
+/// of a deployment names itself in it (`task-r<N>-…`), so that a balancer
+/// routes the task's requests by `Mcp-Name` to the replica running it.
 fn new_id(shared: &Shared) -> Rc<str> {
-    format!("task-{}", shared.new_session_id()).into()
+    match shared.ledger.replica() {
+        Some(r) => crate::store::task_id(r, &shared.new_session_id()).into(),
+        None => format!("task-{}", shared.new_session_id()).into(),
+    }
+}
+
+/// Which tasks this server sees: its own, or every task when the replicas
+/// share a store (the task table lives in it).
+fn scope(shared: &Shared) -> Option<u32> {
+    match shared.store {
+        Some(_) => None,
+        None => shared.ledger.replica(),
+    }
 }
 
 /// Creates a task (written to the table before anything answers) and
@@ -199,7 +213,7 @@ impl TaskCtx {
         let (us, _) = now(&self.shared);
         let mut table = self.shared.ledger.tasks();
         table
-            .get_mut(&self.id, self.shared.ledger.replica(), us)
+            .get_mut(&self.id, scope(&self.shared), us)
             .map(|t| f(t))
     }
 
@@ -209,7 +223,7 @@ impl TaskCtx {
         let (us, _) = now(&self.shared);
         {
             let mut table = self.shared.ledger.tasks();
-            let Some(t) = table.get_mut(&self.id, self.shared.ledger.replica(), us) else {
+            let Some(t) = table.get_mut(&self.id, scope(&self.shared), us) else {
                 return;
             };
             if t.status.terminal() {
@@ -332,7 +346,7 @@ pub(super) fn created_reply(shared: &Shared, id: &RequestId, t: &Task) -> Reply 
 pub(super) fn by_key(shared: &Shared, key: &Scoped) -> Option<Task> {
     let (us, _) = now(shared);
     let mut table = shared.ledger.tasks();
-    let t = table.by_key(key, shared.ledger.replica(), us)?;
+    let t = table.by_key(key, scope(shared), us)?;
     matches!(
         t.status,
         TaskStatus::Working | TaskStatus::InputRequired | TaskStatus::Completed
@@ -371,7 +385,7 @@ pub(super) fn request(
     let (us, _) = now(shared);
     let mut table = shared.ledger.tasks();
     let Some(t) = table
-        .get_mut(&task_id, shared.ledger.replica(), us)
+        .get_mut(&task_id, scope(shared), us)
         .filter(|t| t.owner.is_none() || t.owner == token)
     else {
         return refuse(

@@ -184,6 +184,18 @@ pub fn replica_of_event(id: u64) -> Option<u32> {
     (tag > 0).then(|| ((tag - 1) >> 8) as u32)
 }
 
+/// The id of a task replica `replica` created, from `unique` (a task's
+/// requests name it in `Mcp-Name`: a balancer routes them to the replica
+/// that runs it, [`replica_of_task`]).
+pub fn task_id(replica: u32, unique: &str) -> String {
+    format!("task-r{replica}-{unique}")
+}
+
+/// The replica a task id names ([`task_id`]), if it names one.
+pub fn replica_of_task(id: &str) -> Option<u32> {
+    id.strip_prefix("task-r")?.split_once('-')?.0.parse().ok()
+}
+
 /// The store host's port.
 pub const PORT: u16 = 6379;
 

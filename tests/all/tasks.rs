@@ -144,6 +144,31 @@ fn the_retry_that_answers_runs_the_tool_again_unless_guarded() {
     assert_eq!(g.trace_sha256, again.trace_sha256, "same seed, same bytes");
 }
 
+/// Behind a balancer: a task's requests name it in `Mcp-Name`, and its id
+/// names the replica running it, so a round-robin balancer with a store
+/// per replica still sends every poll there (without that routing the
+/// polls reach replicas that never heard of the task); on a shared store
+/// any replica answers.
+#[test]
+fn a_balancer_routes_a_tasks_requests_to_the_replica_running_it() {
+    for path in [
+        "sims/deploy/round-robin-local.toml",
+        "sims/deploy/round-robin-shared.toml",
+    ] {
+        let s = scenario(path);
+        let r = go(&s, "guarded", Some(Profile::TasksKeys), &[Y2026]);
+        assert_eq!(
+            r.metrics.ops_failed, 0,
+            "{path}: {:?}",
+            r.metrics.failures_by_cause
+        );
+        assert_eq!(
+            r.metrics.ops_ok, r.metrics.operations,
+            "{path}: no replay needed"
+        );
+    }
+}
+
 const V: &str = "2026-07-28";
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
