@@ -84,6 +84,27 @@ pub struct Task {
 }
 
 impl Task {
+    /// A task just created (`working`) at `created_us`, kept `ttl_ms`,
+    /// polled every `poll_ms`.
+    pub fn working(id: Rc<str>, created_us: u64, ttl_ms: u64, poll_ms: u64) -> Task {
+        Task {
+            id,
+            owner: None,
+            key: None,
+            replica: None,
+            status: TaskStatus::Working,
+            result: None,
+            error: None,
+            input_requests: BTreeMap::new(),
+            answers: BTreeMap::new(),
+            status_message: None,
+            created_us,
+            updated_us: created_us,
+            ttl_ms,
+            poll_ms,
+        }
+    }
+
     /// When it is forgotten, µs.
     pub fn expires_us(&self) -> u64 {
         self.created_us
@@ -192,20 +213,8 @@ mod tests {
 
     fn task(id: &str, key: Option<&str>, created_us: u64, ttl_ms: u64) -> Task {
         Task {
-            id: id.into(),
-            owner: None,
             key: key.map(|k| (Rc::from("p"), k.to_string())),
-            replica: None,
-            status: TaskStatus::Working,
-            result: None,
-            error: None,
-            input_requests: BTreeMap::new(),
-            answers: BTreeMap::new(),
-            status_message: None,
-            created_us,
-            updated_us: created_us,
-            ttl_ms,
-            poll_ms: 100,
+            ..Task::working(id.into(), created_us, ttl_ms, 100)
         }
     }
 

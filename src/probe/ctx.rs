@@ -179,20 +179,33 @@ impl Ctx<'_> {
         msg: &Message,
         id: &RequestId,
     ) -> Step<String> {
+        let result = self
+            .answer_of(s, msg, id, None)
+            .await
+            .map_err(|e| format!("reading the count: {e}"))?;
+        result["content"][0]["text"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| "a tool result without text content".to_string())
+    }
+
+    /// The result of request `id` (`msg`, under `key`), or why none came.
+    pub(super) async fn answer_of(
+        &self,
+        s: &Session,
+        msg: &Message,
+        id: &RequestId,
+        key: Option<&str>,
+    ) -> Step<serde_json::Value> {
         let mut r = self
             .peer
-            .post(s, msg, None)
+            .post(s, msg, key)
             .await
             .map_err(|e| e.to_string())?;
         r.read_response(id, self.peer.within(self.wait)).await;
         match r.response(id).and_then(|g| g.msg.as_ref()) {
-            Some(Message::Result { result, .. }) => result
-                .get("content")
-                .and_then(|c| c.index(0))
-                .and_then(|c| c.get("text"))
-                .and_then(|t| t.as_str().map(|t| t.into_owned()))
-                .ok_or_else(|| "a tool result without text content".to_string()),
-            _ => Err(format!("reading the count: {}", r.describe())),
+            Some(Message::Result { result, .. }) => Ok(result.to_value()),
+            _ => Err(format!("no result: {}", r.describe())),
         }
     }
 

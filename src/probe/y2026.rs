@@ -8,7 +8,7 @@
 
 use super::ctx::{dropped_at, Counter, Ctx, Step, Verdict, BACKOFF, CHUNKS, INTERVAL, SETTLE};
 use super::peer::{call, clip, Session};
-use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::jsonrpc::Message;
 use crate::protocol::mcp;
 use crate::protocol::modern as y2026;
 use crate::protocol::Json;
@@ -34,26 +34,6 @@ impl Ctx<'_> {
             .as_u64()
             .ok_or_else(|| format!("ledger_read names no count for the tag: {}", clip(&text)))?;
         Ok((n, v["finished"][tag].as_u64()))
-    }
-
-    /// A tool call's answer to `msg` (its result, or why there is none).
-    async fn answer_of(
-        &self,
-        s: &Session,
-        msg: &Message,
-        id: &RequestId,
-        key: Option<&str>,
-    ) -> Step<Value> {
-        let mut r = self
-            .peer
-            .post(s, msg, key)
-            .await
-            .map_err(|e| e.to_string())?;
-        r.read_response(id, self.peer.within(self.wait)).await;
-        match r.response(id).and_then(|g| g.msg.as_ref()) {
-            Some(Message::Result { result, .. }) => Ok(result.to_value()),
-            _ => Err(format!("the call got no result: {}", r.describe())),
-        }
     }
 
     /// close-cancels: drop a call after its first event, wait until it

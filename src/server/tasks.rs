@@ -99,20 +99,15 @@ where
 {
     let (us, _) = now(shared);
     let task = Task {
-        id: new_id(shared),
         owner: who.owner,
         key: who.key,
         replica: shared.ledger.replica(),
-        status: TaskStatus::Working,
-        result: None,
-        error: None,
-        input_requests: BTreeMap::new(),
-        answers: BTreeMap::new(),
-        status_message: None,
-        created_us: us,
-        updated_us: us,
-        ttl_ms: shared.cfg.task_ttl_ms,
-        poll_ms: shared.cfg.task_poll_ms,
+        ..Task::working(
+            new_id(shared),
+            us,
+            shared.cfg.task_ttl_ms,
+            shared.cfg.task_poll_ms,
+        )
     };
     shared.ledger.tasks().insert(task.clone());
     shared.history.record(Record::TaskChanged {

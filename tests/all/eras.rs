@@ -15,7 +15,7 @@ fn scenario(path: &str) -> Scenario {
     Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
 }
 
-fn go(
+pub(crate) fn go(
     s: &Scenario,
     seed: u64,
     arm: &str,

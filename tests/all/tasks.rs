@@ -7,9 +7,8 @@
 //! `input-required-result-*` scenarios too).
 
 use super::serve::{Conn, Resp, Served};
-use mcp_chaos::run::{run_arm, Options, Profile, RunReport};
+use mcp_chaos::run::{Profile, RunReport};
 use mcp_chaos::scenario::Scenario;
-use mcp_chaos::sut::Arm;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -17,19 +16,9 @@ fn scenario(path: &str) -> Scenario {
     Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
 }
 
+/// One run of seed 0 (as the eras tests run theirs).
 fn go(s: &Scenario, arm: &str, clients: Option<Profile>, sets: &[(&str, &str)]) -> RunReport {
-    let opts = Options {
-        clients,
-        sets: sets
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        deployment: String::new(),
-    };
-    let a: Arm = arm.parse().unwrap();
-    run_arm(s, 0, a, &opts)
-        .unwrap_or_else(|e| panic!("{} {arm}: {e}", s.name))
-        .0
+    super::eras::go(s, 0, arm, clients, sets)
 }
 
 const Y2026: (&str, &str) = ("era", "2026-07-28");
