@@ -280,7 +280,8 @@ pub struct Comparison {
 }
 
 /// `compare --eras`: the comparison once per era (`--set era=ERA` before
-/// the other overrides), into `out/ERA/`, then `out/eras.md` from their
+/// the other overrides), into `out/ERA/`, then `out/eras.md` (and
+/// `out/eras.html`, the same as a page) from their
 /// summaries. The exit code is the worst of the eras'.
 fn compare_eras(c: &Comparison) -> anyhow::Result<u8> {
     let mut code = 0;
@@ -321,9 +322,15 @@ fn compare_eras(c: &Comparison) -> anyhow::Result<u8> {
     }
     let view: Vec<(crate::settings::Era, &Summary)> =
         summaries.iter().map(|(e, s)| (*e, s)).collect();
+    let md = report::eras::markdown(&view);
     let path = c.out.join("eras.md");
-    write(&path, &report::eras::markdown(&view))?;
-    outln!("wrote {}", path.display());
+    write(&path, &md)?;
+    let page = c.out.join("eras.html");
+    write(
+        &page,
+        &report::page("mcp-chaos: the eras side by side", &md),
+    )?;
+    outln!("wrote {} and {}", path.display(), page.display());
     Ok(code)
 }
 

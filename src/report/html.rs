@@ -9,6 +9,16 @@ use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1800px;margin:2em auto;padding:0 1em;line-height:1.4}table{border-collapse:collapse;margin:1em 0;display:block;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}th{background:#f4f4f4}table.metrics td{text-align:right;white-space:nowrap}table.metrics td:first-child{text-align:left}table.matrix{font-size:13px}table.matrix td{min-width:10em}td.ok,td.pass{background:#e5f5e0}td.degraded{background:#fff7bc}td.bad,td.fails{background:#fde0dd}td.na{background:#eee;color:#555}p.warn{background:#fff7bc;padding:4px}code{background:#f4f4f4;padding:0 3px;font-size:90%}div.panels{display:flex;flex-wrap:wrap;gap:8px}nav a{margin-right:1em}section.deploy{border-left:6px solid #2b8cbe;background:#f3f8fb;padding:2px 1em;margin:1em 0}p.answer{font-size:1.25em}svg{max-width:100%;height:auto}";
 
+/// A page of its own for a Markdown report (`eras.html` beside
+/// `eras.md`): the same style as `report.html`, no scripts.
+pub fn page(title: &str, markdown: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>{}</body></html>\n",
+        xml(title),
+        md_html(markdown)
+    )
+}
+
 /// `report.html` with nothing beside it (see [`html_beside`]).
 pub fn html(s: &Summary, timelines: &[Timeline]) -> String {
     html_beside(s, timelines, &Beside::default())
@@ -163,7 +173,8 @@ pub(super) fn md_html(md: &str) -> String {
         }
     };
     for line in md.lines() {
-        if line.starts_with("|---") {
+        // A table's separator row, however it is spaced (`|---|`, `| --- |`).
+        if line.starts_with('|') && line.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ')) {
             continue;
         }
         if line.starts_with('|') {

@@ -22,7 +22,7 @@ mod write;
 pub use calibration::{calibration, notes_of as calibration_notes, NOTES_MARKER};
 pub use commands::{commands as repro_commands, repro};
 pub use conclude::glossary;
-pub use html::{html, html_beside};
+pub use html::{html, html_beside, page};
 pub use junit::junit;
 pub use matrix::headline;
 pub use picks::{pick_timeline_groups, pick_timeline_runs};

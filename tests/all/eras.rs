@@ -223,6 +223,17 @@ fn compare_eras_sets_the_wires_side_by_side() {
         md.contains("- **2026-07-28**: `guarded` with `keys` clients: 0 failed per 1,000"),
         "{md}"
     );
+    let page = std::fs::read_to_string(out.join("eras.html")).unwrap();
+    assert!(page.starts_with("<!doctype html>"));
+    assert!(
+        page.contains(">Eras: 2025-11-25 and 2026-07-28</h1>"),
+        "{page}"
+    );
+    assert!(page.contains("<table>") && !page.contains("<script"));
+    assert!(
+        !page.contains("<td>---</td>"),
+        "the separator row is no row: {page}"
+    );
     let bad = run(&["compare", "--eras", "2026-07-28,2026-07-28"]);
     assert_eq!(code(&bad), 3, "an era named twice is refused");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("twice"));
