@@ -118,6 +118,13 @@ fn the_retry_that_answers_runs_the_tool_again_unless_guarded() {
     }
     let g = go(&s, "guarded", None, &[]);
     assert_eq!((g.metrics.ops_ok, g.metrics.extra_executions), (1, 0));
+    // The answering retry of a tasks client becomes a task: the second
+    // effect is still the question's, not a lost creation's.
+    let t = go(&s, "keys", Some(Profile::TasksKeys), &[]);
+    assert_eq!(
+        t.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+        vec!["mrtr_reexecution"]
+    );
     let mut fm = scenario("sims/flaky-mobile.toml");
     for group in &mut fm.clients {
         group.asks_input = true;

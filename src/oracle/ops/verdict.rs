@@ -26,12 +26,13 @@ pub(super) fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>,
         .iter()
         .any(|r| op.execs.iter().any(|x| &x.rpc_id == r));
     // A task op's execution whose creating request never got its
-    // `CreateTaskResult` (and whose result was not the one handled).
+    // `CreateTaskResult` (one answered with a question was no creation).
     op.task_create_unseen = !op.tasks_created_by.is_empty()
-        && op
-            .execs
-            .iter()
-            .any(|x| x.committed && !op.tasks_created_by.contains(&x.rpc_id));
+        && op.execs.iter().any(|x| {
+            x.committed
+                && !op.tasks_created_by.contains(&x.rpc_id)
+                && !op.input_asked_by.contains(&x.rpc_id)
+        });
     stale_connection(op, host, run);
     op.result_before_drop = op
         .dropped_us
