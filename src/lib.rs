@@ -23,6 +23,7 @@ pub mod never_applied;
 pub mod one_run;
 pub mod oracle;
 pub mod probe;
+pub mod profile;
 pub mod protocol;
 pub mod report;
 pub mod run;
