@@ -33,8 +33,9 @@ pub enum CursorOverride {
 /// What a run may change beyond the scenario file.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Client profile for every client: plain, keys, cursors, tasks, tasks+keys or
-    /// keys+cursors (default: as the scenario says).
+    /// Client profile for every client: plain, keys, cursors, keys+cursors,
+    /// tasks or tasks+keys (the last two: 2026-07-28 only) (default: as the
+    /// scenario says).
     #[arg(long, value_parser = parse_profile)]
     pub clients: Option<run::Profile>,
     /// Override a server setting for the run (repeatable), e.g.
