@@ -678,8 +678,10 @@ fn read_summary(path: &Path, how: &str) -> anyhow::Result<Summary> {
     })
 }
 
-/// `merge`: shards into one summary, to `out` or standard output.
-pub fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
+/// `merge`: shards into one summary, to `out` or standard output, and
+/// its reports into `report` when asked (a sweep too long for one sitting
+/// run in seed ranges, then reported as one).
+pub fn merge(files: &[PathBuf], out: Option<&Path>, report: Option<&Path>) -> anyhow::Result<u8> {
     let mut parts = Vec::new();
     for f in files {
         parts.push(read_summary(f, "mcp-chaos sweep --out FILE")?);
@@ -688,6 +690,11 @@ pub fn merge(files: &[PathBuf], out: Option<&Path>) -> anyhow::Result<u8> {
     let mut merged = Summary::merge(parts, &names).map_err(anyhow::Error::msg)?;
     if !merged.provenance.scenarios.is_empty() {
         merged.provenance.command = std::env::args().collect();
+    }
+    if let Some(dir) = report {
+        for p in report::write_reports(dir, &merged, &[])? {
+            errln!("wrote {}", p.display());
+        }
     }
     let text = serde_json::to_string_pretty(&merged).expect("summary serializes");
     match out {

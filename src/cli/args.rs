@@ -451,6 +451,11 @@ pub struct MergeArgs {
     /// Write the merged summary here (default: standard output).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write report.md and report.html of the merged summary into this
+    /// directory (as `compare` does, without timelines: those need the
+    /// runs' histories).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 // `repro`'s flags (no doc comment: clap would take it for the

@@ -561,8 +561,21 @@ fn merge_refuses_mixed_shards_and_corrupt_figures() {
             .output()
             .unwrap()
     };
-    // The same two shards of one sweep merge.
+    // The same two shards of one sweep merge, and are reported as one.
     assert_eq!(code(&merge(&a, &b)), 0);
+    std::fs::remove_file(&merged).unwrap();
+    let reports = dir.join("reports");
+    let o = bin()
+        .args(["merge", &a, &b, "--out"])
+        .arg(&merged)
+        .arg("--report")
+        .arg(&reports)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(reports.join("report.md")).unwrap();
+    assert!(md.contains("seed-000-retry-by-post"), "{md}");
+    assert!(reports.join("report.html").exists());
     std::fs::remove_file(&merged).unwrap();
     refused(
         &merge(&a, &set),
