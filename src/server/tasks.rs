@@ -54,21 +54,10 @@ pub(super) struct Creator {
     pub rpc_id: RequestId,
 }
 
-/// The now of the task wire: µs on the server's clock, and as RFC 3339
-/// (the simulator's from [`SIM_EPOCH_S`]; a served one's from the wall
-/// clock, which is what its clients read).
-fn now(shared: &Shared) -> (u64, String) {
-    let us = shared.history.now_us();
-    let at = match shared.exposure.session_ids {
-        super::exposure::SessionIds::Seeded => wire::rfc3339(SIM_EPOCH_S, us),
-        super::exposure::SessionIds::Os => {
-            let since = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            wire::rfc3339(since.as_secs(), u64::from(since.subsec_micros()))
-        }
-    };
-    (us, at)
+/// The now of the task table: µs on the server's clock (times on the
+/// wire are written by [`view`]).
+fn now(shared: &Shared) -> u64 {
+    shared.history.now_us()
 }
 
 /// A task id: as unguessable as a session id, and header-safe; a replica
@@ -97,7 +86,7 @@ where
     F: FnOnce(TaskCtx) -> Fut,
     Fut: Future<Output = ()> + 'static,
 {
-    let (us, _) = now(shared);
+    let us = now(shared);
     let task = Task {
         owner: who.owner,
         key: who.key,
@@ -205,7 +194,7 @@ impl TaskCtx {
 
     /// Reads the task (`None`: expired, or gone).
     fn task<R>(&self, f: impl FnOnce(&Task) -> R) -> Option<R> {
-        let (us, _) = now(&self.shared);
+        let us = now(&self.shared);
         let mut table = self.shared.ledger.tasks();
         table
             .get_mut(&self.id, scope(&self.shared), us)
@@ -215,7 +204,7 @@ impl TaskCtx {
     /// Moves the task to `status` (a terminal status sticks: an execution
     /// ending after its task was failed by a restart changes nothing).
     fn change(&self, status: TaskStatus, f: impl FnOnce(&mut Task)) {
-        let (us, _) = now(&self.shared);
+        let us = now(&self.shared);
         {
             let mut table = self.shared.ledger.tasks();
             let Some(t) = table.get_mut(&self.id, scope(&self.shared), us) else {
@@ -261,7 +250,7 @@ impl Drop for TaskCtx {
 
 /// A new incarnation: the tasks the one before was running failed.
 pub(super) fn on_start(shared: &Shared) {
-    let (us, _) = now(shared);
+    let us = now(shared);
     let failed = shared.ledger.tasks().interrupt(shared.ledger.replica(), us);
     for id in failed {
         shared.history.record(Record::TaskChanged {
@@ -339,7 +328,7 @@ pub(super) fn created_reply(shared: &Shared, id: &RequestId, t: &Task) -> Reply 
 /// The live task `key` created (not failed or cancelled: a retry under
 /// it then starts another), as a re-sent creation's answer.
 pub(super) fn by_key(shared: &Shared, key: &Scoped) -> Option<Task> {
-    let (us, _) = now(shared);
+    let us = now(shared);
     let mut table = shared.ledger.tasks();
     let t = table.by_key(key, scope(shared), us)?;
     matches!(
@@ -377,7 +366,7 @@ pub(super) fn request(
         );
     };
     let token = super::principal::bearer(h);
-    let (us, _) = now(shared);
+    let us = now(shared);
     let mut table = shared.ledger.tasks();
     let Some(t) = table
         .get_mut(&task_id, scope(shared), us)
