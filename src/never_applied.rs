@@ -45,6 +45,11 @@ pub fn describe(f: &Fault) -> String {
             format!("store lag of {lag_ms} ms at {at_ms} ms")
         }
         Fault::StoreRestart { at_ms } => format!("store restart at {at_ms} ms"),
+        Fault::Placed { on, ref fault } => {
+            let what = describe(fault);
+            let what = what.split(" at ").next().unwrap_or(&what);
+            format!("{what} {on}")
+        }
     }
 }
 

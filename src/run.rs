@@ -161,6 +161,10 @@ pub struct RunReport {
     pub store_round_trips: u64,
     /// Wall-clock figures.
     pub meta: Meta,
+    /// Every protocol boundary the run reached, in order, when asked
+    /// ([`run_arm_watching`]); not part of the report's JSON.
+    #[serde(skip)]
+    pub reached: Vec<crate::fault::Boundary>,
 }
 
 pub use crate::profile::Profile;
@@ -317,11 +321,12 @@ fn simulate<S: SystemUnderTest>(
     seed: u64,
     sut: &S,
     mut rec: Recording,
+    watch: bool,
 ) -> Result<Simulated, WorldError> {
     let (table, not_applicable) = client_table(scenario, sut);
     let judge = Rc::new(RefCell::new(oracle::stream::Judge::new(table.clone())));
     rec.observers.push(Box::new(judge.clone()));
-    let out = world::run_recorded(scenario, seed, sut, rec)?;
+    let out = world::run_watching(scenario, seed, sut, rec, watch)?;
     out.history.stop_observing();
     let judge = Rc::try_unwrap(judge)
         .map_err(|_| WorldError("the judge is still observing the history".into()))?
@@ -352,7 +357,7 @@ pub fn finality_check(
         variant,
         cfg: scenario.server_config(),
     };
-    let sim = simulate(&scenario, seed, &sut, Recording::default())?;
+    let sim = simulate(&scenario, seed, &sut, Recording::default(), false)?;
     let world = sim.table.world(sim.out.clients_finished);
     let entries = sim.out.history.entries();
     let (at, peak) = oracle::finality::final_at(&entries);
@@ -383,7 +388,8 @@ pub fn stream_check(
         &scenario,
         seed,
         &sut,
-        Recording::default()
+        Recording::default(),
+        false
     )?)))
 }
 
@@ -484,8 +490,28 @@ pub fn run_arm_recording(
 ) -> Result<(RunReport, History), WorldError> {
     let scenario = valid(scenario, opts)?;
     with_arm!(arm, scenario, |sut| run_effective(
+        &scenario,
+        seed,
+        &sut,
+        opts,
+        (rec, false)
+    ))
+}
+
+/// [`run_arm_streaming`], the report's [`RunReport::reached`] filled: every
+/// protocol boundary the run reached (what `explore` places faults at).
+pub fn run_arm_watching(
+    scenario: &Scenario,
+    seed: u64,
+    arm: Arm,
+    opts: &Options,
+) -> Result<RunReport, WorldError> {
+    let scenario = valid(scenario, opts)?;
+    let rec = (Recording::streaming(), true);
+    with_arm!(arm, scenario, |sut| run_effective(
         &scenario, seed, &sut, opts, rec
     ))
+    .map(|(r, _)| r)
 }
 
 /// Runs `scenario` under `seed` against any system under test (a user's
@@ -505,7 +531,7 @@ pub fn run_with<S: SystemUnderTest>(
         seed,
         sut,
         opts,
-        Recording::default(),
+        (Recording::default(), false),
     )
 }
 
@@ -522,13 +548,13 @@ fn run_effective<S: SystemUnderTest>(
     seed: u64,
     sut: &S,
     opts: &Options,
-    rec: Recording,
+    (rec, watch): (Recording, bool),
 ) -> Result<(RunReport, History), WorldError> {
     let started = std::time::Instant::now();
     // A panic inside the simulation (a turmoil limit, a bug) becomes an
     // error the caller reports with its seed, not an abort.
     let sim = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        simulate(scenario, seed, sut, rec)
+        simulate(scenario, seed, sut, rec, watch)
     }))
     .map_err(|p| {
         let what = p
@@ -579,6 +605,7 @@ fn run_effective<S: SystemUnderTest>(
         store_round_trips: out.store_round_trips,
         failed_expectations: failed.into_iter().map(|(_, line)| line).collect(),
         meta: Meta { wall_ms },
+        reached: out.reached,
         ..RunReport::of(scenario, seed, sut.name(), opts)
     };
     Ok((report, out.history))
@@ -687,6 +714,7 @@ impl RunReport {
             not_applicable_clients: 0,
             store_round_trips: 0,
             meta: Meta { wall_ms: 0.0 },
+            reached: Vec::new(),
         }
     }
 

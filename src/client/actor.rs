@@ -168,6 +168,8 @@ pub(super) struct Io {
     pub(super) timer_seq: u64,
     /// Its one idle connection, when it keeps connections alive.
     pub(super) pool: Option<Pool>,
+    /// The world's hook, for faults placed at protocol boundaries.
+    pub(super) tap: super::Tap,
 }
 
 /// Results held behind a resume, so they are handled in stream order.
@@ -189,6 +191,8 @@ pub(super) struct Planned {
     pub(super) drop_rules: DropRules,
     /// Calls whose planned drop fired.
     pub(super) drops_fired: BTreeSet<u32>,
+    /// Calls whose connection drops as their response head arrives.
+    pub(super) head_drops: BTreeSet<Rc<str>>,
     /// Calls that ended with their planned drop still waiting: (counted
     /// events seen, events the drop waited for, how the call ended).
     pub(super) drops_missed: BTreeMap<u32, (u32, u32, Outcome)>,
@@ -283,6 +287,7 @@ impl Client {
                 timers: BTreeMap::new(),
                 timer_seq: 0,
                 pool,
+                tap: super::Tap::default(),
             },
             session: None,
             transport: Transport::Streamable,
@@ -354,6 +359,26 @@ impl Client {
             slot.task.abort();
         }
         self.report_unapplied();
+    }
+
+    /// The world's placed drop of call `tag`'s request: its connection
+    /// closes now, if the request is still out.
+    pub(super) fn kill(&mut self, tag: Rc<str>) {
+        let Some(op) = self.op_by_tag(&tag) else {
+            return;
+        };
+        let slot = self
+            .slots
+            .iter()
+            .find(|(_, s)| matches!(s.kind, SlotKind::Call { op: o } if o == op))
+            .map(|(&id, _)| id);
+        if let Some(slot) = slot {
+            if let Some(s) = self.slots.get(&slot) {
+                s.task.abort();
+            }
+            self.dropped(tag, 0);
+            self.on_end(slot, false);
+        }
     }
 
     pub(super) fn dropped(&mut self, tag: Rc<str>, after_event: u32) {
@@ -555,7 +580,7 @@ impl Client {
         };
         o.unseen.clear();
         self.active.remove(&op);
-        let missed = self.planned.drop_rules.borrow_mut().remove(&o.tag);
+        let missed = self.planned.drop_rules.borrow_mut().events.remove(&o.tag);
         if let Some((after, seen)) = missed {
             self.planned
                 .drops_missed

@@ -26,6 +26,10 @@ pub struct ClientSpec {
     pub delivery: Delivery,
     /// Planned drops: call index → counted events before the drop.
     pub drops: BTreeMap<u32, u32>,
+    /// Drops placed at a boundary the client sees itself: call index →
+    /// [`At::ResponseHead`] or [`At::Result`] (the world tells it of the
+    /// others, [`super::Tap`]).
+    pub placed_drops: BTreeMap<u32, crate::fault::At>,
     /// Delay before the first call, ms.
     pub start_delay_ms: u64,
     /// transport-switch: the call after which the network changes.

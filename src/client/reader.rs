@@ -11,7 +11,7 @@ use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::{headers, mcp, sse};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::io;
 use std::rc::Rc;
@@ -94,6 +94,11 @@ pub(super) enum Input {
     Reused {
         slot: SlotId,
     },
+    /// The world says: drop the connection of call `tag`'s request now
+    /// (a drop placed at a boundary only the world sees).
+    Kill {
+        tag: Rc<str>,
+    },
 }
 
 impl Input {
@@ -109,6 +114,7 @@ impl Input {
             | Input::Dropped { slot, .. }
             | Input::Failed { slot, .. }
             | Input::Reused { slot } => *slot,
+            Input::Kill { .. } => SlotId::MAX,
         }
     }
 }
@@ -171,8 +177,17 @@ impl Pool {
     }
 }
 
-/// Drop rules the readers apply: tag → (events before the drop, seen so far).
-pub(super) type DropRules = Rc<RefCell<BTreeMap<Rc<str>, (u32, u32)>>>;
+/// Drop rules the readers apply.
+pub(super) type DropRules = Rc<RefCell<Rules>>;
+
+/// The planned drops a client's readers apply.
+#[derive(Default)]
+pub(super) struct Rules {
+    /// Tag → (events before the drop, seen so far).
+    pub(super) events: BTreeMap<Rc<str>, (u32, u32)>,
+    /// Tags whose connection drops right after their result arrives.
+    pub(super) results: BTreeSet<Rc<str>>,
+}
 
 /// The operation tag an event belongs to: request ids are `tag#attempt`,
 /// and progress tokens are the request id.
@@ -370,16 +385,23 @@ async fn reader<C: Connector>(job: Job, connector: C) {
                 let msg = (!ev.data.is_empty() && !marker)
                     .then(|| Message::decode(ev.data.as_bytes()).ok())
                     .flatten();
-                let fire = msg.as_ref().and_then(tag_of).and_then(|(tag, _)| {
+                let fire = msg.as_ref().and_then(tag_of).and_then(|(tag, result)| {
                     let mut rules = drops.borrow_mut();
-                    let (key, rule) = rules.get_key_value(&*tag).map(|(k, r)| (k.clone(), *r))?;
+                    let at_result = result && rules.results.remove(&*tag);
+                    let Some((key, rule)) = rules
+                        .events
+                        .get_key_value(&*tag)
+                        .map(|(k, r)| (k.clone(), *r))
+                    else {
+                        return at_result.then(|| (Rc::from(&*tag), 0));
+                    };
                     let seen = rule.1 + 1;
                     if seen >= rule.0 {
-                        rules.remove(&key);
+                        rules.events.remove(&key);
                         Some((key, rule.0))
                     } else {
-                        rules.insert(key, (rule.0, seen));
-                        None
+                        rules.events.insert(key.clone(), (rule.0, seen));
+                        at_result.then_some((key, 0))
                     }
                 });
                 send(Input::Event {

@@ -34,6 +34,23 @@ impl Client {
                 stream_first,
                 session,
             } => {
+                if let (Some(tag), _) = self.slot_request(slot) {
+                    if matches!(
+                        self.slots.get(&slot).map(|s| &s.kind),
+                        Some(SlotKind::Call { .. })
+                    ) {
+                        self.io.tap.head(&tag);
+                        if self.planned.head_drops.remove(&tag) {
+                            // The placed drop: the head arrived, the
+                            // connection closes before anything else is read.
+                            if let Some(s) = self.slots.get(&slot) {
+                                s.task.abort();
+                            }
+                            self.dropped(tag, 0);
+                            return self.on_end(slot, false);
+                        }
+                    }
+                }
                 self.on_head(slot, status, stream_first, session);
                 // A 2026-07-28 call stream carries no event ids: its
                 // headers name it, as a priming event would.
@@ -71,6 +88,7 @@ impl Client {
                 self.dropped(tag, after_event);
                 self.on_end(slot, false);
             }
+            Input::Kill { tag } => self.kill(tag),
             Input::Reused { slot } => {
                 let (tag, rpc_id) = self.slot_request(slot);
                 self.record(ClientRecord::Reused {

@@ -7,6 +7,7 @@ use super::behaviour::Policy;
 use super::core::SlotId;
 use super::http::Outgoing;
 use super::reader::Job;
+use crate::fault::At;
 use crate::history::{ClientRecord, Delivery, Sent, Transport};
 use crate::protocol::headers::{self, CursorEntry, CursorList};
 use crate::protocol::jsonrpc::{Message, RequestId};
@@ -224,11 +225,19 @@ impl Client {
             client: self.spec.index,
             tag: self.ops[op].tag.clone(),
         });
+        let tag = self.ops[op].tag.clone();
         if let Some(&after) = self.spec.drops.get(&(op as u32)) {
-            self.planned
-                .drop_rules
-                .borrow_mut()
-                .insert(self.ops[op].tag.clone(), (after, 0));
+            let mut rules = self.planned.drop_rules.borrow_mut();
+            rules.events.insert(tag.clone(), (after, 0));
+        }
+        match self.spec.placed_drops.get(&(op as u32)) {
+            Some(At::Result) => {
+                self.planned.drop_rules.borrow_mut().results.insert(tag);
+            }
+            Some(At::ResponseHead) => {
+                self.planned.head_drops.insert(tag);
+            }
+            _ => {}
         }
         self.send_call(op);
     }

@@ -17,10 +17,13 @@
 use super::actor::{Client, Timer};
 use super::behaviour;
 use super::reader;
+use super::reader::Input;
 use super::send::{call_request, init_request};
 use crate::history::{History, Transport};
 use crate::protocol::jsonrpc::RequestId;
 use crate::scenario::ClientGroup;
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -29,11 +32,51 @@ pub use super::reader::{Connector, TcpConnector};
 
 /// Runs one virtual client to completion (every operation done or
 /// abandoned). Must run inside a `LocalSet`.
-pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History) {
+pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History, tap: Tap) {
     let (tx, rx) = mpsc::unbounded_channel();
+    *tap.tx.borrow_mut() = Some(tx.clone());
     let mut c = Client::new(spec, reader::spawner(connector), history, tx);
+    c.io.tap = tap;
     c.schedule(Duration::ZERO, Timer::Init);
     c.run(rx).await;
+}
+
+/// The world's hook on one client, for faults placed at protocol
+/// boundaries: it tells the world which calls' response heads arrived (a
+/// boundary only the client sees, which no record names) into a list
+/// shared by every client, and lets the world drop a call's connection at
+/// a boundary only the world sees. Inert by default.
+#[derive(Clone, Default)]
+pub struct Tap {
+    heads: Option<Heads>,
+    tx: Rc<RefCell<Option<mpsc::UnboundedSender<Input>>>>,
+}
+
+/// Calls whose response head arrived, by tag, in arrival order.
+pub type Heads = Rc<RefCell<Vec<Rc<str>>>>;
+
+impl Tap {
+    /// A tap that adds the calls' response heads to `heads`.
+    pub fn watching(heads: &Heads) -> Tap {
+        Tap {
+            heads: Some(heads.clone()),
+            tx: Rc::default(),
+        }
+    }
+
+    /// Tells the client to drop the connection of call `tag`'s request now.
+    pub fn drop_call(&self, tag: &str) {
+        if let Some(tx) = &*self.tx.borrow() {
+            let _ = tx.send(Input::Kill { tag: tag.into() });
+        }
+    }
+
+    /// Call `tag`'s response head arrived.
+    pub(super) fn head(&self, tag: &Rc<str>) {
+        if let Some(h) = &self.heads {
+            h.borrow_mut().push(tag.clone());
+        }
+    }
 }
 
 /// The largest request body (bytes) client `index` of group `g` can send:

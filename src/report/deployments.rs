@@ -338,6 +338,7 @@ mod tests {
             not_applicable_clients: 0,
             store_round_trips: trips,
             meta: Meta::default(),
+            reached: vec![],
         }
     }
 

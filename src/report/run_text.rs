@@ -89,7 +89,7 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
         match crate::never_applied::sentence(n, r.sim_ms, Some(scenario)) {
             Some(said) => out.push_str(&format!("  not applied: {said}\n")),
             None => {
-                let fault = serde_json::to_string(&n.fault).expect("faults serialize");
+                let fault = crate::never_applied::label(&n.fault, Some(scenario));
                 out.push_str(&format!("  not applied: {fault}: {}\n", n.reason));
             }
         }

@@ -110,6 +110,10 @@ impl Scenario {
             }
         }
         for (i, f) in self.faults.explicit.iter().enumerate() {
+            let f = match f {
+                Fault::Placed { fault, .. } => fault,
+                f => f,
+            };
             match *f {
                 Fault::Partition {
                     at_ms, duration_ms, ..
@@ -159,7 +163,7 @@ impl Scenario {
                 Fault::Restart { at_ms } => {
                     times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
                 }
-                Fault::Drop { .. } | Fault::Switch { .. } => {}
+                Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => {}
             }
         }
         let d = &self.deployment;
@@ -287,78 +291,130 @@ impl Scenario {
         }
         let clients = self.total_clients();
         for (i, fault) in f.explicit.iter().enumerate() {
-            match fault {
-                Fault::Drop {
-                    client,
-                    after_event,
-                    ..
-                } => {
-                    if u64::from(*client) >= clients {
-                        return Err(format!(
-                            "faults.explicit[{i}]: drop names client {client}, but there are \
-                             {clients} (0-based, in file order)"
-                        ));
-                    }
-                    if *after_event == 0 {
-                        return Err(format!(
-                            "faults.explicit[{i}]: drop after_event is 1-based: use 1 or more"
-                        ));
-                    }
-                }
-                Fault::Partition { host, .. } | Fault::Latency { host, .. } => {
-                    if *host >= self.network.client_hosts {
-                        return Err(format!(
-                            "faults.explicit[{i}]: names client host {host}, but there are {} \
-                             (network.client_hosts)",
-                            self.network.client_hosts
-                        ));
-                    }
-                }
-                Fault::Restart { .. } => {}
-                _ if fault.needs_deployment() && self.deployment.is_single() => {
+            self.validate_explicit(i, fault, clients, added)?;
+        }
+        Ok(())
+    }
+
+    /// One `[[faults.explicit]]` fault against the workload, the hosts
+    /// and the deployment (`added`: the replicas the plan adds).
+    fn validate_explicit(
+        &self,
+        i: usize,
+        fault: &Fault,
+        clients: u64,
+        added: u64,
+    ) -> Result<(), String> {
+        let placed = match fault {
+            Fault::Placed { on, .. } => Some(*on),
+            _ => None,
+        };
+        if let Some(on) = placed {
+            self.check_boundary(i, on)?;
+        }
+        let fault = match fault {
+            Fault::Placed { fault, .. } => fault,
+            f => f,
+        };
+        match fault {
+            Fault::Placed { .. } => {
+                return Err(format!(
+                    "faults.explicit[{i}]: a placed fault places one fault"
+                ))
+            }
+            Fault::Drop {
+                client,
+                after_event,
+                ..
+            } => {
+                if u64::from(*client) >= clients {
                     return Err(format!(
-                        "faults.explicit[{i}]: {} needs a deployment: add [deployment] with \
-                         replicas and a balancer (a restart is the one-server fault)",
-                        crate::fault::kind_name(fault)
+                        "faults.explicit[{i}]: drop names client {client}, but there are \
+                         {clients} (0-based, in file order)"
                     ));
                 }
-                _ if fault.needs_shared_store()
-                    && self.deployment.store != crate::scenario::StoreKind::Shared =>
-                {
+                if *after_event == 0 && placed.is_none() {
                     return Err(format!(
-                        "faults.explicit[{i}]: {} acts on the shared store: set \
-                         deployment.store = \"shared\"",
-                        crate::fault::kind_name(fault)
+                        "faults.explicit[{i}]: drop after_event is 1-based: use 1 or more"
                     ));
                 }
-                Fault::Deploy { .. }
-                | Fault::BalancerRestart { .. }
-                | Fault::ReplicaAdd { .. }
-                | Fault::StorePartition { .. }
-                | Fault::StoreLagWindow { .. }
-                | Fault::StoreRestart { .. } => {}
-                Fault::ReplicaCrash { replica, .. }
-                | Fault::ReplicaDrain { replica, .. }
-                | Fault::ReplicaRemove { replica, .. } => {
-                    if u64::from(*replica) >= u64::from(self.deployment.replicas) + added {
-                        return Err(format!(
-                            "faults.explicit[{i}]: names replica {replica}, but there are {} \
-                             (deployment.replicas and the replica_add faults, 0-based)",
-                            u64::from(self.deployment.replicas) + added
-                        ));
-                    }
+            }
+            Fault::Partition { host, .. } | Fault::Latency { host, .. } => {
+                if *host >= self.network.client_hosts {
+                    return Err(format!(
+                        "faults.explicit[{i}]: names client host {host}, but there are {} \
+                         (network.client_hosts)",
+                        self.network.client_hosts
+                    ));
                 }
-                Fault::Switch { client, .. } => {
-                    if u64::from(*client) >= clients {
-                        return Err(format!(
-                            "faults.explicit[{i}]: switch names client {client}, but there are \
-                             {clients} (0-based, in file order)"
-                        ));
-                    }
+            }
+            Fault::Restart { .. } => {}
+            _ if fault.needs_deployment() && self.deployment.is_single() => {
+                return Err(format!(
+                    "faults.explicit[{i}]: {} needs a deployment: add [deployment] with \
+                     replicas and a balancer (a restart is the one-server fault)",
+                    crate::fault::kind_name(fault)
+                ));
+            }
+            _ if fault.needs_shared_store()
+                && self.deployment.store != crate::scenario::StoreKind::Shared =>
+            {
+                return Err(format!(
+                    "faults.explicit[{i}]: {} acts on the shared store: set \
+                     deployment.store = \"shared\"",
+                    crate::fault::kind_name(fault)
+                ));
+            }
+            Fault::Deploy { .. }
+            | Fault::BalancerRestart { .. }
+            | Fault::ReplicaAdd { .. }
+            | Fault::StorePartition { .. }
+            | Fault::StoreLagWindow { .. }
+            | Fault::StoreRestart { .. } => {}
+            Fault::ReplicaCrash { replica, .. }
+            | Fault::ReplicaDrain { replica, .. }
+            | Fault::ReplicaRemove { replica, .. } => {
+                if u64::from(*replica) >= u64::from(self.deployment.replicas) + added {
+                    return Err(format!(
+                        "faults.explicit[{i}]: names replica {replica}, but there are {} \
+                         (deployment.replicas and the replica_add faults, 0-based)",
+                        u64::from(self.deployment.replicas) + added
+                    ));
+                }
+            }
+            Fault::Switch { client, .. } => {
+                if u64::from(*client) >= clients {
+                    return Err(format!(
+                        "faults.explicit[{i}]: switch names client {client}, but there are \
+                         {clients} (0-based, in file order)"
+                    ));
                 }
             }
         }
         Ok(())
+    }
+
+    /// A placed fault's boundary names a client and one of its calls.
+    fn check_boundary(&self, i: usize, on: crate::fault::Boundary) -> Result<(), String> {
+        let mut first = 0u64;
+        for g in &self.clients {
+            let next = first + u64::from(g.count);
+            if u64::from(on.client) < next {
+                if on.call >= g.calls {
+                    return Err(format!(
+                        "faults.explicit[{i}]: names call {} of client {}, which makes {} calls \
+                         (0-based)",
+                        on.call, on.client, g.calls
+                    ));
+                }
+                return Ok(());
+            }
+            first = next;
+        }
+        Err(format!(
+            "faults.explicit[{i}]: names client {}, but there are {first} (0-based, in file order)",
+            on.client
+        ))
     }
 
     fn validate_network(&self) -> Result<(), String> {

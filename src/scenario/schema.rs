@@ -139,12 +139,18 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::StorePartition { .. }
             | Fault::StoreLagWindow { .. }
             | Fault::StoreRestart { .. } => {}
+            Fault::Placed { .. } => unreachable!("placed faults add PLACEMENT_KEYS below"),
         }
         let value = serde_json::to_value(f).expect("faults serialize");
         for k in value.as_object().expect("a fault is a table").keys() {
             if !keys.contains(k) {
                 keys.push(k.clone());
             }
+        }
+    }
+    for k in crate::fault::PLACEMENT_KEYS {
+        if !keys.iter().any(|x| x == k) {
+            keys.push(k.to_string());
         }
     }
     keys

@@ -281,7 +281,7 @@ fn timing(f: &Fault) -> Option<(u64, u64)> {
         | Fault::ReplicaRemove { at_ms, .. }
         | Fault::StoreRestart { at_ms } => Some((at_ms, 0)),
         Fault::Restart { at_ms } => Some((at_ms, 0)),
-        Fault::Drop { .. } | Fault::Switch { .. } => None,
+        Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => None,
     }
 }
 

@@ -12,11 +12,8 @@
 
 use crate::balancer::{Balancer, Control, Membership};
 use crate::client::{self, ClientSpec, Connector};
-use crate::fault::{Fate, Fault, FaultPlan, PlannedFault};
-use crate::history::{
-    ClientRecord, Entry, FaultKind, History, Observer, Rec, Recording, SharedStoreFacts,
-    WorldRecord,
-};
+use crate::fault::{Fault, FaultPlan, PlannedFault};
+use crate::history::{History, Recording, SharedStoreFacts, WorldRecord};
 use crate::ledger::Ledger;
 use crate::scenario::{BalancerKind, DeploymentSpec, Scenario, StoreKind};
 use crate::seed;
@@ -26,14 +23,18 @@ use crate::sut::{Host, Replica, SystemUnderTest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
+mod fates;
 mod schedule;
+mod triggers;
 
+use fates::{client_fates, Fates};
 use schedule::Schedule;
+use triggers::Triggers;
 
 const SERVER: &str = "server";
 const BALANCER: &str = "balancer";
@@ -145,6 +146,10 @@ pub struct RunOutput {
     /// incarnations (0 without one): a deployment's cost, kept out of the
     /// history so traces do not depend on it.
     pub store_round_trips: u64,
+    /// Every protocol boundary the run reached, the first time each, in
+    /// order (gathered only when asked, [`run_watching`], or when the
+    /// plan places a fault at one).
+    pub reached: Vec<crate::fault::Boundary>,
 }
 
 /// One client as the world placed it.
@@ -191,6 +196,7 @@ fn client_specs(scenario: &Scenario, root_seed: u64, plan: &FaultPlan) -> Vec<(u
                         crate::settings::Era::Y2026 => crate::history::Delivery::PostStream,
                     },
                     drops: plan.drops_for(index),
+                    placed_drops: plan.placed_drops_for(index),
                     switch_after: plan.switch_for(index),
                     start_delay_ms,
                     era: scenario.era,
@@ -217,7 +223,19 @@ pub fn run_recorded<S: SystemUnderTest>(
     scenario: &Scenario,
     root_seed: u64,
     sut: &S,
+    rec: Recording,
+) -> Result<RunOutput, WorldError> {
+    run_watching(scenario, root_seed, sut, rec, false)
+}
+
+/// [`run_recorded`], gathering every protocol boundary the run reached
+/// ([`RunOutput::reached`]) when `watch`.
+pub fn run_watching<S: SystemUnderTest>(
+    scenario: &Scenario,
+    root_seed: u64,
+    sut: &S,
     mut rec: Recording,
+    watch: bool,
 ) -> Result<RunOutput, WorldError> {
     let plan = scenario.fault_plan(root_seed);
     let mut sim = build(scenario, root_seed);
@@ -225,6 +243,16 @@ pub fn run_recorded<S: SystemUnderTest>(
     let clock_cell = driver_clock.clone();
     let fates = Rc::new(RefCell::new(Fates::watching(&plan)));
     rec.observers.push(Box::new(fates.clone()));
+    let placing = plan
+        .faults
+        .iter()
+        .any(|f| matches!(f, Fault::Placed { .. }));
+    let triggers = (watch || placing).then(|| {
+        let t = Rc::new(RefCell::new(Triggers::of(&plan, plan.timed().len() as u32)));
+        rec.observers.push(Box::new(t.clone()));
+        t
+    });
+    let heads: client::Heads = Rc::default();
     let history = History::recording(
         Rc::new(move || turmoil::sim_elapsed().unwrap_or_else(|| clock_cell.get())),
         rec,
@@ -258,8 +286,15 @@ pub fn run_recorded<S: SystemUnderTest>(
         legacy: sut.legacy_transport(),
         y2026: sut.speaks_2026(),
     };
-    let clients = host_clients(
-        &mut sim, scenario, root_seed, &plan, serves, &history, &front,
+    let watched = triggers.as_ref().map(|_| &heads);
+    let (clients, taps) = host_clients(
+        &mut sim,
+        scenario,
+        (root_seed, &plan),
+        serves,
+        &history,
+        &front,
+        watched,
     );
     let mut schedule = Schedule::new(&plan, scenario, &clients, front);
     let driver = Driver {
@@ -267,11 +302,30 @@ pub fn run_recorded<S: SystemUnderTest>(
         history: &history,
         fault_ms: scenario.duration_ms,
         end_ms: scenario.duration_ms + scenario.heal.duration_ms,
+        placed: triggers.as_ref().map(|triggers| triggers::Placing {
+            triggers,
+            heads: &heads,
+            taps: &taps,
+        }),
     };
     let clients_finished = driver.tick_and_heal(&mut sim, &mut schedule)?;
     driver_clock.set(sim.elapsed());
     let sim_ms = sim.elapsed().as_millis() as u64;
     let mut faults = schedule.unfired(sim_ms, clients_finished);
+    let reached = match &triggers {
+        Some(t) => {
+            let t = t.borrow();
+            for (_, on, f) in t.unfired() {
+                if !matches!(f, Fault::Placed { fault, .. } if matches!(**fault, Fault::Drop { .. }))
+                {
+                    let why = format!("its boundary, {on}, was not reached in the fault phase");
+                    faults.push(PlannedFault::not_applied(f.clone(), why));
+                }
+            }
+            t.reached.clone()
+        }
+        None => Vec::new(),
+    };
     faults.extend(client_fates(
         &plan,
         &fates.borrow(),
@@ -286,6 +340,7 @@ pub fn run_recorded<S: SystemUnderTest>(
         clients_finished,
         clients,
         store_round_trips: store_answered.get(),
+        reached,
     })
 }
 
@@ -471,13 +526,17 @@ fn host_balancer(
 fn host_clients(
     sim: &mut turmoil::Sim<'_>,
     scenario: &Scenario,
-    root_seed: u64,
-    plan: &FaultPlan,
+    (root_seed, plan): (u64, &FaultPlan),
     serves: Serves,
     history: &History,
     front: &Front,
-) -> Vec<Placed> {
+    heads: Option<&client::Heads>,
+) -> (Vec<Placed>, Vec<client::Tap>) {
     let table = placement(scenario, serves);
+    let taps: Vec<client::Tap> = table
+        .iter()
+        .map(|_| heads.map(client::Tap::watching).unwrap_or_default())
+        .collect();
     let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
     for ((host, spec), p) in client_specs(scenario, root_seed, plan)
         .into_iter()
@@ -491,14 +550,17 @@ fn host_clients(
     for (host, specs) in by_host {
         let history = history.clone();
         let connector = TurmoilConnector(front.name.clone());
+        let taps = taps.clone();
         sim.client(client_host(host), async move {
             let tasks: Vec<_> = specs
                 .into_iter()
                 .map(|spec| {
+                    let tap = taps[spec.index as usize].clone();
                     tokio::task::spawn_local(client::virtual_client::run(
                         spec,
                         connector.clone(),
                         history.clone(),
+                        tap,
                     ))
                 })
                 .collect();
@@ -508,7 +570,7 @@ fn host_clients(
             Ok(())
         });
     }
-    table
+    (table, taps)
 }
 
 /// Where each client of `scenario` runs and whether it does (a legacy
@@ -558,6 +620,9 @@ struct Driver<'a> {
     fault_ms: u64,
     /// End of the heal phase, ms.
     end_ms: u64,
+    /// Faults placed at boundaries, when the plan has any or the run
+    /// watches boundaries.
+    placed: Option<triggers::Placing<'a>>,
 }
 
 impl Driver<'_> {
@@ -572,6 +637,9 @@ impl Driver<'_> {
     ) -> Result<bool, WorldError> {
         loop {
             let now_ms = self.now(sim);
+            if let Some(p) = &self.placed {
+                p.fire(now_ms, schedule);
+            }
             schedule.fire_due(now_ms, sim, self.history);
             if now_ms >= self.fault_ms {
                 break;
@@ -612,149 +680,4 @@ impl Driver<'_> {
         }
         Ok((sim.elapsed().as_millis() as u64 >= self.end_ms).then_some(false))
     }
-}
-
-/// What the clients' records say about their drops and switches, as the
-/// records arrive: which planned drop hit its call, which client switched,
-/// each not-applied report, and which of the calls the plan names began.
-struct Fates {
-    /// The (client, call) pairs the plan's drops and switches name.
-    named: BTreeSet<(u32, u32)>,
-    dropped: BTreeSet<(u32, u32)>,
-    switched: BTreeSet<u32>,
-    reported: BTreeMap<Fault, String>,
-    started: BTreeSet<(u32, u32)>,
-}
-
-impl Fates {
-    fn watching(plan: &FaultPlan) -> Fates {
-        let named = plan
-            .faults
-            .iter()
-            .filter_map(|f| match *f {
-                Fault::Drop { client, call, .. } => Some((client, call)),
-                Fault::Switch { client, after_call } => Some((client, after_call)),
-                _ => None,
-            })
-            .collect();
-        Fates {
-            named,
-            dropped: BTreeSet::new(),
-            switched: BTreeSet::new(),
-            reported: BTreeMap::new(),
-            started: BTreeSet::new(),
-        }
-    }
-}
-
-impl Observer for Fates {
-    fn entry(&mut self, e: &Entry) {
-        let Rec::Client(r) = &e.record else { return };
-        match r {
-            ClientRecord::Dropped { client, .. } => {
-                if let Some(op) = r.op() {
-                    self.dropped.insert((*client, op.call));
-                }
-            }
-            ClientRecord::Switched { client, .. } => {
-                self.switched.insert(*client);
-            }
-            ClientRecord::OpStarted { client, .. } => {
-                if let Some(op) = r.op() {
-                    if self.named.contains(&(*client, op.call)) {
-                        self.started.insert((*client, op.call));
-                    }
-                }
-            }
-            ClientRecord::FaultNotApplied {
-                client,
-                kind,
-                call,
-                after_event,
-                reason,
-            } => {
-                let fault = if *kind == FaultKind::Switch {
-                    Fault::Switch {
-                        client: *client,
-                        after_call: *call,
-                    }
-                } else {
-                    Fault::Drop {
-                        client: *client,
-                        call: *call,
-                        after_event: after_event.unwrap_or(0),
-                    }
-                };
-                self.reported.insert(fault, reason.clone());
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Every planned drop's and switch's fate, from what the clients recorded.
-fn client_fates(
-    plan: &FaultPlan,
-    fates: &Fates,
-    sim_ms: u64,
-    clients_finished: bool,
-) -> Vec<PlannedFault> {
-    let Fates {
-        dropped,
-        switched,
-        reported,
-        started,
-        ..
-    } = fates;
-    let ended = |client: u32, call: u32| {
-        let state = if started.contains(&(client, call)) {
-            "unresolved"
-        } else {
-            "not started"
-        };
-        if clients_finished {
-            format!("client {client} gave no account of it (call {call} {state})")
-        } else {
-            format!(
-                "the run ended at {sim_ms} ms with client {client} still running (call {call} {state})"
-            )
-        }
-    };
-    let mut fates = Vec::new();
-    for f in &plan.faults {
-        let fate = match *f {
-            Fault::Drop { client, call, .. } => {
-                if dropped.contains(&(client, call)) {
-                    Fate::Applied
-                } else if let Some(reason) = reported.get(f) {
-                    Fate::NotApplied(reason.clone())
-                } else {
-                    Fate::NotApplied(ended(client, call))
-                }
-            }
-            Fault::Switch { client, after_call } => {
-                let first = plan.switch_for(client);
-                if let Some(reason) = reported.get(f) {
-                    Fate::NotApplied(reason.clone())
-                } else if first != Some(after_call) {
-                    Fate::NotApplied(format!(
-                        "a client switches once: client {client}'s switch after call {} \
-                         comes first in the plan",
-                        first.unwrap_or(after_call)
-                    ))
-                } else if switched.contains(&client) {
-                    Fate::Applied
-                } else {
-                    Fate::NotApplied(ended(client, after_call))
-                }
-            }
-            // Timed faults: the schedule decided their fates.
-            _ => continue,
-        };
-        fates.push(PlannedFault {
-            fault: f.clone(),
-            fate,
-        });
-    }
-    fates
 }

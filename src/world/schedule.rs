@@ -8,7 +8,7 @@ use super::{client_host, replica_host, Front, Placed, BALANCER, SERVER, STORE};
 use crate::fault::{kind_of, CrashMode, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{History, WorldRecord};
 use crate::scenario::Scenario;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
 /// One edge of a timed fault: its start or its end.
@@ -51,14 +51,24 @@ impl Edge {
 }
 
 /// The plan's timed faults scheduled as start and end edges in time
-/// order, with the fate of each fault decided so far.
+/// order, with the fate of each fault decided so far. A placed fault
+/// joins when its boundary is reached ([`Schedule::place`]).
 pub(super) struct Schedule {
-    edges: std::iter::Peekable<std::vec::IntoIter<Edge>>,
+    /// Edges not yet fired, in firing order.
+    edges: VecDeque<Edge>,
     fates: Vec<PlannedFault>,
     /// The network's latency ceiling, restored when a latency window ends.
     base_latency_ms: u64,
     /// The hosts the faults act on.
     front: Front,
+    /// End of the fault phase, ms.
+    fault_ms: u64,
+    /// Client hosts that run clients.
+    populated: BTreeSet<u32>,
+    /// (clients, client hosts, replicas), for the reasons it gives.
+    sizes: (u32, u32, u32),
+    /// The index the next added replica gets.
+    added: u32,
 }
 
 impl Schedule {
@@ -72,109 +82,138 @@ impl Schedule {
         clients: &[Placed],
         front: Front,
     ) -> Schedule {
-        let fault_ms = scenario.duration_ms;
-        let populated: BTreeSet<u32> = clients.iter().filter(|c| c.runs).map(|c| c.host).collect();
-        let mut edges = Vec::new();
-        let mut fates = Vec::new();
-        let mut added = scenario.deployment.replicas;
-        for (i, (at, f)) in plan.timed().into_iter().enumerate() {
-            let index = i as u32;
-            if let Fault::ReplicaAdd { .. } = f {
-                // The k-th added replica, in time order, whether it joins
-                // or not: the world made a dormant host for each.
-                let mut e = Edge::of(at, true, index, &f);
-                e.replica = Some(added);
-                added += 1;
-                if at < fault_ms {
-                    edges.push(e);
-                    continue;
-                }
-            }
-            if at >= fault_ms {
-                fates.push(PlannedFault::not_applied(
-                    f,
-                    format!("starts at {at} ms, not before the fault phase ends at {fault_ms} ms"),
-                ));
-                continue;
-            }
-            if f.needs_shared_store() && front.store_lag.is_none() {
-                let why =
-                    "the system under test keeps its own memory on each replica (no shared store)";
-                fates.push(PlannedFault::not_applied(f, why.to_string()));
-                continue;
-            }
-            match &f {
-                Fault::Partition { host, .. } | Fault::Latency { host, .. }
-                    if !populated.contains(host) =>
-                {
-                    let why = format!(
-                        "client host {host} has no clients ({} clients over {} hosts)",
-                        scenario.client_count(),
-                        scenario.network.client_hosts
-                    );
-                    fates.push(PlannedFault::not_applied(f, why));
-                    continue;
-                }
-                // Each replica in turn drains, until the fault phase ends.
-                Fault::Deploy { grace_ms, .. } => {
-                    let replicas = scenario.deployment.replicas;
-                    for r in 0..replicas {
-                        let from = at.saturating_add(grace_ms.saturating_mul(u64::from(r)));
-                        if from >= fault_ms {
-                            break;
-                        }
-                        let act = Fault::ReplicaDrain {
-                            replica: r,
-                            at_ms: from,
-                            grace_ms: *grace_ms,
-                        };
-                        for (at_ms, start) in [(from, true), (from + grace_ms, false)] {
-                            edges.push(Edge {
-                                at_ms: at_ms.min(fault_ms),
-                                start,
-                                index,
-                                fault: f.clone(),
-                                act: act.clone(),
-                                decides: start && r == 0,
-                                replica: Some(r),
-                            });
-                        }
-                    }
-                    continue;
-                }
-                // A replica down for good has no end: it stays down.
-                Fault::ReplicaCrash { duration_ms: 0, .. } => {}
-                Fault::Partition { duration_ms, .. }
-                | Fault::Latency { duration_ms, .. }
-                | Fault::StorePartition { duration_ms, .. }
-                | Fault::StoreLagWindow { duration_ms, .. }
-                | Fault::ReplicaCrash { duration_ms, .. }
-                | Fault::ReplicaDrain {
-                    grace_ms: duration_ms,
-                    ..
-                } => {
-                    let end = at.saturating_add(*duration_ms).min(fault_ms);
-                    edges.push(Edge::of(end, false, index, &f));
-                }
-                _ => {}
-            }
-            edges.push(Edge::of(at, true, index, &f));
-        }
-        edges.sort_by_key(|e| (e.at_ms, !e.start, e.index));
-        Schedule {
-            edges: edges.into_iter().peekable(),
-            fates,
+        let mut s = Schedule {
+            edges: VecDeque::new(),
+            fates: Vec::new(),
             base_latency_ms: scenario.network.latency_ms[1],
             front,
+            fault_ms: scenario.duration_ms,
+            populated: clients.iter().filter(|c| c.runs).map(|c| c.host).collect(),
+            sizes: (
+                scenario.client_count(),
+                scenario.network.client_hosts,
+                scenario.deployment.replicas,
+            ),
+            added: scenario.deployment.replicas,
+        };
+        for (i, (at, f)) in plan.timed().into_iter().enumerate() {
+            s.plan(i as u32, at, &f, f.clone());
         }
+        s
+    }
+
+    /// Schedules placed fault `planned` (the plan's `index`-th timed
+    /// fault onwards) to start now: its boundary was reached at `now_ms`.
+    pub(super) fn place(&mut self, index: u32, now_ms: u64, planned: &Fault) {
+        let Fault::Placed { fault, .. } = planned else {
+            return;
+        };
+        self.plan(index, now_ms, fault, planned.clone());
+    }
+
+    /// Schedules `f` from `at` as the edges of planned fault `planned`
+    /// (the same fault, or the placed fault it materializes).
+    fn plan(&mut self, index: u32, at: u64, f: &Fault, planned: Fault) {
+        let fault_ms = self.fault_ms;
+        let mut edges = Vec::new();
+        if let Fault::ReplicaAdd { .. } = f {
+            // The k-th added replica, in time order, whether it joins or
+            // not: the world made a dormant host for each.
+            let mut e = Edge::of(at, true, index, f);
+            e.replica = Some(self.added);
+            self.added += 1;
+            if at < fault_ms {
+                edges.push(e);
+            }
+        }
+        if at >= fault_ms {
+            self.fates.push(PlannedFault::not_applied(
+                planned,
+                format!("starts at {at} ms, not before the fault phase ends at {fault_ms} ms"),
+            ));
+            return;
+        }
+        if f.needs_shared_store() && self.front.store_lag.is_none() {
+            let why =
+                "the system under test keeps its own memory on each replica (no shared store)";
+            self.fates
+                .push(PlannedFault::not_applied(planned, why.to_string()));
+            return;
+        }
+        let (clients, client_hosts, replicas) = self.sizes;
+        match f {
+            Fault::ReplicaAdd { .. } => {}
+            Fault::Partition { host, .. } | Fault::Latency { host, .. }
+                if !self.populated.contains(host) =>
+            {
+                let why = format!(
+                    "client host {host} has no clients ({clients} clients over {client_hosts} hosts)"
+                );
+                self.fates.push(PlannedFault::not_applied(planned, why));
+                return;
+            }
+            // Each replica in turn drains, until the fault phase ends.
+            Fault::Deploy { grace_ms, .. } => {
+                for r in 0..replicas {
+                    let from = at.saturating_add(grace_ms.saturating_mul(u64::from(r)));
+                    if from >= fault_ms {
+                        break;
+                    }
+                    let act = Fault::ReplicaDrain {
+                        replica: r,
+                        at_ms: from,
+                        grace_ms: *grace_ms,
+                    };
+                    for (at_ms, start) in [(from, true), (from + grace_ms, false)] {
+                        edges.push(Edge {
+                            at_ms: at_ms.min(fault_ms),
+                            start,
+                            index,
+                            fault: f.clone(),
+                            act: act.clone(),
+                            decides: start && r == 0,
+                            replica: Some(r),
+                        });
+                    }
+                }
+            }
+            // A replica down for good has no end: it stays down.
+            Fault::ReplicaCrash { duration_ms: 0, .. } => {
+                edges.push(Edge::of(at, true, index, f));
+            }
+            Fault::Partition { duration_ms, .. }
+            | Fault::Latency { duration_ms, .. }
+            | Fault::StorePartition { duration_ms, .. }
+            | Fault::StoreLagWindow { duration_ms, .. }
+            | Fault::ReplicaCrash { duration_ms, .. }
+            | Fault::ReplicaDrain {
+                grace_ms: duration_ms,
+                ..
+            } => {
+                let end = at.saturating_add(*duration_ms).min(fault_ms);
+                edges.push(Edge::of(end, false, index, f));
+                edges.push(Edge::of(at, true, index, f));
+            }
+            _ => edges.push(Edge::of(at, true, index, f)),
+        }
+        for mut e in edges {
+            e.fault = planned.clone();
+            self.edges.push_back(e);
+        }
+        self.edges
+            .make_contiguous()
+            .sort_by_key(|e| (e.at_ms, !e.start, e.index));
     }
 
     /// Applies every edge due by `now_ms`, recording each.
     pub(super) fn fire_due(&mut self, now_ms: u64, sim: &mut turmoil::Sim<'_>, history: &History) {
-        while let Some(e) = self.edges.next_if(|e| e.at_ms <= now_ms) {
+        while self.edges.front().is_some_and(|e| e.at_ms <= now_ms) {
+            let Some(e) = self.edges.pop_front() else {
+                break;
+            };
             let replica = e.replica;
             if e.start {
-                let host = match e.fault {
+                let host = match e.act {
                     Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
                     _ => None,
                 };
@@ -205,7 +244,7 @@ impl Schedule {
     /// one that had not started by then was not applied.
     pub(super) fn unfired(self, end_ms: u64, clients_finished: bool) -> Vec<PlannedFault> {
         let mut fates = self.fates;
-        for e in self.edges.filter(|e| e.decides) {
+        for e in self.edges.into_iter().filter(|e| e.decides) {
             let why = if clients_finished {
                 "every client had finished"
             } else {
@@ -321,5 +360,6 @@ fn apply(
         Fault::Drop { .. } | Fault::Switch { .. } => {
             unreachable!("drops and switches are applied by the clients")
         }
+        Fault::Placed { .. } => unreachable!("a placed fault is applied as what it places"),
     }
 }

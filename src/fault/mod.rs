@@ -11,6 +11,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod placed;
+pub use placed::{to_table, At, Boundary, PLACEMENT_KEYS};
+
 /// An explicit fault (also the form every generated fault takes).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -136,12 +139,26 @@ pub enum Fault {
         /// When, ms.
         at_ms: u64,
     },
+    /// `fault` fires when the run reaches boundary `on` of one operation,
+    /// not at a time (its own `at_ms` is the moment it fires).
+    /// `[[faults.explicit]]` writes it as the fault's keys plus `at`,
+    /// `client`, `call` and `after_event` ([`to_table`]).
+    #[serde(skip_deserializing)]
+    Placed {
+        /// The boundary.
+        on: Boundary,
+        /// What fires there.
+        fault: Box<Fault>,
+    },
 }
 
 impl Fault {
     /// Whether it acts on a deployment's replicas or balancer (a world
     /// with one server has none).
     pub fn needs_deployment(&self) -> bool {
+        if let Fault::Placed { fault, .. } = self {
+            return fault.needs_deployment();
+        }
         matches!(
             self,
             Fault::ReplicaCrash { .. }
@@ -169,13 +186,38 @@ impl Fault {
             | Fault::StorePartition { at_ms, .. }
             | Fault::StoreLagWindow { at_ms, .. }
             | Fault::StoreRestart { at_ms } => Some(at_ms),
-            Fault::Drop { .. } | Fault::Switch { .. } => None,
+            Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => None,
         }
+    }
+
+    /// The same fault starting at `at_ms` (a placed fault's moment, once
+    /// its boundary is reached); a drop or a switch unchanged.
+    pub fn starting_at(&self, at: u64) -> Fault {
+        let mut f = self.clone();
+        match &mut f {
+            Fault::Partition { at_ms, .. }
+            | Fault::Latency { at_ms, .. }
+            | Fault::Restart { at_ms }
+            | Fault::ReplicaCrash { at_ms, .. }
+            | Fault::ReplicaDrain { at_ms, .. }
+            | Fault::Deploy { at_ms, .. }
+            | Fault::BalancerRestart { at_ms }
+            | Fault::ReplicaAdd { at_ms }
+            | Fault::ReplicaRemove { at_ms, .. }
+            | Fault::StorePartition { at_ms, .. }
+            | Fault::StoreLagWindow { at_ms, .. }
+            | Fault::StoreRestart { at_ms } => *at_ms = at,
+            Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => {}
+        }
+        f
     }
 
     /// Whether it acts on the shared store (a deployment with
     /// `store = "shared"`).
     pub fn needs_shared_store(&self) -> bool {
+        if let Fault::Placed { fault, .. } = self {
+            return fault.needs_shared_store();
+        }
         matches!(
             self,
             Fault::StorePartition { .. }
@@ -226,7 +268,12 @@ pub struct FaultSpec {
     pub latency_spike_ms: Option<[u64; 2]>,
     /// Spike ceiling, ms.
     pub latency_spike_max_ms: u64,
-    /// Explicit faults, applied as written.
+    /// Explicit faults, applied as written (placed ones at their
+    /// boundary).
+    #[serde(
+        deserialize_with = "placed::de_explicit",
+        serialize_with = "placed::ser_explicit"
+    )]
     pub explicit: Vec<Fault>,
 }
 
@@ -377,6 +424,24 @@ impl FaultPlan {
             .collect()
     }
 
+    /// Drops placed at a boundary client `client` sees itself (its call's
+    /// response head or result): call → boundary.
+    pub fn placed_drops_for(&self, client: u32) -> BTreeMap<u32, At> {
+        self.faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Placed { on, fault }
+                    if on.client == client
+                        && matches!(**fault, Fault::Drop { .. })
+                        && matches!(on.at, At::ResponseHead | At::Result) =>
+                {
+                    Some((on.call, on.at))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The call after which a client switches transport, if planned.
     pub fn switch_for(&self, client: u32) -> Option<u32> {
         self.faults.iter().find_map(|f| match f {
@@ -420,11 +485,11 @@ impl FaultPlan {
     /// The plan as TOML `[[faults.explicit]]` tables, replayable as-is.
     pub fn to_toml(&self) -> String {
         #[derive(Serialize)]
-        struct Wrap<'a> {
-            explicit: &'a [Fault],
+        struct Wrap {
+            explicit: Vec<toml::Table>,
         }
         toml::to_string(&Wrap {
-            explicit: &self.faults,
+            explicit: self.faults.iter().map(to_table).collect(),
         })
         .expect("faults serialize")
     }
@@ -476,6 +541,7 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::StorePartition { .. } => FaultKind::StorePartition,
         Fault::StoreLagWindow { .. } => FaultKind::StoreLagWindow,
         Fault::StoreRestart { .. } => FaultKind::StoreRestart,
+        Fault::Placed { fault, .. } => kind_of(fault),
     }
 }
 

@@ -1,0 +1,171 @@
+//! Faults placed at protocol boundaries (`at = …` in
+//! `[[faults.explicit]]`): which boundaries of which operations the run
+//! reached, in the order it reached them, read from the records as they
+//! arrive (a call's request sent, its first execution in the ledger, each
+//! event and the result the client received) and from the clients' taps
+//! (response heads, which no record names); and the placed faults each
+//! reached boundary fires. The driver applies what fired after the step
+//! in which it was reached: a placed fault acts at its boundary, not at a
+//! time.
+
+use super::schedule::Schedule;
+use crate::client::{Heads, Tap};
+use crate::fault::{At, Boundary, Fault, FaultPlan};
+use crate::history::{ClientRecord, Entry, LedgerRecord, Observer, OpId, Rec, Sent};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// The boundaries reached and the placed faults waiting for theirs.
+pub(super) struct Triggers {
+    /// Placed faults not yet fired: (index among the plan's faults the
+    /// world schedules, boundary, the planned fault).
+    armed: Vec<(u32, Boundary, Fault)>,
+    /// Fired, for the driver to apply.
+    due: Vec<(u32, Boundary, Fault)>,
+    /// Every boundary reached, the first time each, in order.
+    pub(super) reached: Vec<Boundary>,
+    seen: BTreeSet<Boundary>,
+    /// Events received per operation so far.
+    events: BTreeMap<OpId, u32>,
+}
+
+impl Triggers {
+    /// Watching for the placed faults of `plan` that the world fires
+    /// (every one but a drop at a response head or a result: its client
+    /// sees those boundaries and drops there itself), numbered after the
+    /// plan's `timed` faults.
+    pub(super) fn of(plan: &FaultPlan, timed: u32) -> Triggers {
+        let armed = plan
+            .faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Placed { on, fault } => Some((*on, fault, f)),
+                _ => None,
+            })
+            .enumerate()
+            .filter(|(_, (on, fault, _))| {
+                !matches!(***fault, Fault::Drop { .. })
+                    || matches!(on.at, At::RequestSent | At::RequestReceived)
+            })
+            .map(|(k, (on, _, f))| (timed + k as u32, on, f.clone()))
+            .collect();
+        Triggers {
+            armed,
+            due: Vec::new(),
+            reached: Vec::new(),
+            seen: BTreeSet::new(),
+            events: BTreeMap::new(),
+        }
+    }
+
+    fn reach(&mut self, op: OpId, at: At, after_event: u32) {
+        let b = Boundary {
+            client: op.client,
+            call: op.call,
+            at,
+            after_event,
+        };
+        if !self.seen.insert(b) {
+            return;
+        }
+        self.reached.push(b);
+        let mut i = 0;
+        while i < self.armed.len() {
+            if self.armed[i].1 == b {
+                let fired = self.armed.remove(i);
+                self.due.push(fired);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// The response heads the clients saw since the last call.
+    pub(super) fn heads(&mut self, heads: &Heads) {
+        let got = std::mem::take(&mut *heads.borrow_mut());
+        for tag in got {
+            if let Some(op) = OpId::of_tag(&tag) {
+                self.reach(op, At::ResponseHead, 0);
+            }
+        }
+    }
+
+    /// The placed faults whose boundary was reached since the last call.
+    pub(super) fn take_due(&mut self) -> Vec<(u32, Fault)> {
+        self.due.drain(..).map(|(i, _, f)| (i, f)).collect()
+    }
+
+    /// The placed faults never fired (their boundary not reached, or
+    /// reached once the fault phase was over), with their index.
+    pub(super) fn unfired(&self) -> impl Iterator<Item = &(u32, Boundary, Fault)> {
+        self.armed.iter().chain(&self.due)
+    }
+}
+
+impl Observer for Triggers {
+    fn entry(&mut self, e: &Entry) {
+        let op = |tag: &str| OpId::of_tag(tag);
+        match &e.record {
+            Rec::Client(ClientRecord::Sent {
+                what: Sent::Call,
+                tag: Some(tag),
+                ..
+            }) => {
+                if let Some(op) = op(tag) {
+                    self.reach(op, At::RequestSent, 0);
+                }
+            }
+            Rec::Ledger(LedgerRecord::Execution { tag, .. }) => {
+                if let Some(op) = op(tag) {
+                    self.reach(op, At::RequestReceived, 0);
+                }
+            }
+            Rec::Client(ClientRecord::Received {
+                tag: Some(tag),
+                result,
+                ..
+            }) => {
+                let Some(op) = op(tag) else { return };
+                if *result {
+                    self.reach(op, At::Result, 0);
+                } else {
+                    let n = self.events.entry(op).or_insert(0);
+                    *n += 1;
+                    let n = *n;
+                    self.reach(op, At::Event, n);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the driver fires placed faults with: the triggers, the response
+/// heads the clients report, each client's tap (by global index).
+pub(super) struct Placing<'a> {
+    pub(super) triggers: &'a Rc<RefCell<Triggers>>,
+    pub(super) heads: &'a Heads,
+    pub(super) taps: &'a [Tap],
+}
+
+impl Placing<'_> {
+    /// Fires every placed fault whose boundary was reached in the last
+    /// step: a drop through its client's tap, any other kind scheduled to
+    /// start at `now_ms`.
+    pub(super) fn fire(&self, now_ms: u64, schedule: &mut Schedule) {
+        let mut t = self.triggers.borrow_mut();
+        t.heads(self.heads);
+        for (index, f) in t.take_due() {
+            match &f {
+                Fault::Placed { on, fault } if matches!(**fault, Fault::Drop { .. }) => {
+                    let tag = crate::history::op_tag(on.client, on.call);
+                    if let Some(tap) = self.taps.get(on.client as usize) {
+                        tap.drop_call(&tag);
+                    }
+                }
+                _ => schedule.place(index, now_ms, &f),
+            }
+        }
+    }
+}
