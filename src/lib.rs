@@ -13,6 +13,7 @@ pub mod compare;
 pub mod console;
 pub mod deployments;
 pub mod explain;
+pub mod explore;
 pub mod fault;
 pub mod flags;
 pub mod guard;

@@ -238,6 +238,13 @@ pub enum Cmd {
         after_help = "Example:\n  mcp-chaos repro --scenario sims/eviction.toml --seed 0 --server unguarded\n  mcp-chaos explain --trace target/repro/eviction-0-unguarded.jsonl --op c3-op1"
     )]
     Explain(ExplainArgs),
+    /// Run every placement of one fault, and of every pair (--depth 2), at
+    /// the protocol boundaries of a small scenario, instead of a sample of
+    /// seeds; report the failing placements by cause, or that none fails.
+    #[command(
+        after_help = "Exit: 0 no placement fails, 1 one or more fail, 3 usage or I/O error.\n\nExamples:\n  mcp-chaos explore --scenario sims/explore/seed-000-retry-by-post.toml --server unguarded\n  mcp-chaos explore --scenario sims/explore/seed-000-retry-by-post.toml --server guarded --clients keys+cursors --set server.durable_dedup=true --set server.effects=transactional --format json"
+    )]
+    Explore(ExploreArgs),
     /// Run one scenario under one seed against one server.
     #[command(
         after_help = "Examples:\n  mcp-chaos run --scenario sims/half-open.toml --seed 0 --server unguarded\n  mcp-chaos run --scenario sims/half-open.toml --server guarded --clients keys+cursors --format json"
@@ -573,6 +580,51 @@ pub struct RunOneArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+// `explore`'s flags (no doc comment: clap would take it for the
+// subcommand's about, which the variant of [`Cmd`] writes).
+#[derive(clap::Args, Debug)]
+pub struct ExploreArgs {
+    /// The scenario: a file's path, or the name of one in sims/ (keep it
+    /// small: 1-3 clients, 2-4 calls).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub scenario: String,
+    /// Which server arm: {arms}.
+    #[arg(long)]
+    pub server: Arm,
+    /// 1: every single placement; 2: and every pair.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub depth: u8,
+    /// Fault kinds to place, comma-separated, of drop, partition, restart,
+    /// latency, switch, replica_crash (default: the kinds the scenario's
+    /// [faults] names, else drop,partition,restart).
+    #[arg(long, value_parser = crate::explore::parse_kinds)]
+    pub kinds: Option<Vec<crate::explore::Kind>>,
+    /// The root seed every run uses.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = flags::seed)]
+    pub seed: u64,
+    /// Parallel simulations (default: the core count).
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
+    pub jobs: Option<usize>,
+    /// Shard K/N (1-based) of the placements; `merge` joins the shards'
+    /// explore.json files.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Directory for explore.json, explore.md, explore.html and every
+    /// failing placement's regression (default:
+    /// target/explore/SCENARIO-SERVER).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Where the smallest failing placement of each cause goes as a
+    /// regression scenario (default: sims/regressions; `-` for nowhere).
+    #[arg(long, default_value = "sims/regressions")]
+    pub regressions: PathBuf,
     #[command(flatten)]
     pub run: RunArgs,
 }

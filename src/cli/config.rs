@@ -150,3 +150,42 @@ impl ServeArgs {
         exposure
     }
 }
+
+/// `explore`: the setup from its flags, then the exploration.
+pub fn explore(a: super::args::ExploreArgs) -> anyhow::Result<u8> {
+    let opts = a.run.options()?;
+    let path = scenario_arg(&a.scenario)?;
+    let scenario = crate::catalog::load(&path)?;
+    crate::catalog::check_options(&path.display().to_string(), &scenario, &opts)?;
+    let shard = match a.shard.as_deref() {
+        Some(s) => crate::sweep::parse_shard(s).map_err(anyhow::Error::msg)?,
+        None => (1, 1),
+    };
+    let kinds = a
+        .kinds
+        .unwrap_or_else(|| crate::explore::default_kinds(&scenario));
+    let out = a.out.unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "target/explore/{}-{}",
+            scenario.name,
+            a.server.as_str()
+        ))
+    });
+    let setup = crate::explore::Setup {
+        path: path.display().to_string(),
+        scenario,
+        arm: a.server,
+        opts,
+        depth: a.depth,
+        kinds,
+        seed: a.seed,
+        jobs: a.jobs.unwrap_or_else(crate::sweep::cores),
+        shard,
+    };
+    let regressions = (a.regressions.as_os_str() != "-").then_some(a.regressions.as_path());
+    let format = match a.format {
+        crate::one_run::Format::Text => crate::explore::Format::Text,
+        crate::one_run::Format::Json => crate::explore::Format::Json,
+    };
+    crate::explore::command(&setup, &out, regressions, format)
+}

@@ -120,6 +120,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
+        Cmd::Explore(a) => config::explore(a),
         Cmd::Run(a) => {
             let o = a.run.options()?;
             let path = config::scenario_arg(&a.scenario)?;

@@ -18,4 +18,4 @@ mod tasks;
 mod unapplied;
 pub mod virtual_client;
 
-pub use virtual_client::{ClientSpec, Connector, Heads, Tap, TcpConnector};
+pub use virtual_client::{ClientSpec, Connector, Reports, Tap, TcpConnector};

@@ -463,12 +463,21 @@ impl Client {
         }
     }
 
-    /// A 202: the call's response rides the standalone stream.
+    /// A 202: the call's response rides the standalone stream. When that
+    /// stream already broke (its connection ended before the 202 came: a
+    /// restart that cut both), nothing will arrive on it: the call is
+    /// interrupted now, as if its stream broke under it.
     fn ride_standalone(&mut self, op: usize) {
         if let Some(s) = self.standalone {
             self.ops[op].stream = Some(s);
+            let mut down = false;
             if let Some(st) = self.streams.get_mut(&s) {
                 st.ops.insert(op);
+                down = st.live.is_none() && !self.slots.values().any(|x| x.open_unnamed);
+            }
+            if down {
+                let now = self.io.history.now_us();
+                return self.interrupted(op, s, now);
             }
             self.set_expecting(s);
         }

@@ -7,6 +7,7 @@
 
 use super::core::SlotId;
 use super::http::{self, Outgoing};
+use crate::fault::At;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::{headers, mcp, sse};
 use std::borrow::Cow;
@@ -187,6 +188,31 @@ pub(super) struct Rules {
     pub(super) events: BTreeMap<Rc<str>, (u32, u32)>,
     /// Tags whose connection drops right after their result arrives.
     pub(super) results: BTreeSet<Rc<str>>,
+    /// Where the events the readers count are reported (a watching tap),
+    /// and the count per tag so far.
+    pub(super) tap: super::Tap,
+    pub(super) counts: BTreeMap<Rc<str>, u32>,
+}
+
+impl Rules {
+    /// One more event of call `tag` (its result, when `result`), reported
+    /// to a watching tap.
+    fn count(&mut self, tag: &str, result: bool) {
+        if !self.tap.watches() {
+            return;
+        }
+        let tag: Rc<str> = match self.counts.get_key_value(tag) {
+            Some((k, _)) => k.clone(),
+            None => tag.into(),
+        };
+        let n = self.counts.entry(tag.clone()).or_insert(0);
+        *n += 1;
+        let n = *n;
+        self.tap.report(&tag, At::Event, n);
+        if result {
+            self.tap.report(&tag, At::Result, n);
+        }
+    }
 }
 
 /// The operation tag an event belongs to: request ids are `tag#attempt`,
@@ -387,6 +413,7 @@ async fn reader<C: Connector>(job: Job, connector: C) {
                     .flatten();
                 let fire = msg.as_ref().and_then(tag_of).and_then(|(tag, result)| {
                     let mut rules = drops.borrow_mut();
+                    rules.count(&tag, result);
                     let at_result = result && rules.results.remove(&*tag);
                     let Some((key, rule)) = rules
                         .events

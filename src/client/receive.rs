@@ -5,6 +5,7 @@
 use super::actor::{CStream, Client, Got, SlotKind};
 use super::core::SlotId;
 use super::reader::{rpc_of, tag_of, Input};
+use crate::fault::At;
 use crate::history::{ClientRecord, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::{mcp, Json};
@@ -39,7 +40,7 @@ impl Client {
                         self.slots.get(&slot).map(|s| &s.kind),
                         Some(SlotKind::Call { .. })
                     ) {
-                        self.io.tap.head(&tag);
+                        self.io.tap.report(&tag, At::ResponseHead, 0);
                         if self.planned.head_drops.remove(&tag) {
                             // The placed drop: the head arrived, the
                             // connection closes before anything else is read.

@@ -19,6 +19,7 @@ use super::behaviour;
 use super::reader;
 use super::reader::Input;
 use super::send::{call_request, init_request};
+use crate::fault::At;
 use crate::history::{History, Transport};
 use crate::protocol::jsonrpc::RequestId;
 use crate::scenario::ClientGroup;
@@ -36,30 +37,34 @@ pub async fn run<C: Connector>(spec: ClientSpec, connector: C, history: History,
     let (tx, rx) = mpsc::unbounded_channel();
     *tap.tx.borrow_mut() = Some(tx.clone());
     let mut c = Client::new(spec, reader::spawner(connector), history, tx);
+    c.planned.drop_rules.borrow_mut().tap = tap.clone();
     c.io.tap = tap;
     c.schedule(Duration::ZERO, Timer::Init);
     c.run(rx).await;
 }
 
 /// The world's hook on one client, for faults placed at protocol
-/// boundaries: it tells the world which calls' response heads arrived (a
-/// boundary only the client sees, which no record names) into a list
-/// shared by every client, and lets the world drop a call's connection at
-/// a boundary only the world sees. Inert by default.
+/// boundaries: it tells the world which boundaries of its calls only the
+/// client sees (a response head, the k-th event, the result: no record
+/// names the first, and the client counts events as its drops do) into a
+/// list shared by every client, and lets the world drop a call's
+/// connection at a boundary only the world sees. Inert by default.
 #[derive(Clone, Default)]
 pub struct Tap {
-    heads: Option<Heads>,
+    reports: Option<Reports>,
     tx: Rc<RefCell<Option<mpsc::UnboundedSender<Input>>>>,
 }
 
-/// Calls whose response head arrived, by tag, in arrival order.
-pub type Heads = Rc<RefCell<Vec<Rc<str>>>>;
+/// Boundaries the clients saw, in the order they saw them: the call's
+/// tag, the boundary, and for an event its count (every event of the call
+/// that names it, the result included, as a planned drop counts them).
+pub type Reports = Rc<RefCell<Vec<(Rc<str>, At, u32)>>>;
 
 impl Tap {
-    /// A tap that adds the calls' response heads to `heads`.
-    pub fn watching(heads: &Heads) -> Tap {
+    /// A tap that adds what its client sees to `reports`.
+    pub fn watching(reports: &Reports) -> Tap {
         Tap {
-            heads: Some(heads.clone()),
+            reports: Some(reports.clone()),
             tx: Rc::default(),
         }
     }
@@ -71,10 +76,15 @@ impl Tap {
         }
     }
 
-    /// Call `tag`'s response head arrived.
-    pub(super) fn head(&self, tag: &Rc<str>) {
-        if let Some(h) = &self.heads {
-            h.borrow_mut().push(tag.clone());
+    /// Whether it reports anywhere.
+    pub(super) fn watches(&self) -> bool {
+        self.reports.is_some()
+    }
+
+    /// Call `tag` reached boundary `at` (with its event count).
+    pub(super) fn report(&self, tag: &Rc<str>, at: At, n: u32) {
+        if let Some(r) = &self.reports {
+            r.borrow_mut().push((tag.clone(), at, n));
         }
     }
 }

@@ -587,23 +587,7 @@ impl Seeds {
         }
         let shard = match shard {
             None => (1, 1),
-            Some(s) => {
-                let bad = || {
-                    format!(
-                        "--shard {s:?}: write K/N with 1 <= K <= N <= {MAX_SEEDS} (the maximum \
-                         shard count), e.g. 2/4"
-                    )
-                };
-                let (k, n) = s.split_once('/').ok_or_else(bad)?;
-                let (k, n) = (
-                    k.trim().parse::<u64>().map_err(|_| bad())?,
-                    n.trim().parse::<u64>().map_err(|_| bad())?,
-                );
-                if k == 0 || n == 0 || k > n || n > MAX_SEEDS {
-                    return Err(bad());
-                }
-                (k, n)
-            }
+            Some(s) => parse_shard(s)?,
         };
         Ok(Seeds { start, end, shard })
     }
@@ -639,6 +623,26 @@ impl Seeds {
             .step_by(step)
             .collect()
     }
+}
+
+/// `--shard K/N`: (K, N), 1 <= K <= N <= the largest shard count.
+pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    use crate::flags::MAX_SEEDS;
+    let bad = || {
+        format!(
+            "--shard {s:?}: write K/N with 1 <= K <= N <= {MAX_SEEDS} (the maximum \
+             shard count), e.g. 2/4"
+        )
+    };
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n) = (
+        k.trim().parse::<u64>().map_err(|_| bad())?,
+        n.trim().parse::<u64>().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n || n > MAX_SEEDS {
+        return Err(bad());
+    }
+    Ok((k, n))
 }
 
 /// The environment variable `--seeds` falls back to (same syntax).

@@ -252,7 +252,7 @@ pub fn run_watching<S: SystemUnderTest>(
         rec.observers.push(Box::new(t.clone()));
         t
     });
-    let heads: client::Heads = Rc::default();
+    let reports: client::Reports = Rc::default();
     let history = History::recording(
         Rc::new(move || turmoil::sim_elapsed().unwrap_or_else(|| clock_cell.get())),
         rec,
@@ -286,7 +286,7 @@ pub fn run_watching<S: SystemUnderTest>(
         legacy: sut.legacy_transport(),
         y2026: sut.speaks_2026(),
     };
-    let watched = triggers.as_ref().map(|_| &heads);
+    let watched = triggers.as_ref().map(|_| &reports);
     let (clients, taps) = host_clients(
         &mut sim,
         scenario,
@@ -304,7 +304,7 @@ pub fn run_watching<S: SystemUnderTest>(
         end_ms: scenario.duration_ms + scenario.heal.duration_ms,
         placed: triggers.as_ref().map(|triggers| triggers::Placing {
             triggers,
-            heads: &heads,
+            reports: &reports,
             taps: &taps,
         }),
     };
@@ -314,6 +314,8 @@ pub fn run_watching<S: SystemUnderTest>(
     let mut faults = schedule.unfired(sim_ms, clients_finished);
     let reached = match &triggers {
         Some(t) => {
+            // What the clients saw in the last step.
+            t.borrow_mut().reports(&reports);
             let t = t.borrow();
             for (_, on, f) in t.unfired() {
                 if !matches!(f, Fault::Placed { fault, .. } if matches!(**fault, Fault::Drop { .. }))
@@ -530,12 +532,12 @@ fn host_clients(
     serves: Serves,
     history: &History,
     front: &Front,
-    heads: Option<&client::Heads>,
+    reports: Option<&client::Reports>,
 ) -> (Vec<Placed>, Vec<client::Tap>) {
     let table = placement(scenario, serves);
     let taps: Vec<client::Tap> = table
         .iter()
-        .map(|_| heads.map(client::Tap::watching).unwrap_or_default())
+        .map(|_| reports.map(client::Tap::watching).unwrap_or_default())
         .collect();
     let mut by_host: BTreeMap<u32, Vec<ClientSpec>> = BTreeMap::new();
     for ((host, spec), p) in client_specs(scenario, root_seed, plan)

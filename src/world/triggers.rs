@@ -1,19 +1,19 @@
 //! Faults placed at protocol boundaries (`at = …` in
 //! `[[faults.explicit]]`): which boundaries of which operations the run
 //! reached, in the order it reached them, read from the records as they
-//! arrive (a call's request sent, its first execution in the ledger, each
-//! event and the result the client received) and from the clients' taps
-//! (response heads, which no record names); and the placed faults each
+//! arrive (a call's request sent, its first execution in the ledger) and
+//! from the clients' taps (the response head, which no record names, and
+//! each event and the result as the client counts them for its drops); and the placed faults each
 //! reached boundary fires. The driver applies what fired after the step
 //! in which it was reached: a placed fault acts at its boundary, not at a
 //! time.
 
 use super::schedule::Schedule;
-use crate::client::{Heads, Tap};
+use crate::client::{Reports, Tap};
 use crate::fault::{At, Boundary, Fault, FaultPlan};
 use crate::history::{ClientRecord, Entry, LedgerRecord, Observer, OpId, Rec, Sent};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 /// The boundaries reached and the placed faults waiting for theirs.
@@ -26,8 +26,6 @@ pub(super) struct Triggers {
     /// Every boundary reached, the first time each, in order.
     pub(super) reached: Vec<Boundary>,
     seen: BTreeSet<Boundary>,
-    /// Events received per operation so far.
-    events: BTreeMap<OpId, u32>,
 }
 
 impl Triggers {
@@ -55,7 +53,6 @@ impl Triggers {
             due: Vec::new(),
             reached: Vec::new(),
             seen: BTreeSet::new(),
-            events: BTreeMap::new(),
         }
     }
 
@@ -81,12 +78,14 @@ impl Triggers {
         }
     }
 
-    /// The response heads the clients saw since the last call.
-    pub(super) fn heads(&mut self, heads: &Heads) {
-        let got = std::mem::take(&mut *heads.borrow_mut());
-        for tag in got {
+    /// What the clients saw since the last call: response heads, events
+    /// (counted as drops count them) and results.
+    pub(super) fn reports(&mut self, reports: &Reports) {
+        let got = std::mem::take(&mut *reports.borrow_mut());
+        for (tag, at, n) in got {
             if let Some(op) = OpId::of_tag(&tag) {
-                self.reach(op, At::ResponseHead, 0);
+                let after_event = if at == At::Event { n } else { 0 };
+                self.reach(op, at, after_event);
             }
         }
     }
@@ -121,31 +120,16 @@ impl Observer for Triggers {
                     self.reach(op, At::RequestReceived, 0);
                 }
             }
-            Rec::Client(ClientRecord::Received {
-                tag: Some(tag),
-                result,
-                ..
-            }) => {
-                let Some(op) = op(tag) else { return };
-                if *result {
-                    self.reach(op, At::Result, 0);
-                } else {
-                    let n = self.events.entry(op).or_insert(0);
-                    *n += 1;
-                    let n = *n;
-                    self.reach(op, At::Event, n);
-                }
-            }
             _ => {}
         }
     }
 }
 
-/// What the driver fires placed faults with: the triggers, the response
-/// heads the clients report, each client's tap (by global index).
+/// What the driver fires placed faults with: the triggers, what the
+/// clients report, each client's tap (by global index).
 pub(super) struct Placing<'a> {
     pub(super) triggers: &'a Rc<RefCell<Triggers>>,
-    pub(super) heads: &'a Heads,
+    pub(super) reports: &'a Reports,
     pub(super) taps: &'a [Tap],
 }
 
@@ -155,7 +139,7 @@ impl Placing<'_> {
     /// start at `now_ms`.
     pub(super) fn fire(&self, now_ms: u64, schedule: &mut Schedule) {
         let mut t = self.triggers.borrow_mut();
-        t.heads(self.heads);
+        t.reports(self.reports);
         for (index, f) in t.take_due() {
             match &f {
                 Fault::Placed { on, fault } if matches!(**fault, Fault::Drop { .. }) => {
