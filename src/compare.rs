@@ -1,4 +1,4 @@
-//! `compare`, `sweep`, `calibrate` and `merge`: batches of runs through
+//! `compare`, `sweep` and `calibrate`: batches of runs through
 //! the sweep's pool (`Matrix`: scenario x seed x arm x profile), their
 //! summaries, the reports written from them, the failing runs said on
 //! standard error and, with `--shrink`, shrunk. It stands above `sweep`,
@@ -255,6 +255,8 @@ pub struct Select {
     pub control: Control,
     /// `--shrink`: shrink the lowest failing seed of each configuration.
     pub shrink: bool,
+    /// `--coverage`: which cells the runs reached, printed and written.
+    pub coverage: bool,
 }
 
 /// A comparison as the command line chose it.
@@ -306,8 +308,7 @@ fn compare_eras(c: &Comparison) -> anyhow::Result<u8> {
             },
             select: Select {
                 only: c.select.only.clone(),
-                control: c.select.control,
-                shrink: c.select.shrink,
+                ..c.select
             },
             eras: Vec::new(),
         };
@@ -418,6 +419,9 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         report::recommend::text(&summary, &report::Beside::under(out))
     );
     outln!("{}", report::headline(&summary));
+    if select.coverage {
+        outln!("{}", report::coverage::write(out, &summary)?);
+    }
     warn_uncovered(&summary, &files);
     outln!(
         "wrote {}, {} and {} in {:.0} s (command, commit and timings: {}, not committed)",
@@ -663,7 +667,7 @@ pub fn calibrate(
 
 /// A summary file, or an error naming it and the command (`how`) that
 /// writes one.
-fn read_summary(path: &Path, how: &str) -> anyhow::Result<Summary> {
+pub(crate) fn read_summary(path: &Path, how: &str) -> anyhow::Result<Summary> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!(
             "cannot read summary {}: write one with `{how}`",
@@ -676,35 +680,6 @@ fn read_summary(path: &Path, how: &str) -> anyhow::Result<Summary> {
             path.display()
         )
     })
-}
-
-/// `merge`: shards into one summary, to `out` or standard output, and
-/// its reports into `report` when asked (a sweep too long for one sitting
-/// run in seed ranges, then reported as one).
-pub fn merge(files: &[PathBuf], out: Option<&Path>, report: Option<&Path>) -> anyhow::Result<u8> {
-    let mut parts = Vec::new();
-    for f in files {
-        parts.push(read_summary(f, "mcp-chaos sweep --out FILE")?);
-    }
-    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let mut merged = Summary::merge(parts, &names).map_err(anyhow::Error::msg)?;
-    if !merged.provenance.scenarios.is_empty() {
-        merged.provenance.command = std::env::args().collect();
-    }
-    if let Some(dir) = report {
-        for p in report::write_reports(dir, &merged, &[])? {
-            errln!("wrote {}", p.display());
-        }
-    }
-    let text = serde_json::to_string_pretty(&merged).expect("summary serializes");
-    match out {
-        Some(p) => {
-            write(p, &text)?;
-            outln!("{}", report::headline(&merged));
-        }
-        None => outln!("{text}"),
-    }
-    Ok(merged.exit_code())
 }
 
 /// `compare --shrink`: the lowest failing seed of each scenario x arm x

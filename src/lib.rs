@@ -20,6 +20,7 @@ pub mod guard;
 pub mod history;
 pub mod ledger;
 pub mod locate;
+pub mod merge;
 pub mod never_applied;
 pub mod one_run;
 pub mod oracle;

@@ -318,6 +318,18 @@ pub struct CompareArgs {
     /// once, each scenario in its own era.
     #[arg(long, value_name = "ERA,…", value_parser = parse_eras)]
     pub eras: Option<Eras>,
+    /// Swarm seeds: each seed draws which fault kinds are on and at what
+    /// rates from its own child seed, within the scenario's
+    /// `[faults.swarm]` (default: each generator kind on with p = 0.5, its
+    /// rate in [0, 2×] the scenario's); the same as `--set swarm=on`.
+    #[arg(long)]
+    pub swarm: bool,
+    /// Also print the coverage: which cause × arm × client profile cells
+    /// the runs reached (× era and deployment where the runs differ in
+    /// them), which they never reached, and the seed that first reached
+    /// each; written to --out/coverage.md.
+    #[arg(long)]
+    pub coverage: bool,
 }
 
 /// `--eras`' value: distinct eras, in the order given.
@@ -366,6 +378,9 @@ pub struct SweepArgs {
     /// this build runs).
     #[arg(long, value_parser = parse_arms)]
     pub servers: Option<Arms>,
+    /// Swarm seeds (see `compare --swarm`); the same as `--set swarm=on`.
+    #[arg(long)]
+    pub swarm: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -24,8 +24,11 @@ impl CompareArgs {
         let seeds = Seeds::from_flag_or_env(self.seeds.as_deref(), None, Some("0..6"))
             .map_err(anyhow::Error::msg)?;
         let deployments = self.deployments.map(|d| d.0).unwrap_or_default();
-        crate::deployments::check_against_sets(&deployments, &self.sets)
-            .map_err(anyhow::Error::msg)?;
+        let mut sets = self.sets;
+        if self.swarm {
+            sets.push(("swarm".into(), "on".into()));
+        }
+        crate::deployments::check_against_sets(&deployments, &sets).map_err(anyhow::Error::msg)?;
         Ok(Comparison {
             dir: self.sims,
             seeds,
@@ -35,13 +38,14 @@ impl CompareArgs {
             matrix: Matrix {
                 arms: self.servers.map_or_else(Arm::all, |a| a.0),
                 profiles: self.clients.map_or_else(|| vec![None], |p| p.0),
-                sets: self.sets,
+                sets,
                 deployments,
             },
             select: Select {
                 only: self.only,
                 control: self.control.control(),
                 shrink: self.shrink,
+                coverage: self.coverage,
             },
             eras: self.eras.map(|e| e.0).unwrap_or_default(),
         })
@@ -53,7 +57,10 @@ impl SweepArgs {
     /// scenario, in that order, so a bad `--seeds` is named even when
     /// `--scenario` is missing.
     pub fn config(self) -> anyhow::Result<Sweep> {
-        let o = self.run.options()?;
+        let mut o = self.run.options()?;
+        if self.swarm {
+            o.sets.push(("swarm".into(), "on".into()));
+        }
         let seeds = Seeds::from_flag_or_env(self.seeds.as_deref(), self.shard.as_deref(), None)
             .map_err(anyhow::Error::msg)?;
         let scenario = self.scenario.ok_or_else(|| {

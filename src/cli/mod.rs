@@ -78,7 +78,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Compare(a) => crate::compare::compare(&a.config()?),
         Cmd::Sweep(a) => crate::compare::sweep(&a.config()?),
-        Cmd::Merge(a) => crate::compare::merge(&a.files, a.out.as_deref(), a.report.as_deref()),
+        Cmd::Merge(a) => crate::merge::merge(&a.files, a.out.as_deref(), a.report.as_deref()),
         Cmd::Scale(a) => {
             let (sizes, traffic) = a.config();
             crate::scale::command(

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod placed;
+pub mod swarm;
 pub use placed::{to_table, At, Boundary, PLACEMENT_KEYS};
+pub use swarm::Swarm;
 
 /// An explicit fault (also the form every generated fault takes).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -268,6 +270,13 @@ pub struct FaultSpec {
     pub latency_spike_ms: Option<[u64; 2]>,
     /// Spike ceiling, ms.
     pub latency_spike_max_ms: u64,
+    /// Swarm ranges (`[faults.swarm]`): with `--swarm`, each seed draws
+    /// which generator kinds are on and at what rates within them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<Swarm>,
+    /// Swarm is on for this run (`--swarm`, `--set swarm=on`).
+    #[serde(skip)]
+    pub swarm_on: bool,
     /// Explicit faults, applied as written (placed ones at their
     /// boundary).
     #[serde(
@@ -318,7 +327,11 @@ impl FaultPlan {
     /// faults plus whatever the generators produce.
     pub fn draw(workload: &Workload<'_>, root_seed: u64) -> FaultPlan {
         let mut rng = ChaCha8Rng::seed_from_u64(seed::child(root_seed, "faults"));
-        let spec = workload.spec;
+        let swarmed = workload
+            .spec
+            .swarm_on
+            .then(|| swarm::draw(workload.spec, root_seed));
+        let spec = swarmed.as_ref().unwrap_or(workload.spec);
         let mut faults = spec.explicit.clone();
         let span = workload.duration_ms.max(1);
         if spec.drop_rate > 0.0 {

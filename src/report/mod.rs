@@ -5,6 +5,7 @@
 mod calibration;
 mod commands;
 mod conclude;
+pub mod coverage;
 mod deployments;
 pub mod eras;
 mod html;

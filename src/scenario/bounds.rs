@@ -254,6 +254,9 @@ impl Scenario {
         if !(0.0..=1.0).contains(&f.drop_rate) {
             return Err("faults.drop_rate must be within 0..=1".into());
         }
+        if let Some(sw) = &f.swarm {
+            sw.validate()?;
+        }
         for (key, range) in [
             ("faults.partition_ms", f.partition_ms),
             ("faults.latency_spike_ms", f.latency_spike_ms),

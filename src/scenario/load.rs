@@ -97,6 +97,10 @@ impl Scenario {
             self.era = value.trim_matches('"').parse().map_err(named)?;
             return Ok(());
         }
+        if key == "swarm" {
+            self.faults.swarm_on = parse_on(value).map_err(named)?;
+            return Ok(());
+        }
         if let Some(field) = key.strip_prefix("client.") {
             for g in &mut self.clients {
                 *g = schema::set_client(g, field, value).map_err(named)?;
@@ -115,6 +119,15 @@ impl Scenario {
     }
 }
 
+/// `on` or `off` (`true`/`false`).
+fn parse_on(value: &str) -> Result<bool, String> {
+    match value.trim_matches('"') {
+        "on" | "true" => Ok(true),
+        "off" | "false" => Ok(false),
+        v => Err(format!("swarm is on or off, not {v:?}")),
+    }
+}
+
 /// `cfg` with `--set KEY=VALUE` applied, or one line naming the fix (the
 /// caller names the input): only `server.*` settings, and the
 /// `client.*` ones of [`schema::CLIENT_SETTABLE`] (checked against a
@@ -124,6 +137,10 @@ impl Scenario {
 pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerConfig, String> {
     if key == "era" {
         value.trim_matches('"').parse::<crate::settings::Era>()?;
+        return Ok(cfg.clone());
+    }
+    if key == "swarm" {
+        parse_on(value)?;
         return Ok(cfg.clone());
     }
     if let Some(field) = key.strip_prefix("client.") {
