@@ -195,7 +195,7 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn of(r: &RunReport) -> Verdict {
+    pub fn of_report(r: &RunReport) -> Verdict {
         let ops = r
             .operations
             .iter()
@@ -472,7 +472,7 @@ pub fn explore(setup: &Setup) -> Result<Exploration, String> {
     let baseline_plan = cleared.fault_plan(setup.seed).faults;
     let base = with_plan(&setup.scenario, &baseline_plan, &[]);
     let first = run_plan(setup, &base)?;
-    let baseline = Verdict::of(&first);
+    let baseline = Verdict::of_report(&first);
     let boundaries = first.reached.clone();
     let singles = placements(&effective, &boundaries, &setup.kinds, budget);
     let n = singles.len() as u64;
@@ -486,7 +486,7 @@ pub fn explore(setup: &Setup) -> Result<Exploration, String> {
     let mut reached: Vec<BTreeSet<Boundary>> = Vec::new();
     for r in single_runs {
         let r = r?;
-        single_verdicts.push(Verdict::of(&r));
+        single_verdicts.push(Verdict::of_report(&r));
         reached.push(r.reached.into_iter().collect());
     }
     let mut runs = 1 + n;
@@ -536,7 +536,7 @@ pub fn explore(setup: &Setup) -> Result<Exploration, String> {
         runs += pairs.len() as u64;
         let mut found = Vec::new();
         for (&(a, b), r) in pairs.iter().zip(pair_runs) {
-            let v = Verdict::of(&r?);
+            let v = Verdict::of_report(&r?);
             if v.failed > 0 {
                 found.push(((a, b), failing_of(&singles, &[a, b], v, None)));
             }

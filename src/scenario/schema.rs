@@ -167,6 +167,7 @@ pub fn tables() -> Vec<(&'static str, Vec<String>)> {
         ("[[clients]]", owned(fields_of::<ClientGroup>())),
         ("[faults]", owned(fields_of::<FaultSpec>())),
         ("[[faults.explicit]]", explicit_fault_keys()),
+        ("[faults.swarm]", owned(fields_of::<crate::fault::Swarm>())),
         ("[network]", owned(fields_of::<NetworkSpec>())),
         ("[heal]", owned(fields_of::<HealSpec>())),
         ("[deployment]", owned(fields_of::<DeploymentSpec>())),

@@ -16,6 +16,7 @@ mod cli_loop;
 mod deploy;
 mod deploy_matrix;
 mod eras;
+mod explore;
 mod first_contact;
 mod keepalive;
 mod loopback;
