@@ -274,7 +274,7 @@ pub fn render_text(s: &Summary) -> String {
 /// The regression scenario of a failing placement: the scenario as run
 /// (options applied), its plan explicit, its arm expected to fail with
 /// its first cause.
-fn regression(setup: &Setup, f: &Failing) -> Result<String, String> {
+fn regression(setup: &Setup, f: &Failing, name: &str) -> Result<String, String> {
     let effective = crate::run::effective(&setup.scenario, &setup.opts)?;
     let mut cleared = effective.clone();
     cleared.faults = Default::default();
@@ -292,6 +292,7 @@ fn regression(setup: &Setup, f: &Failing) -> Result<String, String> {
         server: arm.into(),
         metrics: vec![metric],
     });
+    s.name = name.to_string();
     s.description = format!(
         "explore: {} fails on {arm} ({cause}), {}",
         setup.scenario.name, f.placement
@@ -336,8 +337,9 @@ pub fn write_outputs(
     let summary = Summary::of(setup, x, dir);
     let mut first_of: BTreeMap<String, usize> = BTreeMap::new();
     for (i, f) in x.failing.iter().enumerate() {
-        let text = regression(setup, f)?;
-        let path = regs.join(format!("{}.toml", regression_name(setup, i)));
+        let name = regression_name(setup, i);
+        let text = regression(setup, f, &name)?;
+        let path = regs.join(format!("{name}.toml"));
         std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
         if let Some(c) = f.causes.first() {
             first_of.entry(c.clone()).or_insert(i);
@@ -347,9 +349,9 @@ pub fn write_outputs(
     if let Some(to) = smallest {
         std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
         for (cause, i) in first_of {
-            let text = regression(setup, &x.failing[i])?;
-            let name = format!("{}-{}-{cause}.toml", stem(setup), setup.arm.as_str());
-            let path = to.join(name);
+            let name = format!("{}-{}-{cause}", stem(setup), setup.arm.as_str());
+            let text = regression(setup, &x.failing[i], &name)?;
+            let path = to.join(format!("{name}.toml"));
             std::fs::write(&path, text).map_err(|e| io(&path, e))?;
             written.push(path);
         }
