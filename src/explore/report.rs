@@ -195,6 +195,9 @@ fn ratio(space: u64, runs: u64) -> f64 {
     (space as f64 / runs as f64 * 100.0).round() / 100.0
 }
 
+/// Failing placements shown per cause (explore.json has them all).
+const SHOWN: usize = 10;
+
 /// The report as text (Markdown, also the page's source).
 pub fn render_text(s: &Summary) -> String {
     let mut out = String::new();
@@ -243,13 +246,18 @@ pub fn render_text(s: &Summary) -> String {
         "**{} of {} placements fail.** By cause, smallest first:\n",
         s.failing_placements, s.space
     );
-    let mut by_cause: BTreeMap<&str, Vec<&FailingLine>> = BTreeMap::new();
+    // Causes in the order of their smallest placement (singles, then
+    // pairs, in boundary order).
+    let mut by_cause: Vec<(&str, Vec<&FailingLine>)> = Vec::new();
     for f in &s.failing {
-        by_cause.entry(&f.cause).or_default().push(f);
+        match by_cause.iter_mut().find(|(c, _)| *c == f.cause) {
+            Some((_, v)) => v.push(f),
+            None => by_cause.push((&f.cause, vec![f])),
+        }
     }
     for (cause, lines) in by_cause {
         let _ = writeln!(out, "## {cause}: {} placements\n", lines.len());
-        for f in lines {
+        for f in lines.iter().take(SHOWN) {
             let also = if f.also.is_empty() {
                 String::new()
             } else {
@@ -264,6 +272,13 @@ pub fn render_text(s: &Summary) -> String {
                 out,
                 "- {} — {} failed{also}{same}\n  `{}`",
                 f.placement, f.failed, f.repro
+            );
+        }
+        if lines.len() > SHOWN {
+            let _ = writeln!(
+                out,
+                "- … and {} more with this cause (explore.json lists every one)",
+                lines.len() - SHOWN
             );
         }
         out.push('\n');
