@@ -272,3 +272,41 @@ fn explore_on_the_command_line_says_what_it_ran() {
     assert_eq!(bad.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown fault kind \"meteor\""));
 }
+
+/// Three shards of an exploration, merged, are the exploration: the same
+/// space and the same failing placements.
+#[test]
+fn shards_merge_to_the_whole_exploration() {
+    let whole = setup(
+        "eviction.toml",
+        "unguarded",
+        Options::default(),
+        2,
+        &[Kind::Drop],
+    );
+    let x = explore::explore(&whole).unwrap();
+    let dir = scratch("explore-shards");
+    let (all, _) = explore::write_outputs(&whole, &x, &dir.join("all"), None).unwrap();
+    let mut parts = Vec::new();
+    for k in 1..=3 {
+        let s = Setup {
+            shard: (k, 3),
+            ..whole.clone()
+        };
+        let x = explore::explore(&s).unwrap();
+        parts.push(
+            explore::write_outputs(&s, &x, &dir.join(format!("{k}")), None)
+                .unwrap()
+                .0,
+        );
+    }
+    let merged = explore::Summary::merge(&parts).unwrap();
+    assert_eq!(merged.space, all.space);
+    let names = |s: &explore::Summary| {
+        let mut v: Vec<String> = s.failing.iter().map(|f| f.placement.clone()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&merged), names(&all));
+    assert!(!all.failing.is_empty());
+}
