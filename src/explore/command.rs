@@ -67,7 +67,7 @@ pub fn command(
 pub fn parse_kinds(s: &str) -> Result<Vec<Kind>, String> {
     let mut out = Vec::new();
     for k in s.split(',').map(str::trim).filter(|k| !k.is_empty()) {
-        let k = Kind::parse(k)?;
+        let k = super::parse_kind(k)?;
         if !out.contains(&k) {
             out.push(k);
         }

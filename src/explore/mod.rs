@@ -32,60 +32,31 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// A kind of fault `explore` places.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// The call's own connection drops.
-    Drop,
-    /// The call's client host is cut off from the server (two lengths).
-    Partition,
-    /// The server restarts.
-    Restart,
-    /// The call's client host's latency rises for a while.
-    Latency,
-    /// A transport-switch client's network change after the call.
-    Switch,
-    /// One replica of a deployment crashes for a while.
-    ReplicaCrash,
-}
+/// A kind of fault `explore` places: one of [`PLACEABLE`].
+pub use crate::history::FaultKind as Kind;
 
-impl Kind {
-    /// Every kind, in the order placements are made.
-    pub const ALL: [Kind; 6] = [
-        Kind::Drop,
-        Kind::Partition,
-        Kind::Restart,
-        Kind::Latency,
-        Kind::Switch,
-        Kind::ReplicaCrash,
-    ];
+/// The kinds `explore` places, in the order placements are made.
+pub const PLACEABLE: [Kind; 6] = [
+    Kind::Drop,
+    Kind::Partition,
+    Kind::Restart,
+    Kind::Latency,
+    Kind::Switch,
+    Kind::ReplicaCrash,
+];
 
-    /// Its name, as `--kinds` and `[[faults.explicit]]` write it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Drop => "drop",
-            Kind::Partition => "partition",
-            Kind::Restart => "restart",
-            Kind::Latency => "latency",
-            Kind::Switch => "switch",
-            Kind::ReplicaCrash => "replica_crash",
-        }
-    }
-
-    /// The kind `s` names, or a one-line error listing them.
-    pub fn parse(s: &str) -> Result<Kind, String> {
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let all: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
-                format!(
-                    "unknown fault kind {s:?} for --kinds: use {}",
-                    all.join(", ")
-                )
-            })
-    }
+/// The placeable kind `s` names, or a one-line error listing them.
+pub fn parse_kind(s: &str) -> Result<Kind, String> {
+    PLACEABLE
+        .into_iter()
+        .find(|k| k.name() == s)
+        .ok_or_else(|| {
+            let all: Vec<&str> = PLACEABLE.iter().map(|k| k.name()).collect();
+            format!(
+                "unknown fault kind {s:?} for --kinds: use {}",
+                all.join(", ")
+            )
+        })
 }
 
 /// The kinds the scenario's `[faults]` names (its generators and its
@@ -311,21 +282,22 @@ pub fn placements(
                         ));
                     }
                 }
-                Kind::ReplicaCrash => {
-                    if !s.deployment.is_single() {
-                        for replica in 0..s.deployment.replicas {
-                            out.push((
-                                b,
-                                placed(Fault::ReplicaCrash {
-                                    replica,
-                                    at_ms: 0,
-                                    duration_ms: budget.partition_ms[0],
-                                    mode: crate::fault::CrashMode::Kill,
-                                }),
-                            ));
-                        }
+                Kind::ReplicaCrash if !s.deployment.is_single() => {
+                    for replica in 0..s.deployment.replicas {
+                        out.push((
+                            b,
+                            placed(Fault::ReplicaCrash {
+                                replica,
+                                at_ms: 0,
+                                duration_ms: budget.partition_ms[0],
+                                mode: crate::fault::CrashMode::Kill,
+                            }),
+                        ));
                     }
                 }
+                // Not placeable (`parse_kind` refuses them), or a replica
+                // crash with one server.
+                _ => {}
             }
         }
     }

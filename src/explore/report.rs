@@ -131,7 +131,7 @@ impl Summary {
             clients: setup.opts.clients_label().into(),
             seed: setup.seed,
             depth: setup.depth,
-            kinds: setup.kinds.iter().map(|k| k.as_str().to_string()).collect(),
+            kinds: setup.kinds.iter().map(|k| k.name().to_string()).collect(),
             shard: (setup.shard.1 > 1).then(|| format!("{}/{}", setup.shard.0, setup.shard.1)),
             boundaries: x.boundaries.len() as u64,
             boundary_list: x.boundaries.iter().map(|b| b.to_string()).collect(),

@@ -173,7 +173,7 @@ impl Fault {
     }
 
     /// When a timed fault starts, ms (`None`: a drop or a switch, which the
-    /// clients place).
+    /// clients place, or a placed fault, which its boundary places).
     pub fn at_ms(&self) -> Option<u64> {
         match *self {
             Fault::Partition { at_ms, .. }
@@ -190,28 +190,6 @@ impl Fault {
             | Fault::StoreRestart { at_ms } => Some(at_ms),
             Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => None,
         }
-    }
-
-    /// The same fault starting at `at_ms` (a placed fault's moment, once
-    /// its boundary is reached); a drop or a switch unchanged.
-    pub fn starting_at(&self, at: u64) -> Fault {
-        let mut f = self.clone();
-        match &mut f {
-            Fault::Partition { at_ms, .. }
-            | Fault::Latency { at_ms, .. }
-            | Fault::Restart { at_ms }
-            | Fault::ReplicaCrash { at_ms, .. }
-            | Fault::ReplicaDrain { at_ms, .. }
-            | Fault::Deploy { at_ms, .. }
-            | Fault::BalancerRestart { at_ms }
-            | Fault::ReplicaAdd { at_ms }
-            | Fault::ReplicaRemove { at_ms, .. }
-            | Fault::StorePartition { at_ms, .. }
-            | Fault::StoreLagWindow { at_ms, .. }
-            | Fault::StoreRestart { at_ms } => *at_ms = at,
-            Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => {}
-        }
-        f
     }
 
     /// Whether it acts on the shared store (a deployment with
