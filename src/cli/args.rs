@@ -617,7 +617,7 @@ pub struct ExploreArgs {
     /// latency, switch, replica_crash (default: the kinds the scenario's
     /// [faults] names, else drop,partition,restart).
     #[arg(long, value_parser = crate::explore::parse_kinds)]
-    pub kinds: Option<Vec<crate::explore::Kind>>,
+    pub kinds: Option<crate::explore::Kinds>,
     /// The root seed every run uses.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = flags::seed)]
     pub seed: u64,
@@ -628,6 +628,10 @@ pub struct ExploreArgs {
     /// explore.json files.
     #[arg(long)]
     pub shard: Option<String>,
+    /// Refuse a space larger than this many placements (counted over
+    /// every shard), found after the run without faults.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_space: u64,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,

@@ -170,6 +170,7 @@ pub fn explore(a: super::args::ExploreArgs) -> anyhow::Result<u8> {
     };
     let kinds = a
         .kinds
+        .map(|k| k.0)
         .unwrap_or_else(|| crate::explore::default_kinds(&scenario));
     let out = a.out.unwrap_or_else(|| {
         PathBuf::from(format!(
@@ -188,6 +189,7 @@ pub fn explore(a: super::args::ExploreArgs) -> anyhow::Result<u8> {
         seed: a.seed,
         jobs: a.jobs.unwrap_or_else(crate::sweep::cores),
         shard,
+        max_space: a.max_space,
     };
     let regressions = (a.regressions.as_os_str() != "-").then_some(a.regressions.as_path());
     let format = match a.format {

@@ -63,8 +63,12 @@ pub fn command(
     Ok(u8::from(!x.failing.is_empty()))
 }
 
+/// `--kinds a,b,c` as clap hands it (one value: the list).
+#[derive(Clone, Debug)]
+pub struct Kinds(pub Vec<Kind>);
+
 /// `--kinds a,b,c`.
-pub fn parse_kinds(s: &str) -> Result<Vec<Kind>, String> {
+pub fn parse_kinds(s: &str) -> Result<Kinds, String> {
     let mut out = Vec::new();
     for k in s.split(',').map(str::trim).filter(|k| !k.is_empty()) {
         let k = super::parse_kind(k)?;
@@ -75,5 +79,5 @@ pub fn parse_kinds(s: &str) -> Result<Vec<Kind>, String> {
     if out.is_empty() {
         return Err("--kinds names no kind: give e.g. drop,partition,restart".into());
     }
-    Ok(out)
+    Ok(Kinds(out))
 }

@@ -20,7 +20,7 @@
 mod command;
 mod report;
 
-pub use command::{command, parse_kinds, Format};
+pub use command::{command, parse_kinds, Format, Kinds};
 pub use report::{render_text, write_outputs, Summary};
 
 use crate::fault::{At, Boundary, Fault, FaultSpec};
@@ -124,6 +124,8 @@ pub struct Setup {
     pub jobs: usize,
     /// Shard K of N (1-based): this shard's share of the space.
     pub shard: (u64, u64),
+    /// The largest space it runs (the whole space, over every shard).
+    pub max_space: u64,
 }
 
 /// The two partition lengths and the budget they are chosen under.
@@ -448,6 +450,21 @@ pub fn explore(setup: &Setup) -> Result<Exploration, String> {
     let boundaries = first.reached.clone();
     let singles = placements(&effective, &boundaries, &setup.kinds, budget);
     let n = singles.len() as u64;
+    let whole = if setup.depth >= 2 {
+        n + n * n.saturating_sub(1) / 2
+    } else {
+        n
+    };
+    if whole > setup.max_space {
+        return Err(format!(
+            "the space is {whole} placements of depth ≤ {} ({n} single placements at {} \
+             boundaries), above --max-space {}: explore a smaller scenario (1-3 clients, 2-4 \
+             calls), --depth 1, fewer --kinds, or raise --max-space",
+            setup.depth,
+            boundaries.len(),
+            setup.max_space
+        ));
+    }
     let single_runs = map_all(&singles, setup.jobs, &|(_, f)| {
         run_plan(
             setup,

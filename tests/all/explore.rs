@@ -49,6 +49,7 @@ fn setup(name: &str, server: &str, opts: Options, depth: u8, kinds: &[Kind]) -> 
         seed: 0,
         jobs: 2,
         shard: (1, 1),
+        max_space: 100_000,
     }
 }
 
@@ -258,6 +259,36 @@ fn explore_on_the_command_line_says_what_it_ran() {
     for f in ["explore.json", "explore.md", "explore.html"] {
         assert!(dir.join(f).exists(), "{f}");
     }
+    let chosen = bin()
+        .args([
+            "explore",
+            "--scenario",
+            "sims/explore/restart.toml",
+            "--server",
+            "guarded",
+        ])
+        .args([
+            "--kinds",
+            "restart,drop",
+            "--depth",
+            "1",
+            "--format",
+            "json",
+            "--regressions",
+            "-",
+        ])
+        .arg("--out")
+        .arg(dir.join("chosen"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        chosen.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&chosen.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&chosen.stdout).unwrap();
+    assert_eq!(v["kinds"], serde_json::json!(["restart", "drop"]));
     let bad = bin()
         .args([
             "explore",
@@ -270,6 +301,23 @@ fn explore_on_the_command_line_says_what_it_ran() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(3));
+    let big = bin()
+        .args([
+            "explore",
+            "--scenario",
+            "sims/explore/half-open.toml",
+            "--server",
+            "guarded",
+        ])
+        .args(["--max-space", "100"])
+        .output()
+        .unwrap();
+    assert_eq!(big.status.code(), Some(3));
+    let said = String::from_utf8_lossy(&big.stderr);
+    assert!(
+        said.contains("the space is 1596 placements") && said.contains("--max-space 100"),
+        "{said}"
+    );
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown fault kind \"meteor\""));
 }
 
