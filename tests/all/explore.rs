@@ -259,15 +259,10 @@ fn explore_on_the_command_line_says_what_it_ran() {
     for f in ["explore.json", "explore.md", "explore.html"] {
         assert!(dir.join(f).exists(), "{f}");
     }
-    let chosen = bin()
-        .args([
-            "explore",
-            "--scenario",
-            "sims/explore/restart.toml",
-            "--server",
-            "guarded",
-        ])
-        .args([
+    let out_dir = dir.join("chosen");
+    let chosen = explore_cli(
+        "restart",
+        &[
             "--kinds",
             "restart,drop",
             "--depth",
@@ -276,11 +271,9 @@ fn explore_on_the_command_line_says_what_it_ran() {
             "json",
             "--regressions",
             "-",
-        ])
-        .arg("--out")
-        .arg(dir.join("chosen"))
-        .output()
-        .unwrap();
+        ],
+        Some(&out_dir),
+    );
     // The scenario's own clients hold no durable key: restarts lose calls.
     assert_eq!(
         chosen.status.code(),
@@ -290,36 +283,16 @@ fn explore_on_the_command_line_says_what_it_ran() {
     );
     let v: serde_json::Value = serde_json::from_slice(&chosen.stdout).unwrap();
     assert_eq!(v["kinds"], serde_json::json!(["restart", "drop"]));
-    let bad = bin()
-        .args([
-            "explore",
-            "--scenario",
-            "sims/explore/half-open.toml",
-            "--server",
-            "guarded",
-        ])
-        .args(["--kinds", "drop,meteor"])
-        .output()
-        .unwrap();
+    let bad = explore_cli("half-open", &["--kinds", "drop,meteor"], None);
     assert_eq!(bad.status.code(), Some(3));
-    let big = bin()
-        .args([
-            "explore",
-            "--scenario",
-            "sims/explore/half-open.toml",
-            "--server",
-            "guarded",
-        ])
-        .args(["--max-space", "100"])
-        .output()
-        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown fault kind \"meteor\""));
+    let big = explore_cli("half-open", &["--max-space", "100"], None);
     assert_eq!(big.status.code(), Some(3));
     let said = String::from_utf8_lossy(&big.stderr);
     assert!(
         said.contains("the space is 1596 placements") && said.contains("--max-space 100"),
         "{said}"
     );
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown fault kind \"meteor\""));
 }
 
 /// Three shards of an exploration, merged, are the exploration: the same
@@ -358,4 +331,16 @@ fn shards_merge_to_the_whole_exploration() {
     };
     assert_eq!(names(&merged), names(&all));
     assert!(!all.failing.is_empty());
+}
+
+/// `mcp-chaos explore` on `sims/explore/NAME.toml`, guarded, with `args`.
+fn explore_cli(name: &str, args: &[&str], out: Option<&Path>) -> std::process::Output {
+    let mut c = bin();
+    c.args(["explore", "--server", "guarded", "--scenario"])
+        .arg(format!("sims/explore/{name}.toml"))
+        .args(args);
+    if let Some(o) = out {
+        c.arg("--out").arg(o);
+    }
+    c.output().unwrap()
 }
