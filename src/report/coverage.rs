@@ -160,3 +160,62 @@ pub fn write(out: &Path, summary: &Summary) -> anyhow::Result<String> {
     crate::console::write(&out.join("coverage.md"), &md)?;
     Ok(md)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::Options;
+
+    fn run(seed: u64, server: &str, causes: &[&str], hazards: &[&str]) -> RunReport {
+        let sc = crate::scenario::Scenario::parse(
+            "name = \"s\"\nduration_ms = 1000\nhazards = [\"drop\"]\n[[clients]]\nbehaviour = \"resume\"\n",
+        )
+        .unwrap();
+        let mut r = RunReport::of(&sc, seed, server, &Options::default());
+        for c in causes {
+            r.metrics.failures_by_cause.insert(c.to_string(), 1);
+        }
+        for h in hazards {
+            r.metrics.hazards.insert(h.to_string(), 1);
+        }
+        r
+    }
+
+    #[test]
+    fn a_cell_is_reached_first_at_its_lowest_seed_and_the_rest_are_never_reached() {
+        let runs = [
+            run(4, "unguarded", &["retry_without_key"], &["drop"]),
+            run(2, "unguarded", &["retry_without_key"], &[]),
+            run(3, "guarded", &[], &["drop"]),
+        ];
+        let c = of(&runs);
+        let cell = |what: &str, arm: &str| {
+            (
+                what.to_string(),
+                (
+                    arm.into(),
+                    "scenario".into(),
+                    "scenario".into(),
+                    "as written".into(),
+                ),
+            )
+        };
+        assert_eq!(
+            c.reached[&cell("cause:retry_without_key", "unguarded")].0,
+            2
+        );
+        assert_eq!(c.reached[&cell("hazard:drop", "guarded")].0, 3);
+        assert!(!c
+            .reached
+            .contains_key(&cell("cause:retry_without_key", "guarded")));
+        assert!(c
+            .never
+            .contains(&cell("cause:retry_without_key", "guarded")));
+        // Every cause and the declared hazard, on both arms.
+        assert_eq!(c.cells(), 2 * (PRECEDENCE.len() + 1));
+        assert_eq!(c.reached.len(), 3);
+        let md = c.markdown();
+        assert!(md.contains("3 of 46 cells reached over 3 runs"), "{md}");
+        assert!(!md.contains("× era") && !md.contains("· era"), "one era: no era axis");
+    }
+}
