@@ -216,6 +216,9 @@ mod tests {
         assert_eq!(c.reached.len(), 3);
         let md = c.markdown();
         assert!(md.contains("3 of 46 cells reached over 3 runs"), "{md}");
-        assert!(!md.contains("× era") && !md.contains("· era"), "one era: no era axis");
+        assert!(
+            !md.contains("× era") && !md.contains("· era"),
+            "one era: no era axis"
+        );
     }
 }

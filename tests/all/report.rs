@@ -360,3 +360,21 @@ fn explain_tells_one_operations_story_or_names_the_bad_input() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("no/such/trace.jsonl"), "{err}");
 }
+
+/// The committed report is what `compare` writes on a fresh clone: its
+/// glossary names every cause the oracle can give (a cause added without
+/// regenerating results/ would leave `compare`'s checkout dirty).
+#[test]
+fn the_committed_report_glossary_names_every_cause() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in ["results/report.md", "results/report.html"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        for c in mcp_chaos::oracle::causes::PRECEDENCE {
+            let name = c.as_str();
+            assert!(
+                text.contains(&format!("`{name}`")) || text.contains(&format!("<code>{name}</code>")),
+                "{file} has no glossary line for {name}: run `cargo run --release -- compare` and commit results/"
+            );
+        }
+    }
+}
