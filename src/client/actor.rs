@@ -373,12 +373,18 @@ impl Client {
             .find(|(_, s)| matches!(s.kind, SlotKind::Call { op: o } if o == op))
             .map(|(&id, _)| id);
         if let Some(slot) = slot {
-            if let Some(s) = self.slots.get(&slot) {
-                s.task.abort();
-            }
-            self.dropped(tag, 0);
-            self.on_end(slot, false);
+            self.drop_now(slot, tag);
         }
+    }
+
+    /// A placed drop of `slot`'s connection (call `tag`'s) now: its reader
+    /// stops, the drop is recorded, and the slot ends as broken.
+    pub(super) fn drop_now(&mut self, slot: SlotId, tag: Rc<str>) {
+        if let Some(s) = self.slots.get(&slot) {
+            s.task.abort();
+        }
+        self.dropped(tag, 0);
+        self.on_end(slot, false);
     }
 
     pub(super) fn dropped(&mut self, tag: Rc<str>, after_event: u32) {

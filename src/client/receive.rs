@@ -44,11 +44,7 @@ impl Client {
                         if self.planned.head_drops.remove(&tag) {
                             // The placed drop: the head arrived, the
                             // connection closes before anything else is read.
-                            if let Some(s) = self.slots.get(&slot) {
-                                s.task.abort();
-                            }
-                            self.dropped(tag, 0);
-                            return self.on_end(slot, false);
+                            return self.drop_now(slot, tag);
                         }
                     }
                 }

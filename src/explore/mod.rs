@@ -29,8 +29,6 @@ use crate::scenario::{Behaviour, Scenario};
 use crate::sut::Arm;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// A kind of fault `explore` places: one of [`PLACEABLE`].
 pub use crate::history::FaultKind as Kind;
@@ -375,6 +373,9 @@ pub struct Exploration {
     pub budget: Budget,
     /// Wall-clock time, ms.
     pub wall_ms: u64,
+    /// The plan every placement joins: the switches the seed draws for
+    /// transport-switch clients, explicit ([`with_plan`]).
+    pub baseline_plan: Vec<Fault>,
 }
 
 /// The scenario with `faults` as its whole plan (generators off) and the
@@ -404,27 +405,6 @@ pub fn with_plan(s: &Scenario, baseline: &[Fault], faults: &[Fault]) -> Scenario
 /// Runs one plan, watching boundaries.
 fn run_plan(setup: &Setup, scenario: &Scenario) -> Result<RunReport, String> {
     run::run_arm_watching(scenario, setup.seed, setup.arm, &setup.opts).map_err(|e| e.to_string())
-}
-
-/// `f(item)` for every item on up to `workers` threads, in item order.
-fn map_all<T: Sync, R: Send>(items: &[T], workers: usize, f: &(dyn Fn(&T) -> R + Sync)) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..workers.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(item) = items.get(i) else { break };
-                let r = f(item);
-                out.lock().expect("no worker panics holding it")[i] = Some(r);
-            });
-        }
-    });
-    out.into_inner()
-        .expect("workers are done")
-        .into_iter()
-        .map(|r| r.expect("every item ran"))
-        .collect()
 }
 
 /// Whether item `i` of the space is this shard's.
@@ -465,7 +445,7 @@ pub fn explore(setup: &Setup) -> Result<Exploration, String> {
             setup.max_space
         ));
     }
-    let single_runs = map_all(&singles, setup.jobs, &|(_, f)| {
+    let single_runs = crate::sweep::map_all(&singles, setup.jobs, &|(_, f)| {
         run_plan(
             setup,
             &with_plan(&setup.scenario, &baseline_plan, std::slice::from_ref(f)),
@@ -518,7 +498,7 @@ pub fn explore(setup: &Setup) -> Result<Exploration, String> {
                 }
             }
         }
-        let pair_runs = map_all(&pairs, setup.jobs, &|&(a, b)| {
+        let pair_runs = crate::sweep::map_all(&pairs, setup.jobs, &|&(a, b)| {
             let faults = [singles[a].1.clone(), singles[b].1.clone()];
             run_plan(setup, &with_plan(&setup.scenario, &baseline_plan, &faults))
         });
@@ -552,6 +532,7 @@ pub fn explore(setup: &Setup) -> Result<Exploration, String> {
         baseline,
         budget,
         wall_ms: started.elapsed().as_millis() as u64,
+        baseline_plan,
     })
 }
 

@@ -6,8 +6,8 @@
 //! the smallest per cause beside the project's other regressions.
 
 use super::{Exploration, Failing, Setup};
-use crate::fault::to_table;
-use crate::scenario::{Regression, RegressionKind};
+use crate::fault::{to_table, Fault};
+use crate::scenario::{Regression, RegressionKind, Scenario};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -289,12 +289,12 @@ pub fn render_text(s: &Summary) -> String {
 /// The regression scenario of a failing placement: the scenario as run
 /// (options applied), its plan explicit, its arm expected to fail with
 /// its first cause.
-fn regression(setup: &Setup, f: &Failing, name: &str) -> Result<String, String> {
-    let effective = crate::run::effective(&setup.scenario, &setup.opts)?;
-    let mut cleared = effective.clone();
-    cleared.faults = Default::default();
-    let baseline = cleared.fault_plan(setup.seed).faults;
-    let mut s = super::with_plan(&effective, &baseline, &f.faults);
+fn regression(
+    (setup, effective, baseline): (&Setup, &Scenario, &[Fault]),
+    f: &Failing,
+    name: &str,
+) -> Result<String, String> {
+    let mut s = super::with_plan(effective, baseline, &f.faults);
     let cause = f.causes.first().cloned().unwrap_or_default();
     let arm = setup.arm.as_str();
     let metric = format!("failures_by_cause.{cause}");
@@ -349,11 +349,14 @@ pub fn write_outputs(
     let io = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
     let regs = dir.join("regressions");
     std::fs::create_dir_all(&regs).map_err(|e| io(&regs, e))?;
+    // The scenario as run, once for every regression it writes.
+    let effective = crate::run::effective(&setup.scenario, &setup.opts)?;
+    let base = (setup, &effective, &x.baseline_plan[..]);
     let summary = Summary::of(setup, x, dir);
     let mut first_of: BTreeMap<String, usize> = BTreeMap::new();
     for (i, f) in x.failing.iter().enumerate() {
         let name = regression_name(setup, i);
-        let text = regression(setup, f, &name)?;
+        let text = regression(base, f, &name)?;
         let path = regs.join(format!("{name}.toml"));
         std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
         if let Some(c) = f.causes.first() {
@@ -365,7 +368,7 @@ pub fn write_outputs(
         std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
         for (cause, i) in first_of {
             let name = format!("{}-{}-{cause}", stem(setup), setup.arm.as_str());
-            let text = regression(setup, &x.failing[i], &name)?;
+            let text = regression(base, &x.failing[i], &name)?;
             let path = to.join(format!("{name}.toml"));
             std::fs::write(&path, text).map_err(|e| io(&path, e))?;
             written.push(path);

@@ -192,6 +192,15 @@ impl Fault {
         }
     }
 
+    /// A drop placed at a boundary: the boundary (its client's connection
+    /// drops there); `None` for anything else.
+    pub fn placed_drop(&self) -> Option<Boundary> {
+        match self {
+            Fault::Placed { on, fault } if matches!(**fault, Fault::Drop { .. }) => Some(*on),
+            _ => None,
+        }
+    }
+
     /// Whether it acts on the shared store (a deployment with
     /// `store = "shared"`).
     pub fn needs_shared_store(&self) -> bool {
@@ -420,16 +429,9 @@ impl FaultPlan {
     pub fn placed_drops_for(&self, client: u32) -> BTreeMap<u32, At> {
         self.faults
             .iter()
-            .filter_map(|f| match f {
-                Fault::Placed { on, fault }
-                    if on.client == client
-                        && matches!(**fault, Fault::Drop { .. })
-                        && matches!(on.at, At::ResponseHead | At::Result) =>
-                {
-                    Some((on.call, on.at))
-                }
-                _ => None,
-            })
+            .filter_map(Fault::placed_drop)
+            .filter(|on| on.client == client && matches!(on.at, At::ResponseHead | At::Result))
+            .map(|on| (on.call, on.at))
             .collect()
     }
 

@@ -5,7 +5,7 @@
 
 mod pool;
 
-pub use pool::{cores, run_all, run_kept, Control, Job, Progress, TIMEOUT};
+pub use pool::{cores, map_all, run_all, run_kept, Control, Job, Progress, TIMEOUT};
 
 use crate::oracle::{self, Latency, Metrics};
 use crate::run::{self, RunReport};

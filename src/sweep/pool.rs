@@ -142,21 +142,35 @@ pub fn run_kept<T: Send>(
         .collect()
 }
 
+/// `one(item)` for every item of `items` on up to `workers` threads (the
+/// pool under the sweeps, for work that is not a [`Job`]: `explore`'s
+/// placements); the results in item order.
+pub fn map_all<J: Sync, T: Send>(
+    items: &[J],
+    workers: usize,
+    one: &(dyn Fn(&J) -> Result<T, String> + Sync),
+) -> Vec<Result<T, String>> {
+    pool(items, workers, None, &|_, j| one(j), &|_, _, _, _| {})
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("not run".into())))
+        .collect()
+}
+
 /// Whether a finished job's result stops the batch (`--fail-fast`).
 type Failed<'a, T> = dyn Fn(&Result<T, String>) -> bool + Sync + 'a;
 
 /// Called as each job finishes: (done, total, job, its result).
-type Done<'a, T> = dyn Fn(usize, usize, &Job, &Result<T, String>) + Sync + 'a;
+type Done<'a, J, T> = dyn Fn(usize, usize, &J, &Result<T, String>) + Sync + 'a;
 
-/// The pool under [`run_all`] and [`run_kept`]: `one(index, job)` for
+/// The pool under [`run_all`], [`run_kept`] and [`map_all`]: `one(index, job)` for
 /// each job on up to `workers` threads, `progress` as each finishes; once
 /// a result `stop_after` calls failed, no new job starts (`None`).
-fn pool<T: Send>(
-    jobs: &[Job],
+fn pool<J: Sync, T: Send>(
+    jobs: &[J],
     workers: usize,
     stop_after: Option<&Failed<'_, T>>,
-    one: &(dyn Fn(usize, &Job) -> Result<T, String> + Sync),
-    progress: &Done<'_, T>,
+    one: &(dyn Fn(usize, &J) -> Result<T, String> + Sync),
+    progress: &Done<'_, J, T>,
 ) -> Vec<Option<Result<T, String>>> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);

@@ -140,7 +140,7 @@ pub(super) fn client_fates(
                     Fate::NotApplied(ended(client, after_call))
                 }
             }
-            Fault::Placed { on, ref fault } if matches!(**fault, Fault::Drop { .. }) => {
+            Fault::Placed { on, .. } if f.placed_drop().is_some() => {
                 if dropped.contains(&(on.client, on.call)) {
                     Fate::Applied
                 } else {

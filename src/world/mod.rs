@@ -317,13 +317,7 @@ pub fn run_watching<S: SystemUnderTest>(
             // What the clients saw in the last step.
             t.borrow_mut().reports(&reports);
             let t = t.borrow();
-            for (_, on, f) in t.unfired() {
-                if !matches!(f, Fault::Placed { fault, .. } if matches!(**fault, Fault::Drop { .. }))
-                {
-                    let why = format!("its boundary, {on}, was not reached in the fault phase");
-                    faults.push(PlannedFault::not_applied(f.clone(), why));
-                }
-            }
+            faults.extend(t.unfired());
             t.reached.clone()
         }
         None => Vec::new(),

@@ -10,7 +10,7 @@
 
 use super::schedule::Schedule;
 use crate::client::{Reports, Tap};
-use crate::fault::{At, Boundary, Fault, FaultPlan};
+use crate::fault::{At, Boundary, Fault, FaultPlan, PlannedFault};
 use crate::history::{ClientRecord, Entry, LedgerRecord, Observer, OpId, Rec, Sent};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -38,15 +38,14 @@ impl Triggers {
             .faults
             .iter()
             .filter_map(|f| match f {
-                Fault::Placed { on, fault } => Some((*on, fault, f)),
+                Fault::Placed { on, .. } => Some((*on, f)),
                 _ => None,
             })
             .enumerate()
-            .filter(|(_, (on, fault, _))| {
-                !matches!(***fault, Fault::Drop { .. })
-                    || matches!(on.at, At::RequestSent | At::RequestReceived)
+            .filter(|(_, (on, f))| {
+                f.placed_drop().is_none() || matches!(on.at, At::RequestSent | At::RequestReceived)
             })
-            .map(|(k, (on, _, f))| (timed + k as u32, on, f.clone()))
+            .map(|(k, (on, f))| (timed + k as u32, on, f.clone()))
             .collect();
         Triggers {
             armed,
@@ -95,10 +94,19 @@ impl Triggers {
         self.due.drain(..).map(|(i, _, f)| (i, f)).collect()
     }
 
-    /// The placed faults never fired (their boundary not reached, or
-    /// reached once the fault phase was over), with their index.
-    pub(super) fn unfired(&self) -> impl Iterator<Item = &(u32, Boundary, Fault)> {
-        self.armed.iter().chain(&self.due)
+    /// The placed faults the world fires that never fired (their
+    /// boundary not reached, or reached once the fault phase was over),
+    /// not applied; a placed drop's fate is its client's.
+    pub(super) fn unfired(&self) -> Vec<PlannedFault> {
+        self.armed
+            .iter()
+            .chain(&self.due)
+            .filter(|(_, _, f)| f.placed_drop().is_none())
+            .map(|(_, on, f)| {
+                let why = format!("its boundary, {on}, was not reached in the fault phase");
+                PlannedFault::not_applied(f.clone(), why)
+            })
+            .collect()
     }
 }
 
@@ -141,14 +149,14 @@ impl Placing<'_> {
         let mut t = self.triggers.borrow_mut();
         t.reports(self.reports);
         for (index, f) in t.take_due() {
-            match &f {
-                Fault::Placed { on, fault } if matches!(**fault, Fault::Drop { .. }) => {
+            match f.placed_drop() {
+                Some(on) => {
                     let tag = crate::history::op_tag(on.client, on.call);
                     if let Some(tap) = self.taps.get(on.client as usize) {
                         tap.drop_call(&tag);
                     }
                 }
-                _ => schedule.place(index, now_ms, &f),
+                None => schedule.place(index, now_ms, &f),
             }
         }
     }
