@@ -216,7 +216,6 @@ pub fn placements(
         }
     }
     let hosts = s.network.client_hosts.max(1);
-    let switchers = switch_clients(s);
     let lat_max = s.network.latency_ms[1].max(1) * 10;
     let mut out = Vec::new();
     for &b in reached {
@@ -271,8 +270,12 @@ pub fn placements(
                     }),
                 )),
                 Kind::Switch => {
-                    let last = s.clients.iter().map(|g| g.calls).max().unwrap_or(1);
-                    if b.at == At::Result && switchers.contains(&b.client) && b.call + 1 < last {
+                    // After each of a transport-switch client's calls but
+                    // its last.
+                    let switcher = s.group_of(b.client).filter(|g| {
+                        g.behaviour == Behaviour::TransportSwitch && b.call + 1 < g.calls
+                    });
+                    if b.at == At::Result && switcher.is_some() {
                         out.push((
                             b,
                             Fault::Switch {
@@ -299,21 +302,6 @@ pub fn placements(
                 // crash with one server.
                 _ => {}
             }
-        }
-    }
-    out
-}
-
-/// Transport-switch clients, by global index.
-fn switch_clients(s: &Scenario) -> BTreeSet<u32> {
-    let mut out = BTreeSet::new();
-    let mut i = 0u32;
-    for g in &s.clients {
-        for _ in 0..g.count {
-            if g.behaviour == Behaviour::TransportSwitch {
-                out.insert(i);
-            }
-            i += 1;
         }
     }
     out

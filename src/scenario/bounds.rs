@@ -399,25 +399,20 @@ impl Scenario {
 
     /// A placed fault's boundary names a client and one of its calls.
     fn check_boundary(&self, i: usize, on: crate::fault::Boundary) -> Result<(), String> {
-        let mut first = 0u64;
-        for g in &self.clients {
-            let next = first + u64::from(g.count);
-            if u64::from(on.client) < next {
-                if on.call >= g.calls {
-                    return Err(format!(
-                        "faults.explicit[{i}]: names call {} of client {}, which makes {} calls \
-                         (0-based)",
-                        on.call, on.client, g.calls
-                    ));
-                }
-                return Ok(());
-            }
-            first = next;
+        let Some(g) = self.group_of(on.client) else {
+            return Err(format!(
+                "faults.explicit[{i}]: names client {}, but there are {} (0-based, in file order)",
+                on.client,
+                self.total_clients()
+            ));
+        };
+        if on.call >= g.calls {
+            return Err(format!(
+                "faults.explicit[{i}]: names call {} of client {}, which makes {} calls (0-based)",
+                on.call, on.client, g.calls
+            ));
         }
-        Err(format!(
-            "faults.explicit[{i}]: names client {}, but there are {first} (0-based, in file order)",
-            on.client
-        ))
+        Ok(())
     }
 
     fn validate_network(&self) -> Result<(), String> {

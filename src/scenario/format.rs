@@ -474,6 +474,18 @@ impl Scenario {
         }
     }
 
+    /// The group client `client` (global index, file order) belongs to.
+    pub fn group_of(&self, client: u32) -> Option<&ClientGroup> {
+        let mut first = 0u64;
+        for g in &self.clients {
+            first += u64::from(g.count);
+            if u64::from(client) < first {
+                return Some(g);
+            }
+        }
+        None
+    }
+
     /// Total clients, without overflow.
     pub(super) fn total_clients(&self) -> u64 {
         self.clients
