@@ -168,7 +168,26 @@ impl<'a> Rt<'a> {
                 })
                 .await
         });
+        self.finished()
+    }
 
+    /// A tick in which the clock stands still (mcp-chaos patch 5): the
+    /// host's tasks run a few rounds, its timers do not move.
+    pub(crate) fn tick_still(&mut self) -> Result<bool> {
+        self.tokio.block_on(async {
+            self.local
+                .run_until(async {
+                    for _ in 0..16 {
+                        tokio::task::yield_now().await;
+                    }
+                })
+                .await
+        });
+        self.finished()
+    }
+
+    /// Whether the software has finished, its error if it failed.
+    fn finished(&mut self) -> Result<bool> {
         // pull for software completion
         match &self.handle {
             Some(handle) if handle.is_finished() => {
@@ -186,6 +205,12 @@ impl<'a> Rt<'a> {
             Some(_) => Ok(false),
             None => Ok(true),
         }
+    }
+
+    /// Jumps the runtime's clock forward by `by` without running its tasks
+    /// (mcp-chaos patch 5): timers that fall due fire at its next tick.
+    pub(crate) fn advance(&mut self, by: Duration) {
+        self.tokio.block_on(tokio::time::advance(by));
     }
 
     pub(crate) fn crash(&mut self) {

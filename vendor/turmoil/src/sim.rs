@@ -36,6 +36,24 @@ pub struct Sim<'a> {
     elapsed: Duration,
 
     steps: usize,
+
+    /// mcp-chaos patch (5): hosts whose clock does not follow the
+    /// simulation's (paused, held back, or stepped ahead).
+    clocks: IndexMap<IpAddr, HostClock>,
+}
+
+/// How a host's runtime clock departs from the simulation's (mcp-chaos
+/// patch 5).
+#[derive(Debug, Default)]
+struct HostClock {
+    /// Paused: its software does not run and nothing is delivered to it.
+    paused: bool,
+    /// Simulated time its runtime has not seen yet (a pause's length, or a
+    /// step ahead): the runtime's clock jumps by it before its next tick.
+    owed: Duration,
+    /// Simulated time its runtime's clock stands still for while its
+    /// software keeps running (a step behind).
+    frozen: Duration,
 }
 
 impl<'a> Sim<'a> {
@@ -52,6 +70,7 @@ impl<'a> Sim<'a> {
             since_epoch,
             elapsed: Duration::ZERO,
             steps: 1, // bumped after each step
+            clocks: IndexMap::new(),
         }
     }
 
@@ -193,6 +212,43 @@ impl<'a> Sim<'a> {
 
             tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Bounce");
         });
+    }
+
+    /// Pauses the resolved hosts (mcp-chaos patch 5): their software stops
+    /// running and nothing is delivered to them, as a process stopped by
+    /// `SIGSTOP` (its connections stay up; what peers send waits). See
+    /// [`Sim::resume`].
+    pub fn pause(&mut self, addrs: impl ToIpAddrs) {
+        for h in self.world.borrow_mut().lookup_many(addrs) {
+            self.clocks.entry(h).or_default().paused = true;
+        }
+    }
+
+    /// Resumes paused hosts (mcp-chaos patch 5): at their next tick their
+    /// clock jumps over the pause, so every timer that fell due during it
+    /// fires at once, and what waited is delivered.
+    pub fn resume(&mut self, addrs: impl ToIpAddrs) {
+        for h in self.world.borrow_mut().lookup_many(addrs) {
+            if let Some(c) = self.clocks.get_mut(&h) {
+                c.paused = false;
+            }
+        }
+    }
+
+    /// Steps the resolved hosts' clocks (mcp-chaos patch 5): `ahead` jumps
+    /// each runtime's clock forward by `by` at its next tick (timers due
+    /// within `by` fire early); otherwise the clock stands still for the
+    /// next `by` of simulated time while the software runs on (timers fire
+    /// `by` late). The simulation's time, and `sim_elapsed`, are unchanged.
+    pub fn step_clock(&mut self, addrs: impl ToIpAddrs, by: Duration, ahead: bool) {
+        for h in self.world.borrow_mut().lookup_many(addrs) {
+            let c = self.clocks.entry(h).or_default();
+            if ahead {
+                c.owed += by;
+            } else {
+                c.frozen += by;
+            }
+        }
     }
 
     /// Run `f` with the resolved hosts at `addrs` set on the world.
@@ -425,10 +481,18 @@ impl<'a> Sim<'a> {
         // completes, extract the result and return early if an error is
         // encountered.
 
-        let (mut running, stopped): (Vec<_>, Vec<_>) = self
-            .rts
-            .iter_mut()
-            .partition(|(_, rt)| rt.is_software_running());
+        // mcp-chaos patch 5: a paused host is ticked like a stopped one (its
+        // clock owes the time), and delivers nothing.
+        let clocks = &mut self.clocks;
+        let (mut running, stopped): (Vec<_>, Vec<_>) =
+            self.rts.iter_mut().partition(|(addr, rt)| {
+                rt.is_software_running() && !clocks.get(*addr).is_some_and(|c| c.paused)
+            });
+        for (addr, _) in &stopped {
+            if let Some(c) = clocks.get_mut(*addr).filter(|c| c.paused) {
+                c.owed += tick;
+            }
+        }
         if self.config.random_node_order {
             running.shuffle(&mut self.world.borrow_mut().rng);
         }
@@ -450,10 +514,29 @@ impl<'a> Sim<'a> {
                 // Set the current host (see method docs)
                 world.current = Some(addr);
 
+                // mcp-chaos patch 5: the clock jumps over what it owes before
+                // the host's instant is taken, so `sim_elapsed` stays the
+                // simulation's.
+                if let Some(c) = clocks.get_mut(&addr).filter(|c| !c.owed.is_zero()) {
+                    rt.advance(std::mem::take(&mut c.owed));
+                }
                 world.current_host_mut().timer.now(rt.now());
             }
 
-            let is_software_finished = World::enter(&self.world, || rt.tick(tick))?;
+            // mcp-chaos patch 5: a held-back clock stands still for whole
+            // ticks (its tasks still run) until it has lost what it owes.
+            let still = match clocks.get_mut(&addr) {
+                Some(c) if c.frozen >= tick => {
+                    c.frozen -= tick;
+                    true
+                }
+                _ => false,
+            };
+            let is_software_finished = if still {
+                World::enter(&self.world, || rt.tick_still())?
+            } else {
+                World::enter(&self.world, || rt.tick(tick))?
+            };
 
             if rt.is_client() {
                 is_finished = is_finished && is_software_finished;
@@ -468,7 +551,11 @@ impl<'a> Sim<'a> {
 
         // Tick the nodes that are not actively running (i.e., crashed) to ensure their clock keeps up
         // with the rest of the simulation when they are restarted (bounced).
-        for (&addr, _rt) in stopped {
+        for (&addr, rt) in stopped {
+            // mcp-chaos patch 5: a paused client has not finished.
+            if rt.is_client() && rt.is_software_running() {
+                is_finished = false;
+            }
             let mut world = self.world.borrow_mut();
             world.tick(addr, tick);
         }

@@ -1,6 +1,6 @@
 use bytes::{Buf, Bytes};
 use std::future::poll_fn;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::task::Waker;
 use std::{
@@ -52,6 +52,7 @@ impl TcpStream {
             },
             is_closed: false,
             flow_control: flow_control.read,
+            linger_zero: AtomicBool::new(false),
         };
 
         let write_half = WriteHalf {
@@ -189,6 +190,19 @@ impl TcpStream {
         Ok(())
     }
 
+    /// Sets `SO_LINGER` (mcp-chaos patch 6), as
+    /// https://docs.rs/tokio/latest/tokio/net/struct.TcpStream.html#method.set_linger:
+    /// with `Some(Duration::ZERO)` dropping the stream closes it abortively
+    /// (the peer gets RST, not FIN, and loses what it had not read); any
+    /// other value is a graceful close (turmoil has no send buffer to
+    /// linger on).
+    pub fn set_linger(&self, dur: Option<std::time::Duration>) -> Result<()> {
+        self.read_half
+            .linger_zero
+            .store(dur == Some(std::time::Duration::ZERO), Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Receives data on the socket from the remote address to which it is
     /// connected, without removing that data from the queue. On success,
     /// returns the number of bytes peeked.
@@ -212,6 +226,8 @@ pub(crate) struct ReadHalf {
     /// FIN received, EOF for reads
     is_closed: bool,
     flow_control: Arc<FlowControl>,
+    /// mcp-chaos patch 6: `SO_LINGER` set to zero: closing sends RST.
+    linger_zero: AtomicBool,
 }
 
 struct Rx {
@@ -650,7 +666,11 @@ impl Drop for ReadHalf {
             // a Data segment parked in the host's reorder buffer. A queued
             // FIN is not a reset condition — a graceful close followed by a
             // drop should stay graceful.
-            let has_unread = !self.is_closed
+            // mcp-chaos patch 6: with a zero linger the close is abortive,
+            // RST whatever is unread, as with `SO_LINGER` set to zero.
+            let abort = self.linger_zero.load(Ordering::Relaxed);
+            let has_unread = abort
+                || !self.is_closed
                 && (self.rx.buffer.is_some()
                     || matches!(self.rx.recv.try_recv(), Ok(SequencedSegment::Data(_)))
                     || world.current_host_mut().tcp.has_buffered_data(*self.pair));
