@@ -21,7 +21,11 @@ pub fn describe(f: &Fault) -> String {
             client,
             call,
             after_event,
-        } => format!("drop of client {client} call {call} after event {after_event}"),
+            close,
+        } => format!(
+            "drop{} of client {client} call {call} after event {after_event}",
+            if close.is_fin() { "" } else { " (rst)" }
+        ),
         Fault::Switch { client, after_call } => {
             format!("switch of client {client} after call {after_call}")
         }
@@ -45,10 +49,35 @@ pub fn describe(f: &Fault) -> String {
             format!("store lag of {lag_ms} ms at {at_ms} ms")
         }
         Fault::StoreRestart { at_ms } => format!("store restart at {at_ms} ms"),
+        Fault::Skew {
+            at_ms,
+            offset_ms,
+            on,
+            host,
+        } => {
+            let whose = match on {
+                crate::fault::SkewOn::Client => format!("client host {host}"),
+                crate::fault::SkewOn::Server => "the server".to_string(),
+                crate::fault::SkewOn::Balancer => "the balancer".to_string(),
+            };
+            format!("skew of {whose}'s clock by {offset_ms} ms at {at_ms} ms")
+        }
+        Fault::Stall {
+            at_ms,
+            replica: Some(r),
+            ..
+        } => format!("stall of replica {r} at {at_ms} ms"),
+        Fault::Stall { at_ms, .. } => format!("stall of the server at {at_ms} ms"),
         Fault::Placed { on, ref fault } => {
             let what = describe(fault);
             let what = what.split(" at ").next().unwrap_or(&what);
             format!("{what} {on}")
+        }
+        ref f => {
+            let kind = crate::fault::kind_name(f).replace('_', " ");
+            let host = f.host().unwrap_or(0);
+            let at_ms = f.at_ms().unwrap_or(0);
+            format!("{kind} of host {host} at {at_ms} ms")
         }
     }
 }

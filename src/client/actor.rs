@@ -380,6 +380,10 @@ impl Client {
     /// A placed drop of `slot`'s connection (call `tag`'s) now: its reader
     /// stops, the drop is recorded, and the slot ends as broken.
     pub(super) fn drop_now(&mut self, slot: SlotId, tag: Rc<str>) {
+        self.planned
+            .drop_rules
+            .borrow_mut()
+            .reset_if_planned(slot, &tag);
         if let Some(s) = self.slots.get(&slot) {
             s.task.abort();
         }

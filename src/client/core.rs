@@ -30,6 +30,8 @@ pub struct ClientSpec {
     /// [`At::ResponseHead`] or [`At::Result`] (the world tells it of the
     /// others, [`super::Tap`]).
     pub placed_drops: BTreeMap<u32, crate::fault::At>,
+    /// Calls whose planned drop closes with RST, not FIN.
+    pub resets: std::collections::BTreeSet<u32>,
     /// Delay before the first call, ms.
     pub start_delay_ms: u64,
     /// transport-switch: the call after which the network changes.

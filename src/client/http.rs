@@ -270,7 +270,13 @@ pub struct Conn {
     task: AbortHandle,
     /// An exchange gave it back: it has carried a request already.
     reused: bool,
+    /// Set, its close is abortive (RST): the connector's handle on it.
+    closer: Option<Closer>,
 }
+
+/// A connection's switch from a clean close (FIN) to an abortive one
+/// (RST), where its connector offers one ([`super::Connector::closer`]).
+pub type Closer = std::rc::Rc<std::cell::Cell<bool>>;
 
 impl Drop for Conn {
     fn drop(&mut self) {
@@ -279,6 +285,16 @@ impl Drop for Conn {
 }
 
 impl Conn {
+    /// Gives the connection its connector's close switch.
+    pub fn set_closer(&mut self, closer: Option<Closer>) {
+        self.closer = closer;
+    }
+
+    /// Its close switch, if its connector gave one.
+    pub fn closer(&self) -> Option<Closer> {
+        self.closer.clone()
+    }
+
     /// Whether the connection ended (the peer closed it, or it failed):
     /// what a pool notices before it reuses one.
     pub fn is_closed(&self) -> bool {
@@ -304,6 +320,7 @@ where
         sender: Some(sender),
         task: task.abort_handle(),
         reused: false,
+        closer: None,
     })
 }
 

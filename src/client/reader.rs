@@ -29,6 +29,11 @@ pub trait Connector: Clone + 'static {
     type Io: AsyncRead + AsyncWrite + Unpin + 'static;
     /// Opens one connection.
     fn connect(&self) -> impl Future<Output = io::Result<Self::Io>>;
+    /// The switch that makes `io`'s close abortive (RST), where the
+    /// connector can do that.
+    fn closer(_io: &Self::Io) -> Option<http::Closer> {
+        None
+    }
 }
 
 /// A connector for a server on a real socket.
@@ -188,6 +193,10 @@ pub(super) struct Rules {
     pub(super) events: BTreeMap<Rc<str>, (u32, u32)>,
     /// Tags whose connection drops right after their result arrives.
     pub(super) results: BTreeSet<Rc<str>>,
+    /// Tags whose planned drop closes with RST, and the close switch of
+    /// each slot's connection while a drop may still reset it.
+    pub(super) resets: BTreeSet<Rc<str>>,
+    pub(super) closers: BTreeMap<SlotId, http::Closer>,
     /// Where the events the readers count are reported (a watching tap),
     /// and the count per tag so far.
     pub(super) tap: super::Tap,
@@ -195,6 +204,43 @@ pub(super) struct Rules {
 }
 
 impl Rules {
+    /// One more event of call `tag` (its result, when `result`): the drop
+    /// it fires, if any (the tag, and the events before it; 0 for a drop
+    /// at the result).
+    fn fire(&mut self, tag: &str, result: bool) -> Option<(Rc<str>, u32)> {
+        self.count(tag, result);
+        let at_result = result && self.results.remove(tag);
+        let Some((key, rule)) = self.events.get_key_value(tag).map(|(k, r)| (k.clone(), *r)) else {
+            return at_result.then(|| (Rc::from(tag), 0));
+        };
+        let seen = rule.1 + 1;
+        if seen >= rule.0 {
+            self.events.remove(&key);
+            Some((key, rule.0))
+        } else {
+            self.events.insert(key.clone(), (rule.0, seen));
+            at_result.then_some((key, 0))
+        }
+    }
+
+    /// Keeps `conn`'s close switch for `slot` while a drop planned with
+    /// RST may come.
+    fn watch_close(&mut self, slot: SlotId, conn: &http::Conn) {
+        if let (false, Some(c)) = (self.resets.is_empty(), conn.closer()) {
+            self.closers.insert(slot, c);
+        }
+    }
+
+    /// Makes `slot`'s close abortive if call `tag`'s planned drop closes
+    /// with RST.
+    pub(super) fn reset_if_planned(&mut self, slot: SlotId, tag: &str) {
+        if let Some(c) = self.closers.remove(&slot) {
+            if self.resets.contains(tag) {
+                c.set(true);
+            }
+        }
+    }
+
     /// One more event of call `tag` (its result, when `result`), reported
     /// to a watching tap.
     fn count(&mut self, tag: &str, result: bool) {
@@ -285,7 +331,7 @@ async fn exchange<C: Connector>(
     out: Outgoing,
     tx: &mpsc::UnboundedSender<Input>,
     connector: &C,
-    pool: Option<&Pool>,
+    (pool, drops): (Option<&Pool>, &DropRules),
     (connect_timeout, read_timeout): (Duration, Duration),
 ) -> Result<http::Exchange, Input> {
     let pooled = pool.and_then(Pool::take);
@@ -309,8 +355,15 @@ async fn exchange<C: Connector>(
     let sent = async {
         let conn = match conn {
             Ok(conn) => conn,
-            Err(io) => http::handshake(io, &Default::default()).await?,
+            Err(io) => {
+                let closer = C::closer(&io);
+                let mut conn = http::handshake(io, &Default::default()).await?;
+                conn.set_closer(closer);
+                conn
+            }
         };
+        // A drop planned to reset may come at any moment from here on.
+        drops.borrow_mut().watch_close(slot, &conn);
         http::send_on(conn, out, Default::default(), pool.is_some()).await
     };
     match tokio::time::timeout(read_timeout, sent).await {
@@ -343,7 +396,16 @@ async fn reader<C: Connector>(job: Job, connector: C) {
     let send = |i: Input| {
         let _ = tx.send(i);
     };
-    let mut ex = match exchange(slot, out, &tx, &connector, pool.as_ref(), timeouts).await {
+    let mut ex = match exchange(
+        slot,
+        out,
+        &tx,
+        &connector,
+        (pool.as_ref(), &drops),
+        timeouts,
+    )
+    .await
+    {
         Ok(ex) => ex,
         Err(failed) => return send(failed),
     };
@@ -411,26 +473,10 @@ async fn reader<C: Connector>(job: Job, connector: C) {
                 let msg = (!ev.data.is_empty() && !marker)
                     .then(|| Message::decode(ev.data.as_bytes()).ok())
                     .flatten();
-                let fire = msg.as_ref().and_then(tag_of).and_then(|(tag, result)| {
-                    let mut rules = drops.borrow_mut();
-                    rules.count(&tag, result);
-                    let at_result = result && rules.results.remove(&*tag);
-                    let Some((key, rule)) = rules
-                        .events
-                        .get_key_value(&*tag)
-                        .map(|(k, r)| (k.clone(), *r))
-                    else {
-                        return at_result.then(|| (Rc::from(&*tag), 0));
-                    };
-                    let seen = rule.1 + 1;
-                    if seen >= rule.0 {
-                        rules.events.remove(&key);
-                        Some((key, rule.0))
-                    } else {
-                        rules.events.insert(key.clone(), (rule.0, seen));
-                        at_result.then_some((key, 0))
-                    }
-                });
+                let fire = msg
+                    .as_ref()
+                    .and_then(tag_of)
+                    .and_then(|(tag, result)| drops.borrow_mut().fire(&tag, result));
                 send(Input::Event {
                     endpoint: (ev.event == "endpoint").then(|| ev.data.clone()),
                     slot,
@@ -440,6 +486,7 @@ async fn reader<C: Connector>(job: Job, connector: C) {
                 });
                 if let Some((tag, after_event)) = fire {
                     // The planned drop: close the connection right here.
+                    drops.borrow_mut().reset_if_planned(slot, &tag);
                     drop(ex);
                     return send(Input::Dropped {
                         slot,

@@ -230,6 +230,10 @@ impl Client {
             let mut rules = self.planned.drop_rules.borrow_mut();
             rules.events.insert(tag.clone(), (after, 0));
         }
+        if self.spec.resets.contains(&(op as u32)) {
+            let mut rules = self.planned.drop_rules.borrow_mut();
+            rules.resets.insert(tag.clone());
+        }
         match self.spec.placed_drops.get(&(op as u32)) {
             Some(At::Result) => {
                 self.planned.drop_rules.borrow_mut().results.insert(tag);

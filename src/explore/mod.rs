@@ -23,7 +23,7 @@ mod report;
 pub use command::{command, parse_kinds, Format, Kinds};
 pub use report::{render_text, write_outputs, Summary};
 
-use crate::fault::{At, Boundary, Fault, FaultSpec};
+use crate::fault::{At, Boundary, Close, Fault, FaultSpec};
 use crate::run::{self, Options, RunReport};
 use crate::scenario::{Behaviour, Scenario};
 use crate::sut::Arm;
@@ -238,12 +238,14 @@ pub fn placements(
                             client: b.client,
                             call: b.call,
                             after_event: b.after_event,
+                            close: Close::Fin,
                         }
                     } else {
                         placed(Fault::Drop {
                             client: b.client,
                             call: b.call,
                             after_event: 0,
+                            close: Close::Fin,
                         })
                     },
                 )),
@@ -581,6 +583,7 @@ pub fn describe(f: &Fault) -> String {
             client,
             call,
             after_event,
+            ..
         } => format!("drop after event {after_event} of client {client}'s call {call}"),
         Fault::Switch { client, after_call } => {
             format!("switch of client {client} after its call {after_call}")

@@ -11,8 +11,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod fields;
+mod params;
 mod placed;
 pub mod swarm;
+pub use params::{Close, CrashMode, Direction, SkewOn};
 pub use placed::{to_table, At, Boundary, PLACEMENT_KEYS};
 pub use swarm::Swarm;
 
@@ -29,6 +32,9 @@ pub enum Fault {
         call: u32,
         /// Counted events received before the drop.
         after_event: u32,
+        /// A clean close (FIN, the default) or an abortive one (RST).
+        #[serde(default, skip_serializing_if = "Close::is_fin")]
+        close: Close,
     },
     /// Client host `host` is partitioned from the server for `duration_ms`.
     Partition {
@@ -141,6 +147,114 @@ pub enum Fault {
         /// When, ms.
         at_ms: u64,
     },
+    /// A partition of client host `host` in one direction only for
+    /// `duration_ms`: what it sends is lost (`to_server`), or what it is
+    /// sent (`to_client`).
+    Oneway {
+        /// Client host index.
+        host: u32,
+        /// Start, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// Which direction is cut.
+        direction: Direction,
+    },
+    /// Messages between client host `host` and the server queue for
+    /// `duration_ms`, then arrive together (a hold, then its release).
+    Hold {
+        /// Client host index.
+        host: u32,
+        /// Start, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+    },
+    /// Each connection of client host `host` in use during the window is
+    /// cut once `bytes` more bytes have crossed it in direction
+    /// `direction` (`to_client`: mid-event or mid-body of a response;
+    /// `to_server`: mid-body of a request): the client reads an end there
+    /// and the server sees the close.
+    Truncate {
+        /// Client host index.
+        host: u32,
+        /// Start, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// Bytes let through before the cut.
+        bytes: u64,
+        /// Which direction is counted.
+        #[serde(default = "Direction::to_client")]
+        direction: Direction,
+        /// How the cut closes: FIN (default) or RST.
+        #[serde(default, skip_serializing_if = "Close::is_fin")]
+        close: Close,
+    },
+    /// What client host `host` reads arrives in pieces of at most
+    /// `bytes`, `delay_ms` apart (fragmentation).
+    Slice {
+        /// Client host index.
+        host: u32,
+        /// Start, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// Largest piece, bytes.
+        bytes: u64,
+        /// Between pieces, ms.
+        delay_ms: u64,
+    },
+    /// What client host `host` reads arrives at no more than
+    /// `bytes_per_s`.
+    Bandwidth {
+        /// Client host index.
+        host: u32,
+        /// Start, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// The link's rate, bytes per second.
+        bytes_per_s: u64,
+    },
+    /// A close on client host `host`'s connections, either side's, reaches
+    /// the other side `delay_ms` late.
+    SlowClose {
+        /// Client host index.
+        host: u32,
+        /// Start, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// How late, ms.
+        delay_ms: u64,
+    },
+    /// A host's clock steps ahead (`offset_ms` > 0: its timers fire that
+    /// much early) or behind (< 0: that much late) at `at_ms`: the server
+    /// (every replica), the balancer, or client host `host`.
+    Skew {
+        /// When, ms.
+        at_ms: u64,
+        /// The step, ms.
+        offset_ms: i64,
+        /// Whose clock.
+        #[serde(default)]
+        on: SkewOn,
+        /// The client host, for `on = "client"`.
+        #[serde(default)]
+        host: u32,
+    },
+    /// The server (or replica `replica` of a deployment) stops for
+    /// `duration_ms` with its connections up, then catches up at once.
+    Stall {
+        /// When, ms.
+        at_ms: u64,
+        /// Length, ms.
+        duration_ms: u64,
+        /// The replica (a deployment); every server host when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replica: Option<u32>,
+    },
     /// `fault` fires when the run reaches boundary `on` of one operation,
     /// not at a time (its own `at_ms` is the moment it fires).
     /// `[[faults.explicit]]` writes it as the fault's keys plus `at`,
@@ -169,27 +283,21 @@ impl Fault {
                 | Fault::BalancerRestart { .. }
                 | Fault::ReplicaAdd { .. }
                 | Fault::ReplicaRemove { .. }
+                | Fault::Skew {
+                    on: SkewOn::Balancer,
+                    ..
+                }
+                | Fault::Stall {
+                    replica: Some(_),
+                    ..
+                }
         ) || self.needs_shared_store()
     }
 
     /// When a timed fault starts, ms (`None`: a drop or a switch, which the
     /// clients place, or a placed fault, which its boundary places).
     pub fn at_ms(&self) -> Option<u64> {
-        match *self {
-            Fault::Partition { at_ms, .. }
-            | Fault::Latency { at_ms, .. }
-            | Fault::Restart { at_ms }
-            | Fault::ReplicaCrash { at_ms, .. }
-            | Fault::ReplicaDrain { at_ms, .. }
-            | Fault::Deploy { at_ms, .. }
-            | Fault::BalancerRestart { at_ms }
-            | Fault::ReplicaAdd { at_ms }
-            | Fault::ReplicaRemove { at_ms, .. }
-            | Fault::StorePartition { at_ms, .. }
-            | Fault::StoreLagWindow { at_ms, .. }
-            | Fault::StoreRestart { at_ms } => Some(at_ms),
-            Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => None,
-        }
+        self.timing().map(|(at, _)| at)
     }
 
     /// A drop placed at a boundary: the boundary (its client's connection
@@ -213,29 +321,6 @@ impl Fault {
                 | Fault::StoreLagWindow { .. }
                 | Fault::StoreRestart { .. }
         )
-    }
-}
-
-/// How a replica goes down.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CrashMode {
-    /// The process ends: its connections close at once (the balancer and
-    /// the clients see the close), a connect to it is refused.
-    #[default]
-    Kill,
-    /// The process freezes: it answers nothing and closes nothing, a
-    /// connect to it never completes, until it is restarted.
-    Hang,
-}
-
-impl CrashMode {
-    /// The name a scenario writes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CrashMode::Kill => "kill",
-            CrashMode::Hang => "hang",
-        }
     }
 }
 
@@ -332,6 +417,7 @@ impl FaultPlan {
                                 client,
                                 call,
                                 after_event,
+                                close: Close::Fin,
                             });
                         }
                     }
@@ -418,6 +504,7 @@ impl FaultPlan {
                     client: c,
                     call,
                     after_event,
+                    ..
                 } if *c == client => Some((*call, *after_event)),
                 _ => None,
             })
@@ -432,6 +519,27 @@ impl FaultPlan {
             .filter_map(Fault::placed_drop)
             .filter(|on| on.client == client && matches!(on.at, At::ResponseHead | At::Result))
             .map(|on| (on.call, on.at))
+            .collect()
+    }
+
+    /// Client `client`'s calls whose planned drop (at an event, or
+    /// placed) closes with RST.
+    pub fn resets_for(&self, client: u32) -> std::collections::BTreeSet<u32> {
+        let drop_of = |f: &Fault| match f {
+            Fault::Drop {
+                client: c,
+                call,
+                close: Close::Rst,
+                ..
+            } if *c == client => Some(*call),
+            _ => None,
+        };
+        self.faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Placed { fault, .. } => drop_of(fault),
+                f => drop_of(f),
+            })
             .collect()
     }
 
@@ -534,6 +642,14 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::StorePartition { .. } => FaultKind::StorePartition,
         Fault::StoreLagWindow { .. } => FaultKind::StoreLagWindow,
         Fault::StoreRestart { .. } => FaultKind::StoreRestart,
+        Fault::Oneway { .. } => FaultKind::Oneway,
+        Fault::Hold { .. } => FaultKind::Hold,
+        Fault::Truncate { .. } => FaultKind::Truncate,
+        Fault::Slice { .. } => FaultKind::Slice,
+        Fault::Bandwidth { .. } => FaultKind::Bandwidth,
+        Fault::SlowClose { .. } => FaultKind::SlowClose,
+        Fault::Skew { .. } => FaultKind::Skew,
+        Fault::Stall { .. } => FaultKind::Stall,
         Fault::Placed { fault, .. } => kind_of(fault),
     }
 }

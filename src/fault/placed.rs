@@ -218,7 +218,8 @@ mod tests {
             Fault::Drop {
                 client: 0,
                 call: 1,
-                after_event: 2
+                after_event: 2,
+                close: crate::fault::Close::Fin,
             }
         );
     }

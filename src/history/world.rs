@@ -39,11 +39,27 @@ pub enum FaultKind {
     StoreLagWindow,
     /// The shared store restarted.
     StoreRestart,
+    /// A client host's link cut in one direction for a while.
+    Oneway,
+    /// A client host's messages held, then released together.
+    Hold,
+    /// A client host's connections cut after some bytes.
+    Truncate,
+    /// A client host's reads fragmented.
+    Slice,
+    /// A client host's reads rate-limited.
+    Bandwidth,
+    /// A client host's closes delayed.
+    SlowClose,
+    /// A host's clock stepped ahead or behind.
+    Skew,
+    /// The server stopped for a while, its connections up.
+    Stall,
 }
 
 impl FaultKind {
     /// Every kind, in the plan's order.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 22] = [
         FaultKind::Drop,
         FaultKind::Partition,
         FaultKind::Restart,
@@ -58,6 +74,14 @@ impl FaultKind {
         FaultKind::StorePartition,
         FaultKind::StoreLagWindow,
         FaultKind::StoreRestart,
+        FaultKind::Oneway,
+        FaultKind::Hold,
+        FaultKind::Truncate,
+        FaultKind::Slice,
+        FaultKind::Bandwidth,
+        FaultKind::SlowClose,
+        FaultKind::Skew,
+        FaultKind::Stall,
     ];
 
     /// The name scenarios, records and reports use.
@@ -77,6 +101,14 @@ impl FaultKind {
             FaultKind::StorePartition => "store_partition",
             FaultKind::StoreLagWindow => "store_lag_window",
             FaultKind::StoreRestart => "store_restart",
+            FaultKind::Oneway => "oneway",
+            FaultKind::Hold => "hold",
+            FaultKind::Truncate => "truncate",
+            FaultKind::Slice => "slice",
+            FaultKind::Bandwidth => "bandwidth",
+            FaultKind::SlowClose => "slow_close",
+            FaultKind::Skew => "skew",
+            FaultKind::Stall => "stall",
         }
     }
 
@@ -108,6 +140,22 @@ impl FaultKind {
             }
             FaultKind::StoreRestart => {
                 "the shared store restarts: what it held is gone unless it is durable"
+            }
+            FaultKind::Oneway => {
+                "a client host's link is cut in one direction for a while (one-way loss)"
+            }
+            FaultKind::Hold => "a client host's messages queue for a while, then arrive together",
+            FaultKind::Truncate => {
+                "a client host's connections are cut after some bytes, mid-event or mid-body"
+            }
+            FaultKind::Slice => "what a client host reads arrives in small pieces, with delays",
+            FaultKind::Bandwidth => "what a client host reads arrives at a limited rate",
+            FaultKind::SlowClose => "a close on a client host's connections arrives late",
+            FaultKind::Skew => {
+                "a host's clock steps ahead or behind: its timers fire early or late"
+            }
+            FaultKind::Stall => {
+                "the server stops for a while with its connections up, then catches up"
             }
         }
     }

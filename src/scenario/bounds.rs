@@ -4,6 +4,7 @@
 //! (a call the server refuses every time is an operation lost without any
 //! fault). Every error is one line that names the key and what to do.
 
+use super::fault_values::{check_values, fault_times};
 use super::format::Scenario;
 use super::names::check_name;
 use crate::fault::Fault;
@@ -110,61 +111,7 @@ impl Scenario {
             }
         }
         for (i, f) in self.faults.explicit.iter().enumerate() {
-            let f = match f {
-                Fault::Placed { fault, .. } => fault,
-                f => f,
-            };
-            match *f {
-                Fault::Partition {
-                    at_ms, duration_ms, ..
-                }
-                | Fault::ReplicaCrash {
-                    at_ms, duration_ms, ..
-                } => {
-                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
-                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
-                }
-                Fault::ReplicaDrain {
-                    at_ms, grace_ms, ..
-                }
-                | Fault::Deploy { at_ms, grace_ms } => {
-                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
-                    times.push((format!("faults.explicit[{i}].grace_ms"), grace_ms));
-                }
-                Fault::BalancerRestart { at_ms }
-                | Fault::ReplicaAdd { at_ms }
-                | Fault::ReplicaRemove { at_ms, .. }
-                | Fault::StoreRestart { at_ms } => {
-                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
-                }
-                Fault::StorePartition { at_ms, duration_ms } => {
-                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
-                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
-                }
-                Fault::StoreLagWindow {
-                    at_ms,
-                    duration_ms,
-                    lag_ms,
-                } => {
-                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
-                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
-                    times.push((format!("faults.explicit[{i}].lag_ms"), lag_ms));
-                }
-                Fault::Latency {
-                    at_ms,
-                    duration_ms,
-                    max_ms,
-                    ..
-                } => {
-                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
-                    times.push((format!("faults.explicit[{i}].duration_ms"), duration_ms));
-                    times.push((format!("faults.explicit[{i}].max_ms"), max_ms));
-                }
-                Fault::Restart { at_ms } => {
-                    times.push((format!("faults.explicit[{i}].at_ms"), at_ms));
-                }
-                Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => {}
-            }
+            times.extend(fault_times(i, f));
         }
         let d = &self.deployment;
         for (key, v) in [
@@ -319,6 +266,7 @@ impl Scenario {
             Fault::Placed { fault, .. } => fault,
             f => f,
         };
+        check_values(i, fault)?;
         match fault {
             Fault::Placed { .. } => {
                 return Err(format!(
@@ -342,8 +290,20 @@ impl Scenario {
                     ));
                 }
             }
-            Fault::Partition { host, .. } | Fault::Latency { host, .. } => {
-                if *host >= self.network.client_hosts {
+            Fault::Partition { .. }
+            | Fault::Latency { .. }
+            | Fault::Oneway { .. }
+            | Fault::Hold { .. }
+            | Fault::Truncate { .. }
+            | Fault::Slice { .. }
+            | Fault::Bandwidth { .. }
+            | Fault::SlowClose { .. }
+            | Fault::Skew {
+                on: crate::fault::SkewOn::Client,
+                ..
+            } => {
+                let host = fault.host().unwrap_or(0);
+                if host >= self.network.client_hosts {
                     return Err(format!(
                         "faults.explicit[{i}]: names client host {host}, but there are {} \
                          (network.client_hosts)",
@@ -373,8 +333,14 @@ impl Scenario {
             | Fault::ReplicaAdd { .. }
             | Fault::StorePartition { .. }
             | Fault::StoreLagWindow { .. }
-            | Fault::StoreRestart { .. } => {}
+            | Fault::StoreRestart { .. }
+            | Fault::Skew { .. }
+            | Fault::Stall { replica: None, .. } => {}
             Fault::ReplicaCrash { replica, .. }
+            | Fault::Stall {
+                replica: Some(replica),
+                ..
+            }
             | Fault::ReplicaDrain { replica, .. }
             | Fault::ReplicaRemove { replica, .. } => {
                 if u64::from(*replica) >= u64::from(self.deployment.replicas) + added {

@@ -5,6 +5,7 @@
 
 mod bounds;
 mod deployment;
+mod fault_values;
 mod format;
 mod load;
 mod names;

@@ -6,7 +6,7 @@
 
 use super::deployment::DeploymentSpec;
 use super::format::{ClientGroup, Expect, HealSpec, NetworkSpec, Regression, Scenario};
-use crate::fault::{Fault, FaultSpec};
+use crate::fault::{Close, Direction, Fault, FaultSpec, SkewOn};
 use crate::settings::ServerConfig;
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
@@ -68,60 +68,7 @@ pub fn fields_of<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
 /// they are read off one fault of each kind as it prints; the match below
 /// stops compiling when a kind is added without its sample.
 pub fn explicit_fault_keys() -> Vec<String> {
-    let samples = [
-        Fault::Drop {
-            client: 0,
-            call: 0,
-            after_event: 1,
-        },
-        Fault::Partition {
-            host: 0,
-            at_ms: 0,
-            duration_ms: 1,
-        },
-        Fault::Switch {
-            client: 0,
-            after_call: 0,
-        },
-        Fault::Restart { at_ms: 0 },
-        Fault::Latency {
-            host: 0,
-            at_ms: 0,
-            duration_ms: 1,
-            max_ms: 1,
-        },
-        Fault::ReplicaCrash {
-            replica: 0,
-            at_ms: 0,
-            duration_ms: 0,
-            mode: crate::fault::CrashMode::Kill,
-        },
-        Fault::ReplicaDrain {
-            replica: 0,
-            at_ms: 0,
-            grace_ms: 0,
-        },
-        Fault::Deploy {
-            at_ms: 0,
-            grace_ms: 0,
-        },
-        Fault::BalancerRestart { at_ms: 0 },
-        Fault::ReplicaAdd { at_ms: 0 },
-        Fault::ReplicaRemove {
-            replica: 0,
-            at_ms: 0,
-        },
-        Fault::StorePartition {
-            at_ms: 0,
-            duration_ms: 0,
-        },
-        Fault::StoreLagWindow {
-            at_ms: 0,
-            duration_ms: 0,
-            lag_ms: 0,
-        },
-        Fault::StoreRestart { at_ms: 0 },
-    ];
+    let samples = samples();
     let mut keys = Vec::new();
     for f in &samples {
         match f {
@@ -138,6 +85,14 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::ReplicaRemove { .. }
             | Fault::StorePartition { .. }
             | Fault::StoreLagWindow { .. }
+            | Fault::Oneway { .. }
+            | Fault::Hold { .. }
+            | Fault::Truncate { .. }
+            | Fault::Slice { .. }
+            | Fault::Bandwidth { .. }
+            | Fault::SlowClose { .. }
+            | Fault::Skew { .. }
+            | Fault::Stall { .. }
             | Fault::StoreRestart { .. } => {}
             Fault::Placed { .. } => unreachable!("placed faults add PLACEMENT_KEYS below"),
         }
@@ -314,6 +269,115 @@ where
                 _ => one,
             }
         })
+}
+
+/// One fault of each kind, every optional key set (a drop's `close` is
+/// RST so that it prints).
+fn samples() -> Vec<Fault> {
+    vec![
+        Fault::Drop {
+            client: 0,
+            call: 0,
+            after_event: 1,
+            close: Close::Rst,
+        },
+        Fault::Partition {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+        },
+        Fault::Switch {
+            client: 0,
+            after_call: 0,
+        },
+        Fault::Restart { at_ms: 0 },
+        Fault::Latency {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+            max_ms: 1,
+        },
+        Fault::ReplicaCrash {
+            replica: 0,
+            at_ms: 0,
+            duration_ms: 0,
+            mode: crate::fault::CrashMode::Kill,
+        },
+        Fault::ReplicaDrain {
+            replica: 0,
+            at_ms: 0,
+            grace_ms: 0,
+        },
+        Fault::Deploy {
+            at_ms: 0,
+            grace_ms: 0,
+        },
+        Fault::BalancerRestart { at_ms: 0 },
+        Fault::ReplicaAdd { at_ms: 0 },
+        Fault::ReplicaRemove {
+            replica: 0,
+            at_ms: 0,
+        },
+        Fault::StorePartition {
+            at_ms: 0,
+            duration_ms: 0,
+        },
+        Fault::StoreLagWindow {
+            at_ms: 0,
+            duration_ms: 0,
+            lag_ms: 0,
+        },
+        Fault::StoreRestart { at_ms: 0 },
+        Fault::Oneway {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+            direction: Direction::ToServer,
+        },
+        Fault::Hold {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+        },
+        Fault::Truncate {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+            bytes: 1,
+            direction: Direction::ToClient,
+            close: Close::Rst,
+        },
+        Fault::Slice {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+            bytes: 1,
+            delay_ms: 1,
+        },
+        Fault::Bandwidth {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+            bytes_per_s: 1,
+        },
+        Fault::SlowClose {
+            host: 0,
+            at_ms: 0,
+            duration_ms: 1,
+            delay_ms: 1,
+        },
+        Fault::Skew {
+            at_ms: 0,
+            offset_ms: 1,
+            on: SkewOn::Client,
+            host: 0,
+        },
+        Fault::Stall {
+            at_ms: 0,
+            duration_ms: 1,
+            replica: Some(0),
+        },
+    ]
 }
 
 #[cfg(test)]

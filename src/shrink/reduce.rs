@@ -120,10 +120,12 @@ impl Plan {
                     client,
                     call,
                     after_event,
+                    close,
                 } => faults.extend(new_index(*client).map(|client| Fault::Drop {
                     client,
                     call: *call,
                     after_event: *after_event,
+                    close: *close,
                 })),
                 Fault::Switch { client, after_call } => {
                     faults.extend(new_index(*client).map(|client| Fault::Switch {
@@ -131,10 +133,10 @@ impl Plan {
                         after_call: *after_call,
                     }))
                 }
-                Fault::Partition { host, .. } | Fault::Latency { host, .. } if own_hosts => {
+                f if own_hosts && f.host().is_some() => {
                     for (i, &old) in keep.iter().enumerate() {
-                        if old % self.hosts == *host {
-                            faults.push(on_host(f, i as u32));
+                        if Some(old % self.hosts) == f.host() {
+                            faults.push(f.on_host(i as u32));
                         }
                     }
                 }
@@ -166,10 +168,12 @@ impl Plan {
                     client,
                     call,
                     after_event,
+                    close,
                 } if client as usize == c => keep(call).then(|| Fault::Drop {
                     client,
                     call: call - skip,
                     after_event,
+                    close,
                 }),
                 Fault::Switch { client, after_call } if client as usize == c => keep(after_call)
                     .then(|| Fault::Switch {
@@ -180,108 +184,6 @@ impl Plan {
             })
             .collect();
         out
-    }
-}
-
-/// `f` (a partition or latency window) on host `host`.
-fn on_host(f: &Fault, host: u32) -> Fault {
-    match *f {
-        Fault::Partition {
-            at_ms, duration_ms, ..
-        } => Fault::Partition {
-            host,
-            at_ms,
-            duration_ms,
-        },
-        Fault::Latency {
-            at_ms,
-            duration_ms,
-            max_ms,
-            ..
-        } => Fault::Latency {
-            host,
-            at_ms,
-            duration_ms,
-            max_ms,
-        },
-        ref other => other.clone(),
-    }
-}
-
-/// Timed fault `f` with its start and length set (a restart has no
-/// length; drops and switches are untimed and returned as they are).
-fn retimed(f: &Fault, at: u64, len: u64) -> Fault {
-    match *f {
-        Fault::Partition { host, .. } => Fault::Partition {
-            host,
-            at_ms: at,
-            duration_ms: len,
-        },
-        Fault::Latency { host, max_ms, .. } => Fault::Latency {
-            host,
-            at_ms: at,
-            duration_ms: len,
-            max_ms,
-        },
-        Fault::Restart { .. } => Fault::Restart { at_ms: at },
-        Fault::ReplicaCrash { replica, mode, .. } => Fault::ReplicaCrash {
-            replica,
-            at_ms: at,
-            duration_ms: len,
-            mode,
-        },
-        Fault::ReplicaDrain { replica, .. } => Fault::ReplicaDrain {
-            replica,
-            at_ms: at,
-            grace_ms: len,
-        },
-        Fault::Deploy { .. } => Fault::Deploy {
-            at_ms: at,
-            grace_ms: len,
-        },
-        Fault::BalancerRestart { .. } => Fault::BalancerRestart { at_ms: at },
-        Fault::ReplicaAdd { .. } => Fault::ReplicaAdd { at_ms: at },
-        Fault::ReplicaRemove { replica, .. } => Fault::ReplicaRemove { replica, at_ms: at },
-        Fault::StorePartition { .. } => Fault::StorePartition {
-            at_ms: at,
-            duration_ms: len,
-        },
-        Fault::StoreLagWindow { lag_ms, .. } => Fault::StoreLagWindow {
-            at_ms: at,
-            duration_ms: len,
-            lag_ms,
-        },
-        Fault::StoreRestart { .. } => Fault::StoreRestart { at_ms: at },
-        ref other => other.clone(),
-    }
-}
-
-/// A timed fault's start and length (a restart's length is 0).
-fn timing(f: &Fault) -> Option<(u64, u64)> {
-    match *f {
-        Fault::Partition {
-            at_ms, duration_ms, ..
-        }
-        | Fault::Latency {
-            at_ms, duration_ms, ..
-        }
-        | Fault::ReplicaCrash {
-            at_ms, duration_ms, ..
-        }
-        | Fault::StorePartition { at_ms, duration_ms }
-        | Fault::StoreLagWindow {
-            at_ms, duration_ms, ..
-        } => Some((at_ms, duration_ms)),
-        Fault::ReplicaDrain {
-            at_ms, grace_ms, ..
-        }
-        | Fault::Deploy { at_ms, grace_ms } => Some((at_ms, grace_ms)),
-        Fault::BalancerRestart { at_ms }
-        | Fault::ReplicaAdd { at_ms }
-        | Fault::ReplicaRemove { at_ms, .. }
-        | Fault::StoreRestart { at_ms } => Some((at_ms, 0)),
-        Fault::Restart { at_ms } => Some((at_ms, 0)),
-        Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => None,
     }
 }
 
@@ -394,12 +296,12 @@ pub(super) fn round(plan: Plan, test: &mut dyn FnMut(&Plan) -> bool) -> Plan {
     }
     // Each timed fault: its length, then its start (earlier ends sooner).
     for i in 0..plan.faults.len() {
-        let Some((at, len)) = timing(&plan.faults[i]) else {
+        let Some((at, len)) = plan.faults[i].timing() else {
             continue;
         };
         let with = |plan: &Plan, at: u64, len: u64| {
             let mut p = plan.clone();
-            p.faults[i] = retimed(&plan.faults[i], at, len);
+            p.faults[i] = plan.faults[i].retimed(at, len);
             p
         };
         if len > 1 {
@@ -407,7 +309,7 @@ pub(super) fn round(plan: Plan, test: &mut dyn FnMut(&Plan) -> bool) -> Plan {
             let len = smallest(1, len, &mut |l| test(&with(&base, at, l)));
             plan = with(&plan, at, len);
         }
-        let len = timing(&plan.faults[i]).map_or(0, |t| t.1);
+        let len = plan.faults[i].timing().map_or(0, |t| t.1);
         let base = plan.clone();
         let at = smallest(0, at, &mut |a| test(&with(&base, a, len)));
         plan = with(&plan, at, len);
@@ -464,6 +366,7 @@ mod tests {
                 client: 4,
                 call: 2,
                 after_event: 1,
+                close: crate::fault::Close::Fin,
             },
             Fault::Partition {
                 host: 1,
@@ -501,7 +404,8 @@ mod tests {
                 Fault::Drop {
                     client: 1,
                     call: 2,
-                    after_event: 1
+                    after_event: 1,
+                    close: crate::fault::Close::Fin,
                 },
                 Fault::Partition {
                     host: 0,
@@ -525,7 +429,8 @@ mod tests {
         assert!(cut.faults.contains(&Fault::Drop {
             client: 4,
             call: 0,
-            after_event: 1
+            after_event: 1,
+            close: crate::fault::Close::Fin,
         }));
         // A drop in a skipped call goes (its call is before the first kept).
         assert!(!p

@@ -1,7 +1,7 @@
 //! The fates of the faults the clients apply (drops, placed drops,
 //! switches), from what the clients record as the records arrive.
 
-use crate::fault::{Fate, Fault, FaultPlan, PlannedFault};
+use crate::fault::{Close, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{ClientRecord, Entry, FaultKind, Observer, Rec};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -75,6 +75,7 @@ impl Observer for Fates {
                         client: *client,
                         call: *call,
                         after_event: after_event.unwrap_or(0),
+                        close: Close::Fin,
                     }
                 };
                 self.reported.insert(fault, reason.clone());
@@ -115,10 +116,22 @@ pub(super) fn client_fates(
     let mut fates = Vec::new();
     for f in &plan.faults {
         let fate = match *f {
-            Fault::Drop { client, call, .. } => {
+            Fault::Drop {
+                client,
+                call,
+                after_event,
+                ..
+            } => {
+                // The clients report a drop without its close.
+                let key = Fault::Drop {
+                    client,
+                    call,
+                    after_event,
+                    close: Close::Fin,
+                };
                 if dropped.contains(&(client, call)) {
                     Fate::Applied
-                } else if let Some(reason) = reported.get(f) {
+                } else if let Some(reason) = reported.get(&key) {
                     Fate::NotApplied(reason.clone())
                 } else {
                     Fate::NotApplied(ended(client, call))

@@ -30,6 +30,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 mod fates;
 mod schedule;
+mod toxic;
 mod triggers;
 
 use fates::{client_fates, Fates};
@@ -99,20 +100,29 @@ struct Front {
     /// The shared store's lag now, and its `store_lag_ms` (a deployment
     /// on a shared store).
     store_lag: Option<(Rc<Cell<Duration>>, u64)>,
+    /// The client hosts' toxics, when the plan has any.
+    toxics: Option<Rc<toxic::Toxics>>,
 }
 
 impl Front {
     fn of(scenario: &Scenario, plan: &FaultPlan, shared_store: bool) -> Front {
         let d = &scenario.deployment;
+        let toxic = |f: &Fault| match f {
+            Fault::Placed { fault, .. } => toxic::is_toxic(fault),
+            f => toxic::is_toxic(f),
+        };
+        let toxics = plan.faults.iter().any(toxic).then(Rc::default);
         if d.is_single() {
             Front {
                 name: SERVER.into(),
                 control: None,
                 replica_hosts: 0,
                 store_lag: None,
+                toxics,
             }
         } else {
             Front {
+                toxics,
                 name: BALANCER.into(),
                 control: Some(Rc::new(RefCell::new(Membership::of(d.replicas)))),
                 replica_hosts: d.replicas + plan.replicas_added(),
@@ -197,6 +207,7 @@ fn client_specs(scenario: &Scenario, root_seed: u64, plan: &FaultPlan) -> Vec<(u
                     },
                     drops: plan.drops_for(index),
                     placed_drops: plan.placed_drops_for(index),
+                    resets: plan.resets_for(index),
                     switch_after: plan.switch_for(index),
                     start_delay_ms,
                     era: scenario.era,
@@ -543,11 +554,22 @@ fn host_clients(
             by_host.entry(host).or_default().push(spec);
         }
     }
+    let lingers = plan.faults.iter().any(|f| match f {
+        Fault::Placed { fault, .. } => matches!(**fault, Fault::SlowClose { .. }),
+        f => matches!(f, Fault::SlowClose { .. }),
+    });
     for (host, specs) in by_host {
         let history = history.clone();
-        let connector = TurmoilConnector(front.name.clone());
+        let connector = toxic::ToxicConnector {
+            front: front.name.clone(),
+            host,
+            toxics: front.toxics.clone(),
+        };
         let taps = taps.clone();
         sim.client(client_host(host), async move {
+            if let (true, Some(t)) = (lingers, &connector.toxics) {
+                tokio::task::spawn_local(t.clone().close_lingering());
+            }
             let tasks: Vec<_> = specs
                 .into_iter()
                 .map(|spec| {

@@ -5,7 +5,7 @@
 //! crash or drain, the balancer's restart, the store's faults).
 
 use super::{client_host, replica_host, Front, Placed, BALANCER, SERVER, STORE};
-use crate::fault::{kind_of, CrashMode, Fate, Fault, FaultPlan, PlannedFault};
+use crate::fault::{kind_of, CrashMode, Direction, Fate, Fault, FaultPlan, PlannedFault, SkewOn};
 use crate::history::{History, WorldRecord};
 use crate::scenario::Scenario;
 use std::collections::{BTreeSet, VecDeque};
@@ -143,9 +143,8 @@ impl Schedule {
         let (clients, client_hosts, replicas) = self.sizes;
         match f {
             Fault::ReplicaAdd { .. } => {}
-            Fault::Partition { host, .. } | Fault::Latency { host, .. }
-                if !self.populated.contains(host) =>
-            {
+            f if f.host().is_some_and(|h| !self.populated.contains(&h)) => {
+                let host = f.host().unwrap_or(0);
                 let why = format!(
                     "client host {host} has no clients ({clients} clients over {client_hosts} hosts)"
                 );
@@ -181,16 +180,10 @@ impl Schedule {
             Fault::ReplicaCrash { duration_ms: 0, .. } => {
                 edges.push(Edge::of(at, true, index, f));
             }
-            Fault::Partition { duration_ms, .. }
-            | Fault::Latency { duration_ms, .. }
-            | Fault::StorePartition { duration_ms, .. }
-            | Fault::StoreLagWindow { duration_ms, .. }
-            | Fault::ReplicaCrash { duration_ms, .. }
-            | Fault::ReplicaDrain {
-                grace_ms: duration_ms,
-                ..
-            } => {
-                let end = at.saturating_add(*duration_ms).min(fault_ms);
+            // Every window: a start and an end edge.
+            f if f.timing().is_some_and(|(_, len)| len > 0) => {
+                let len = f.timing().map_or(0, |(_, len)| len);
+                let end = at.saturating_add(len).min(fault_ms);
                 edges.push(Edge::of(end, false, index, f));
                 edges.push(Edge::of(at, true, index, f));
             }
@@ -213,10 +206,7 @@ impl Schedule {
             };
             let replica = e.replica;
             if e.start {
-                let host = match e.act {
-                    Fault::Partition { host, .. } | Fault::Latency { host, .. } => Some(host),
-                    _ => None,
-                };
+                let host = e.act.host();
                 history.record(WorldRecord::FaultStarted {
                     index: e.index,
                     kind: kind_of(&e.fault),
@@ -226,7 +216,7 @@ impl Schedule {
             } else {
                 history.record(WorldRecord::FaultEnded { index: e.index });
             }
-            let window = (e.start, self.base_latency_ms, e.replica);
+            let window = (e.start, self.base_latency_ms, e.replica, e.index);
             apply(sim, &e.act, window, &self.front);
             if let (Fault::ReplicaDrain { replica, .. }, false) = (&e.act, e.start) {
                 history.record(WorldRecord::ReplicaRestarted { replica: *replica });
@@ -267,11 +257,19 @@ impl Schedule {
 fn apply(
     sim: &mut turmoil::Sim<'_>,
     f: &Fault,
-    (start, base_latency_ms, replica): (bool, u64, Option<u32>),
+    (start, base_latency_ms, replica, index): (bool, u64, Option<u32>, u32),
     front: &Front,
 ) {
     let front_host = &*front.name;
     match *f {
+        Fault::Oneway { .. }
+        | Fault::Hold { .. }
+        | Fault::Truncate { .. }
+        | Fault::Slice { .. }
+        | Fault::Bandwidth { .. }
+        | Fault::SlowClose { .. }
+        | Fault::Skew { .. }
+        | Fault::Stall { .. } => apply_new(sim, f, (start, index), front),
         Fault::Partition { host, .. } => {
             if start {
                 sim.partition(front_host, client_host(host));
@@ -361,5 +359,82 @@ fn apply(
             unreachable!("drops and switches are applied by the clients")
         }
         Fault::Placed { .. } => unreachable!("a placed fault is applied as what it places"),
+    }
+}
+
+/// Applies one edge of the kinds chaos tools add (docs/faults.md): a
+/// one-way cut, a hold, the connector's toxics, a clock step, a stall.
+fn apply_new(sim: &mut turmoil::Sim<'_>, f: &Fault, (start, index): (bool, u32), front: &Front) {
+    let front_host = &*front.name;
+    // Every server host: the server, or each replica in the deployment.
+    let servers = || match &front.control {
+        Some(c) => c
+            .borrow()
+            .members
+            .iter()
+            .map(|&r| replica_host(r))
+            .collect(),
+        None => vec![SERVER.to_string()],
+    };
+    match *f {
+        Fault::Oneway {
+            host, direction, ..
+        } => {
+            let client = client_host(host);
+            let (from, to) = match direction {
+                Direction::ToServer => (client.as_str(), front_host),
+                Direction::ToClient => (front_host, client.as_str()),
+            };
+            if start {
+                sim.partition_oneway(from, to);
+            } else {
+                sim.repair_oneway(from, to);
+            }
+        }
+        Fault::Hold { host, .. } => {
+            if start {
+                sim.hold(front_host, client_host(host));
+            } else {
+                sim.release(front_host, client_host(host));
+            }
+        }
+        Fault::Truncate { .. }
+        | Fault::Slice { .. }
+        | Fault::Bandwidth { .. }
+        | Fault::SlowClose { .. } => {
+            if let Some(t) = &front.toxics {
+                t.set(index, f, start);
+            }
+        }
+        Fault::Skew {
+            offset_ms,
+            on,
+            host,
+            ..
+        } => {
+            let hosts = match on {
+                SkewOn::Server => servers(),
+                SkewOn::Balancer => vec![BALANCER.to_string()],
+                SkewOn::Client => vec![client_host(host)],
+            };
+            let by = Duration::from_millis(offset_ms.unsigned_abs());
+            for h in hosts {
+                sim.step_clock(h, by, offset_ms > 0);
+            }
+        }
+        Fault::Stall { replica, .. } => {
+            let hosts = match replica {
+                Some(r) => vec![replica_host(r)],
+                None => servers(),
+            };
+            for h in hosts {
+                if start {
+                    sim.pause(h);
+                } else {
+                    sim.resume(h);
+                }
+            }
+        }
+        _ => unreachable!("not one of the kinds chaos tools add"),
     }
 }

@@ -17,6 +17,7 @@ mod deploy;
 mod deploy_matrix;
 mod eras;
 mod explore;
+mod faults;
 mod first_contact;
 mod keepalive;
 mod loopback;
