@@ -191,9 +191,10 @@ pub fn per_scenario_markdown(s: &Summary) -> String {
     out
 }
 
-/// What every term in the report means: the arms and the causes from
-/// their registries ([`ArmEntry`], [`causes::PRECEDENCE`]), the rest as
-/// written here.
+/// What every term in the report means: the arms, the causes and the
+/// fault kinds from their registries ([`ArmEntry`],
+/// [`causes::PRECEDENCE`], [`crate::history::FaultKind::ALL`]), the rest
+/// as written here.
 pub fn glossary() -> String {
     let mut out = String::from(GLOSSARY_HEAD);
     for e in ArmEntry::in_report_order() {
@@ -202,6 +203,13 @@ pub fn glossary() -> String {
     out.push_str(GLOSSARY_TERMS);
     for c in causes::PRECEDENCE {
         let _ = writeln!(out, "- `{}`: {}", c.as_str(), c.glossary());
+    }
+    out.push_str(
+        "\n**Fault kinds** (docs/faults.md: what each does on the wire, the cause it \
+         produces, its minimal scenario):\n\n",
+    );
+    for k in crate::history::FaultKind::ALL {
+        let _ = writeln!(out, "- `{}`: {}", k.name(), k.description());
     }
     out.push('\n');
     out

@@ -365,12 +365,15 @@ fn explain_tells_one_operations_story_or_names_the_bad_input() {
 /// glossary names every cause the oracle can give (a cause added without
 /// regenerating results/ would leave `compare`'s checkout dirty).
 #[test]
-fn the_committed_report_glossary_names_every_cause() {
+fn the_committed_report_glossary_names_every_cause_and_fault_kind() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     for file in ["results/report.md", "results/report.html"] {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
-        for c in mcp_chaos::oracle::causes::PRECEDENCE {
-            let name = c.as_str();
+        let causes = mcp_chaos::oracle::causes::PRECEDENCE
+            .iter()
+            .map(|c| c.as_str());
+        let kinds = mcp_chaos::history::FaultKind::ALL.map(|k| k.name());
+        for name in causes.chain(kinds) {
             assert!(
                 text.contains(&format!("`{name}`")) || text.contains(&format!("<code>{name}</code>")),
                 "{file} has no glossary line for {name}: run `cargo run --release -- compare` and commit results/"
