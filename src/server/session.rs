@@ -95,6 +95,11 @@ pub(crate) struct Session {
     /// POST's, until a result is produced under the id (the SDKs'
     /// request-to-stream map: a reused id re-routes, see `CrossWired`).
     pub routes: BTreeMap<RequestId, StreamIdx>,
+    /// The progress token of the latest POST under each routed id: an
+    /// earlier execution under the id whose token is the same (or none,
+    /// like it) sends its progress to the routed stream too, as the SDKs
+    /// do; one with another token keeps its progress on its own stream.
+    pub route_tokens: BTreeMap<RequestId, Option<Value>>,
     /// Woken whenever replay backlog is written or abandoned.
     pub drained: Rc<Notify>,
     /// Woken whenever a writer writes or loses its connection, and when the
@@ -170,6 +175,7 @@ impl Session {
             in_flight: BTreeMap::new(),
             post_streams: BTreeMap::new(),
             routes: BTreeMap::new(),
+            route_tokens: BTreeMap::new(),
             drained: Rc::new(Notify::new()),
             room: Rc::new(Notify::new()),
             last_active: Cell::new(Instant::now()),

@@ -155,6 +155,8 @@ pub(super) fn register(
         // POST's stream: a reused id still routed (its result not yet
         // produced) cross-wires the two.
         if sess.streams[s].kind == StreamKind::Post {
+            sess.route_tokens
+                .insert(call.rpc_id.clone(), call.progress_token.clone());
             if let Some(from) = sess.routes.insert(call.rpc_id.clone(), s) {
                 shared.history.record(Record::CrossWired {
                     session: sid.clone(),
@@ -381,8 +383,19 @@ pub(super) fn deliver(
         return Delivered::Dropped;
     }
     let post = sess.streams[s].kind == StreamKind::Post;
-    let to = match kind {
-        EventKind::Result if post => sess.routes.remove(&call.rpc_id),
+    // Under an id a later POST reused with the same progress token (or
+    // none, as this one), this execution's progress goes where the id is
+    // routed, as the SDKs send it.
+    let moved =
+        sess.routes.get(&call.rpc_id).copied().filter(|&r| {
+            r != s && sess.route_tokens.get(&call.rpc_id) == Some(&call.progress_token)
+        });
+    let to = match (kind, moved) {
+        (EventKind::Result, _) if post => {
+            sess.route_tokens.remove(&call.rpc_id);
+            sess.routes.remove(&call.rpc_id)
+        }
+        (_, Some(r)) if post && !sess.streams[r].done_producing => Some(r),
         _ if post && sess.streams[s].done_producing => None,
         _ => Some(s),
     };
@@ -451,6 +464,7 @@ pub(super) fn ended(
             rt.done_producing = true;
             if routed_here {
                 sess.routes.remove(&call.rpc_id);
+                sess.route_tokens.remove(&call.rpc_id);
             }
         }
         sess.streams[s].wake.notify_waiters();

@@ -1571,12 +1571,13 @@ fn post_streams_of(h: &Harness, id: &RequestId) -> Vec<u32> {
 }
 
 /// A POST reusing the id of a request still in flight, in the same
-/// session, as the SDKs take it (unguarded, and keys and cancel, whose
-/// baseline it is): the tool runs again; each execution's progress goes on
-/// its own stream; the id's result is routed to the latest stream, so the
-/// first execution's result arrives on the retry's stream, which then
-/// ends; the second execution's result goes nowhere; the first stream gets
-/// no result and stays open. Guarded refuses the reuse with 409.
+/// session and with the same progress token, as the SDKs take it
+/// (unguarded, and keys and cancel, whose baseline it is): the tool runs
+/// again; the id's progress and result are routed to the latest stream, so
+/// the first execution's remaining progress and its result arrive on the
+/// retry's stream, which then ends; the second execution's result goes
+/// nowhere; the first stream gets nothing more and stays open. Guarded
+/// refuses the reuse with 409.
 #[test]
 fn a_reused_in_flight_id_cross_wires_the_two_streams() {
     for variant in Variant::ALL {
@@ -1603,8 +1604,8 @@ fn a_reused_in_flight_id_cross_wires_the_two_streams() {
             assert_eq!(b.status, 200, "{variant:?}: the reused id is run");
             assert!(b.is_sse());
             next(&mut b).await; // priming
-            h.release(1); // execution 1, chunk 2: on its own stream
-            assert_eq!(chunk(&next(&mut a).await), (1, 2), "{variant:?}");
+            h.release(1); // execution 1, chunk 2: on the retry's stream
+            assert_eq!(chunk(&next(&mut b).await), (1, 2), "{variant:?}");
             h.release(1); // execution 2, chunk 1: on its own stream
             assert_eq!(chunk(&next(&mut b).await), (2, 1), "{variant:?}");
             h.release(1); // execution 1's result: on the retry's stream
@@ -1668,6 +1669,53 @@ fn a_reused_in_flight_id_cross_wires_the_two_streams() {
             assert_eq!(results, vec![sb], "{variant:?}: one result stored, on B");
         });
     }
+}
+
+/// A reused in-flight id with another progress token (rmcp's case): each
+/// execution's progress stays on its own stream, and only the result moves
+/// to the retry's.
+#[test]
+fn a_reused_id_with_another_token_moves_only_the_result() {
+    with_server(
+        Variant::Unguarded,
+        ServerConfig::default(),
+        |h| async move {
+            let sid = h.initialize().await;
+            let id = h.id();
+            let first = h.call_msg(id.clone(), "op-y", 3);
+            let mut a = h.send(Outgoing::post(Some(&sid), &first)).await;
+            next(&mut a).await; // priming
+            h.release(1);
+            assert_eq!(chunk(&next(&mut a).await), (1, 1));
+            let retry = Message::Request {
+                id: id.clone(),
+                method: mcp::TOOLS_CALL.into(),
+                params: Some(
+                    json!({
+                        "name": mcp::LEDGER_APPEND,
+                        "arguments": {"tag": "op-y", "chunks": 3},
+                        "_meta": {"progressToken": "op-y-again"},
+                    })
+                    .into(),
+                ),
+            };
+            let mut b = h.send(Outgoing::post(Some(&sid), &retry)).await;
+            assert_eq!(b.status, 200);
+            next(&mut b).await; // priming
+            h.release(1); // execution 1, chunk 2: its own stream still
+            assert_eq!(chunk(&next(&mut a).await), (1, 2));
+            h.release(1); // execution 2, chunk 1: its own stream
+            assert_eq!(chunk(&next(&mut b).await), (2, 1));
+            h.release(1); // execution 1's result: the retry's stream
+            let tail = drain(&mut b).await;
+            assert_eq!(tail.len(), 1, "the result, then the end");
+            assert_eq!(
+                chunk(&tail[0]),
+                (1, 3),
+                "the first execution's result moved"
+            );
+        },
+    );
 }
 
 /// The keys arm: a reused in-flight id carrying an `Idempotency-Key` is
