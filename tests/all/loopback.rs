@@ -293,6 +293,41 @@ fn drop_then_resume_delivers_exactly_the_tail() {
     });
 }
 
+/// The 409's `Last-Event-ID` is the server's watermark, and without a
+/// cursor from the client that is its last write before the close: it can
+/// run ahead of what the client read (docs/wire.md section 4), which is why
+/// a client resumes from its own last seen id. Here the client read the
+/// first chunk, two more were written to its connection unread, and the
+/// 409 names the last of them.
+#[test]
+fn the_409_hint_is_the_servers_last_write_not_the_clients_cursor() {
+    with_server(Variant::Guarded, ServerConfig::default(), |h| async move {
+        let sid = h.initialize().await;
+        let mut ex = h.call(&sid, "op-h", 8, None).await;
+        next(&mut ex).await; // priming
+        h.release(1);
+        let read = event_id(&next(&mut ex).await).unwrap();
+        h.release(2);
+        h.wait_for("two more written", 4, |r| {
+            matches!(r, Rec::Server(Record::Written { .. }))
+        })
+        .await;
+        drop(ex);
+        h.close_seen(1).await;
+        let retry = h.call(&sid, "op-h", 8, None).await;
+        assert_eq!(retry.status, 409);
+        let hint: u64 = retry
+            .header(headers::LAST_EVENT_ID)
+            .and_then(|v| v.parse().ok())
+            .expect("a hint");
+        assert_eq!(
+            hint,
+            read + 2,
+            "the last write, two past what the client read"
+        );
+    });
+}
+
 /// The seed's case 1 on a real socket: a retried POST of a non-idempotent
 /// call runs twice unguarded and is refused (409 + hint) guarded.
 #[test]
