@@ -16,26 +16,24 @@
 
 use crate::client::Connector;
 use crate::history::{History, WorldRecord};
+use crate::intermediary::{self, ConnGuard, Relay};
 use crate::protocol::headers::{AUTHORIZATION, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::protocol::jsonrpc::{ErrorObject, Message, INTERNAL_ERROR, SESSION_ERROR};
 use crate::scenario::{
-    BalancerKind, DeploymentSpec, OnDeadUpstream, PinKey, ResumeRouting, StoreKind,
+    BalancerKind, DeploymentSpec, Intermediary, OnDeadUpstream, PinKey, ResumeRouting, StoreKind,
 };
 use crate::seed;
 use crate::server::Listener;
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::io;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 /// Points each replica takes on the hash ring.
@@ -161,6 +159,8 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(100);
 struct Shared<C> {
     upstreams: Vec<C>,
     spec: DeploymentSpec,
+    /// What it does to the traffic it relays (`[intermediary]`).
+    intermediary: Intermediary,
     control: Control,
     history: History,
     state: RefCell<State>,
@@ -185,10 +185,21 @@ impl<C: Connector> Balancer<C> {
             shared: Rc::new(Shared {
                 upstreams,
                 spec: spec.clone(),
+                intermediary: Intermediary::default(),
                 control,
                 history,
                 state: RefCell::new(State::default()),
             }),
+        }
+    }
+
+    /// The balancer doing what `i` says to the traffic it relays.
+    pub fn with_intermediary(self, i: &Intermediary) -> Balancer<C> {
+        let mut shared =
+            Rc::try_unwrap(self.shared).unwrap_or_else(|_| unreachable!("not shared yet"));
+        shared.intermediary = i.clone();
+        Balancer {
+            shared: Rc::new(shared),
         }
     }
 
@@ -424,9 +435,17 @@ async fn forward<C: Connector>(s: &Shared<C>, req: Request<Incoming>) -> Respons
     let timeout = Duration::from_millis(s.spec.forward_timeout_ms);
     let mut deadline = Instant::now() + timeout;
     let mut refused = 0;
+    let i = &s.intermediary;
+    // A POST sent again once, as a proxy with `retry_post` does.
+    let mut retries = u32::from(i.retry_post && parts.method == http::Method::POST);
     loop {
         let upstream = &s.upstreams[route.replica as usize];
-        match tokio::time::timeout_at(deadline, send(upstream, &parts, &body)).await {
+        // The head waits no longer than the proxy's idle limit.
+        let head_by = match i.idle_timeout_ms {
+            0 => deadline,
+            ms => deadline.min(Instant::now() + Duration::from_millis(ms)),
+        };
+        match tokio::time::timeout_at(head_by, send(upstream, &parts, &body)).await {
             Ok(Ok((resp, conn))) => {
                 let issued = resp
                     .headers()
@@ -434,7 +453,23 @@ async fn forward<C: Connector>(s: &Shared<C>, req: Request<Incoming>) -> Respons
                     .and_then(|v| v.to_str().ok())
                     .map(Rc::<str>::from);
                 s.learn(route.replica, issued.filter(|_| session.is_none()), &token);
-                return resp.map(|body| Relay::Upstream { body, _conn: conn });
+                if intermediary::buffers(i, &resp) {
+                    return intermediary::buffered(i, resp, conn)
+                        .await
+                        .unwrap_or_else(|(status, why)| refusal(status, why));
+                }
+                let sse = intermediary::is_sse(&resp);
+                return resp.map(|body| Relay::upstream(body, conn, i, sse));
+            }
+            Ok(Err(Failed::Exchange)) | Err(_) if retries > 0 => {
+                retries -= 1;
+                continue;
+            }
+            Err(_) if Instant::now() < deadline => {
+                return refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the upstream did not begin its response within the idle limit",
+                );
             }
             Ok(Err(Failed::Exchange)) => {
                 return refusal(
@@ -539,59 +574,6 @@ fn refusal(status: StatusCode, message: &str) -> Response<Relay> {
         http::HeaderValue::from_static("application/json"),
     );
     r
-}
-
-/// Closes a forward's connection to its replica when dropped.
-struct ConnGuard(AbortHandle);
-
-impl Drop for ConnGuard {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// A response body as the balancer relays it.
-enum Relay {
-    /// A replica's body, streamed as it comes; dropping it closes the
-    /// connection to the replica.
-    Upstream {
-        /// The body.
-        body: Incoming,
-        /// Its connection.
-        _conn: ConnGuard,
-    },
-    /// The balancer's own body.
-    Local(Option<Bytes>),
-}
-
-impl Body for Relay {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        match self.get_mut() {
-            Relay::Upstream { body, .. } => Pin::new(body).poll_frame(cx),
-            Relay::Local(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            Relay::Upstream { body, .. } => body.is_end_stream(),
-            Relay::Local(bytes) => bytes.is_none(),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            Relay::Upstream { body, .. } => body.size_hint(),
-            Relay::Local(Some(b)) => SizeHint::with_exact(b.len() as u64),
-            Relay::Local(None) => SizeHint::with_exact(0),
-        }
-    }
 }
 
 #[cfg(test)]

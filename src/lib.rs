@@ -18,6 +18,7 @@ pub mod fault;
 pub mod flags;
 pub mod guard;
 pub mod history;
+pub mod intermediary;
 pub mod ledger;
 pub mod locate;
 pub mod merge;

@@ -50,6 +50,14 @@ pub struct ServerConfig {
     pub cross_transport_mapping: bool,
     /// The clock resource changes this often, ms (0: never).
     pub resource_interval_ms: u64,
+    /// Every SSE response says `X-Accel-Buffering: no`, so a buffering
+    /// intermediary that honours it (as nginx does) streams it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_buffering: bool,
+    /// A stream's connection silent this long gets a `:` comment, ms (0:
+    /// never): a sign of life for the client and any intermediary.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub keepalive_ms: u64,
     /// A kept-alive connection that serves nothing for this long is
     /// closed by the server, ms.
     pub server_idle_ms: u64,
@@ -257,6 +265,8 @@ impl Default for ServerConfig {
             legacy_session_ttl_ms: 30_000,
             cross_transport_mapping: false,
             resource_interval_ms: 0,
+            no_buffering: false,
+            keepalive_ms: 0,
             server_idle_ms: 5_000,
             durable_dedup: false,
             effects: Effects::Immediate,
@@ -268,4 +278,8 @@ impl Default for ServerConfig {
             wire: Wire::Y2025,
         }
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }

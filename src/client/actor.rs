@@ -312,6 +312,7 @@ impl Client {
         if c.policy.legacy_first() {
             c.transport = Transport::Legacy;
         }
+        c.planned.drop_rules.borrow_mut().require_event_field = c.spec.group.require_event_field;
         c
     }
 

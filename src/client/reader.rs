@@ -196,6 +196,9 @@ pub(super) struct Rules {
     /// Tags whose planned drop closes with RST, and the close switch of
     /// each slot's connection while a drop may still reset it.
     pub(super) resets: BTreeSet<Rc<str>>,
+    /// Frames without an `event:` field are dropped unread (a client
+    /// setting, `require_event_field`).
+    pub(super) require_event_field: bool,
     pub(super) closers: BTreeMap<SlotId, http::Closer>,
     /// Where the events the readers count are reported (a watching tap),
     /// and the count per tag so far.
@@ -464,6 +467,7 @@ async fn reader<C: Connector>(job: Job, connector: C) {
                 }
                 return;
             }
+            Ok(Ok(Some(ev))) if !ev.typed && drops.borrow().require_event_field => {}
             Ok(Ok(Some(ev))) if ev.event == sse::GAP_EVENT => send(Input::Gap {
                 slot,
                 missing: sse::parse_gap(&ev.data).ok(),

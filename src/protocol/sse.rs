@@ -16,6 +16,9 @@ pub struct SseEvent {
     pub data: String,
     /// The `retry:` field of this block, if it had a valid one.
     pub retry_ms: Option<u64>,
+    /// The block had an `event:` field (`event` is `message` either way
+    /// when it named none).
+    pub typed: bool,
 }
 
 /// Why the decoder refused the stream.
@@ -174,6 +177,7 @@ impl SseDecoder {
         let id = self.id.take();
         let retry_ms = self.retry_ms.take();
         let event = std::mem::take(&mut self.event);
+        let typed = !event.is_empty();
         if !self.has_data {
             // No data: nothing to dispatch, but an `id:` alone still moved
             // the cursor, and a `retry:` alone is still advice the caller
@@ -189,6 +193,7 @@ impl SseDecoder {
                     },
                     data: String::new(),
                     retry_ms,
+                    typed,
                 });
             }
             return;
@@ -205,6 +210,7 @@ impl SseDecoder {
             },
             data,
             retry_ms,
+            typed,
         });
     }
 }
@@ -287,12 +293,15 @@ mod tests {
         out
     }
 
+    /// An event; `typed` when it is not a `message` (blocks naming
+    /// `event: message` set it themselves).
     fn ev(id: Option<&str>, event: &str, data: &str) -> SseEvent {
         SseEvent {
             id: id.map(str::to_string),
             event: event.into(),
             data: data.into(),
             retry_ms: None,
+            typed: event != "message",
         }
     }
 
@@ -301,7 +310,10 @@ mod tests {
     fn expected() -> Vec<SseEvent> {
         vec![
             ev(Some("1"), "message", ""),
-            ev(Some("2"), "message", "{\"a\":1}\nline two"),
+            SseEvent {
+                typed: true,
+                ..ev(Some("2"), "message", "{\"a\":1}\nline two")
+            },
             SseEvent {
                 retry_ms: Some(250),
                 ..ev(Some("3"), "message", "no-space")
@@ -351,6 +363,7 @@ mod tests {
                 ev(Some("41"), "message", ""),
                 SseEvent {
                     retry_ms: Some(10),
+                    typed: true,
                     ..ev(Some("42"), "message", "{\"x\":\"a\nb\"}")
                 },
                 ev(None, "replay-end", "{}"),

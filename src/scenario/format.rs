@@ -4,6 +4,7 @@
 //! server must meet, with their defaults.
 
 use super::deployment::DeploymentSpec;
+use super::intermediary::Intermediary;
 use crate::fault::{FaultPlan, FaultSpec, Group, Workload};
 use crate::settings::{Era, ServerConfig};
 use serde::{Deserialize, Serialize};
@@ -122,6 +123,10 @@ pub struct ClientGroup {
     pub connections: Connections,
     /// A pooled connection idle this long is closed by the client, ms.
     pub pool_idle_ms: u64,
+    /// Drop every SSE frame without an `event:` field, as some clients
+    /// behind gateways do.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub require_event_field: bool,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -164,6 +169,7 @@ impl Default for ClientGroup {
             asks_input: false,
             connections: DEFAULT_CONNECTIONS,
             pool_idle_ms: 4_000,
+            require_event_field: false,
         }
     }
 }
@@ -347,6 +353,10 @@ pub struct Scenario {
     /// no balancer).
     #[serde(default, skip_serializing_if = "DeploymentSpec::is_default")]
     pub deployment: DeploymentSpec,
+    /// What the proxy between the clients and the server does to their
+    /// traffic (`[intermediary]`; none by default: no proxy).
+    #[serde(default, skip_serializing_if = "Intermediary::is_off")]
+    pub intermediary: Intermediary,
     /// The hazards this scenario means to exercise (`drop`, `partition`,
     /// `latency`, `restart`, `eviction`, `switch`); `compare` flags any
     /// that no seed of it produced.

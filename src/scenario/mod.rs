@@ -7,6 +7,7 @@ mod bounds;
 mod deployment;
 mod fault_values;
 mod format;
+mod intermediary;
 mod load;
 mod names;
 pub mod schema;
@@ -23,5 +24,6 @@ pub use format::{
     Behaviour, ClientGroup, Connections, Expect, Expectations, HealSpec, NetworkSpec, Regression,
     RegressionKind, Scenario, ScenarioError, DEFAULT_CONNECTIONS,
 };
+pub use intermediary::Intermediary;
 pub use load::check_set;
 pub use names::{check_name, fit_name, MAX_NAME_LEN};

@@ -126,6 +126,7 @@ pub fn tables() -> Vec<(&'static str, Vec<String>)> {
         ("[network]", owned(fields_of::<NetworkSpec>())),
         ("[heal]", owned(fields_of::<HealSpec>())),
         ("[deployment]", owned(fields_of::<DeploymentSpec>())),
+        ("[intermediary]", owned(fields_of::<super::Intermediary>())),
         ("[expect.<arm>]", owned(fields_of::<Expect>())),
         ("[regression]", owned(fields_of::<Regression>())),
     ]

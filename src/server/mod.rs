@@ -541,7 +541,11 @@ impl Server {
                 let busy = conn::Busy::enter(&task_busy);
                 req.extensions_mut().insert(principal::Peer(peer));
                 async move {
-                    let (resp, slot) = routes::handle(s, req, conn).await;
+                    let no_buffering = s.cfg.no_buffering;
+                    let (mut resp, slot) = routes::handle(s, req, conn).await;
+                    if no_buffering {
+                        respond::say_no_buffering(&mut resp);
+                    }
                     Ok::<_, std::convert::Infallible>(
                         resp.map(|b| conn::Tracked::new(b, busy, slot)),
                     )

@@ -48,6 +48,19 @@ pub(super) fn accepted() -> Response<ServerBody> {
 
 /// 200 `text/event-stream` over `body` (an SSE stream, or an empty body:
 /// a stream that ends at once), not to be cached.
+/// An SSE response says `X-Accel-Buffering: no` (`no_buffering`): a
+/// buffering proxy that honours it streams the response.
+pub(super) fn say_no_buffering<B>(r: &mut Response<B>) {
+    let sse = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if sse {
+        r.headers_mut()
+            .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    }
+}
+
 pub(super) fn event_stream(body: ServerBody) -> Response<ServerBody> {
     let mut r = Response::new(body);
     r.headers_mut().insert(

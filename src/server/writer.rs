@@ -195,6 +195,11 @@ async fn run(
                     biased;
                     _ = tx.closed() => return w.lost(Lost::Closed),
                     _ = notified => continue,
+                    _ = w.keepalive() => {
+                        if let Err(why) = send(&tx, sse::encode_comment("keep-alive"), w.deadline).await {
+                            return w.lost(why);
+                        }
+                    }
                 }
             }
             Next::Pace(id) => {
@@ -204,6 +209,11 @@ async fn run(
                     _ = tx.closed() => return w.lost(Lost::Closed),
                     _ = notified, if w.interleave => continue,
                     _ = tokio::time::sleep_until(until) => at.paced = Some(id),
+                    _ = w.keepalive() => {
+                        if let Err(why) = send(&tx, sse::encode_comment("keep-alive"), w.deadline).await {
+                            return w.lost(why);
+                        }
+                    }
                 }
             }
             Next::Gap { id, backlog } => {
@@ -333,6 +343,15 @@ impl Writer {
     }
 
     /// The guarded replay's `replay-end` frame.
+    /// Ready once the connection has been silent for `keepalive_ms`
+    /// (never when it is 0): time for a `:` comment.
+    async fn keepalive(&self) {
+        match self.shared.cfg.keepalive_ms {
+            0 => std::future::pending().await,
+            ms => tokio::time::sleep(Duration::from_millis(ms)).await,
+        }
+    }
+
     fn marker(&self) -> Bytes {
         let data = serde_json::json!({"stream": self.s, "lastEventId": self.plan.replay_until})
             .to_string();

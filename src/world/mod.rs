@@ -15,7 +15,7 @@ use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{Fault, FaultPlan, PlannedFault};
 use crate::history::{History, Recording, SharedStoreFacts, WorldRecord};
 use crate::ledger::Ledger;
-use crate::scenario::{BalancerKind, DeploymentSpec, Scenario, StoreKind};
+use crate::scenario::{BalancerKind, DeploymentSpec, Intermediary, Scenario, StoreKind};
 use crate::seed;
 use crate::server::{Listener, Mints, StoreLink};
 use crate::store::{StoreData, StoreIo, StoreState};
@@ -113,8 +113,10 @@ impl Front {
         };
         let toxics = plan.faults.iter().any(toxic).then(Rc::default);
         if d.is_single() {
+            // An intermediary is a proxy host in front of the one server.
+            let proxied = !scenario.intermediary.is_off();
             Front {
-                name: SERVER.into(),
+                name: if proxied { BALANCER } else { SERVER }.into(),
                 control: None,
                 replica_hosts: 0,
                 store_lag: None,
@@ -273,6 +275,9 @@ pub fn run_watching<S: SystemUnderTest>(
     let store_answered = Rc::new(Cell::new(0u64));
     if scenario.deployment.is_single() {
         host_server(&mut sim, sut, root_seed, &history, &ledger);
+        if !scenario.intermediary.is_off() {
+            host_proxy(&mut sim, scenario, &history);
+        }
     } else {
         let d = &scenario.deployment;
         history.record(WorldRecord::Deployed {
@@ -291,7 +296,9 @@ pub fn run_watching<S: SystemUnderTest>(
         });
         let replicas = (d, added, &control, store);
         host_replicas(&mut sim, sut, root_seed, replicas, &history, &ledger);
-        host_balancer(&mut sim, d, d.replicas + added, control, &history);
+        let upstreams = (0..d.replicas + added).map(replica_host).collect();
+        let spec = (d, &scenario.intermediary);
+        host_balancer(&mut sim, spec, upstreams, control, &history);
     }
     let serves = Serves {
         legacy: sut.legacy_transport(),
@@ -506,20 +513,31 @@ fn store_link() -> StoreLink {
 
 /// The balancer host: a fresh balancer (no pins) in each incarnation,
 /// under the orchestrator's `control`.
+/// The proxy in front of the one server when the scenario has an
+/// `[intermediary]`: the balancer's relay over that one upstream.
+fn host_proxy(sim: &mut turmoil::Sim<'_>, scenario: &Scenario, history: &History) {
+    let control = Rc::new(RefCell::new(Membership::of(1)));
+    let spec = (&DeploymentSpec::default(), &scenario.intermediary);
+    host_balancer(sim, spec, vec![SERVER.to_string()], control, history);
+}
+
 fn host_balancer(
     sim: &mut turmoil::Sim<'_>,
-    spec: &DeploymentSpec,
-    hosts: u32,
+    (spec, intermediary): (&DeploymentSpec, &Intermediary),
+    upstreams: Vec<String>,
     control: Control,
     history: &History,
 ) {
     let spec = spec.clone();
+    let intermediary = intermediary.clone();
     let history = history.clone();
     sim.host(BALANCER, move || {
-        let upstreams = (0..hosts)
-            .map(|r| TurmoilConnector(replica_host(r).into()))
+        let upstreams = upstreams
+            .iter()
+            .map(|h| TurmoilConnector(h.as_str().into()))
             .collect();
-        let balancer = Balancer::new(&spec, upstreams, control.clone(), history.clone());
+        let balancer = Balancer::new(&spec, upstreams, control.clone(), history.clone())
+            .with_intermediary(&intermediary);
         async move {
             balancer.serve(TurmoilListener(None)).await?;
             Ok(())

@@ -19,6 +19,7 @@ mod eras;
 mod explore;
 mod faults;
 mod first_contact;
+mod intermediaries;
 mod keepalive;
 mod loopback;
 mod oracle;

@@ -1,0 +1,91 @@
+//! The proxies between clients and servers (`[intermediary]`):
+//! `sims/intermediaries/` holds the reported field failures as scenarios.
+//! Each shows its failure on the arms without protection (its expectations
+//! say which cause, on which arm), and each failing one has a `-protected`
+//! twin, changed in the one setting that protects, where nothing fails on
+//! either arm.
+
+use mcp_chaos::run::{self, Options};
+use mcp_chaos::scenario::Scenario;
+use mcp_chaos::server::Variant;
+use std::path::PathBuf;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sims/intermediaries")
+}
+
+#[test]
+fn each_field_failure_shows_and_its_protection_removes_it() {
+    let mut names: Vec<String> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in [
+        "buffering-proxy",
+        "idle-timeout",
+        "strip-priming",
+        "strip-fields",
+        "rechunk",
+        "retry-post",
+    ] {
+        assert!(
+            names.iter().any(|n| n == name),
+            "sims/intermediaries/{name}.toml"
+        );
+    }
+    for name in &names {
+        let s = Scenario::load(&dir().join(format!("{name}.toml"))).unwrap();
+        assert!(!s.intermediary.is_off(), "{name}: a proxy is in the way");
+        let mut failed_somewhere = false;
+        for v in Variant::BOTH {
+            let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap();
+            let repro = run::repro_command(
+                &format!("sims/intermediaries/{name}.toml"),
+                0,
+                v,
+                &Options::default(),
+            );
+            assert!(
+                r.failed_expectations.is_empty(),
+                "{name} under {}: {:?}\nreproduce: {repro}",
+                r.server,
+                r.failed_expectations
+            );
+            failed_somewhere |= r.metrics.ops_failed > 0;
+        }
+        if failed_somewhere {
+            let twin = format!("{name}-protected");
+            assert!(names.contains(&twin), "{name} fails: where is {twin}.toml?");
+        }
+        if name.ends_with("-protected") {
+            assert!(!failed_somewhere, "{name}: the protection holds");
+        }
+    }
+}
+
+#[test]
+fn the_intermediaries_are_documented() {
+    let doc = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/intermediaries.md"),
+    )
+    .unwrap();
+    for key in [
+        "buffer",
+        "idle_timeout_ms",
+        "rechunk",
+        "strip_priming",
+        "strip_fields",
+        "retry_post",
+        "require_event_field",
+        "no_buffering",
+        "keepalive_ms",
+    ] {
+        assert!(
+            doc.contains(&format!("`{key}`")),
+            "docs/intermediaries.md names {key}"
+        );
+    }
+}
