@@ -4,7 +4,6 @@
 //! fails with exactly that cause and no other.
 
 use mcp_chaos::oracle::causes::PRECEDENCE;
-use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
 use std::path::PathBuf;
@@ -22,19 +21,7 @@ fn every_cause_has_a_minimal_scenario_that_shows_it_alone() {
         let metric = format!("failures_by_cause.{name}");
         let mut shown = 0;
         for v in Variant::BOTH {
-            let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
-            let repro = run::repro_command(
-                &format!("sims/causes/{name}.toml"),
-                0,
-                v,
-                &Options::default(),
-            );
-            assert!(
-                r.failed_expectations.is_empty(),
-                "{name} under {}: {:?}\nreproduce: {repro}",
-                r.server,
-                r.failed_expectations
-            );
+            let (r, repro) = crate::run_expecting(&format!("sims/causes/{name}.toml"), &s, v);
             let expects = s.expect.of(v.as_str());
             if expects.min.contains_key(&metric) {
                 let causes: Vec<&String> = r.metrics.failures_by_cause.keys().collect();

@@ -5,7 +5,6 @@
 //! twin, changed in the one setting that protects, where nothing fails on
 //! either arm.
 
-use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
 use std::path::PathBuf;
@@ -41,19 +40,8 @@ fn each_field_failure_shows_and_its_protection_removes_it() {
         assert!(!s.intermediary.is_off(), "{name}: a proxy is in the way");
         let mut failed_somewhere = false;
         for v in Variant::BOTH {
-            let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap();
-            let repro = run::repro_command(
-                &format!("sims/intermediaries/{name}.toml"),
-                0,
-                v,
-                &Options::default(),
-            );
-            assert!(
-                r.failed_expectations.is_empty(),
-                "{name} under {}: {:?}\nreproduce: {repro}",
-                r.server,
-                r.failed_expectations
-            );
+            let label = format!("sims/intermediaries/{name}.toml");
+            let (r, _) = crate::run_expecting(&label, &s, v);
             failed_somewhere |= r.metrics.ops_failed > 0;
         }
         if failed_somewhere {

@@ -36,3 +36,23 @@ mod sim;
 mod soak;
 mod tasks;
 mod turmoil_patch;
+
+/// Runs scenario `s` (the file `label`, as a repro command names it) at
+/// seed 0 under arm `v` and asserts that its expectations hold; the
+/// report, and the command that reproduces the run.
+fn run_expecting(
+    label: &str,
+    s: &mcp_chaos::scenario::Scenario,
+    v: mcp_chaos::server::Variant,
+) -> (mcp_chaos::run::RunReport, String) {
+    use mcp_chaos::run::{self, Options};
+    let (r, _) = run::run(s, 0, v, &Options::default()).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let repro = run::repro_command(label, 0, v, &Options::default());
+    assert!(
+        r.failed_expectations.is_empty(),
+        "{label} under {}: {:?}\nreproduce: {repro}",
+        r.server,
+        r.failed_expectations
+    );
+    (r, repro)
+}
