@@ -68,6 +68,18 @@ pub fn describe(f: &Fault) -> String {
             ..
         } => format!("stall of replica {r} at {at_ms} ms"),
         Fault::Stall { at_ms, .. } => format!("stall of the server at {at_ms} ms"),
+        Fault::Oneway {
+            host,
+            at_ms,
+            direction,
+            ..
+        } => {
+            let way = match direction {
+                crate::fault::Direction::ToServer => "to the server",
+                crate::fault::Direction::ToClient => "to the client",
+            };
+            format!("oneway cut {way} of host {host} at {at_ms} ms")
+        }
         Fault::Placed { on, ref fault } => {
             let what = describe(fault);
             let what = what.split(" at ").next().unwrap_or(&what);

@@ -23,7 +23,7 @@ mod report;
 pub use command::{command, parse_kinds, Format, Kinds};
 pub use report::{render_text, write_outputs, Summary};
 
-use crate::fault::{At, Boundary, Close, Fault, FaultSpec};
+use crate::fault::{At, Boundary, Close, Direction, Fault, FaultSpec};
 use crate::run::{self, Options, RunReport};
 use crate::scenario::{Behaviour, Scenario};
 use crate::sut::Arm;
@@ -34,13 +34,17 @@ use std::collections::{BTreeMap, BTreeSet};
 pub use crate::history::FaultKind as Kind;
 
 /// The kinds `explore` places, in the order placements are made.
-pub const PLACEABLE: [Kind; 6] = [
+pub const PLACEABLE: [Kind; 10] = [
     Kind::Drop,
     Kind::Partition,
     Kind::Restart,
     Kind::Latency,
     Kind::Switch,
     Kind::ReplicaCrash,
+    Kind::Oneway,
+    Kind::Hold,
+    Kind::Truncate,
+    Kind::Stall,
 ];
 
 /// The placeable kind `s` names, or a one-line error listing them.
@@ -300,6 +304,48 @@ pub fn placements(
                         ));
                     }
                 }
+                // One direction at a time, for the longer length.
+                Kind::Oneway => {
+                    for direction in [Direction::ToServer, Direction::ToClient] {
+                        out.push((
+                            b,
+                            placed(Fault::Oneway {
+                                host,
+                                at_ms: 0,
+                                duration_ms: budget.partition_ms[1],
+                                direction,
+                            }),
+                        ));
+                    }
+                }
+                Kind::Hold => out.push((
+                    b,
+                    placed(Fault::Hold {
+                        host,
+                        at_ms: 0,
+                        duration_ms: budget.partition_ms[1],
+                    }),
+                )),
+                // A cut 64 bytes on: mid-event for the next event.
+                Kind::Truncate => out.push((
+                    b,
+                    placed(Fault::Truncate {
+                        host,
+                        at_ms: 0,
+                        duration_ms: budget.partition_ms[1],
+                        bytes: 64,
+                        direction: Direction::ToClient,
+                        close: Close::Fin,
+                    }),
+                )),
+                Kind::Stall => out.push((
+                    b,
+                    placed(Fault::Stall {
+                        at_ms: 0,
+                        duration_ms: budget.partition_ms[1],
+                        replica: None,
+                    }),
+                )),
                 // Not placeable (`parse_kind` refuses them), or a replica
                 // crash with one server.
                 _ => {}
@@ -571,6 +617,25 @@ pub fn describe(f: &Fault) -> String {
                     duration_ms,
                     ..
                 } => format!("crash of replica {replica} for {duration_ms} ms"),
+                Fault::Oneway {
+                    host,
+                    duration_ms,
+                    direction,
+                    ..
+                } => {
+                    let way = match direction {
+                        Direction::ToServer => "to the server",
+                        Direction::ToClient => "to the client",
+                    };
+                    format!("oneway cut {way} on host {host} for {duration_ms} ms")
+                }
+                Fault::Hold {
+                    host, duration_ms, ..
+                } => format!("hold of host {host} for {duration_ms} ms"),
+                Fault::Truncate { host, bytes, .. } => {
+                    format!("truncate of host {host}'s connections after {bytes} bytes")
+                }
+                Fault::Stall { duration_ms, .. } => format!("stall for {duration_ms} ms"),
                 ref other => crate::fault::kind_name(other).replace('_', " "),
             };
             if on.at == At::Event {
