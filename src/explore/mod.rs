@@ -304,48 +304,10 @@ pub fn placements(
                         ));
                     }
                 }
-                // One direction at a time, for the longer length.
-                Kind::Oneway => {
-                    for direction in [Direction::ToServer, Direction::ToClient] {
-                        out.push((
-                            b,
-                            placed(Fault::Oneway {
-                                host,
-                                at_ms: 0,
-                                duration_ms: budget.partition_ms[1],
-                                direction,
-                            }),
-                        ));
-                    }
+                Kind::Oneway | Kind::Hold | Kind::Truncate | Kind::Stall => {
+                    let len = budget.partition_ms[1];
+                    out.extend(chaos_kind(k, host, len).into_iter().map(|f| (b, placed(f))));
                 }
-                Kind::Hold => out.push((
-                    b,
-                    placed(Fault::Hold {
-                        host,
-                        at_ms: 0,
-                        duration_ms: budget.partition_ms[1],
-                    }),
-                )),
-                // A cut 64 bytes on: mid-event for the next event.
-                Kind::Truncate => out.push((
-                    b,
-                    placed(Fault::Truncate {
-                        host,
-                        at_ms: 0,
-                        duration_ms: budget.partition_ms[1],
-                        bytes: 64,
-                        direction: Direction::ToClient,
-                        close: Close::Fin,
-                    }),
-                )),
-                Kind::Stall => out.push((
-                    b,
-                    placed(Fault::Stall {
-                        at_ms: 0,
-                        duration_ms: budget.partition_ms[1],
-                        replica: None,
-                    }),
-                )),
                 // Not placeable (`parse_kind` refuses them), or a replica
                 // crash with one server.
                 _ => {}
@@ -353,6 +315,42 @@ pub fn placements(
         }
     }
     out
+}
+
+/// The faults of kind `k` (one of the kinds chaos tools add) that explore
+/// places on client host `host`, each lasting `len` ms, before placing.
+fn chaos_kind(k: Kind, host: u32, len: u64) -> Vec<Fault> {
+    match k {
+        // One direction at a time.
+        Kind::Oneway => [Direction::ToServer, Direction::ToClient]
+            .map(|direction| Fault::Oneway {
+                host,
+                at_ms: 0,
+                duration_ms: len,
+                direction,
+            })
+            .to_vec(),
+        Kind::Hold => vec![Fault::Hold {
+            host,
+            at_ms: 0,
+            duration_ms: len,
+        }],
+        // A cut 64 bytes on: mid-event for the next event.
+        Kind::Truncate => vec![Fault::Truncate {
+            host,
+            at_ms: 0,
+            duration_ms: len,
+            bytes: 64,
+            direction: Direction::ToClient,
+            close: Close::Fin,
+        }],
+        Kind::Stall => vec![Fault::Stall {
+            at_ms: 0,
+            duration_ms: len,
+            replica: None,
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// Why a pair was not run, and whose verdict it has.
