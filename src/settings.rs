@@ -58,6 +58,11 @@ pub struct ServerConfig {
     /// never): a sign of life for the client and any intermediary.
     #[serde(skip_serializing_if = "is_zero")]
     pub keepalive_ms: u64,
+    /// (guarded) A `replay_in_progress` refusal says `Retry-After`: the
+    /// replay's remaining length (its backlog at `replay_interval_ms` an
+    /// event), in whole seconds, at least 1.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replay_retry_after: bool,
     /// A kept-alive connection that serves nothing for this long is
     /// closed by the server, ms.
     pub server_idle_ms: u64,
@@ -267,6 +272,7 @@ impl Default for ServerConfig {
             resource_interval_ms: 0,
             no_buffering: false,
             keepalive_ms: 0,
+            replay_retry_after: false,
             server_idle_ms: 5_000,
             durable_dedup: false,
             effects: Effects::Immediate,

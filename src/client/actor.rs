@@ -95,6 +95,9 @@ pub(super) struct Op {
     pub(super) tag: Rc<str>,
     pub(super) posts: u32,
     pub(super) attempts: u32,
+    /// Refusals that said when to come back (`Retry-After`), not counted
+    /// as attempts.
+    pub(super) waits_told: u32,
     pub(super) state: OpState,
     pub(super) interrupted: bool,
     /// The stream its response rides, once known.
@@ -265,6 +268,7 @@ impl Client {
                     tag: crate::history::op_tag(spec.index, n).into(),
                     posts: 0,
                     attempts: 0,
+                    waits_told: 0,
                     state: OpState::Pending,
                     interrupted: false,
                     stream: None,

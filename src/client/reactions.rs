@@ -40,6 +40,8 @@ struct Exchange {
     missing: Option<Vec<(u64, u64)>>,
     /// No answer, after the connection was established.
     connected: bool,
+    /// A refusal's `Retry-After`: when to come back.
+    retry_after: Option<std::time::Duration>,
 }
 
 impl Exchange {
@@ -144,9 +146,15 @@ impl Client {
             result: matches!(msg, Some(Message::Result { .. })),
             hint: hint.is_some(),
         };
+        let retry_after = h
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(std::time::Duration::from_secs);
         let ex = Exchange {
             status,
             hint,
+            retry_after,
             stream_first: data
                 .as_ref()
                 .and_then(|d| d.get("streamFirstEventId"))
@@ -303,7 +311,11 @@ impl Client {
                     st.finished = true;
                 }
             }
-            Action::RetryPost => op.into_iter().for_each(|o| self.retry_post(o)),
+            Action::RetryPost => match ex.retry_after {
+                // Told when to come back: then, and not an attempt.
+                Some(wait) => op.into_iter().for_each(|o| self.come_back(o, wait)),
+                None => op.into_iter().for_each(|o| self.retry_post(o)),
+            },
             Action::Reissue => op.into_iter().for_each(|o| self.reissue(o)),
             Action::NoResponse => op.into_iter().for_each(|o| self.no_response(o, ex)),
             Action::Detach => self.detach(ex),
@@ -636,6 +648,20 @@ impl Client {
             let wait = self.backoff(self.ops[op].attempts);
             self.schedule(wait, Timer::Post(op));
         }
+    }
+
+    /// The server refused `op` with `Retry-After`: the same POST again
+    /// after exactly `wait`, not counted as an attempt (bounded: past the
+    /// initialize bound it counts, as any retry).
+    pub(super) fn come_back(&mut self, op: usize, wait: std::time::Duration) {
+        if self.ops[op].state != OpState::Active {
+            return;
+        }
+        if self.ops[op].waits_told >= self.g().max_attempts.saturating_mul(4) {
+            return self.retry_post(op);
+        }
+        self.ops[op].waits_told += 1;
+        self.schedule(wait, Timer::Post(op));
     }
 
     /// Re-issues an operation (same tag and key) after a 410 or a failed resume.

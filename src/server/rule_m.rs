@@ -102,7 +102,11 @@ pub(super) async fn rule_m(
             Verdict::Fresh | Verdict::Allow => return Ok(()),
             Verdict::Reject(reason) => {
                 let first = stream_first(shared, sid, decision.stream);
-                return Err(rejection(id, reason, &decision, first));
+                let mut r = rejection(id, reason, &decision, first);
+                if reason == Reason::ReplayInProgress {
+                    come_back_after(shared, sid, &mut r);
+                }
+                return Err(r);
             }
             Verdict::Queue => {}
         }
@@ -149,7 +153,9 @@ pub(super) async fn rule_m(
                 hint: None,
             };
             let d = decide(shared, sid, id, facts, reject)?;
-            return Err(rejection(id, Reason::ReplayInProgress, &d, None));
+            let mut r = rejection(id, Reason::ReplayInProgress, &d, None);
+            come_back_after(shared, sid, &mut r);
+            return Err(r);
         }
     }
 }
@@ -280,6 +286,25 @@ fn decide(
         });
     }
     Ok(decision)
+}
+
+/// With `replay_retry_after`, a `replay_in_progress` refusal says when
+/// to come back: the replay's backlog at its pace, in whole seconds, at
+/// least 1.
+fn come_back_after(shared: &Shared, sid: &SessionId, r: &mut Response<ServerBody>) {
+    if !shared.cfg.replay_retry_after {
+        return;
+    }
+    let backlog = shared
+        .state
+        .borrow()
+        .sessions
+        .get(sid)
+        .map_or(0, |s| s.guard.replay_backlog());
+    let ms = backlog.saturating_mul(shared.cfg.replay_interval_ms);
+    let secs = ms.div_ceil(1000).max(1);
+    r.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
 }
 
 /// The first event id (priming) of a stream: how clients name it.
