@@ -172,11 +172,12 @@ pub struct Balancer<C> {
 }
 
 impl<C: Connector> Balancer<C> {
-    /// A balancer as `spec` describes it, with fresh state (no pins),
-    /// the orchestrator's `control` and the run's `history` (a pin that
+    /// A balancer as `spec` describes it, doing what `intermediary` says
+    /// to the traffic it relays, with fresh state (no pins), the
+    /// orchestrator's `control` and the run's `history` (a pin that
     /// expired under a request is recorded).
     pub fn new(
-        spec: &DeploymentSpec,
+        (spec, intermediary): (&DeploymentSpec, &Intermediary),
         upstreams: Vec<C>,
         control: Control,
         history: History,
@@ -185,21 +186,11 @@ impl<C: Connector> Balancer<C> {
             shared: Rc::new(Shared {
                 upstreams,
                 spec: spec.clone(),
-                intermediary: Intermediary::default(),
+                intermediary: intermediary.clone(),
                 control,
                 history,
                 state: RefCell::new(State::default()),
             }),
-        }
-    }
-
-    /// The balancer doing what `i` says to the traffic it relays.
-    pub fn with_intermediary(self, i: &Intermediary) -> Balancer<C> {
-        let mut shared =
-            Rc::try_unwrap(self.shared).unwrap_or_else(|_| unreachable!("not shared yet"));
-        shared.intermediary = i.clone();
-        Balancer {
-            shared: Rc::new(shared),
         }
     }
 

@@ -230,11 +230,10 @@ impl SseRewrite {
 
     /// Takes `data`; every block it completes goes to `out`, rewritten.
     pub fn feed(&mut self, data: &[u8], out: &mut VecDeque<Bytes>) {
-        for &b in data {
-            self.line.extend_from_slice(&[b]);
-            if b != b'\n' {
-                continue;
-            }
+        let mut rest = data;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            self.line.extend_from_slice(&rest[..=end]);
+            rest = &rest[end + 1..];
             let line = std::mem::take(&mut self.line).freeze();
             let blank = line.as_ref() == b"\n" || line.as_ref() == b"\r\n";
             self.block.push(line);
@@ -242,6 +241,7 @@ impl SseRewrite {
                 self.flush(out);
             }
         }
+        self.line.extend_from_slice(rest);
     }
 
     /// One block is complete (its blank line is last).

@@ -13,6 +13,7 @@ mod mrtr;
 mod reactions;
 mod reader;
 mod receive;
+mod retries;
 mod send;
 mod tasks;
 mod unapplied;

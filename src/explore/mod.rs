@@ -80,11 +80,7 @@ pub fn default_kinds(s: &Scenario) -> Vec<Kind> {
         k.insert(Kind::Latency);
     }
     for x in &f.explicit {
-        let x = match x {
-            Fault::Placed { fault, .. } => fault,
-            x => x,
-        };
-        match x {
+        match x.acting() {
             Fault::Drop { .. } => k.insert(Kind::Drop),
             Fault::Partition { .. } => k.insert(Kind::Partition),
             Fault::Restart { .. } => k.insert(Kind::Restart),

@@ -7,6 +7,14 @@
 use super::{Fault, SkewOn};
 
 impl Fault {
+    /// What acts: the fault a placed one places, else the fault itself.
+    pub fn acting(&self) -> &Fault {
+        match self {
+            Fault::Placed { fault, .. } => fault,
+            f => f,
+        }
+    }
+
     /// Its start, ms, to read or set (`None`: a drop, a switch, a placed
     /// fault, which are not timed).
     pub fn at_mut(&mut self) -> Option<&mut u64> {

@@ -536,10 +536,7 @@ impl FaultPlan {
         };
         self.faults
             .iter()
-            .filter_map(|f| match f {
-                Fault::Placed { fault, .. } => drop_of(fault),
-                f => drop_of(f),
-            })
+            .filter_map(|f| drop_of(f.acting()))
             .collect()
     }
 

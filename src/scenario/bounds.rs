@@ -262,10 +262,7 @@ impl Scenario {
         if let Some(on) = placed {
             self.check_boundary(i, on)?;
         }
-        let fault = match fault {
-            Fault::Placed { fault, .. } => fault,
-            f => f,
-        };
+        let fault = fault.acting();
         check_values(i, fault)?;
         match fault {
             Fault::Placed { .. } => {

@@ -26,10 +26,7 @@ pub(super) fn check_values(i: usize, fault: &Fault) -> Result<(), String> {
 /// length (a placed fault's are its fault's, its start 0) and the
 /// durations of its own.
 pub(super) fn fault_times(i: usize, f: &Fault) -> Vec<(String, u64)> {
-    let f = match f {
-        Fault::Placed { fault, .. } => fault,
-        f => f,
-    };
+    let f = f.acting();
     let key = |k: &str| format!("faults.explicit[{i}].{k}");
     let mut out = Vec::new();
     let Some((at_ms, len)) = f.timing() else {

@@ -107,10 +107,7 @@ struct Front {
 impl Front {
     fn of(scenario: &Scenario, plan: &FaultPlan, shared_store: bool) -> Front {
         let d = &scenario.deployment;
-        let toxic = |f: &Fault| match f {
-            Fault::Placed { fault, .. } => toxic::is_toxic(fault),
-            f => toxic::is_toxic(f),
-        };
+        let toxic = |f: &Fault| toxic::is_toxic(f.acting());
         let toxics = plan.faults.iter().any(toxic).then(Rc::default);
         if d.is_single() {
             // An intermediary is a proxy host in front of the one server.
@@ -536,8 +533,12 @@ fn host_balancer(
             .iter()
             .map(|h| TurmoilConnector(h.as_str().into()))
             .collect();
-        let balancer = Balancer::new(&spec, upstreams, control.clone(), history.clone())
-            .with_intermediary(&intermediary);
+        let balancer = Balancer::new(
+            (&spec, &intermediary),
+            upstreams,
+            control.clone(),
+            history.clone(),
+        );
         async move {
             balancer.serve(TurmoilListener(None)).await?;
             Ok(())
@@ -572,10 +573,10 @@ fn host_clients(
             by_host.entry(host).or_default().push(spec);
         }
     }
-    let lingers = plan.faults.iter().any(|f| match f {
-        Fault::Placed { fault, .. } => matches!(**fault, Fault::SlowClose { .. }),
-        f => matches!(f, Fault::SlowClose { .. }),
-    });
+    let lingers = plan
+        .faults
+        .iter()
+        .any(|f| matches!(f.acting(), Fault::SlowClose { .. }));
     for (host, specs) in by_host {
         let history = history.clone();
         let connector = toxic::ToxicConnector {

@@ -197,22 +197,25 @@ pub(super) struct ToxicIo {
 }
 
 impl ToxicIo {
-    /// Bytes the cut still lets through in `direction` (`None`: no cut).
-    fn allowance(&mut self, on: &HostToxics, direction: Direction) -> Option<u64> {
+    /// The cut on in `direction`, and the bytes this connection has
+    /// carried under it so far.
+    fn under_cut(&self, on: &HostToxics, direction: Direction) -> Option<(Cut, u64)> {
         let cut = on.cut.filter(|c| c.direction == direction)?;
         let used = match self.counted {
             Some((i, n)) if i == cut.index => n,
             _ => 0,
         };
-        Some(cut.bytes.saturating_sub(used))
+        Some((cut, used))
+    }
+
+    /// Bytes the cut still lets through in `direction` (`None`: no cut).
+    fn allowance(&self, on: &HostToxics, direction: Direction) -> Option<u64> {
+        self.under_cut(on, direction)
+            .map(|(cut, used)| cut.bytes.saturating_sub(used))
     }
 
     fn count(&mut self, on: &HostToxics, direction: Direction, n: usize) {
-        if let Some(cut) = on.cut.filter(|c| c.direction == direction) {
-            let used = match self.counted {
-                Some((i, used)) if i == cut.index => used,
-                _ => 0,
-            };
+        if let Some((cut, used)) = self.under_cut(on, direction) {
             self.counted = Some((cut.index, used + n as u64));
         }
     }
@@ -347,12 +350,10 @@ impl Drop for ToxicIo {
             let _ = s.set_linger(Some(Duration::ZERO));
             return;
         }
-        let late = self
-            .toxics
-            .as_ref()
-            .and_then(|t| t.on(self.host).slow_close);
-        if let (Some((_, ms)), Some(t)) = (late, &self.toxics) {
-            t.linger(Instant::now() + Duration::from_millis(ms), s);
+        if let Some(t) = &self.toxics {
+            if let Some((_, ms)) = t.on(self.host).slow_close {
+                t.linger(Instant::now() + Duration::from_millis(ms), s);
+            }
         }
     }
 }
