@@ -49,6 +49,7 @@ pub fn serve(
     addr: &str,
     delivery: Delivery,
     wire: Wire,
+    (poll_after, poll_retry_ms): (u32, u64),
     exposure: Exposure,
 ) -> anyhow::Result<()> {
     // The settings are held to the loader's rules before the socket opens.
@@ -61,8 +62,13 @@ pub fn serve(
     if arm.variant() == Some(crate::server::Variant::Cancel) && wire != Wire::Y2025 {
         anyhow::bail!("--server cancel is the 2026-07-28 remedy on the 2025-11-25 wire; on the 2026-07-28 wire every arm cancels on close: drop --era or pick guarded, unguarded or keys");
     }
+    if arm.variant().is_none() && poll_after > 0 {
+        anyhow::bail!("--poll-after is a setting of the built-in arms (guarded, unguarded, keys, cancel), not of {arm}: drop it or pick a built-in --server");
+    }
     let cfg = ServerConfig {
         wire,
+        poll_after,
+        poll_retry_ms,
         ..served_config(delivery)
     };
     crate::scenario::check_server(&cfg).map_err(|e| anyhow::anyhow!("serve: {e}"))?;

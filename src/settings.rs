@@ -63,6 +63,26 @@ pub struct ServerConfig {
     /// event), in whole seconds, at least 1.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub replay_retry_after: bool,
+    /// Polling (2025-11-25, SSE `retry:`): after this many events on one
+    /// connection of a stream, with more to come, the server sends
+    /// `retry: poll_retry_ms` and closes the connection itself; the stream
+    /// is paused until the client resumes it (0: never).
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub poll_after: u32,
+    /// The `retry:` a polling close sends, ms.
+    #[serde(skip_serializing_if = "is_default_poll_retry")]
+    pub poll_retry_ms: u64,
+    /// (guarded) How long past its `retry:` a paused stream waits for its
+    /// resume before Rule M counts it dropped, ms (the clients' read
+    /// timeout is a fair value).
+    #[serde(skip_serializing_if = "is_default_poll_grace")]
+    pub poll_grace_ms: u64,
+    /// (guarded) A legacy session that Rule T refuses over streamable
+    /// HTTP (its client has moved on) is ended there and then when no
+    /// connection of it is open and nothing of it runs, not at its TTL: its
+    /// slot under `max_sessions` is free for the client's re-initialize.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub release_moved_legacy: bool,
     /// A kept-alive connection that serves nothing for this long is
     /// closed by the server, ms.
     pub server_idle_ms: u64,
@@ -273,6 +293,10 @@ impl Default for ServerConfig {
             no_buffering: false,
             keepalive_ms: 0,
             replay_retry_after: false,
+            release_moved_legacy: false,
+            poll_after: 0,
+            poll_retry_ms: DEFAULT_POLL_RETRY_MS,
+            poll_grace_ms: DEFAULT_POLL_GRACE_MS,
             server_idle_ms: 5_000,
             durable_dedup: false,
             effects: Effects::Immediate,
@@ -288,4 +312,21 @@ impl Default for ServerConfig {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+/// `poll_retry_ms`'s default, ms.
+const DEFAULT_POLL_RETRY_MS: u64 = 1_000;
+/// `poll_grace_ms`'s default, ms: the clients' default read timeout.
+const DEFAULT_POLL_GRACE_MS: u64 = 1_500;
+
+fn is_default_poll_retry(v: &u64) -> bool {
+    *v == DEFAULT_POLL_RETRY_MS
+}
+
+fn is_default_poll_grace(v: &u64) -> bool {
+    *v == DEFAULT_POLL_GRACE_MS
 }

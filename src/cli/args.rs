@@ -690,6 +690,15 @@ pub struct ServeArgs {
     /// 1 to 86400.
     #[arg(long, default_value_t = 600, value_parser = flags::whole("--session-idle-secs", 1, flags::MAX_SESSION_IDLE_SECS))]
     pub session_idle_secs: u64,
+    /// Polling (the SSE `retry:` of 2025-11-25): after this many messages
+    /// on one connection of a stream, with more to come, the server sends
+    /// `retry:` and ends the response itself; the client is to resume
+    /// after the wait it names. 0 (the default): never. Built-in arms only.
+    #[arg(long, default_value_t = 0, value_parser = flags::whole("--poll-after", 0, 1_000_000))]
+    pub poll_after: u64,
+    /// The `retry:` a polling close sends, ms, 1 to 3600000.
+    #[arg(long, default_value_t = 1_000, value_parser = flags::whole("--poll-retry-ms", 1, flags::MAX_SERVE_TIMEOUT_MS))]
+    pub poll_retry_ms: u64,
     /// Offer test fixtures beside the ledger tools: `conformance` adds
     /// what the official MCP conformance suite's server scenarios call
     /// (its test tools, resources, prompts, completion; built-in arms

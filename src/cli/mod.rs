@@ -128,7 +128,15 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
         }
         Cmd::Serve(a) => {
             let exposure = a.exposure();
-            crate::serve::serve(a.server, &a.addr, a.delivery, a.era, exposure).map(|()| 0)
+            crate::serve::serve(
+                a.server,
+                &a.addr,
+                a.delivery,
+                a.era,
+                (a.poll_after as u32, a.poll_retry_ms),
+                exposure,
+            )
+            .map(|()| 0)
         }
         Cmd::Probe(args) => crate::probe::main(&args).map(|(report, code, warning)| {
             outln!("{report}");

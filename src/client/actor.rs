@@ -71,6 +71,8 @@ pub(super) struct Slot {
     /// An initialize answered with a stream: the session its headers
     /// named, until the result arrives on it.
     pub(super) init_session: Option<SessionId>,
+    /// The last `retry:` advice its stream carried, ms.
+    pub(super) retry_ms: Option<u64>,
 }
 
 /// A stream as the client knows it, named by its first (priming) event id.
@@ -138,6 +140,9 @@ pub(super) enum Timer {
     Subscribe,
     /// Poll the operation's task (or cancel it, past the deadline).
     Poll(usize),
+    /// Resume the stream as the server asked (after its `retry:`), or as
+    /// the reconnect policy says: not an attempt.
+    Reconnect(u64),
 }
 
 /// A result as the client got it: the request id it answered, the chunk
@@ -464,7 +469,8 @@ impl Client {
                     self.send_call(op);
                 }
             }
-            Timer::Resume(stream) => self.send_resume(stream),
+            Timer::Resume(stream) => self.send_resume(stream, true),
+            Timer::Reconnect(stream) => self.send_resume(stream, false),
             Timer::Open => self.send_open(),
             Timer::Switch => self.switch(),
             Timer::Subscribe => self.subscribe(),
@@ -495,11 +501,17 @@ impl Client {
         );
     }
 
-    /// Resumes `stream` after `wait`. A hold on it lasts until that resume
-    /// has been silent for the read timeout (the backoff grows with the
-    /// attempts, beyond the read timeout).
-    pub(super) fn schedule_resume(&mut self, wait: Duration, stream: u64) {
-        self.schedule(wait, Timer::Resume(stream));
+    /// Resumes `stream` after `wait` (an `attempt` of what it resumes for,
+    /// or not: a resume the server asked for). A hold on it lasts until
+    /// that resume has been silent for the read timeout (the backoff grows
+    /// with the attempts, beyond the read timeout).
+    pub(super) fn schedule_resume(&mut self, wait: Duration, stream: u64, attempt: bool) {
+        let timer = if attempt {
+            Timer::Resume(stream)
+        } else {
+            Timer::Reconnect(stream)
+        };
+        self.schedule(wait, timer);
         if self.hold.on.is_some_and(|(h, _)| h == stream) {
             self.arm_hold_for(stream, wait);
         }

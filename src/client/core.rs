@@ -140,6 +140,11 @@ pub(super) struct View {
     pub(super) switch_pending: bool,
     /// The exchange is a call's POST carrying an `Idempotency-Key`.
     pub(super) keyed: bool,
+    /// The exchange's stream carried `retry:` advice.
+    pub(super) advised: bool,
+    /// The client resumes a quietly failed resume again, without end
+    /// (rmcp's reconnect policy).
+    pub(super) reconnect_forever: bool,
 }
 
 /// What the actor does, in the order given.
@@ -201,6 +206,12 @@ pub(super) enum Action {
     RetryOpen,
     /// `resources/subscribe` again after the backoff.
     RetrySubscribe,
+    /// The server closed the stream after `retry:` (polling): resume it
+    /// in exactly the advised wait, not an attempt.
+    PollResume,
+    /// The resume failed quietly: the same resume again after the policy's
+    /// fixed wait, not an attempt (rmcp's reconnect policy).
+    Reconnect,
     /// The network change: leave the legacy transport.
     Switch,
 }
@@ -322,7 +333,23 @@ fn on_ended(view: &View, request: Request, clean: bool) -> Vec<Action> {
     // have: 200 and a stream that ends with no events, or only a priming
     // event).
     if request == Request::Resume && clean && view.brought_nothing && view.waiting {
-        return vec![A::Detach, A::EndHold, A::ResumeRefused];
+        let then = if view.reconnect_forever {
+            A::Reconnect
+        } else {
+            A::ResumeRefused
+        };
+        return vec![A::Detach, A::EndHold, then];
+    }
+    // Ended by the server after `retry:`: not a failure, a polling close.
+    // Come back as told (a replay's hold stays on: the resume continues it).
+    let polled = match request {
+        Request::Call => view.op_active,
+        Request::Resume => view.waiting,
+        Request::Open => true,
+        _ => false,
+    };
+    if clean && view.named && view.advised && polled {
+        return vec![A::Detach, A::PollResume];
     }
     let mut then = Vec::new();
     if request == Request::LegacyOpen && view.legacy && view.session {

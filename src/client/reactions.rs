@@ -42,6 +42,8 @@ struct Exchange {
     connected: bool,
     /// A refusal's `Retry-After`: when to come back.
     retry_after: Option<std::time::Duration>,
+    /// The stream's `retry:` advice, ms.
+    retry_ms: Option<u64>,
 }
 
 impl Exchange {
@@ -52,6 +54,7 @@ impl Exchange {
             kind: Some(s.kind.clone()),
             stream: s.stream,
             last_activity_us: s.last_activity_us,
+            retry_ms: s.retry_ms,
             ..Exchange::default()
         }
     }
@@ -106,6 +109,8 @@ impl Client {
             },
             switch_pending: self.switch_pending,
             keyed: matches!(s.kind, SlotKind::Call { .. }) && self.keyed(),
+            advised: s.retry_ms.is_some(),
+            reconnect_forever: self.g().reconnect == crate::scenario::Reconnect::Rmcp,
         }
     }
 
@@ -339,6 +344,8 @@ impl Client {
                 self.schedule(wait, Timer::Subscribe);
             }
             Action::Switch => self.schedule(Duration::ZERO, Timer::Switch),
+            Action::PollResume => self.poll_resume(ex.stream(), ex.retry_ms),
+            Action::Reconnect => self.reconnect(ex.stream(), ex.retry_ms),
         }
     }
 
@@ -435,9 +442,9 @@ impl Client {
                 if let Some(st) = self.streams.get_mut(&key) {
                     st.live = None;
                 }
-                self.send_resume(key);
+                self.send_resume(key, true);
             }
-            None => self.send_resume(key),
+            None => self.send_resume(key, true),
         }
     }
 
@@ -560,7 +567,7 @@ impl Client {
     fn retry_resume(&mut self, stream: u64) {
         let waiting = self.resuming_for(stream);
         let attempts = waiting.first().map_or(1, |&o| self.ops[o].attempts);
-        self.schedule_resume(self.backoff(attempts), stream);
+        self.schedule_resume(self.backoff(attempts), stream, true);
     }
 
     /// The stream ended or broke: it is detached (finished, if it ended
@@ -625,7 +632,7 @@ impl Client {
         match on_break {
             OnBreak::Repost => self.repost_after(op, wait),
             OnBreak::Resume { move_on } => {
-                self.schedule_resume(wait, stream);
+                self.schedule_resume(wait, stream, true);
                 if move_on && op + 1 == self.next_op {
                     self.next_on_resume = true;
                 }
@@ -739,7 +746,7 @@ impl Client {
                 }
             }
             self.switch_pending = true;
-            self.send_resume(k);
+            self.send_resume(k, true);
         } else {
             self.reinit();
         }

@@ -71,6 +71,8 @@ pub(super) enum Input {
         id: Option<String>,
         marker: bool,
         msg: Option<Message>,
+        /// Its `retry:` advice, ms.
+        retry_ms: Option<u64>,
     },
     /// An `event: gap`: owed events the server lost and says so (`None`:
     /// its data was unreadable, so it announces nothing).
@@ -487,6 +489,7 @@ async fn reader<C: Connector>(job: Job, connector: C) {
                     id: ev.id.clone(),
                     marker,
                     msg,
+                    retry_ms: ev.retry_ms,
                 });
                 if let Some((tag, after_event)) = fire {
                     // The planned drop: close the connection right here.

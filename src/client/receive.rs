@@ -63,7 +63,11 @@ impl Client {
                 marker,
                 msg,
                 endpoint,
+                retry_ms,
             } => {
+                if let Some(r) = retry_ms {
+                    self.advised(slot, r);
+                }
                 if let Some(e) = endpoint {
                     self.on_endpoint(slot, &e);
                 } else {

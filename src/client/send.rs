@@ -72,6 +72,7 @@ impl Client {
                 messages: 0,
                 open_unnamed: false,
                 init_session: None,
+                retry_ms: None,
             },
         );
         slot
@@ -251,6 +252,7 @@ impl Client {
             .and_then(|s| self.streams.get(&s))
             .is_some_and(|s| s.live.is_some())
             || self.slots.values().any(|s| s.open_unnamed)
+            || self.standalone.is_some_and(|s| self.coming_back(s))
     }
 
     pub(super) fn send_call(&mut self, op: usize) {
@@ -332,7 +334,7 @@ impl Client {
         (!list.is_empty()).then(|| CursorList(list).to_string())
     }
 
-    pub(super) fn send_resume(&mut self, stream: u64) {
+    pub(super) fn send_resume(&mut self, stream: u64, attempt: bool) {
         let Some(session) = self.session.clone() else {
             return;
         };
@@ -351,7 +353,7 @@ impl Client {
         // the bound they are abandoned, and with none left it is not sent
         // (unless a transport switch waits on it).
         let waiting = self.resuming_for(stream);
-        if !waiting.is_empty() {
+        if attempt && !waiting.is_empty() {
             for &op in &waiting {
                 self.take_attempt(op);
             }

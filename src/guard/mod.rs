@@ -150,6 +150,10 @@ pub struct StreamState {
     /// It carries responses, so it takes part in Rule M (false: a stream of
     /// notifications only).
     pub response: bool,
+    /// The server closed its connection on purpose after `retry:` (a
+    /// polling close): not dropped until the pause runs out unresumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 impl StreamState {
@@ -168,6 +172,7 @@ impl StreamState {
             finished: false,
             replay_backlog: 0,
             response: true,
+            paused: false,
         }
     }
 
@@ -465,6 +470,7 @@ impl SessionGuard {
         let st = self.st(s);
         st.finished = true;
         st.connected = false;
+        st.paused = false;
         self.set_dropped(s, false);
     }
 
@@ -486,6 +492,28 @@ impl SessionGuard {
         self.abort_replay(s);
         self.set_dropped(s, true);
         self.retire_if_caught_up(s);
+    }
+
+    /// The server ended the stream's connection on purpose after its
+    /// last written event, having sent `retry:` (a polling close): the
+    /// stream is paused, not dropped, so a POST meanwhile is no migration.
+    pub fn paused(&mut self, s: StreamIdx) {
+        let st = self.st(s);
+        if st.finished {
+            return;
+        }
+        st.connected = false;
+        st.paused = true;
+    }
+
+    /// The pause ran out (its `retry:` wait plus the grace) with no
+    /// resume: from now on the stream is dropped, as if the close had been
+    /// the client's, with the last event written as its estimate.
+    pub fn pause_expired(&mut self, s: StreamIdx) {
+        if !std::mem::take(&mut self.st(s).paused) {
+            return;
+        }
+        self.close_seen(s);
     }
 
     /// The server itself closed the older connection of a stream that a
@@ -524,6 +552,7 @@ impl SessionGuard {
         st.cursor_presented = true;
         st.client_cursor = st.client_cursor.max(Some(id));
         if lost {
+            self.st(s).paused = false;
             self.set_dropped(s, true);
         }
         // Drained and nothing more will come: the stream is finished.
@@ -547,6 +576,7 @@ impl SessionGuard {
         st.cursor_presented = false;
         st.client_cursor = cursor;
         st.replay_backlog = backlog;
+        st.paused = false;
         self.replay_backlog += u64::from(backlog);
         self.set_dropped(s, false);
     }

@@ -36,6 +36,16 @@ pub fn decision_table() -> String {
     let mut g = SessionGuard::new();
     g.open_stream(1);
     rows.push(("1", "no dropped stream", g.check(non_idem, limits).verdict));
+    let mut g = SessionGuard::new();
+    let s = g.open_stream(1);
+    g.request_started(s);
+    g.produced(s, 2);
+    g.paused(s);
+    rows.push((
+        "1",
+        "paused stream (closed by the server after `retry:`), events owed",
+        g.check(non_idem, limits).verdict,
+    ));
     // Row 2.
     let mut g = SessionGuard::new();
     let s = g.open_stream(1);

@@ -469,3 +469,51 @@ fn a_post_cursor_retires_at_the_close_or_when_the_request_ends() {
         Some(3),
     );
 }
+
+/// A polling close (`retry:` then the server's own close) pauses the
+/// stream: a POST meanwhile is no migration, however much is owed.
+#[test]
+fn a_paused_stream_is_no_migration() {
+    let (mut g, s) = session(8, 3);
+    g.paused(s);
+    assert!(g.stream(s).paused && !g.stream(s).connected);
+    assert!(!g.has_dropped());
+    check(&g, NON_IDEMPOTENT, Verdict::Fresh, None);
+    // Negative: the same close seen as the client's is a drop, and row 2
+    // refuses with the last written event as the watermark.
+    let (mut g, s) = session(8, 3);
+    g.close_seen(s);
+    check(&g, DEDUPED, Verdict::Reject(Reason::NotDrained), Some(4));
+}
+
+/// Unresumed past its wait, a paused stream becomes dropped with the
+/// estimate its close would have given; resumed in time, it never does.
+#[test]
+fn a_pause_that_runs_out_is_a_drop_and_a_resume_ends_it() {
+    let (mut g, s) = session(8, 3);
+    g.paused(s);
+    g.pause_expired(s);
+    assert!(!g.stream(s).paused && g.stream(s).dropped);
+    check(&g, DEDUPED, Verdict::Reject(Reason::NotDrained), Some(4));
+    let (mut g, s) = session(8, 3);
+    g.paused(s);
+    g.resumed(s, Some(4), 5);
+    assert!(!g.stream(s).paused);
+    g.pause_expired(s);
+    assert!(
+        !g.stream(s).dropped,
+        "an expiry after the resume changes nothing"
+    );
+    // A client that reports the paused stream lost makes it a drop now.
+    let (mut g, s) = session(8, 3);
+    g.paused(s);
+    g.cursor(s, 3, true);
+    assert!(g.stream(s).dropped && !g.stream(s).paused);
+    check(&g, DEDUPED, Verdict::Reject(Reason::NotDrained), Some(3));
+    // A finished stream is never paused.
+    let (mut g, s) = session(0, 0);
+    g.request_ended(s);
+    g.finished(s);
+    g.paused(s);
+    assert!(!g.stream(s).paused);
+}

@@ -183,6 +183,16 @@ pub enum ClientRecord {
         /// When the fault began (the stream's last sign of life), µs.
         fault_us: u64,
     },
+    /// A stream ended cleanly after the server's `retry:` advice (a
+    /// polling close): the client resumes it in exactly `retry_ms`.
+    Paused {
+        /// Client index.
+        client: u32,
+        /// The stream (its first event id, as the client numbers them).
+        stream: u64,
+        /// The advised wait, ms.
+        retry_ms: u64,
+    },
     /// The client negotiated a session (initialize result handled).
     Negotiated {
         /// Client index.
@@ -298,6 +308,7 @@ impl ClientRecord {
             | ClientRecord::Received { tag, .. } => tag.as_ref(),
             ClientRecord::Session { .. }
             | ClientRecord::Gap { .. }
+            | ClientRecord::Paused { .. }
             | ClientRecord::Negotiated { .. }
             | ClientRecord::Switched { .. }
             | ClientRecord::FaultNotApplied { .. } => None,

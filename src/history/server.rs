@@ -394,6 +394,25 @@ pub enum Record {
         /// Stream.
         stream: StreamIdx,
     },
+    /// The server closed a stream's connection on purpose after `retry:`
+    /// (a polling close): the stream is paused, not dropped.
+    StreamPaused {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+        /// Connection.
+        conn: ConnId,
+        /// The `retry:` it sent, ms.
+        retry_ms: u64,
+    },
+    /// A paused stream's wait ran out with no resume: it is dropped.
+    PauseExpired {
+        /// Session id.
+        session: SessionId,
+        /// Stream.
+        stream: StreamIdx,
+    },
     /// A GET resumed a stream from a cursor.
     Resumed {
         /// Session id.

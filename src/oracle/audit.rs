@@ -30,6 +30,8 @@ struct Stream {
     response: bool,
     /// The replica that opened it (0 without a deployment).
     replica: u32,
+    /// Closed by the server after `retry:`, not resumed yet, not expired.
+    paused: bool,
 }
 
 impl Stream {
@@ -262,6 +264,10 @@ fn stream_of(r: &Record) -> Option<(&SessionId, u32)> {
             session, stream, ..
         }
         | Record::StreamFinished { session, stream }
+        | Record::StreamPaused {
+            session, stream, ..
+        }
+        | Record::PauseExpired { session, stream }
         | Record::CursorPresented {
             session, stream, ..
         }
@@ -309,17 +315,12 @@ impl Stream {
                     self.replay_backlog -= 1;
                 }
             }
-            Record::CloseSeen { .. } => {
+            Record::CloseSeen { .. } => self.close_seen(),
+            Record::StreamPaused { .. } if !self.finished => {
                 self.conn = None;
-                if !self.finished {
-                    if !self.cursor_presented {
-                        self.watermark = self.last_written;
-                    }
-                    self.replay_backlog = 0;
-                    self.dropped = true;
-                    self.retire_if_caught_up();
-                }
+                self.paused = true;
             }
+            Record::PauseExpired { .. } if std::mem::take(&mut self.paused) => self.close_seen(),
             Record::ServerClosed {
                 why: ServerClose::TakenOver,
                 ..
@@ -329,6 +330,7 @@ impl Stream {
             }
             Record::StreamFinished { .. } => {
                 self.finished = true;
+                self.paused = false;
                 self.conn = None;
                 self.dropped = false;
             }
@@ -346,6 +348,7 @@ impl Stream {
                 self.client_cursor = Some(*cursor);
                 self.replay_backlog = *backlog;
                 self.dropped = false;
+                self.paused = false;
             }
             // Only an owed result makes a stream lost; other owed events
             // are announced by a gap (`GapReplayed`), which changes nothing
@@ -405,8 +408,23 @@ impl Stream {
         self.client_cursor = self.client_cursor.max(Some(event));
         if lost {
             self.dropped = true;
+            self.paused = false;
         }
         self.retire_if_caught_up();
+    }
+
+    /// The stream's connection ended (or its pause ran out): before the
+    /// stream finished, a drop.
+    fn close_seen(&mut self) {
+        self.conn = None;
+        if !self.finished {
+            if !self.cursor_presented {
+                self.watermark = self.last_written;
+            }
+            self.replay_backlog = 0;
+            self.dropped = true;
+            self.retire_if_caught_up();
+        }
     }
 }
 

@@ -97,8 +97,11 @@ pub enum Cause {
     /// Every attempt carried the same `Idempotency-Key`, and the server ran
     /// the operation again anyway (keys ignored, or the key forgotten).
     KeyNotHonored,
-    /// The result was handled after a later operation's: it came in a
-    /// resume's replay while the later one's arrived live.
+    /// A resume's replay and live events interleaved on one stream: the
+    /// result was handled after a later operation's (it came in the
+    /// replay while the later one's arrived live), or it was lost because
+    /// live events moved the client's cursor past it before the replay
+    /// reached it, so every later resume started after it.
     ReplayLiveInterleave,
     /// The client's connection closed while the server finished the
     /// stream: the drop that interrupted the operation came after an
@@ -106,6 +109,12 @@ pub enum Cause {
     /// where the client saw a broken one. (Ranked above the retry causes:
     /// it says why the retry happened at all.)
     FinRace,
+    /// In the heal phase, with the faults gone, the client went round a
+    /// reconnect loop for the operation: five or more resumes with one
+    /// cursor and nothing new, or requests as frequent at the heal's end
+    /// as at its start (rmcp's client after a resume answered 200 and
+    /// nothing, every second, forever).
+    ReconnectLoop,
     /// The client used up its attempts and gave the operation up.
     GaveUp,
     /// The run (fault phase plus heal phase) ended with the operation still
@@ -139,6 +148,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::RetryWithoutKey,
     Cause::KeyNotHonored,
     Cause::ReplayLiveInterleave,
+    Cause::ReconnectLoop,
     Cause::GaveUp,
     Cause::RunEnded,
 ];
@@ -167,6 +177,7 @@ impl Cause {
             Cause::KeyNotHonored => "key_not_honored",
             Cause::ReplayLiveInterleave => "replay_live_interleave",
             Cause::FinRace => "fin_race",
+            Cause::ReconnectLoop => "reconnect_loop",
             Cause::GaveUp => "gave_up",
             Cause::RunEnded => "run_ended",
         }
@@ -234,7 +245,10 @@ impl Cause {
                 "every attempt carried the same key and the server ran the call again anyway."
             }
             Cause::ReplayLiveInterleave => {
-                "a result came back in a resume's replay after a later call's result arrived live: handled out of order."
+                "a resume's replay and live events interleaved on one stream: the result came back after a later call's (out of order), or live events moved the client's cursor past it and no resume could bring it (lost)."
+            }
+            Cause::ReconnectLoop => {
+                "with the faults gone, the client kept resuming the same stream from the same cursor (or retrying as often at the end as at the start) and nothing came: a reconnect loop, not a network fault."
             }
             Cause::GaveUp => {
                 "the client used up its attempts."
@@ -284,8 +298,12 @@ impl Cause {
             }
             Cause::RetryWithoutKey => dup && op.keyless_retry,
             Cause::KeyNotHonored => dup && !op.keyless_retry,
-            Cause::ReplayLiveInterleave => op.failures.contains(Failure::OutOfOrder) && op.resumed,
+            Cause::ReplayLiveInterleave => {
+                (op.failures.contains(Failure::OutOfOrder) && op.resumed)
+                    || (op.failures.contains(Failure::Lost) && op.cursor_past_result)
+            }
             Cause::FinRace => op.result_before_drop,
+            Cause::ReconnectLoop => op.failures.contains(Failure::Lost) && op.looped(run),
             Cause::GaveUp => op.gave_up,
             Cause::RunEnded => op.failures.contains(Failure::Lost) && !run.clients_finished,
         }

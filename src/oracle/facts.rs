@@ -84,6 +84,9 @@ pub struct Exec {
     /// on a stream, only the result for a task (which has no stream for
     /// progress).
     pub emitted_at: Vec<bool>,
+    /// Trace position of each chunk's emission (index i at i-1; 0: not
+    /// emitted).
+    pub emitted_seq: Vec<u64>,
     /// A chunk was received while an earlier one of the same execution
     /// never was: the server skipped events (its store lost them).
     pub hole: bool,
@@ -159,6 +162,17 @@ pub struct OpFacts {
     pub resumed: bool,
     /// When it sent each of those resumes, µs.
     pub resumes_us: Vec<u64>,
+    /// The `Last-Event-ID` of each, in the same order.
+    pub resume_cursors: Vec<Option<Rc<str>>>,
+    /// When each request of it (a POST, a resume) went out, µs.
+    pub requests_us: Vec<u64>,
+    /// The streams (session, stream) its events reached the client on.
+    pub streams: Vec<(u32, u64)>,
+    /// A resume of it went out after the client had received, on a stream
+    /// its events rode, an event emitted after one of its results that
+    /// never arrived: the cursor had moved past the result (live events
+    /// written between a replay's), so no resume could bring it.
+    pub cursor_past_result: bool,
     /// One of its client's 404s fell in it while the shared store's reads
     /// lagged (the session not visible yet on the replica that looked).
     pub refused_lagging: bool,
@@ -274,6 +288,43 @@ impl OpFacts {
         self.execs.iter().filter(|x| x.committed).count() as u64
     }
 
+    /// Whether, in the heal phase (faults off), its client went round a
+    /// reconnect loop for it: at least [`LOOP_RESUMES`] resumes with one
+    /// cursor (one stream, no progress), or requests of it as frequent in
+    /// the heal's last third as in its first (at least two: nothing made
+    /// them back off).
+    pub fn looped(&self, run: &RunFacts) -> bool {
+        let Some(heal) = run.heal_us else {
+            return false;
+        };
+        let end = run.end_us.max(heal);
+        let mut cursors: Vec<&Rc<str>> = self
+            .resumes_us
+            .iter()
+            .zip(&self.resume_cursors)
+            .filter(|(&t, _)| t >= heal)
+            .filter_map(|(_, c)| c.as_ref())
+            .collect();
+        cursors.sort_unstable();
+        let same = cursors
+            .chunk_by(|a, b| a == b)
+            .map(<[_]>::len)
+            .max()
+            .unwrap_or(0);
+        if same >= LOOP_RESUMES {
+            return true;
+        }
+        let third = (end - heal) / 3;
+        let count = |from: u64, to: u64| {
+            self.requests_us
+                .iter()
+                .filter(|&&t| from <= t && t < to)
+                .count()
+        };
+        let (first, last) = (count(heal, heal + third), count(end - third, end + 1));
+        third > 0 && last >= 2 && last >= first
+    }
+
     /// Degraded: not failed, but it missed announced events.
     pub fn degraded(&self) -> bool {
         self.failures.is_empty() && self.announced > 0
@@ -289,9 +340,16 @@ impl OpFacts {
     }
 }
 
+/// Resumes with one cursor in the heal phase that make a reconnect loop.
+pub const LOOP_RESUMES: usize = 5;
+
 /// Run-wide facts the causes and hazards read.
 #[derive(Clone, Debug, Default)]
 pub struct RunFacts {
+    /// When the heal phase began, µs (`None`: the run never reached it).
+    pub heal_us: Option<u64>,
+    /// The last record's time: the run's end, µs.
+    pub end_us: u64,
     /// Server restarts, µs.
     pub restarts_us: Vec<u64>,
     /// Every client finished before the run ended.

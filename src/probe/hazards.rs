@@ -60,6 +60,31 @@ pub const HAZARDS: &[Hazard] = &[
         rule: "Drop call 1's stream after its first event while it still runs, resume it by GET and at once POST call 2. Present when call 1's new chunks (those the client did not have) arrive out of order or twice on the resumed stream, when call 2's response arrives on call 1's stream, or when either result arrives twice; absent otherwise.",
     },
     Hazard {
+        name: "resume-future-cursor",
+        title: "a forged cursor past the stream's end loses the stream silently",
+        rule: "Drop a call's stream after its first event, then GET with a Last-Event-ID of the same shape as the last id received, its last number moved 1000 past it (an id the stream has not reached). Present when the answer is 2xx and the call's result never comes (the client believes it resumed), 5xx, or the connection closes without an answer; absent on any 4xx, or when the result arrives all the same. Untestable when events carry no ids with a number in them.",
+    },
+    Hazard {
+        name: "resume-twice",
+        title: "a second resume re-delivers what the first brought",
+        rule: "Drop a call's stream after its first event, resume it by GET until one new chunk arrives, drop that too, then resume again from the last id received. Present when the second resume delivers that id again or a chunk the client already had; absent otherwise. Untestable when a resume is refused or brings nothing new.",
+    },
+    Hazard {
+        name: "replay-dropped",
+        title: "a replay dropped mid-way loses the rest",
+        rule: "Drop a call's stream after its first event, wait until the tool has finished, resume by GET, drop the replay after its first new chunk, then resume again from the last id received. Present when the second resume does not bring the result and does not announce the loss (410); absent when the result arrives or the loss is announced. Untestable when the first resume is refused, brings nothing new, or brings the result first.",
+    },
+    Hazard {
+        name: "duplicate-inflight-id",
+        title: "two calls under one request id cross their answers",
+        rule: "Start call A (several chunks) and, once its first event arrived, POST a different call B with the same request id. Present when a stream gets the other call's result, or A's stream never gets a result; absent when B is refused (4xx or a JSON-RPC error) and A gets its own result, or each gets its own. Untestable with a counter tool (results must name their call).",
+    },
+    Hazard {
+        name: "retry-honoured",
+        title: "a resume made exactly when `retry:` says is not honoured",
+        rule: "Call the tool (ten chunks) and read its stream; each time the server ends it before the result after a `retry: R` field, wait exactly R ms and GET with Last-Event-ID = the last id received, up to 16 times. Absent when the result arrives and no resume re-sent a chunk the client had; present when such a resume is refused or fails, re-sends a chunk from before the cursor, or no result comes. Untestable when the server never closes a stream with `retry:` (it does not poll).",
+    },
+    Hazard {
         name: "legacy-session",
         title: "a legacy session id is served on the streamable endpoint",
         rule: "Open a session on the legacy HTTP+SSE transport (GET --legacy-url, initialize through its endpoint), then POST tools/list to the streamable endpoint with that session id. Present when it is served (2xx with a result): the session's continuity (cursor, subscriptions) does not carry across transports; absent on 4xx or a JSON-RPC error. Untestable without a legacy endpoint.",
@@ -130,6 +155,11 @@ impl Ctx<'_> {
             "resume-malformed" => self.resume_malformed().await,
             "resume-foreign-session" => self.resume_foreign().await,
             "resume-then-post" => self.resume_then_post().await,
+            "resume-future-cursor" => self.resume_future_cursor().await,
+            "resume-twice" => self.resume_twice().await,
+            "replay-dropped" => self.replay_dropped().await,
+            "duplicate-inflight-id" => self.duplicate_inflight_id().await,
+            "retry-honoured" => self.retry_honoured().await,
             "legacy-session" => self.legacy_session().await,
             "second-get" => self.second_get().await,
             "close-cancels" => self.close_cancels().await,

@@ -63,6 +63,8 @@ pub struct Got {
     pub data: String,
     /// The JSON-RPC message in its data, if any.
     pub msg: Option<Message>,
+    /// Its `retry:` advice, ms (SSE only).
+    pub retry_ms: Option<u64>,
     /// When it arrived.
     pub at: Instant,
 }
@@ -163,6 +165,7 @@ impl Reply {
                     data: e.data,
                     id: e.id,
                     event: e.event,
+                    retry_ms: e.retry_ms,
                     at: Instant::now(),
                 })),
                 Ok(None) => Ok(None),
@@ -176,6 +179,7 @@ impl Reply {
                         event: "message".into(),
                         data: m.encode(),
                         msg: Some(m),
+                        retry_ms: None,
                         at: Instant::now(),
                     })),
                     Ok(None) => Ok(None),

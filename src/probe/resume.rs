@@ -9,7 +9,7 @@ use std::time::Duration;
 
 impl Ctx<'_> {
     /// A dropped call with an event id to resume from, in a new session.
-    async fn dropped_with_cursor(
+    pub(super) async fn dropped_with_cursor(
         &self,
         name: &str,
         chunks: u32,
@@ -32,7 +32,7 @@ impl Ctx<'_> {
 
     /// A GET resuming from `last`, which the server must accept for the
     /// hazard to be tested (a refusal ends the session: untestable).
-    async fn resumed(&self, s: &Session, last: &str) -> Step<Reply> {
+    pub(super) async fn resumed(&self, s: &Session, last: &str) -> Step<Reply> {
         let mut g = self
             .peer
             .get(s, Some(last))

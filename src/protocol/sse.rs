@@ -215,6 +215,12 @@ impl SseDecoder {
     }
 }
 
+/// A block of `retry:` alone: reconnection advice that dispatches no
+/// event and moves no cursor (a polling close's last frame).
+pub fn encode_retry(retry_ms: u64) -> Bytes {
+    Bytes::from(format!("retry: {retry_ms}\n\n"))
+}
+
 /// Encodes one event. Multi-line data becomes several `data:` lines; an
 /// empty `data` still writes one `data:` line so the event dispatches.
 pub fn encode(id: Option<u64>, event: Option<&str>, data: &str, retry_ms: Option<u64>) -> Bytes {

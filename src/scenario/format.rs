@@ -127,6 +127,31 @@ pub struct ClientGroup {
     /// behind gateways do.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub require_event_field: bool,
+    /// How the clients come back to a resume that failed quietly (200 and
+    /// an empty stream): `backoff` (re-issue the call, an attempt) or
+    /// `rmcp` (rmcp's SSE client: resume again every second, or every
+    /// `retry:` the server advised, with the same `Last-Event-ID`, without
+    /// end).
+    #[serde(skip_serializing_if = "Reconnect::is_default")]
+    pub reconnect: Reconnect,
+}
+
+/// A client's policy for a resume answered 200 with nothing (`reconnect`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reconnect {
+    /// The resume failed: re-issue what waited on it (an attempt).
+    #[default]
+    Backoff,
+    /// rmcp's reconnect policy: the same resume again after a fixed wait
+    /// (1 s, or the server's `retry:`), forever.
+    Rmcp,
+}
+
+impl Reconnect {
+    fn is_default(&self) -> bool {
+        *self == Reconnect::Backoff
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -170,6 +195,7 @@ impl Default for ClientGroup {
             connections: DEFAULT_CONNECTIONS,
             pool_idle_ms: 4_000,
             require_event_field: false,
+            reconnect: Reconnect::Backoff,
         }
     }
 }

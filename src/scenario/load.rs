@@ -157,7 +157,7 @@ pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCon
             format!("server settings are named with their table: --set server.{key}={value}")
         } else {
             "only the era, [server] and [deployment] settings and client.connections / \
-             client.pool_idle_ms can be set (--set server.KEY=VALUE, e.g. \
+             client.pool_idle_ms / client.reconnect can be set (--set server.KEY=VALUE, e.g. \
              server.store_capacity=64, or deployment.replicas=3); other tables are edited in \
              the scenario file"
                 .to_string()

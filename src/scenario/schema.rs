@@ -186,7 +186,7 @@ pub fn set_server(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCo
 
 /// The `[[clients]]` keys `--set client.KEY=VALUE` may set (for every
 /// group at once): how clients hold connections, not what they do.
-pub const CLIENT_SETTABLE: &[&str] = &["connections", "pool_idle_ms"];
+pub const CLIENT_SETTABLE: &[&str] = &["connections", "pool_idle_ms", "reconnect"];
 
 /// `g` with `client.KEY=VALUE` applied (`--set`), or one line naming the
 /// fix: only [`CLIENT_SETTABLE`] keys, each with its type.

@@ -33,6 +33,7 @@ mod holds;
 mod legacy;
 mod modern;
 mod mrtr;
+mod polling;
 mod post;
 mod principal;
 mod replay;

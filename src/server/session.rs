@@ -236,6 +236,7 @@ impl Session {
                 done_producing: false,
                 results: Vec::new(),
                 sent: Sent::default(),
+                paused_from: None,
             },
         );
         history.record(Record::StreamOpened {

@@ -26,6 +26,9 @@ pub(crate) struct StreamRt {
     pub results: Vec<EventId>,
     /// How far its current connection's writer has got.
     pub sent: Sent,
+    /// The connection a polling close ended last (the pause its expiry
+    /// belongs to).
+    pub paused_from: Option<ConnId>,
 }
 
 /// How far a stream's writer has got on its connection: which of the

@@ -13,6 +13,26 @@ use crate::protocol::jsonrpc::{self, ErrorObject, RequestId};
 use http::{Response, StatusCode};
 use serde_json::json;
 
+/// With `release_moved_legacy`: a legacy session refused over streamable
+/// HTTP whose client has moved on (no connection of it open, nothing of it
+/// running) is ended now, so that it no longer holds a session slot.
+fn release_moved_legacy(shared: &Shared, sid: &SessionId, issued: Transport, arriving: Transport) {
+    if !shared.cfg.release_moved_legacy
+        || (issued, arriving) != (Transport::Legacy, Transport::Streamable)
+    {
+        return;
+    }
+    let idle = shared
+        .state
+        .borrow()
+        .sessions
+        .get(sid)
+        .is_some_and(|s| s.conns().is_empty() && s.in_flight.is_empty());
+    if idle {
+        super::routes::end_session(shared, sid);
+    }
+}
+
 /// Rule T (guarded): a request on `arriving` for a session issued under
 /// another transport is served only through a registered mapping; else 404.
 /// `Ok(mapped)` when it may be served. The unguarded server serves it.
@@ -49,6 +69,9 @@ pub(super) fn transport_gate(
         arriving,
         verdict: name,
     });
+    if verdict == TransportVerdict::Reject {
+        release_moved_legacy(shared, sid, issued, arriving);
+    }
     match verdict {
         TransportVerdict::ServeMapped => Ok(true),
         _ => Err(error_with(

@@ -54,6 +54,8 @@ enum Next {
         id: EventId,
         frame: Bytes,
         backlog: bool,
+        /// A message, not a priming event: it counts toward a polling close.
+        message: bool,
     },
     Pace(EventId),
     Gap {
@@ -67,7 +69,7 @@ enum Next {
 }
 
 /// Why a frame could not be handed over.
-enum Lost {
+pub(super) enum Lost {
     /// The connection ended (the peer went away).
     Closed,
     /// The write deadline passed.
@@ -128,6 +130,8 @@ struct Position {
     /// The backlog event being paced and when its pause ends: a live event
     /// written meanwhile must not restart the pause.
     pace_until: Option<(EventId, tokio::time::Instant)>,
+    /// Messages written on this connection (toward a polling close).
+    messages: u32,
 }
 
 impl Position {
@@ -138,6 +142,7 @@ impl Position {
             marker_due: plan.replay && guarded,
             paced: None,
             pace_until: None,
+            messages: 0,
         }
     }
 
@@ -188,7 +193,11 @@ async fn run(
     loop {
         let mut notified = pin!(wake.notified());
         notified.as_mut().enable();
-        match w.next_action(&at) {
+        let next = w.next_action(&at);
+        if w.poll_due(&at, &next) {
+            return super::polling::pause(&w.shared, &w.sid, s, w.conn, &tx, w.deadline).await;
+        }
+        match next {
             Next::Exit => return,
             Next::Wait => {
                 tokio::select! {
@@ -239,10 +248,16 @@ async fn run(
                     conn: w.conn,
                 });
             }
-            Next::Write { id, frame, backlog } => {
+            Next::Write {
+                id,
+                frame,
+                backlog,
+                message,
+            } => {
                 if let Err(why) = send(&tx, frame, w.deadline).await {
                     return w.lost(why);
                 }
+                at.messages += u32::from(message);
                 w.advance(&mut at, id, backlog, true);
             }
             Next::Finish => {
@@ -254,6 +269,20 @@ async fn run(
 }
 
 impl Writer {
+    /// Whether a polling close is due before `next`: `poll_after` messages
+    /// are written on this connection and more of the stream is to come
+    /// (never on a stream that is finishing, never where resuming is not
+    /// offered: the 2026-07-28 wire, the cancel arm, the legacy transport).
+    fn poll_due(&self, at: &Position, next: &Next) -> bool {
+        let k = self.shared.cfg.poll_after;
+        k > 0
+            && at.messages >= k
+            && matches!(next, Next::Write { .. } | Next::Wait | Next::Pace(_))
+            && self.plan.transport == Transport::Streamable
+            && !self.shared.variant.cancels_on_close()
+            && with_session(&self.shared, &self.sid, |sess| !sess.modern).unwrap_or(false)
+    }
+
     /// What to do next from `at`, as the store stands now.
     fn next_action(&self, at: &Position) -> Next {
         let (plan, s) = (&self.plan, self.s);
@@ -274,6 +303,7 @@ impl Writer {
                     id,
                     frame: encode(sess, s, id, data, plan.transport, self.shared.cfg.retry_ms),
                     backlog,
+                    message: !data.is_empty(),
                 },
             };
             if self.interleave {
@@ -407,7 +437,11 @@ fn encode(
     }
 }
 
-async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes, deadline: Duration) -> Result<(), Lost> {
+pub(super) async fn send(
+    tx: &mpsc::Sender<Bytes>,
+    frame: Bytes,
+    deadline: Duration,
+) -> Result<(), Lost> {
     tokio::select! {
         biased;
         _ = tx.closed() => Err(Lost::Closed),
@@ -420,7 +454,7 @@ async fn send(tx: &mpsc::Sender<Bytes>, frame: Bytes, deadline: Duration) -> Res
 }
 
 /// The connection is lost for `why`: record it as the guard sees it.
-fn lost(shared: &Rc<Shared>, sid: &SessionId, s: StreamIdx, conn: ConnId, why: Lost) {
+pub(super) fn lost(shared: &Rc<Shared>, sid: &SessionId, s: StreamIdx, conn: ConnId, why: Lost) {
     match why {
         Lost::Closed => on_close(shared, sid, s, conn, None),
         Lost::Deadline => deadline_passed(shared, sid, s, conn),
@@ -475,7 +509,7 @@ fn on_close(
 }
 
 /// Runs `f` on the session if it still exists.
-fn with_session<T>(
+pub(super) fn with_session<T>(
     shared: &Shared,
     sid: &SessionId,
     f: impl FnOnce(&mut super::session::Session) -> T,

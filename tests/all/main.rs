@@ -21,6 +21,7 @@ mod faults;
 mod first_contact;
 mod intermediaries;
 mod keepalive;
+mod liveness;
 mod loopback;
 mod oracle;
 mod own_server;

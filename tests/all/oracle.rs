@@ -257,3 +257,38 @@ fn the_streaming_judge_judges_as_the_batch_judge() {
 fn the_streaming_judge_judges_as_the_batch_judge_on_every_committed_scenario() {
     stream_matches_batch(&committed_scenarios("sims"), &mcp_chaos::sut::Arm::all());
 }
+
+/// The interleave cause where it is the reason for a loss: the seed case 2
+/// scenario (a slow unguarded replay of call 0's tail, call 1's events
+/// written live between) with a second drop during call 1. The client's
+/// cursor is then call 1's event, past call 0's unreplayed result, so
+/// every resume starts after it and call 0 is lost: `replay_live_interleave`,
+/// not `run_ended`. Without the second drop nothing is lost; guarded
+/// (replay first, call 1 queued) fails nothing either way.
+#[test]
+fn a_result_skipped_by_live_events_is_an_interleave_loss() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sims/causes/replay_live_interleave.toml");
+    let base = std::fs::read_to_string(&path).unwrap();
+    let second_drop =
+        "\n[[faults.explicit]]\nkind = \"drop\"\nclient = 0\ncall = 1\nafter_event = 3\n";
+    let with_drop = format!("{base}{second_drop}").replace(
+        "\"failures_by_cause.replay_live_interleave\" = 1",
+        "ops_lost = 1",
+    );
+    let s = Scenario::parse(&with_drop).unwrap();
+    let (r, _) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
+    let lost: Vec<_> = r
+        .operations
+        .iter()
+        .filter(|o| o.failures.iter().any(|f| f == "lost"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{:?}", r.operations);
+    assert_eq!(lost[0].tag, "c0-op0");
+    assert_eq!(lost[0].cause.as_deref(), Some("replay_live_interleave"));
+    let (r, _) = run::run(&s, 0, Variant::Guarded, &Options::default()).unwrap();
+    assert_eq!(r.metrics.ops_failed, 0);
+    let s = Scenario::parse(&base).unwrap();
+    let (r, _) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
+    assert_eq!(r.metrics.ops_lost, 0, "one drop reorders, it loses nothing");
+}

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Every hazard the probe knows, as `probe --help` and the docs name them.
-const HAZARDS: [&str; 10] = [
+const HAZARDS: [&str; 15] = [
     "retry-new-id",
     "retry-same-id",
     "retry-after-completion",
@@ -24,6 +24,11 @@ const HAZARDS: [&str; 10] = [
     "resume-malformed",
     "resume-foreign-session",
     "resume-then-post",
+    "resume-future-cursor",
+    "resume-twice",
+    "replay-dropped",
+    "duplicate-inflight-id",
+    "retry-honoured",
     "legacy-session",
     "second-get",
 ];
@@ -74,6 +79,7 @@ fn the_unguarded_server_has_the_models_hazards() {
         "retry-after-completion",
         "resume-malformed",
         "legacy-session",
+        "duplicate-inflight-id",
     ] {
         assert_eq!(v[h], "present", "{h}: {out}");
     }
@@ -84,9 +90,13 @@ fn the_unguarded_server_has_the_models_hazards() {
         "resume-after-completion",
         "resume-foreign-session",
         "second-get",
+        "resume-future-cursor",
+        "resume-twice",
+        "replay-dropped",
     ] {
         assert_eq!(v[h], "absent", "{h}: {out}");
     }
+    assert_eq!(v["retry-honoured"], "untestable", "it does not poll: {out}");
 }
 
 #[test]
@@ -94,8 +104,33 @@ fn the_guarded_server_with_keys_has_none() {
     let s = Served::start(&["--server", "guarded"]);
     let (exit, v, out) = probe(&s, &["--profile", "keys"]);
     assert_eq!(exit, 0, "{out}");
-    for h in HAZARDS {
-        assert_eq!(v[h], "absent", "{h} must be tested and absent: {out}");
+    for h in HAZARDS.iter().filter(|&&h| h != "retry-honoured") {
+        assert_eq!(v[*h], "absent", "{h} must be tested and absent: {out}");
+    }
+    // It does not poll (no `retry:` close): nothing to honour.
+    assert_eq!(v["retry-honoured"], "untestable", "{out}");
+}
+
+/// A server that polls (`--poll-after`): each arm takes the resume made
+/// exactly `retry:` ms after the close and replays from the cursor.
+#[test]
+fn a_polling_server_honours_its_retry() {
+    for arm in ["guarded", "unguarded"] {
+        let s = Served::start(&[
+            "--server",
+            arm,
+            "--poll-after",
+            "3",
+            "--poll-retry-ms",
+            "200",
+        ]);
+        let (exit, v, out) = probe(&s, &["--only", "retry-honoured"]);
+        assert_eq!(
+            (exit, v["retry-honoured"].as_str()),
+            (0, "absent"),
+            "{arm}: {out}"
+        );
+        assert!(out.contains("after 200 ms GET 200"), "{arm}: {out}");
     }
 }
 

@@ -185,7 +185,12 @@ const V: View = View {
     waiting: true,
     switch_pending: false,
     keyed: false,
+    advised: false,
+    reconnect_forever: false,
 };
+
+/// The exchange's stream carried the server's `retry:` advice.
+const ADVISED: View = View { advised: true, ..V };
 
 /// An exchange no event id has named yet (an initialize's never is).
 const UNNAMED: View = View { named: false, ..V };
@@ -351,6 +356,20 @@ fn call_rows() -> Vec<Row> {
             V,
             &[A::EndHold, A::Interrupt { clean: true }],
         ),
+        // Ended after `retry:`: a polling close, resumed as told.
+        row(K::Call, R::Ended, ADVISED, &[A::Detach, A::PollResume]),
+        // ... but broken after it, a failure like any other.
+        row(K::Call, R::Drop, ADVISED, &[A::Interrupt { clean: false }]),
+        // ... and with the call done, an ordinary end.
+        row(
+            K::Call,
+            R::Ended,
+            View {
+                op_active: false,
+                ..ADVISED
+            },
+            &[A::EndHold, A::Interrupt { clean: true }],
+        ),
         row(K::Call, R::Gap, V, &[A::Touch, A::RecordGap]),
         with(
             K::Call,
@@ -418,6 +437,18 @@ fn resume_rows() -> Vec<Row> {
             empty,
             &[A::Detach, A::EndHold, A::ResumeRefused],
         ),
+        // rmcp's reconnect policy: the same resume again, without end.
+        row(
+            K::ResumeGet,
+            R::EmptyResume200,
+            View {
+                reconnect_forever: true,
+                ..empty
+            },
+            &[A::Detach, A::EndHold, A::Reconnect],
+        ),
+        // A replay the server closed after `retry:`: resumed as told.
+        row(K::ResumeGet, R::Ended, ADVISED, &[A::Detach, A::PollResume]),
         // ... and with nothing waiting, an ordinary end.
         row(
             K::ResumeGet,
@@ -499,6 +530,12 @@ fn standalone_rows() -> Vec<Row> {
             R::Ended,
             V,
             &[A::EndHold, A::Interrupt { clean: true }],
+        ),
+        row(
+            K::StandaloneGet,
+            R::Ended,
+            ADVISED,
+            &[A::Detach, A::PollResume],
         ),
         row(K::StandaloneGet, R::Gap, V, &[A::Touch, A::RecordGap]),
         row(K::StandaloneGet, R::NoAnswer, V, &[A::RetryOpen]),

@@ -78,6 +78,9 @@ pub(super) struct Builder {
     /// (client, session, stream) → event ids named by the gaps received on
     /// that stream so far (over all its connections and resumes).
     gaps_named: FxMap<(u32, u32, u64), u64>,
+    /// (client, session, stream) → the latest emission (trace position)
+    /// among the events the client received on it.
+    latest_received: FxMap<(u32, u32, u64), u64>,
     /// (client, result chunk as (tag, execution, index)) → `gaps_named` of
     /// the stream it arrived on, when it arrived (the latest arrival), when
     /// not 0.
@@ -114,6 +117,7 @@ impl Builder {
             store_durable: true,
             pending_switch: vec![None; calls.len()],
             gaps_named: FxMap::default(),
+            latest_received: FxMap::default(),
             result_gaps: FxMap::default(),
             began: vec![0; calls.len()],
             next_order: 0,
@@ -123,9 +127,16 @@ impl Builder {
     }
 
     fn op(&mut self, tag: &str) -> Option<&mut OpFacts> {
+        let i = self.op_index(tag)?;
+        Some(&mut self.ops[i])
+    }
+
+    /// Where the operation `tag` names is in `ops` (not begun, or judged
+    /// already: `None`).
+    fn op_index(&self, tag: &str) -> Option<usize> {
         let t = self.tags.get(tag)?;
         match self.op_of.get(t as usize) {
-            Some(&i) if i != NO_OP && i != JUDGED => Some(&mut self.ops[i as usize]),
+            Some(&i) if i != NO_OP && i != JUDGED => Some(i as usize),
             _ => None,
         }
     }
@@ -224,7 +235,7 @@ impl Builder {
                         self.run.store_lagged[i].1 = t;
                     }
                 }
-                WorldRecord::HealStarted => {}
+                WorldRecord::HealStarted => self.run.heal_us = Some(t),
                 WorldRecord::Deployed { shared_store, .. } => {
                     self.run.deployed = true;
                     if let Some(s) = shared_store {
@@ -275,6 +286,7 @@ impl Builder {
 
     /// The end of the trace at `end_us`: faults still on end there.
     fn close_open_faults(&mut self, end_us: u64) {
+        self.run.end_us = end_us;
         let mut open: Vec<_> = std::mem::take(&mut self.open_faults).into_iter().collect();
         open.sort_unstable_by_key(|&(index, _)| index);
         for (_, at) in open {
@@ -293,13 +305,7 @@ impl Builder {
                     op.start_us = t;
                 }
             }
-            ClientRecord::Sent {
-                client,
-                what,
-                tag,
-                keyed,
-                ..
-            } => self.sent(*client, *what, tag.as_ref(), *keyed, (t, seq)),
+            ClientRecord::Sent { .. } => self.sent(r, (t, seq)),
             ClientRecord::Status {
                 client,
                 tag,
@@ -423,16 +429,59 @@ impl Builder {
         }
     }
 
+    /// When a call's POST or a resume of `tag` went out, and the resume's
+    /// cursor (a reconnect loop's evidence).
+    fn request(&mut self, what: Sent, tag: Option<&Rc<str>>, cursor: Option<&str>, t: u64) {
+        if let (Some(op), Sent::Call | Sent::Resume) = (tag.and_then(|g| self.op(g)), what) {
+            op.requests_us.push(t);
+            if what == Sent::Resume {
+                op.resume_cursors.push(cursor.map(Rc::from));
+            }
+        }
+        if what == Sent::Resume {
+            self.past_result(tag);
+        }
+    }
+
+    /// A resume of `tag` goes out: whether the client's cursor on one of
+    /// its streams is past a result of it that never arrived (it received
+    /// there an event emitted later).
+    fn past_result(&mut self, tag: Option<&Rc<str>>) {
+        let Some(i) = tag.and_then(|g| self.op_index(g)) else {
+            return;
+        };
+        let (latest, op) = (&self.latest_received, &mut self.ops[i]);
+        let unreceived = op.execs.iter().filter_map(|x| {
+            let i = x.result_index? as usize;
+            (!x.received.get(i - 1).copied().unwrap_or(false)).then_some(x.result_seq?)
+        });
+        let Some(result) = unreceived.min() else {
+            return;
+        };
+        let client = op.client;
+        op.cursor_past_result |= op.streams.iter().any(|&(s, stream)| {
+            latest
+                .get(&(client, s, stream))
+                .is_some_and(|&l| l > result)
+        });
+    }
+
     /// A request the client sent: an initialize, a call's attempt, a
     /// resume.
-    fn sent(
-        &mut self,
-        client: u32,
-        what: Sent,
-        tag: Option<&Rc<str>>,
-        keyed: bool,
-        (t, seq): (u64, u64),
-    ) {
+    fn sent(&mut self, r: &ClientRecord, (t, seq): (u64, u64)) {
+        let ClientRecord::Sent {
+            client,
+            what,
+            tag,
+            keyed,
+            cursor,
+            ..
+        } = r
+        else {
+            return;
+        };
+        let (client, what, tag, keyed) = (*client, *what, tag.as_ref(), *keyed);
+        self.request(what, tag, cursor.as_deref(), t);
         match (what, tag) {
             (Sent::Initialize, _) => self.client(client).inits += 1,
             (Sent::Call, Some(tag)) => {
@@ -486,14 +535,22 @@ impl Builder {
                 }
             }
         }
-        if let Some(x) = self
-            .op(&c.tag)
-            .and_then(|op| op.execs.get_mut((c.execution as usize).wrapping_sub(1)))
-        {
-            let i = c.index as usize;
-            if i >= 1 && i <= x.received.len() {
-                x.received[i - 1] = true;
-            }
+        let s = self.sessions.id(session);
+        let Some(op) = self.op(&c.tag) else {
+            return;
+        };
+        if !op.streams.contains(&(s, stream)) {
+            op.streams.push((s, stream));
+        }
+        let Some(x) = op.execs.get_mut((c.execution as usize).wrapping_sub(1)) else {
+            return;
+        };
+        let i = c.index as usize;
+        if i >= 1 && i <= x.received.len() {
+            x.received[i - 1] = true;
+            let emitted = x.emitted_seq[i - 1];
+            let latest = self.latest_received.entry((client, s, stream)).or_insert(0);
+            *latest = (*latest).max(emitted);
         }
     }
 
@@ -583,6 +640,7 @@ impl Builder {
                         result_seq: None,
                         received: Vec::new(),
                         emitted_at: Vec::new(),
+                        emitted_seq: Vec::new(),
                         hole: false,
                         replica: *replica,
                     });
@@ -626,9 +684,11 @@ impl Builder {
                     if x.received.len() < i {
                         x.received.resize(i, false);
                         x.emitted_at.resize(i, false);
+                        x.emitted_seq.resize(i, 0);
                     }
-                    if let Some(e) = i.checked_sub(1).and_then(|j| x.emitted_at.get_mut(j)) {
-                        *e = true;
+                    if let Some(j) = i.checked_sub(1) {
+                        x.emitted_at[j] = true;
+                        x.emitted_seq[j] = seq;
                     }
                     if *last {
                         x.result_index = Some(*index);

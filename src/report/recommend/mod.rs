@@ -348,6 +348,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "a longer client budget, or the server settings docs/causes.md names for the residual",
     ),
     (
+        "reconnect_loop",
+        "the guarded arm's replay of the stream's tail (a resume never gets 200 and nothing), or a client that re-issues after an empty resume instead of resuming again forever (`reconnect = \"backoff\"`)",
+    ),
+    (
         "run_ended",
         "a longer heal phase, or the server settings docs/causes.md names for the residual",
     ),
