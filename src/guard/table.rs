@@ -4,6 +4,16 @@
 
 use super::{Limits, PostFacts, Reason, SessionGuard, Verdict};
 
+/// A session with one stream whose request produced an event past its
+/// priming event, the client not told of it yet.
+fn producing() -> (SessionGuard, crate::guard::StreamIdx) {
+    let mut g = SessionGuard::new();
+    let s = g.open_stream(1);
+    g.request_started(s);
+    g.produced(s, 2);
+    (g, s)
+}
+
 /// Rule M's rows, each shown with the verdict the guard gives on a session
 /// built to that situation (computed, not transcribed).
 pub fn decision_table() -> String {
@@ -36,21 +46,15 @@ pub fn decision_table() -> String {
     let mut g = SessionGuard::new();
     g.open_stream(1);
     rows.push(("1", "no dropped stream", g.check(non_idem, limits).verdict));
-    let mut g = SessionGuard::new();
-    let s = g.open_stream(1);
-    g.request_started(s);
-    g.produced(s, 2);
+    let (mut g, s) = producing();
     g.paused(s);
     rows.push((
         "1",
-        "paused stream (closed by the server after `retry:`), events owed",
+        "paused stream (retry: close), events owed",
         g.check(non_idem, limits).verdict,
     ));
     // Row 2.
-    let mut g = SessionGuard::new();
-    let s = g.open_stream(1);
-    g.request_started(s);
-    g.produced(s, 2);
+    let (mut g, s) = producing();
     g.close_seen(s);
     rows.push((
         "2",

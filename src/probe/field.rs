@@ -149,32 +149,11 @@ impl Ctx<'_> {
         let mut g2 = self.resumed(&s, &cursor).await?;
         self.to_result(&mut g2, &d.id, self.wait + SETTLE).await;
         self.peer.end(&s).await;
-        let again_id = g2
-            .seen
-            .iter()
-            .any(|e| e.id.as_deref() == Some(cursor.as_str()));
-        let again = chunks(&g2.seen).into_iter().find(|c| had.contains(c));
         let story = format!(
             "first resume from {last}: GET {first}; second from {cursor}: GET {}",
             g2.describe()
         );
-        Ok(match (again_id, again) {
-            (true, _) => (
-                Verdict::Present,
-                format!("event {cursor} came again ({story})"),
-            ),
-            (_, Some(c)) => (
-                Verdict::Present,
-                format!(
-                    "chunk {} of execution {} came again ({story})",
-                    c.index, c.execution
-                ),
-            ),
-            _ => (
-                Verdict::Absent,
-                format!("nothing the client had came again ({story})"),
-            ),
-        })
+        Ok(super::resume::redelivered(&g2.seen, &cursor, &had, &story))
     }
 
     pub(super) async fn replay_dropped(&self) -> Step<(Verdict, String)> {

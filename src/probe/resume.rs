@@ -53,33 +53,8 @@ impl Ctx<'_> {
             .await;
         self.peer.end(&s).await;
         let had: Vec<_> = d.seen.iter().filter_map(Got::chunk).collect();
-        let again_id = g
-            .seen
-            .iter()
-            .any(|e| e.id.as_deref() == Some(last.as_str()));
-        let again = g
-            .seen
-            .iter()
-            .filter_map(Got::chunk)
-            .find(|c| had.contains(c));
         let story = format!("resumed after {last}: GET {}", g.describe());
-        Ok(match (again_id, again) {
-            (true, _) => (
-                Verdict::Present,
-                format!("event {last} was delivered again ({story})"),
-            ),
-            (_, Some(c)) => (
-                Verdict::Present,
-                format!(
-                    "chunk {} of execution {} was delivered again ({story})",
-                    c.index, c.execution
-                ),
-            ),
-            _ => (
-                Verdict::Absent,
-                format!("nothing the client had came again ({story})"),
-            ),
-        })
+        Ok(redelivered(&g.seen, &last, &had, &story))
     }
 
     pub(super) async fn resume_after_completion(&self) -> Step<(Verdict, String)> {
@@ -277,5 +252,35 @@ fn ending(end: &End) -> &'static str {
         End::Ended => "ended",
         End::TimedOut => "stayed silent",
         End::Broken(_) => "broke",
+    }
+}
+
+/// Whether a resume from `cursor` delivered again what the client had
+/// (the event `cursor` names, or a chunk among `had`): the verdict, with
+/// `story` as its evidence.
+pub(super) fn redelivered(
+    seen: &[Got],
+    cursor: &str,
+    had: &[crate::protocol::mcp::ChunkRef],
+    story: &str,
+) -> (Verdict, String) {
+    let again_id = seen.iter().any(|e| e.id.as_deref() == Some(cursor));
+    let again = seen.iter().filter_map(Got::chunk).find(|c| had.contains(c));
+    match (again_id, again) {
+        (true, _) => (
+            Verdict::Present,
+            format!("event {cursor} was delivered again ({story})"),
+        ),
+        (_, Some(c)) => (
+            Verdict::Present,
+            format!(
+                "chunk {} of execution {} was delivered again ({story})",
+                c.index, c.execution
+            ),
+        ),
+        _ => (
+            Verdict::Absent,
+            format!("nothing the client had came again ({story})"),
+        ),
     }
 }
