@@ -4,7 +4,7 @@
 //! it, count executions). The tests (`retry.rs`, `resume.rs`,
 //! `sessions.rs`) and the list that runs them (`hazards.rs`) stand on it.
 
-use super::peer::{call, clip, Got, Peer, Reply, Session, Target};
+use super::peer::{call, clip, End, Got, Peer, Reply, Session, Target};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
 use http::StatusCode;
@@ -60,6 +60,9 @@ pub(super) const INTERVAL: Duration = Duration::from_millis(200);
 /// sooner races the close, which is a different hazard).
 pub(super) const BACKOFF: Duration = Duration::from_millis(250);
 /// Long enough for a call of `CHUNKS` chunks to have finished.
+/// How many polling closes (`retry:`, then the end before the result) a
+/// read follows before it gives up.
+pub(super) const MAX_POLLS: u32 = 16;
 pub(super) const SETTLE: Duration = Duration::from_millis(CHUNKS as u64 * 200 + 600);
 
 pub(super) type Step<T> = Result<T, String>;
@@ -137,6 +140,67 @@ impl Ctx<'_> {
         }
     }
 
+    /// `r`, a stream that may answer any of `ids` and whose read stopped
+    /// at `end`, followed through the server's polling closes as a client
+    /// must: each time the server ended it cleanly after `retry: R`, before
+    /// an answer, and its last connection carried a message, the stream is
+    /// resumed exactly R later from its last event id (up to
+    /// [`MAX_POLLS`] times). The events of every resume are added to the
+    /// returned reply's `seen`; the end is its last connection's. A server
+    /// that does not poll gets `r` back as it was.
+    pub(super) async fn follow_polls(
+        &self,
+        s: &Session,
+        mut r: Reply,
+        mut end: End,
+        ids: &[RequestId],
+    ) -> (Reply, End) {
+        let answered = |g: &Got| ids.iter().any(|i| g.answers(i));
+        // Where the latest connection's events begin in `seen`.
+        let mut from = 0;
+        for _ in 0..MAX_POLLS {
+            let latest = &r.seen[from..];
+            if end != End::Ended
+                || r.seen.iter().any(answered)
+                || !latest.iter().any(|g| g.msg.is_some())
+            {
+                break;
+            }
+            let advised = latest.iter().rev().find_map(|g| g.retry_ms);
+            let (Some(wait), Some(cursor)) = (advised, r.last_id().map(str::to_string)) else {
+                break;
+            };
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            let Ok(mut g) = self.peer.get(s, Some(&cursor)).await else {
+                break;
+            };
+            end = g
+                .read_until(self.peer.within(self.wait + SETTLE), answered)
+                .await;
+            let mut seen = std::mem::take(&mut r.seen);
+            from = seen.len();
+            seen.append(&mut g.seen);
+            g.seen = seen;
+            r = g;
+        }
+        (r, end)
+    }
+
+    /// Reads `r` until it answers one of `ids` or `wait` passes, through
+    /// the server's polling closes ([`Self::follow_polls`]).
+    pub(super) async fn read_answer(
+        &self,
+        s: &Session,
+        mut r: Reply,
+        ids: &[RequestId],
+        wait: Duration,
+    ) -> (Reply, End) {
+        let end = r
+            .read_until(self.peer.within(wait), |g| ids.iter().any(|i| g.answers(i)))
+            .await;
+        self.follow_polls(s, r, end, ids).await
+    }
+
     /// Reads a stream whose result arrived to its end, as a client does
     /// (a connection closed before the stream's end is a drop), briefly.
     pub(super) async fn drain(&self, r: &mut Reply) {
@@ -197,12 +261,14 @@ impl Ctx<'_> {
         id: &RequestId,
         key: Option<&str>,
     ) -> Step<serde_json::Value> {
-        let mut r = self
+        let r = self
             .peer
             .post(s, msg, key)
             .await
             .map_err(|e| e.to_string())?;
-        r.read_response(id, self.peer.within(self.wait)).await;
+        let (r, _) = self
+            .read_answer(s, r, std::slice::from_ref(id), self.wait)
+            .await;
         match r.response(id).and_then(|g| g.msg.as_ref()) {
             Some(Message::Result { result, .. }) => Ok(result.to_value()),
             _ => Err(format!("no result: {}", r.describe())),

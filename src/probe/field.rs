@@ -2,15 +2,12 @@
 //! second resume, a replay dropped mid-way, two calls under one request
 //! id, and a polling close's `retry:` honoured to the millisecond.
 
-use super::ctx::{Ctx, Step, Verdict, CHUNKS, INTERVAL, SETTLE};
+use super::ctx::{Ctx, Step, Verdict, CHUNKS, INTERVAL, MAX_POLLS, SETTLE};
 use super::peer::{Failure, Got, Reply, Session};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp::ChunkRef;
 use ::http::StatusCode;
 use std::time::Duration;
-
-/// How many polling closes `retry-honoured` follows before it gives up.
-const MAX_POLLS: u32 = 16;
 
 /// `id` with its last run of digits moved far past where the stream
 /// stands (the same shape, a number no event of it reached yet).
@@ -62,34 +59,6 @@ impl Ctx<'_> {
         Ok(g)
     }
 
-    /// `r` (a stream of call `id`), resumed after each polling close
-    /// (`retry:` then the end, before the result) until the result comes;
-    /// the events of every resume are added to its `seen`.
-    async fn follow_polls(&self, s: &Session, mut r: Reply, id: &RequestId) -> Reply {
-        // Where the latest connection's events begin in `seen`.
-        let mut from = 0;
-        for _ in 0..MAX_POLLS {
-            if r.response(id).is_some() {
-                break;
-            }
-            let advised = r.seen[from..].iter().rev().find_map(|g| g.retry_ms);
-            let (Some(wait), Some(cursor)) = (advised, r.last_id().map(str::to_string)) else {
-                break;
-            };
-            tokio::time::sleep(Duration::from_millis(wait)).await;
-            let Ok(mut g) = self.peer.get(s, Some(&cursor)).await else {
-                break;
-            };
-            self.to_result(&mut g, id, self.wait + SETTLE).await;
-            let mut seen = std::mem::take(&mut r.seen);
-            from = seen.len();
-            seen.append(&mut g.seen);
-            g.seen = seen;
-            r = g;
-        }
-        r
-    }
-
     pub(super) async fn resume_future_cursor(&self) -> Step<(Verdict, String)> {
         let (s, d, last) = self
             .dropped_with_cursor("resume-future-cursor", CHUNKS)
@@ -107,8 +76,10 @@ impl Ctx<'_> {
                 format!("the connection closed without an answer to Last-Event-ID {forged}: {e}"),
             ),
             Err(e) => return Err(e.to_string()),
-            Ok(mut g) => {
-                self.to_result(&mut g, &d.id, self.wait + SETTLE).await;
+            Ok(g) => {
+                let (g, _) = self
+                    .read_answer(&s, g, std::slice::from_ref(&d.id), self.wait + SETTLE)
+                    .await;
                 let story = format!(
                     "GET Last-Event-ID {forged} (last real {last}): {}",
                     g.describe()
@@ -146,8 +117,10 @@ impl Ctx<'_> {
         let first = g1.describe();
         drop(g1);
         tokio::time::sleep(INTERVAL / 2).await;
-        let mut g2 = self.resumed(&s, &cursor).await?;
-        self.to_result(&mut g2, &d.id, self.wait + SETTLE).await;
+        let g2 = self.resumed(&s, &cursor).await?;
+        let (g2, _) = self
+            .read_answer(&s, g2, std::slice::from_ref(&d.id), self.wait + SETTLE)
+            .await;
         self.peer.end(&s).await;
         let story = format!(
             "first resume from {last}: GET {first}; second from {cursor}: GET {}",
@@ -180,12 +153,14 @@ impl Ctx<'_> {
         let first = g1.describe();
         drop(g1);
         tokio::time::sleep(INTERVAL / 2).await;
-        let mut g2 = self
+        let g2 = self
             .peer
             .get(&s, Some(&cursor))
             .await
             .map_err(|e| e.to_string())?;
-        self.to_result(&mut g2, &d.id, self.wait).await;
+        let (g2, _) = self
+            .read_answer(&s, g2, std::slice::from_ref(&d.id), self.wait)
+            .await;
         self.peer.end(&s).await;
         let story = format!(
             "replay from {last} dropped: GET {first}; again from {cursor}: GET {}",
@@ -239,10 +214,12 @@ impl Ctx<'_> {
             .await
             .map_err(|e| e.to_string())?;
         let until = self.peer.within(self.wait + SETTLE);
-        tokio::join!(a.read_response(&id, until), b.read_response(&id, until));
+        let (a_end, _) = tokio::join!(a.read_response(&id, until), b.read_response(&id, until));
         // A server that polls may have closed A's stream after `retry:`:
         // follow it, as a client must, before judging.
-        let a = self.follow_polls(&s, a, &id).await;
+        let (a, _) = self
+            .follow_polls(&s, a, a_end, std::slice::from_ref(&id))
+            .await;
         self.peer.end(&s).await;
         let own = |r: &Reply, tag: &str| -> Option<Result<bool, ()>> {
             match r.response(&id)?.msg.as_ref()? {

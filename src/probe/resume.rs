@@ -48,8 +48,9 @@ impl Ctx<'_> {
 
     pub(super) async fn resume_inclusive(&self) -> Step<(Verdict, String)> {
         let (s, d, last) = self.dropped_with_cursor("resume-inclusive", CHUNKS).await?;
-        let mut g = self.resumed(&s, &last).await?;
-        g.read_response(&d.id, self.peer.within(self.wait + SETTLE))
+        let g = self.resumed(&s, &last).await?;
+        let (g, _) = self
+            .read_answer(&s, g, std::slice::from_ref(&d.id), self.wait + SETTLE)
             .await;
         self.peer.end(&s).await;
         let had: Vec<_> = d.seen.iter().filter_map(Got::chunk).collect();
@@ -62,12 +63,14 @@ impl Ctx<'_> {
             .dropped_with_cursor("resume-after-completion", CHUNKS)
             .await?;
         tokio::time::sleep_until(self.peer.within(SETTLE)).await;
-        let mut g = self
+        let g = self
             .peer
             .get(&s, Some(&last))
             .await
             .map_err(|e| e.to_string())?;
-        let end = g.read_response(&d.id, self.peer.within(self.wait)).await;
+        let (g, end) = self
+            .read_answer(&s, g, std::slice::from_ref(&d.id), self.wait)
+            .await;
         self.peer.end(&s).await;
         let story = format!(
             "GET Last-Event-ID {last} after the tool finished: {}",

@@ -1,7 +1,7 @@
 //! The retry hazards: a call re-sent by POST after its connection dropped.
 
 use super::ctx::{dropped_at, Ctx, Dropped, Step, Verdict, CHUNKS, INTERVAL, SETTLE};
-use super::peer::{End, Got, Reply, Session};
+use super::peer::{End, Reply, Session};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use ::http::StatusCode;
@@ -82,11 +82,8 @@ impl Ctx<'_> {
                 }
             };
             let ids = [id.clone(), d.id.clone()];
-            let answered = |g: &Got| ids.iter().any(|i| g.answers(i));
             if r.status.is_success() {
-                let end = r
-                    .read_until(self.peer.within(self.wait + SETTLE), answered)
-                    .await;
+                let (mut r, end) = self.read_answer(s, r, &ids, self.wait + SETTLE).await;
                 self.drain(&mut r).await;
                 path.push(format!("POST {}", r.describe()));
                 return Settled {
@@ -102,10 +99,9 @@ impl Ctx<'_> {
                         // Rule M: resume the owed stream from our own cursor.
                         let hint = hint.to_string();
                         match self.peer.get(s, Some(&hint)).await {
-                            Ok(mut g) => {
-                                let end = g
-                                    .read_until(self.peer.within(self.wait + SETTLE), answered)
-                                    .await;
+                            Ok(g) => {
+                                let (mut g, end) =
+                                    self.read_answer(s, g, &ids, self.wait + SETTLE).await;
                                 self.drain(&mut g).await;
                                 path.push(format!("GET Last-Event-ID {hint}: {}", g.describe()));
                                 if end == End::Found && is_result(&g, &ids) {
