@@ -81,6 +81,10 @@ pub struct Task {
     pub ttl_ms: u64,
     /// How often its client should poll, ms.
     pub poll_ms: u64,
+    /// On replicas sharing the table: until when (µs) the replica running
+    /// its execution holds it. The runner renews it while it lives; once
+    /// it lapses, the execution is gone with its replica.
+    pub runner_until_us: Option<u64>,
 }
 
 impl Task {
@@ -102,6 +106,7 @@ impl Task {
             updated_us: created_us,
             ttl_ms,
             poll_ms,
+            runner_until_us: None,
         }
     }
 
@@ -182,18 +187,42 @@ impl TaskTable {
         let mut out = Vec::new();
         for t in self.tasks.values_mut() {
             if t.replica == replica && !t.status.terminal() {
-                t.status = TaskStatus::Failed;
-                t.error = Some(serde_json::json!({
-                    "code": crate::protocol::jsonrpc::INTERNAL_ERROR,
-                    "message": "the server restarted while this task ran: its execution was lost",
-                }));
-                t.input_requests.clear();
-                t.status_message = Some("interrupted by a server restart".into());
-                t.updated_us = now_us;
+                lose(
+                    t,
+                    now_us,
+                    "the server restarted while this task ran: its execution was lost",
+                    "interrupted by a server restart",
+                );
                 out.push(t.id.clone());
             }
         }
         out
+    }
+
+    /// The replica running `id` holds it until `until_us` (a renewal).
+    pub fn renew(&mut self, id: &str, until_us: u64) {
+        if let Some(t) = self.tasks.get_mut(id) {
+            t.runner_until_us = Some(until_us);
+        }
+    }
+
+    /// Fails `id` when it is still running and its runner's lease lapsed
+    /// by `now_us`: that replica is gone, and the execution with it.
+    /// Whether it did.
+    pub fn lapse(&mut self, id: &str, now_us: u64) -> bool {
+        let Some(t) = self.tasks.get_mut(id) else {
+            return false;
+        };
+        let lapsed = !t.status.terminal() && t.runner_until_us.is_some_and(|u| u <= now_us);
+        if lapsed {
+            lose(
+                t,
+                now_us,
+                "the replica running this task stopped renewing its lease: its execution was lost",
+                "its replica is gone",
+            );
+        }
+        lapsed
     }
 
     /// How many tasks it holds.
@@ -207,6 +236,18 @@ impl TaskTable {
     }
 }
 
+/// `t`'s execution died with the server running it: the task fails.
+fn lose(t: &mut Task, now_us: u64, message: &str, why: &str) {
+    t.status = TaskStatus::Failed;
+    t.error = Some(serde_json::json!({
+        "code": crate::protocol::jsonrpc::INTERNAL_ERROR,
+        "message": message,
+    }));
+    t.input_requests.clear();
+    t.status_message = Some(why.into());
+    t.updated_us = now_us;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +257,28 @@ mod tests {
             key: key.map(|k| (Rc::from("p"), k.to_string())),
             ..Task::working(id.into(), created_us, ttl_ms, 100)
         }
+    }
+
+    #[test]
+    fn a_running_task_fails_once_its_runners_lease_lapses() {
+        let mut t = TaskTable::default();
+        t.insert(task("a", None, 0, 1_000_000));
+        t.insert(task("b", None, 0, 1_000_000));
+        assert!(!t.lapse("a", 5_000), "no lease: one server, nothing lapses");
+        t.renew("a", 3_000);
+        assert!(!t.lapse("a", 2_999), "the lease holds");
+        assert_eq!(
+            t.get_mut("a", None, 2_999).unwrap().status,
+            TaskStatus::Working
+        );
+        assert!(t.lapse("a", 3_000), "lapsed at its end");
+        let a = t.get_mut("a", None, 3_000).unwrap();
+        assert_eq!(a.status, TaskStatus::Failed);
+        assert!(a.error.is_some(), "the failure says why");
+        assert!(!t.lapse("a", 9_000), "a terminal task stays as it is");
+        t.get_mut("b", None, 0).unwrap().status = TaskStatus::Completed;
+        t.renew("b", 1);
+        assert!(!t.lapse("b", 9_000), "a completed task keeps its result");
     }
 
     #[test]

@@ -77,6 +77,12 @@ pub enum Cause {
     /// issued it), was refused (404), and the re-initialization that
     /// forced duplicated or lost the operation.
     WrongReplica,
+    /// A keyed re-issue of the operation went out while one of its
+    /// executions was still running (a re-issue that a guarded server
+    /// joins to that execution), the execution went on to its result, and
+    /// the operation was lost all the same: the answer to the re-issue
+    /// never followed the execution it met to its end.
+    JoinLost,
     /// A request of the operation went out on a kept-alive connection
     /// that was already dead (a fault killed it while it idled in the
     /// pool, or the server's idle close raced it), never ran, and the
@@ -141,6 +147,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::AffinityLost,
     Cause::StoreLag,
     Cause::WrongReplica,
+    Cause::JoinLost,
     Cause::StaleConnection,
     Cause::LostResponseHead,
     Cause::FinRace,
@@ -170,6 +177,7 @@ impl Cause {
             Cause::AffinityLost => "affinity_lost",
             Cause::StoreLag => "store_lag",
             Cause::WrongReplica => "wrong_replica",
+            Cause::JoinLost => "join_lost",
             Cause::StaleConnection => "stale_connection",
             Cause::LostResponseHead => "lost_response_head",
             Cause::CancelledAfterEffect => "cancelled_after_effect",
@@ -225,6 +233,9 @@ impl Cause {
             }
             Cause::WrongReplica => {
                 "the balancer sent a request to a replica that did not hold the session: it answered 404, and the re-initialization that forced ran the call again or lost it."
+            }
+            Cause::JoinLost => {
+                "a keyed re-issue met the call's execution still running, that execution went on to its result, and the result never reached the client: the re-issue's answer did not follow the execution it met."
             }
             Cause::StaleConnection => {
                 "a request went out on a kept-alive connection that was already dead (a fault, or the server's idle close), never ran, and the call was lost."
@@ -288,6 +299,9 @@ impl Cause {
             Cause::AffinityLost => op.affinity_lost,
             Cause::StoreLag => run.shared_store && op.refused_lagging,
             Cause::WrongReplica => run.deployed && op.refused_404,
+            Cause::JoinLost => {
+                op.failures.contains(Failure::Lost) && !dup && op.met_running_execution()
+            }
             Cause::StaleConnection => op.stale_unrun && op.failures.contains(Failure::Lost),
             Cause::LostResponseHead => op.unseen_attempt_ran,
             Cause::CancelledAfterEffect => {

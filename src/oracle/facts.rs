@@ -141,6 +141,9 @@ pub struct OpFacts {
     pub calls_sent: u32,
     /// A re-sent POST carried no `Idempotency-Key`.
     pub keyless_retry: bool,
+    /// When each keyed re-issue of the call went out (every call attempt
+    /// after the first that carried an `Idempotency-Key`), µs.
+    pub keyed_reissues_us: Vec<u64>,
     /// Requests of it whose response the client never saw begin.
     pub unseen_rpcs: Vec<RequestId>,
     /// One of those ran (the ledger has an execution for it).
@@ -277,6 +280,18 @@ impl OpFacts {
 
     /// An execution that took its effect and then asked for input: its
     /// request was answered with a question.
+    /// A keyed re-issue went out while an execution of the operation ran,
+    /// and that execution went on to produce its result: the re-issue met
+    /// the work it asked for, in flight, and that result is what it
+    /// should have carried (the operation was lost all the same).
+    pub fn met_running_execution(&self) -> bool {
+        self.keyed_reissues_us.iter().any(|&t| {
+            self.execs
+                .iter()
+                .any(|x| x.start_us <= t && x.result_us.is_some_and(|r| r > t))
+        })
+    }
+
     pub fn asked_after_effect(&self) -> bool {
         self.execs
             .iter()

@@ -215,6 +215,12 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     let (backlog, _) = sess.replayable_after(s, from);
     let first = sess.streams[s].ids.first().copied();
     let replay_until = sess.streams[s].ids.last().copied().or(at).max(from);
+    // The resume of a pause continues the stream in order, on every arm:
+    // the server closed the connection itself and kept the stream for the
+    // client it told when to come back (as the SDKs that poll replay their
+    // store from the cursor, then go on). Only the unguarded resume after
+    // a drop interleaves live events with the backlog.
+    let interleave = !shared.guarded() && !sess.guard.stream(s).paused;
     sess.guard.resumed(s, at, backlog);
     sess.streams[s].conn = Some(conn);
     sess.streams[s].wake.notify_waiters();
@@ -236,6 +242,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
             after: from,
             replay_until,
             replay: true,
+            interleave,
             transport: Transport::Streamable,
             preamble,
         },

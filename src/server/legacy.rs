@@ -79,6 +79,7 @@ pub(super) fn open(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) ->
         after: None,
         replay_until: None,
         replay: false,
+        interleave: false,
         transport: Transport::Legacy,
         preamble: Some(endpoint),
     };

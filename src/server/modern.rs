@@ -382,16 +382,7 @@ async fn call(
         _ => None,
     };
     if shared.guarded() && key.is_none() && !inv.idempotent() {
-        return Reply::new(error(
-            StatusCode::BAD_REQUEST,
-            Some(id),
-            jsonrpc::INVALID_REQUEST,
-            &format!(
-                "{} is not idempotent: send an Idempotency-Key header{}, so that a re-issue after a broken stream does not run it twice",
-                p.name,
-                if token.is_none() { " and a bearer token (keys are per token)" } else { "" }
-            ),
-        ));
+        return key_required(id, &p.name, token.is_none());
     }
     let as_task = wire::declares_tasks(params.as_ref());
     let sid = open_context(shared, token.clone());
@@ -440,7 +431,16 @@ async fn call(
         }
         if let Lookup::Known(KeyState::InFlight) = dedup::key_lookup(shared, &who, k, &cv) {
             if shared.guarded() {
-                return join(shared.clone(), sid, id, who, k.clone(), cv);
+                let asked = Joining {
+                    sid,
+                    id,
+                    conn,
+                    call: (p, inv),
+                    who,
+                    key: k.clone(),
+                    cv,
+                };
+                return join(shared.clone(), asked);
             }
         }
         if let Err(r) = post::key_look(shared, &sid, &id, &who, k, &cv).await {
@@ -471,6 +471,19 @@ async fn call(
     let mut reply = post::start_call(shared, asked).holding(slot);
     reply.resp = modern_stream(reply.resp);
     reply.about(Some(&sid), None)
+}
+
+/// Guarded: a keyless call to a tool that is not idempotent is refused.
+fn key_required(id: RequestId, tool: &str, tokenless: bool) -> Reply {
+    Reply::new(error(
+        StatusCode::BAD_REQUEST,
+        Some(id),
+        jsonrpc::INVALID_REQUEST,
+        &format!(
+            "{tool} is not idempotent: send an Idempotency-Key header{}, so that a re-issue after a broken stream does not run it twice",
+            if tokenless { " and a bearer token (keys are per token)" } else { "" }
+        ),
+    ))
 }
 
 /// `ledger_append` as a task: its execution recorded, the task written
@@ -549,55 +562,101 @@ pub(super) fn release(shared: &Shared, sid: &SessionId) {
     }
 }
 
-/// Guarded: a re-issue whose key is still executing joins it. Its stream
-/// opens at once and stays alive with comments; the key's result, when
-/// it is stored, answers it (marked replayed). If the execution ends
-/// without one, the re-issue is told to send again.
-fn join(
-    shared: Rc<Shared>,
+/// A guarded re-issue that found its key executing: what it asked, so
+/// that it can run the call itself if the execution it joined ends
+/// without a result.
+struct Joining {
     sid: SessionId,
     id: RequestId,
+    conn: ConnId,
+    call: (CallToolParams, super::tools::Invocation),
     who: Rc<str>,
     key: String,
     cv: serde_json::Value,
-) -> Reply {
+}
+
+/// Guarded: a re-issue whose key is still executing joins it. Its stream
+/// opens at once and stays alive with comments while the key's execution
+/// runs, wherever it runs: the key is followed where every replica sees
+/// it (the shared store, else this replica's table), so its result, its
+/// runner's lease lapsing and its being dropped all reach the joiner
+/// ([`key_fate`]). The stored result answers the re-issue (marked
+/// replayed); a key nobody runs any more is run here under transactional
+/// effects (the gone execution committed nothing) and otherwise refused
+/// with the reason, so the client sends again.
+fn join(shared: Rc<Shared>, j: Joining) -> Reply {
     let (tx, body) = ServerBody::sse();
-    let reply = Reply::new(modern_stream(event_stream(body))).about(Some(&sid), None);
+    let reply = Reply::new(modern_stream(event_stream(body))).about(Some(&j.sid), None);
     tokio::task::spawn_local(async move {
-        joined(&shared, &sid, id, (&who, &key, &cv), tx).await;
+        let sid = j.sid.clone();
+        joined(&shared, j, tx).await;
         release(&shared, &sid);
     });
     reply
 }
 
-/// The joined execution's wait, then its answer on `tx`.
-async fn joined(
-    shared: &Shared,
-    sid: &SessionId,
-    id: RequestId,
-    (who, key, cv): (&Rc<str>, &str, &serde_json::Value),
-    tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
-) {
-    let msg = loop {
-        match dedup::key_lookup(shared, who, key, cv) {
-            Lookup::Known(KeyState::InFlight) => {}
-            Lookup::Known(KeyState::Done(result)) => {
-                let result = dedup::replayed_result(shared, sid, &id, key, result);
-                break Message::Result {
-                    id: id.clone(),
+/// Where a joined key stands now.
+enum Fate {
+    /// Its execution runs (its runner's lease holds).
+    Running,
+    /// It completed: its stored result.
+    Done(Json),
+    /// Nobody runs it any more (dropped, or its runner's lease lapsed),
+    /// and this replica now holds it.
+    Free,
+    /// It cannot be followed: the reason, for the refusal.
+    Unknowable(&'static str),
+}
+
+/// The key's fate, read where every replica that can run it writes it:
+/// on a shared store a begin (compare-and-set) that either finds the
+/// execution running under a live lease, finds its result, or takes the
+/// key for this replica; without a store, this replica's own table.
+async fn key_fate(shared: &Shared, who: &Rc<str>, key: &str, cv: &serde_json::Value) -> Fate {
+    let look = if shared.store.is_some() {
+        match super::stored::begin_key(shared, who, key, cv).await {
+            Ok(look) => look,
+            Err(_) => return Fate::Unknowable("the key store did not answer"),
+        }
+    } else {
+        dedup::key_lookup(shared, who, key, cv)
+    };
+    match look {
+        Lookup::Known(KeyState::InFlight) => Fate::Running,
+        Lookup::Known(KeyState::Done(result)) => Fate::Done(result),
+        Lookup::Unknown => Fate::Free,
+        Lookup::OtherArguments => {
+            Fate::Unknowable("the key was reused with other arguments meanwhile")
+        }
+    }
+}
+
+/// The joined execution's wait, then its answer on `tx`: the stored
+/// result, the call run here, or a refusal naming why.
+async fn joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
+    let why = loop {
+        match key_fate(shared, &j.who, &j.key, &j.cv).await {
+            Fate::Running => {}
+            Fate::Done(result) => {
+                let result = dedup::replayed_result(shared, &j.sid, &j.id, &j.key, result);
+                let msg = Message::Result {
+                    id: j.id.clone(),
                     result: wire::complete(&result),
                 };
+                let _ = tx
+                    .send(sse::encode(None, Some("message"), &msg.encode(), None))
+                    .await;
+                return;
             }
-            Lookup::Unknown | Lookup::OtherArguments => {
-                break Message::Error {
-                        id: Some(id.clone()),
-                        error: ErrorObject::new(
-                            jsonrpc::CONFLICT,
-                            "the execution this request joined stopped before its result: send it again with the same Idempotency-Key",
-                            None,
-                        ),
-                    };
+            Fate::Free if shared.cfg.effects == super::Effects::Transactional => {
+                return run_joined(shared, j, tx).await;
             }
+            Fate::Free => {
+                // Held here now: let it go, so the re-issue can begin it.
+                super::stored::key_dropped(shared, &j.who, &j.key);
+                break "the execution this request joined ended without its result, and its effect may be taken (effects are immediate): send it again with the same Idempotency-Key to run it again";
+            }
+            Fate::Unknowable(why) => break why,
         }
         tokio::select! {
             biased;
@@ -608,7 +667,57 @@ async fn joined(
             return;
         }
     };
+    let msg = Message::Error {
+        id: Some(j.id.clone()),
+        error: ErrorObject::new(jsonrpc::CONFLICT, why, None),
+    };
     let _ = tx
         .send(sse::encode(None, Some("message"), &msg.encode(), None))
         .await;
+}
+
+/// The joined key is free and held here (transactional effects: the
+/// execution that held it committed nothing): the call runs as a new
+/// execution under the key, its stream forwarded onto the joiner's.
+async fn run_joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
+    shared
+        .state
+        .borrow_mut()
+        .dedup
+        .begin(&j.who, &j.key, j.cv.clone());
+    let slot = match post::call_stream_slot(shared, &j.sid, &j.id) {
+        Ok(slot) => slot,
+        Err(_) => {
+            // No stream may open here now: the key goes back.
+            shared.state.borrow_mut().dedup.abandon(&j.who, &j.key);
+            super::stored::key_dropped(shared, &j.who, &j.key);
+            return;
+        }
+    };
+    let asked = Asked {
+        sid: &j.sid,
+        id: j.id,
+        conn: j.conn,
+        call: Some(j.call),
+        key: Some(j.key),
+        who: j.who,
+    };
+    // The slot is held for as long as the forwarding lasts.
+    let Reply {
+        resp, slot: _held, ..
+    } = post::start_call(shared, asked).holding(slot);
+    let ServerBody::Sse(mut rx) = resp.into_body() else {
+        return;
+    };
+    loop {
+        let frame = tokio::select! {
+            biased;
+            _ = tx.closed() => return,
+            f = rx.recv() => f,
+        };
+        let Some(frame) = frame else { return };
+        if tx.send(frame).await.is_err() {
+            return;
+        }
+    }
 }

@@ -31,11 +31,10 @@ pub(super) async fn pause(
         return lost(shared, sid, s, conn, why);
     }
     let paused = with_session(shared, sid, |sess| {
-        let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) else {
-            return false;
-        };
+        let rt = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn))?;
         rt.conn = None;
-        rt.paused_from = Some(conn);
+        rt.pauses += 1;
+        let pause = rt.pauses;
         sess.last_active.set(tokio::time::Instant::now());
         shared.history.record(Record::StreamPaused {
             session: sid.clone(),
@@ -46,24 +45,24 @@ pub(super) async fn pause(
         sess.guard.paused(s);
         sess.drained.notify_waiters();
         sess.room.notify_waiters();
-        true
+        Some(pause)
     })
-    .unwrap_or(false);
-    if paused {
+    .flatten();
+    if let Some(pause) = paused {
         let wait = Duration::from_millis(retry_ms + shared.cfg.poll_grace_ms);
-        tokio::task::spawn_local(expire(shared.clone(), sid.clone(), s, conn, wait));
+        tokio::task::spawn_local(expire(shared.clone(), sid.clone(), s, pause, wait));
     }
 }
 
-/// After `wait`, the pause that connection `conn` began ends in a drop
-/// unless the stream was resumed (or paused again) meanwhile.
-async fn expire(shared: Rc<Shared>, sid: SessionId, s: StreamIdx, conn: ConnId, wait: Duration) {
+/// After `wait`, the stream's `pause`-th pause ends in a drop unless the
+/// stream was resumed (or paused again) meanwhile.
+async fn expire(shared: Rc<Shared>, sid: SessionId, s: StreamIdx, pause: u32, wait: Duration) {
     tokio::time::sleep(wait).await;
     with_session(&shared, &sid, |sess| {
         let Some(rt) = sess.streams.get(s) else {
             return;
         };
-        let same_pause = rt.conn.is_none() && rt.paused_from == Some(conn);
+        let same_pause = rt.conn.is_none() && rt.pauses == pause;
         if !same_pause || !sess.guard.stream(s).paused {
             return;
         }

@@ -236,7 +236,7 @@ impl Session {
                 done_producing: false,
                 results: Vec::new(),
                 sent: Sent::default(),
-                paused_from: None,
+                pauses: 0,
             },
         );
         history.record(Record::StreamOpened {
@@ -343,14 +343,18 @@ impl Session {
     /// live connection has yet to write: then a tool waits (backpressure,
     /// as the SDKs' bounded channels give) instead of losing it. An event
     /// of a stream whose connection is gone (seen closed, or past its write
-    /// deadline) does not hold a tool back: it is evicted oldest first.
+    /// deadline) does not hold a tool back: it is evicted oldest first. A
+    /// stream paused by a polling close counts as live until its pause
+    /// expires (`poll_retry_ms + poll_grace_ms` after its `retry:`): its
+    /// client is on its way back, told when.
     pub fn would_evict_unsent(&self, len: usize) -> bool {
         let n = self.evictions_for(len);
         (self.store_base..)
             .zip(self.store.iter().take(n))
             .any(|(id, e)| {
                 let rt = &self.streams[e.stream];
-                rt.conn.is_some() && rt.sent.owes(id)
+                let live = rt.conn.is_some() || self.guard.stream(e.stream).paused;
+                live && rt.sent.owes(id)
             })
     }
 

@@ -26,9 +26,9 @@ pub(crate) struct StreamRt {
     pub results: Vec<EventId>,
     /// How far its current connection's writer has got.
     pub sent: Sent,
-    /// The connection a polling close ended last (the pause its expiry
-    /// belongs to).
-    pub paused_from: Option<ConnId>,
+    /// How many polling closes paused it: the pause an expiry timer
+    /// belongs to (a kept-alive connection can carry several pauses).
+    pub pauses: u32,
 }
 
 /// How far a stream's writer has got on its connection: which of the

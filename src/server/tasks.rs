@@ -110,6 +110,7 @@ where
         .borrow_mut()
         .task_runs
         .insert(task.id.clone(), run.clone());
+    holds_lease(shared, &task.id, &run);
     let ctx = TaskCtx {
         shared: shared.clone(),
         id: task.id.clone(),
@@ -118,6 +119,48 @@ where
     let fut = body(ctx);
     tokio::task::spawn_local(fut);
     task
+}
+
+/// On replicas sharing the task table: this replica holds the task's
+/// execution under a lease (the store's key lease), renewed while the
+/// run lives here. A replica that dies, hangs or leaves stops renewing,
+/// and whoever reads the task next fails it ([`read`]): nobody waits on
+/// an execution nobody runs.
+fn holds_lease(shared: &Shared, id: &Rc<str>, run: &Rc<TaskRun>) {
+    let Some(on) = &shared.store else { return };
+    let lease_us = on.key_lease_ms * 1000;
+    let until = now(shared) + lease_us;
+    shared.ledger.tasks().renew(id, until);
+    let (ledger, history) = (shared.ledger.clone(), shared.history.clone());
+    let (id, run) = (id.clone(), Rc::downgrade(run));
+    tokio::task::spawn_local(async move {
+        let every = Duration::from_micros((lease_us / 3).max(1));
+        loop {
+            tokio::time::sleep(every).await;
+            if run.upgrade().is_none() {
+                return;
+            }
+            ledger.tasks().renew(&id, history.now_us() + lease_us);
+        }
+    });
+}
+
+/// The task `id` as this server reads it now, a task whose runner's
+/// lease lapsed failed first (and so recorded).
+fn read<'t>(
+    shared: &Shared,
+    table: &'t mut crate::ledger::tasks::TaskTable,
+    id: &str,
+    us: u64,
+) -> Option<&'t mut Task> {
+    if table.lapse(id, us) {
+        shared.history.record(Record::TaskChanged {
+            task: id.into(),
+            rpc_id: None,
+            status: TaskStatus::Failed.as_str(),
+        });
+    }
+    table.get_mut(id, scope(shared), us)
 }
 
 /// What a task's execution holds: its id, and the run `tasks/cancel` and
@@ -368,9 +411,8 @@ pub(super) fn request(
     let token = super::principal::bearer(h);
     let us = now(shared);
     let mut table = shared.ledger.tasks();
-    let Some(t) = table
-        .get_mut(&task_id, scope(shared), us)
-        .filter(|t| t.owner.is_none() || t.owner == token)
+    let Some(t) =
+        read(shared, &mut table, &task_id, us).filter(|t| t.owner.is_none() || t.owner == token)
     else {
         return refuse(
             StatusCode::OK,

@@ -28,6 +28,9 @@ pub(crate) struct Plan {
     pub replay_until: Option<EventId>,
     /// This connection resumes the stream.
     pub replay: bool,
+    /// Live events go out between backlog events (the unguarded replay
+    /// after a drop, as the SDKs write it); otherwise the backlog first.
+    pub interleave: bool,
     /// The connection's transport: legacy connections number events with
     /// the legacy stream's own counter and carry no priming.
     pub transport: Transport,
@@ -43,6 +46,7 @@ impl Plan {
             after: None,
             replay_until: None,
             replay: false,
+            interleave: false,
             transport: Transport::Streamable,
             preamble: None,
         }
@@ -88,7 +92,7 @@ pub(crate) fn spawn(
     // From now on the stream owes what this connection has yet to write
     // (a resume owes the events after its cursor, not what an older
     // connection wrote).
-    let interleave = plan.replay && !shared.guarded();
+    let interleave = plan.interleave;
     with_session(&shared, &sid, |sess| {
         if let Some(rt) = sess.streams.get_mut(s).filter(|rt| rt.conn == Some(conn)) {
             rt.sent = Sent {
@@ -169,7 +173,7 @@ async fn run(
     plan: Plan,
 ) {
     let w = Writer {
-        interleave: plan.replay && !shared.guarded(),
+        interleave: plan.interleave,
         pace: Duration::from_millis(shared.cfg.replay_interval_ms),
         deadline: Duration::from_millis(shared.cfg.write_deadline_ms),
         shared,
@@ -278,6 +282,10 @@ impl Writer {
         k > 0
             && at.messages >= k
             && matches!(next, Next::Write { .. } | Next::Wait | Next::Pace(_))
+            // An interleaved replay closes only with its backlog behind
+            // it: a close between a live event and older backlog would
+            // leave the client a cursor past events it never got.
+            && !(self.interleave && at.last < self.plan.replay_until)
             && self.plan.transport == Transport::Streamable
             && !self.shared.variant.cancels_on_close()
             && with_session(&self.shared, &self.sid, |sess| !sess.modern).unwrap_or(false)

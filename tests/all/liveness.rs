@@ -200,3 +200,96 @@ fn rmcps_reconnect_policy_loops_and_the_oracle_names_it() {
     let (r, _) = simulate(&s, Variant::Guarded, &Options::default());
     assert_eq!(r.metrics.ops_failed, 0);
 }
+
+/// The polling case with no fault, in the simulator: 300-chunk calls at
+/// interval 0 into a store of 256, a polling close every 3 messages. A
+/// paused stream holds its tool back until its pause expires, and its
+/// resume continues it in order, so nothing is lost or degraded on any
+/// arm that polls.
+#[test]
+fn a_paused_stream_holds_its_tool_back_and_loses_nothing() {
+    let s = load("sims/liveness/polling-fast.toml");
+    for v in [Variant::Unguarded, Variant::Keys, Variant::Guarded] {
+        let (r, h) = simulate(&s, v, &Options::default());
+        assert_eq!(
+            r.metrics.ops_failed, 0,
+            "{}: {:?}",
+            r.server, r.metrics.failures_by_cause
+        );
+        assert_eq!(r.metrics.ops_degraded, 0, "{}", r.server);
+        let paused = h
+            .entries()
+            .iter()
+            .filter(|e| matches!(e.record, Rec::Server(Record::StreamPaused { .. })))
+            .count();
+        assert!(
+            paused >= 300,
+            "{}: the streams polled ({paused} pauses)",
+            r.server
+        );
+        assert_eq!(r.metrics.silent_losses, 0, "{}", r.server);
+        assert_eq!(r.metrics.announced_losses, 0, "{}", r.server);
+    }
+}
+
+/// `serve --poll-after 3` on a real socket: a client that resumes exactly
+/// as told gets every chunk of a 300-chunk call made at interval 0 (the
+/// store holds 256), on every arm that polls. (`retry: 20`, so that the
+/// hundred rounds take seconds; 200 behaves the same, only slower.)
+#[test]
+fn a_polling_server_delivers_a_fast_big_call_whole() {
+    use crate::serve::{initialize, progress_in, Served};
+    for arm in ["unguarded", "keys", "guarded"] {
+        let s = Served::start(&[
+            "--server",
+            arm,
+            "--poll-after",
+            "3",
+            "--poll-retry-ms",
+            "20",
+        ]);
+        let mut c = s.connect();
+        let sid = initialize(&mut c, &[]);
+        let r = c.send(
+            "POST",
+            &[("mcp-session-id", sid.as_str())],
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ledger_append","arguments":{"tag":"fast","chunks":300,"chunk_interval_ms":0}}}"#,
+        );
+        assert_eq!(r.status, 200, "{arm}: {r:?}");
+        let mut body = r.body;
+        let mut rounds = 0;
+        while !progress_in(&body).1 {
+            rounds += 1;
+            assert!(rounds <= 200, "{arm}: the result never came: {body}");
+            assert!(
+                body.contains("retry: 20"),
+                "{arm}: a stream ended without retry:"
+            );
+            let last = body
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("id:"))
+                .map(|id| id.trim().to_string())
+                .expect("an event id to resume from");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let r = c.send(
+                "GET",
+                &[
+                    ("mcp-session-id", sid.as_str()),
+                    ("last-event-id", last.as_str()),
+                    ("accept", "text/event-stream"),
+                ],
+                "",
+            );
+            assert_eq!(r.status, 200, "{arm}: {r:?}");
+            body.push_str(&r.body);
+        }
+        let (progress, _, gap) = progress_in(&body);
+        assert!(!gap, "{arm}: a gap with no fault");
+        assert_eq!(
+            progress,
+            (1..=299).collect::<Vec<u32>>(),
+            "{arm}: every chunk, in order"
+        );
+    }
+}

@@ -20,6 +20,7 @@ mod explore;
 mod faults;
 mod first_contact;
 mod intermediaries;
+mod join;
 mod keepalive;
 mod liveness;
 mod loopback;

@@ -669,7 +669,7 @@ pub(crate) fn open_standalone(c: &mut Conn, sid: &str, extra: &[(&str, &str)]) {
 
 /// The `progress` numbers of a call's SSE body, in arrival order, whether
 /// the body ended with the call's result, and whether a `gap` came.
-fn progress_in(body: &str) -> (Vec<u32>, bool, bool) {
+pub(crate) fn progress_in(body: &str) -> (Vec<u32>, bool, bool) {
     let mut progress = Vec::new();
     let mut result = false;
     for data in body.lines().filter_map(|l| l.strip_prefix("data:")) {

@@ -491,6 +491,9 @@ impl Builder {
                     if op.calls_sent > 1 && !keyed {
                         op.keyless_retry = true;
                     }
+                    if op.calls_sent > 1 && keyed {
+                        op.keyed_reissues_us.push(t);
+                    }
                 }
             }
             (Sent::Resume, Some(tag)) => {

@@ -316,6 +316,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "a shared store every replica loads the session from (`--set deployment.store=shared`), or a balancer that keeps a session on the replica that issued it (`--set deployment.balancer=sticky`, or `hash`)",
     ),
     (
+        "join_lost",
+        "the `guarded` arm, whose joined re-issue follows the key's execution where every replica sees it (its result, its runner's lease) and answers with the stored result or runs the call once the runner is gone; a keyed client that keeps retrying a 409 for a key in flight long enough for the execution to end",
+    ),
+    (
         "stale_connection",
         "clients whose pool retires an idle connection before the server closes it (`pool_idle_ms` below `server.server_idle_ms`) and whose read timeout leaves attempts to retry on a fresh one; no server mechanism sees a request that never arrived",
     ),
