@@ -5,7 +5,8 @@
 //! keys that live in other maps, which evicts the oldest keys past its
 //! limit (what `serve` holds per principal: the ledger and the key table).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// At most `capacity` entries (at least 1); the oldest key goes first.
 pub(crate) struct Bounded<K, V> {
@@ -71,30 +72,40 @@ impl<K: Ord + Clone, V> Bounded<K, V> {
     }
 }
 
-/// A byte budget over keys kept elsewhere: each key costs what it was last
-/// charged, and past `limit` the oldest keys are evicted, for their owner to
-/// drop. It holds only the keys (cheap to clone: `Rc`s), their ages and
-/// sizes.
-pub(crate) struct Budget<K> {
+/// A byte budget over keys kept elsewhere, each charged to an owner (the
+/// principal it is held for): each key costs what it was last charged.
+/// Past `per_owner`, an owner's own oldest keys are evicted; past `limit`
+/// in all, the owner holding the most bytes loses its oldest first, so one
+/// owner's traffic evicts only its own entries until the total forces a
+/// fair choice. It holds only the keys (cheap to clone: `Rc`s), their
+/// owners, ages and sizes.
+pub(crate) struct Budget<K, O> {
     limit: usize,
+    per_owner: usize,
     used: usize,
     /// The next key's age.
     next: u64,
-    /// Key → (its age, bytes charged).
-    charged: BTreeMap<K, (u64, usize)>,
-    /// Age → key: the oldest first.
-    by_age: BTreeMap<u64, K>,
+    /// Key → (its age, bytes charged, its owner).
+    charged: BTreeMap<K, (u64, usize, O)>,
+    /// Owner → (its bytes, its keys by age, the oldest first).
+    owners: BTreeMap<O, (usize, BTreeMap<u64, K>)>,
+    /// (bytes, the age of its oldest key reversed, owner): the owner
+    /// holding the most last; between equals, the one whose oldest key is
+    /// the oldest.
+    by_size: BTreeSet<(usize, Reverse<u64>, O)>,
 }
 
-impl<K: Ord + Clone> Budget<K> {
-    /// An empty budget of `limit` bytes.
-    pub fn new(limit: usize) -> Self {
+impl<K: Ord + Clone, O: Ord + Clone> Budget<K, O> {
+    /// An empty budget of `limit` bytes in all, and `per_owner` for one.
+    pub fn new(limit: usize, per_owner: usize) -> Self {
         Budget {
             limit,
+            per_owner,
             used: 0,
             next: 0,
             charged: BTreeMap::new(),
-            by_age: BTreeMap::new(),
+            owners: BTreeMap::new(),
+            by_size: BTreeSet::new(),
         }
     }
 
@@ -103,41 +114,87 @@ impl<K: Ord + Clone> Budget<K> {
         self.used
     }
 
-    /// Charges `k` `bytes`: a new key is the newest; a key charged before
-    /// keeps its age and costs `bytes` from now on. Returns the keys evicted
-    /// to stay within the limit, oldest first (`k` itself only when it alone
-    /// exceeds the limit).
-    pub fn charge(&mut self, k: K, bytes: usize) -> Vec<K> {
-        match self.charged.get_mut(&k) {
-            Some((_, was)) => {
-                self.used = self.used - *was + bytes;
-                *was = bytes;
+    /// Bytes charged to `owner` now.
+    pub fn used_by(&self, owner: &O) -> usize {
+        self.owners.get(owner).map_or(0, |(b, _)| *b)
+    }
+
+    /// `owner`'s place in `by_size`, as it stands.
+    fn rank(&self, owner: &O) -> Option<(usize, Reverse<u64>, O)> {
+        let (bytes, keys) = self.owners.get(owner)?;
+        let (&oldest, _) = keys.first_key_value()?;
+        Some((*bytes, Reverse(oldest), owner.clone()))
+    }
+
+    /// Changes `owner`'s entry by `f`, keeping `by_size` and emptied
+    /// owners in step.
+    fn update(&mut self, owner: &O, f: impl FnOnce(&mut (usize, BTreeMap<u64, K>))) {
+        if let Some(r) = self.rank(owner) {
+            self.by_size.remove(&r);
+        }
+        let entry = self.owners.entry(owner.clone()).or_default();
+        f(entry);
+        if entry.1.is_empty() {
+            self.owners.remove(owner);
+        }
+        if let Some(r) = self.rank(owner) {
+            self.by_size.insert(r);
+        }
+    }
+
+    /// Charges `k`, held for `owner`, `bytes`: a new key is its owner's
+    /// newest; a key charged before keeps its age and owner and costs
+    /// `bytes` from now on. Returns the keys evicted to stay within the
+    /// bounds (`k` itself only when it alone exceeds its owner's).
+    pub fn charge(&mut self, k: K, owner: O, bytes: usize) -> Vec<K> {
+        let owner = match self.charged.get_mut(&k) {
+            Some((_, was, o)) => {
+                let (was, o) = (std::mem::replace(was, bytes), o.clone());
+                self.used = self.used + bytes - was;
+                self.update(&o, |(b, _)| *b = *b + bytes - was);
+                o
             }
             None => {
                 self.next += 1;
-                self.by_age.insert(self.next, k.clone());
-                self.charged.insert(k, (self.next, bytes));
+                let age = self.next;
+                self.charged.insert(k.clone(), (age, bytes, owner.clone()));
                 self.used += bytes;
+                self.update(&owner, |(b, keys)| {
+                    *b += bytes;
+                    keys.insert(age, k);
+                });
+                owner
             }
-        }
+        };
         let mut evicted = Vec::new();
+        while self.used_by(&owner) > self.per_owner {
+            evicted.extend(self.evict_oldest_of(&owner));
+        }
         while self.used > self.limit {
-            let Some((_, oldest)) = self.by_age.pop_first() else {
+            let Some((_, _, largest)) = self.by_size.last().cloned() else {
                 break;
             };
-            if let Some((_, bytes)) = self.charged.remove(&oldest) {
-                self.used -= bytes;
-            }
-            evicted.push(oldest);
+            evicted.extend(self.evict_oldest_of(&largest));
         }
         evicted
     }
 
+    /// Evicts `owner`'s oldest key.
+    fn evict_oldest_of(&mut self, owner: &O) -> Option<K> {
+        let (&age, _) = self.owners.get(owner)?.1.first_key_value()?;
+        let oldest = self.owners[owner].1[&age].clone();
+        self.release(&oldest);
+        Some(oldest)
+    }
+
     /// Stops charging `k`: its owner dropped it.
     pub fn release(&mut self, k: &K) {
-        if let Some((age, bytes)) = self.charged.remove(k) {
-            self.by_age.remove(&age);
+        if let Some((age, bytes, owner)) = self.charged.remove(k) {
             self.used -= bytes;
+            self.update(&owner, |(b, keys)| {
+                *b -= bytes;
+                keys.remove(&age);
+            });
         }
     }
 }
@@ -170,20 +227,47 @@ mod tests {
 
     #[test]
     fn a_budget_evicts_the_oldest_bytes_first() {
-        let mut b = Budget::new(10);
-        assert!(b.charge("a", 4).is_empty());
-        assert!(b.charge("b", 4).is_empty());
-        assert_eq!(b.charge("c", 4), ["a"], "12 > 10: the oldest goes");
+        let mut b = Budget::new(10, 10);
+        assert!(b.charge("a", 0, 4).is_empty());
+        assert!(b.charge("b", 0, 4).is_empty());
+        assert_eq!(b.charge("c", 0, 4), ["a"], "12 > 10: the oldest goes");
         assert_eq!(b.used(), 8);
         // A key charged again keeps its age: `b` is still the oldest.
-        assert_eq!(b.charge("c", 7), ["b"]);
+        assert_eq!(b.charge("c", 0, 7), ["b"]);
         assert_eq!(b.used(), 7);
         b.release(&"c");
         assert_eq!(b.used(), 0);
-        assert!(b.charge("d", 10).is_empty(), "exactly the limit fits");
-        assert_eq!(b.charge("e", 11), ["d", "e"], "too big alone: itself too");
+        assert!(b.charge("d", 0, 10).is_empty(), "exactly the limit fits");
+        assert_eq!(
+            b.charge("e", 0, 11),
+            ["d", "e"],
+            "too big alone: itself too"
+        );
         assert_eq!(b.used(), 0);
         b.release(&"e");
         assert_eq!(b.used(), 0, "releasing an evicted key is a no-op");
+    }
+
+    #[test]
+    fn one_owner_evicts_only_its_own_until_the_total_forces_the_largest() {
+        let mut b = Budget::new(20, 8);
+        assert!(b.charge(1000, 'A', 4).is_empty());
+        // B's traffic past its share evicts B's own oldest, never A's.
+        for i in 0..10 {
+            let ev = b.charge(i, 'B', 4);
+            assert!(ev.iter().all(|k| *k < i), "{ev:?}");
+        }
+        assert_eq!((b.used_by(&'A'), b.used_by(&'B')), (4, 8));
+        // The total bound: C and D fill it; the largest owner pays first.
+        let mut b = Budget::new(12, 12);
+        b.charge(1, 'A', 2);
+        b.charge(2, 'B', 4);
+        b.charge(3, 'B', 4);
+        assert_eq!(b.charge(4, 'A', 4), [2], "B holds the most: its oldest");
+        assert_eq!((b.used_by(&'A'), b.used_by(&'B')), (6, 4));
+        assert_eq!(b.charge(5, 'C', 4), [1], "now A holds the most");
+        assert_eq!(b.used(), 12);
+        b.release(&4);
+        assert_eq!(b.used_by(&'A'), 0, "released: A holds nothing");
     }
 }

@@ -87,7 +87,7 @@ struct Inner {
     /// A server on a real socket, where nothing reads the whole ledger:
     /// everything above, and the key table's entries, within one byte
     /// budget, oldest evicted first. `None` (the simulator): all kept.
-    budget: Option<Budget<Held>>,
+    budget: Option<Budget<Held, Principal>>,
     /// Key-table entries the budget evicted, for the table to drop.
     evicted_keys: Vec<Scoped>,
 }
@@ -146,7 +146,7 @@ impl Ledger {
         deferred: bool,
     ) -> u32 {
         let mut inner = self.inner.borrow_mut();
-        let tag_rc = inner.hold_tag(tag);
+        let tag_rc = inner.hold_tag(tag, principal);
         let n = inner.started.entry(tag_rc.clone()).or_insert(0);
         *n += 1;
         let n = *n;
@@ -183,13 +183,13 @@ impl Ledger {
         if let Some(stored) = scoped.as_ref().and_then(|k| inner.committed_keys.get(k)) {
             return Commit::Refused(stored.clone());
         }
-        let tag_rc = inner.hold_tag(tag);
+        let tag_rc = inner.hold_tag(tag, principal);
         let effects = inner.take_effect(&tag_rc, principal);
         let result = result(effects);
         if let Some(k) = scoped {
             let bytes = k.0.len() + k.1.len() + result.text().len();
             inner.committed_keys.insert(k.clone(), result.clone());
-            inner.charge(Held::Committed(k), bytes);
+            inner.charge(Held::Committed(k), principal, bytes);
         }
         drop(inner);
         self.history
@@ -202,7 +202,8 @@ impl Ledger {
     pub fn chunk(&self, tag: &str, n: u32, index: u32, total: u32) {
         if index == total {
             let mut inner = self.inner.borrow_mut();
-            let t = inner.hold_tag(tag);
+            // Held already (its execution holds it), else nobody's.
+            let t = inner.hold_tag(tag, &Principal::from(""));
             *inner.finished.entry(t).or_insert(0) += 1;
         }
         self.history.record(LedgerRecord::Chunk {
@@ -213,16 +214,20 @@ impl Ledger {
         });
     }
 
-    /// Holds at most `limit` bytes from now on (a server on a real socket,
-    /// where nothing reads the whole ledger): tags, principals' effects and
-    /// keys, each costing its strings' bytes (tokens, tags, keys, stored
-    /// results) and [`ENTRY_OVERHEAD`]; past it the oldest are forgotten. A
-    /// forgotten tag's next execution is numbered from 1 again, a forgotten
-    /// effect counted from 0, a forgotten key runs again.
-    pub fn bound_bytes(&self, limit: usize) {
+    /// Holds at most `limit` bytes from now on, and at most `per_principal`
+    /// for one principal (a server on a real socket, where nothing reads
+    /// the whole ledger): tags, principals' effects and keys, each costing
+    /// its strings' bytes (tokens, tags, keys, stored results) and
+    /// [`ENTRY_OVERHEAD`], each charged to the principal it is held for (a
+    /// tag to the principal whose execution first held it). Past its share
+    /// a principal's own oldest are forgotten; past `limit`, the oldest of
+    /// the principal holding the most. A forgotten tag's next execution is
+    /// numbered from 1 again, a forgotten effect counted from 0, a
+    /// forgotten key runs again.
+    pub fn bound_bytes(&self, limit: usize, per_principal: usize) {
         let mut inner = self.inner.borrow_mut();
         if inner.budget.is_none() {
-            inner.budget = Some(Budget::new(limit));
+            inner.budget = Some(Budget::new(limit, per_principal));
         }
     }
 
@@ -316,7 +321,7 @@ impl Ledger {
             }
         }
         if let Some(bytes) = bytes {
-            inner.charge(Held::Durable(k), bytes);
+            inner.charge(Held::Durable(k), who, bytes);
         }
     }
 
@@ -327,7 +332,7 @@ impl Ledger {
     pub fn charge_key(&self, key: &Scoped, bytes: usize) {
         self.inner
             .borrow_mut()
-            .charge(Held::Key(key.clone()), bytes);
+            .charge(Held::Key(key.clone()), &key.0, bytes);
     }
 
     /// A key-table entry dropped by its table: no longer charged.
@@ -348,23 +353,23 @@ impl Inner {
     /// `tag` as the ledger holds it, one `Rc` shared by every map that
     /// names it; a tag neither counter holds yet is charged to the budget
     /// before either does.
-    fn hold_tag(&mut self, tag: &str) -> Rc<str> {
+    fn hold_tag(&mut self, tag: &str, who: &Principal) -> Rc<str> {
         let held = self.started.get_key_value(tag);
         if let Some((t, _)) = held.or_else(|| self.committed.get_key_value(tag)) {
             return t.clone();
         }
         let t: Rc<str> = tag.into();
-        self.charge(Held::Tag(t.clone()), tag.len());
+        self.charge(Held::Tag(t.clone()), who, tag.len());
         t
     }
 
-    /// Charges `held` `bytes` and [`ENTRY_OVERHEAD`] when bounded; drops
-    /// what the budget evicts for it.
-    fn charge(&mut self, held: Held, bytes: usize) {
+    /// Charges `held`, held for `who`, `bytes` and [`ENTRY_OVERHEAD`] when
+    /// bounded; drops what the budget evicts for it.
+    fn charge(&mut self, held: Held, who: &Principal, bytes: usize) {
         let Some(budget) = self.budget.as_mut() else {
             return;
         };
-        for old in budget.charge(held, bytes + ENTRY_OVERHEAD) {
+        for old in budget.charge(held, who.clone(), bytes + ENTRY_OVERHEAD) {
             match old {
                 Held::Tag(t) => {
                     self.started.remove(&t);
@@ -406,7 +411,7 @@ impl Inner {
         let mine = *mine;
         if mine == 1 {
             let held = Held::Effect(principal.clone(), tag.clone());
-            self.charge(held, principal.len() + tag.len());
+            self.charge(held, principal, principal.len() + tag.len());
         }
         mine
     }
@@ -544,15 +549,28 @@ mod tests {
         // once with its token (1,000) for the effect, plus two overheads.
         let per_call = 500 + 1_500 + 2 * ENTRY_OVERHEAD;
         let limit = 10 * per_call;
-        l.bound_bytes(limit);
+        l.bound_bytes(limit, limit);
         for i in 0..100 {
             assert_eq!(l.execute(&tag(i), &token(i), None, &id, false), 1);
             assert!(l.held_bytes() <= limit, "{} > {limit}", l.held_bytes());
         }
-        assert_eq!(l.held_bytes(), limit, "full, exactly: ten calls' worth");
+        // Each token holds one call's worth: at the bound the largest
+        // holder whose oldest entry is the oldest pays, so the ledger
+        // stays full to within one call.
+        assert!(
+            l.held_bytes() > limit - per_call,
+            "full: {}",
+            l.held_bytes()
+        );
         assert_eq!(l.executions_for(&tag(99), &token(99)), 1, "the newest kept");
         assert_eq!(l.executions_for(&tag(90), &token(90)), 1);
-        assert_eq!(l.executions_for(&tag(89), &token(89)), 0, "older ones gone");
+        for i in 0..80 {
+            assert_eq!(
+                l.executions_for(&tag(i), &token(i)),
+                0,
+                "older ones gone: {i}"
+            );
+        }
         assert_eq!(l.executions(&tag(0)), 0);
         assert_eq!(
             l.execute(&tag(0), &token(0), None, &id, false),
@@ -564,10 +582,11 @@ mod tests {
         l.forget_principal(&token(99));
         assert_eq!(l.held_bytes(), before - (500 + 1_000 + ENTRY_OVERHEAD));
         assert!(l.snapshot_for(&token(99)).is_empty());
-        // Keys share the budget: a big key evicts calls, and calls evict
-        // keys, which the key table collects.
+        // Keys share the budget: a key evicts calls, and calls evict keys,
+        // which the key table collects. (A key bigger than its holder's
+        // neighbours would go first: the principal holding the most pays.)
         let k: Scoped = (token(1), "key".into());
-        l.charge_key(&k, 5 * per_call - ENTRY_OVERHEAD);
+        l.charge_key(&k, per_call - ENTRY_OVERHEAD);
         assert!(l.held_bytes() <= limit);
         assert!(l.take_evicted_keys().is_empty(), "the newest stays");
         for i in 100..110 {

@@ -94,8 +94,8 @@ impl SystemUnderTest for Rmcp {
     ) -> impl Future<Output = io::Result<()>> + 'static {
         // Everything below belongs to this incarnation: a restart loses
         // rmcp's sessions, its cache and the store, not the ledger.
-        if let Some(n) = self.exposure.ledger_bytes {
-            host.ledger.bound_bytes(n);
+        if let Some(b) = self.exposure.ledger_bytes {
+            host.ledger.bound_bytes(b.total, b.per_principal);
         }
         let (bridge, ledger_task) = Bridge::new(host.ledger);
         let ids = Arc::new(Mutex::new(SessionIds::new(

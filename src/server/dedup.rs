@@ -311,7 +311,7 @@ mod tests {
         let call = json!({ "tag": big });
         let p: Principal = "p".into();
         let one = (p.len() + 2 + call.to_string().len() + crate::ledger::ENTRY_OVERHEAD) * 3;
-        ledger.bound_bytes(one);
+        ledger.bound_bytes(one, one);
         let mut t = DedupTable::new(100).charged_to(&ledger);
         for k in ["k1", "k2", "k3", "k4"] {
             t.begin(&p, k, call.clone());

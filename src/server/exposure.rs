@@ -79,9 +79,11 @@ pub struct Exposure {
     /// Most bytes the side-effect ledger holds for every principal together
     /// (tags, effects, committed keys) with the key table's entries, each
     /// costing its tokens', tags', keys' and stored results' bytes plus
-    /// `ledger::ENTRY_OVERHEAD`; past it the oldest are forgotten. The
-    /// ledger also forgets a session's own effects when the session ends.
-    pub ledger_bytes: Option<usize>,
+    /// `ledger::ENTRY_OVERHEAD`, and most for one principal: past its
+    /// share a principal's own oldest are forgotten, past the total the
+    /// oldest of the principal holding the most. The ledger also forgets a
+    /// session's own effects when the session ends.
+    pub ledger_bytes: Option<LedgerBytes>,
     /// Most bytes every session's event store holds together. Past it, the
     /// session storing an event gives up its own oldest events first (a
     /// resume then gets a `gap`, or 410 when a result went), so one client
@@ -157,7 +159,14 @@ impl Exposure {
             // token (a POST stream and a GET each) still fit.
             max_open_streams_per_principal: Some(512),
             max_streams_per_session: Some(10_000),
-            ledger_bytes: Some(4 * 1024 * 1024),
+            // A keyed call holds about 1.3 KB (its tag, its effect, its key
+            // and stored result, each with the overhead): 1 MiB is some 800
+            // of one principal's calls, and four principals at their share
+            // fill the total.
+            ledger_bytes: Some(LedgerBytes {
+                total: 4 * 1024 * 1024,
+                per_principal: 1024 * 1024,
+            }),
             store_bytes: Some(64 * 1024 * 1024),
             release_streams: true,
             fixtures: super::Fixtures::None,
@@ -281,4 +290,11 @@ mod tests {
             assert!(parse_origin(bad).is_err(), "{bad}");
         }
     }
+}
+
+/// The side-effect ledger's byte bounds ([`Exposure::ledger_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LedgerBytes {
+    pub total: usize,
+    pub per_principal: usize,
 }

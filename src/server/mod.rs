@@ -401,8 +401,8 @@ impl Server {
         (pacing, exposure): (Pacing, Exposure),
         replica: Option<Replica>,
     ) -> Self {
-        if let Some(n) = exposure.ledger_bytes {
-            ledger.bound_bytes(n);
+        if let Some(b) = exposure.ledger_bytes {
+            ledger.bound_bytes(b.total, b.per_principal);
         }
         let mut cfg = cfg;
         cfg.delivery = variant.delivery(cfg.delivery);

@@ -8,6 +8,7 @@
 //! --release -- --ignored` runs them, and `.ci/run` runs both.
 
 mod bad_input;
+mod budgets;
 mod build;
 mod causes;
 mod charts;
