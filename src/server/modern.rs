@@ -634,19 +634,19 @@ async fn key_fate(shared: &Shared, who: &Rc<str>, key: &str, cv: &serde_json::Va
 /// The joined execution's wait, then its answer on `tx`: the stored
 /// result, the call run here, or a refusal naming why.
 async fn joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
-    let why = loop {
+    let msg = loop {
+        let refused = |why: &str| Message::Error {
+            id: Some(j.id.clone()),
+            error: ErrorObject::new(jsonrpc::CONFLICT, why, None),
+        };
         match key_fate(shared, &j.who, &j.key, &j.cv).await {
             Fate::Running => {}
             Fate::Done(result) => {
                 let result = dedup::replayed_result(shared, &j.sid, &j.id, &j.key, result);
-                let msg = Message::Result {
+                break Message::Result {
                     id: j.id.clone(),
                     result: wire::complete(&result),
                 };
-                let _ = tx
-                    .send(sse::encode(None, Some("message"), &msg.encode(), None))
-                    .await;
-                return;
             }
             Fate::Free if shared.cfg.effects == super::Effects::Transactional => {
                 return run_joined(shared, j, tx).await;
@@ -654,9 +654,9 @@ async fn joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Sender<b
             Fate::Free => {
                 // Held here now: let it go, so the re-issue can begin it.
                 super::stored::key_dropped(shared, &j.who, &j.key);
-                break "the execution this request joined ended without its result, and its effect may be taken (effects are immediate): send it again with the same Idempotency-Key to run it again";
+                break refused("the execution this request joined ended without its result, and its effect may be taken (effects are immediate): send it again with the same Idempotency-Key to run it again");
             }
-            Fate::Unknowable(why) => break why,
+            Fate::Unknowable(why) => break refused(why),
         }
         tokio::select! {
             biased;
@@ -666,10 +666,6 @@ async fn joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Sender<b
         if tx.send(sse::encode_comment("joined")).await.is_err() {
             return;
         }
-    };
-    let msg = Message::Error {
-        id: Some(j.id.clone()),
-        error: ErrorObject::new(jsonrpc::CONFLICT, why, None),
     };
     let _ = tx
         .send(sse::encode(None, Some("message"), &msg.encode(), None))

@@ -238,7 +238,7 @@ fn a_paused_stream_holds_its_tool_back_and_loses_nothing() {
 /// hundred rounds take seconds; 200 behaves the same, only slower.)
 #[test]
 fn a_polling_server_delivers_a_fast_big_call_whole() {
-    use crate::serve::{initialize, progress_in, Served};
+    use crate::serve::{call_at_once, initialize, progress_in, Served};
     for arm in ["unguarded", "keys", "guarded"] {
         let s = Served::start(&[
             "--server",
@@ -250,11 +250,7 @@ fn a_polling_server_delivers_a_fast_big_call_whole() {
         ]);
         let mut c = s.connect();
         let sid = initialize(&mut c, &[]);
-        let r = c.send(
-            "POST",
-            &[("mcp-session-id", sid.as_str())],
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ledger_append","arguments":{"tag":"fast","chunks":300,"chunk_interval_ms":0}}}"#,
-        );
+        let r = call_at_once(&mut c, &sid, "fast", 300);
         assert_eq!(r.status, 200, "{arm}: {r:?}");
         let mut body = r.body;
         let mut rounds = 0;

@@ -667,6 +667,15 @@ pub(crate) fn open_standalone(c: &mut Conn, sid: &str, extra: &[(&str, &str)]) {
     assert!(line.starts_with("HTTP/1.1 200"), "{line}");
 }
 
+/// A `ledger_append` of `chunks` chunks at interval 0 (id 2) on session
+/// `sid`: the store's backpressure cases.
+pub(crate) fn call_at_once(c: &mut Conn, sid: &str, tag: &str, chunks: u32) -> Resp {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"ledger_append","arguments":{{"tag":"{tag}","chunks":{chunks},"chunk_interval_ms":0}}}}}}"#
+    );
+    c.send("POST", &[("mcp-session-id", sid)], &body)
+}
+
 /// The `progress` numbers of a call's SSE body, in arrival order, whether
 /// the body ended with the call's result, and whether a `gap` came.
 pub(crate) fn progress_in(body: &str) -> (Vec<u32>, bool, bool) {
@@ -692,11 +701,7 @@ fn a_call_of_more_chunks_than_the_store_holds_arrives_whole() {
         let s = Served::start(&["--server", arm]);
         let mut c = s.connect();
         let sid = initialize(&mut c, &[]);
-        let r = c.send(
-            "POST",
-            &[("mcp-session-id", sid.as_str())],
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ledger_append","arguments":{"tag":"long","chunks":1000,"chunk_interval_ms":0}}}"#,
-        );
+        let r = call_at_once(&mut c, &sid, "long", 1000);
         assert_eq!(r.status, 200, "{arm}: {r:?}");
         let (progress, result, gap) = progress_in(&r.body);
         assert!(!gap, "{arm}: a gap on a healthy connection");
