@@ -27,6 +27,47 @@ pub fn default_max_connections() -> usize {
     soft.map_or(CAP, |n| CAP.min(n.saturating_sub(RESERVE).max(1)))
 }
 
+/// The key `path` holds (64 hex digits, surrounding whitespace ignored);
+/// a missing file is made, readable by its owner only, with a key from the
+/// operating system.
+pub fn state_key_file(path: &std::path::Path) -> anyhow::Result<[u8; 32]> {
+    let shown = path.display();
+    match std::fs::read_to_string(path) {
+        Ok(text) => parse_hex_key(text.trim()).ok_or_else(|| {
+            anyhow::anyhow!("--state-key-file {shown} holds no key: it must hold 64 hex digits (delete it and one is made)")
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut k = [0u8; 32];
+            rand::TryRngCore::try_fill_bytes(&mut rand::rngs::OsRng, &mut k)
+                .map_err(|e| anyhow::anyhow!("drawing a state key: {e}"))?;
+            let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .and_then(|mut f| writeln!(f, "{hex}"))
+                .with_context(|| format!("--state-key-file {shown}: cannot make it: give a path in a writable directory"))?;
+            Ok(k)
+        }
+        Err(e) => Err(anyhow::anyhow!("--state-key-file {shown}: cannot read it ({e}): give a readable file")),
+    }
+}
+
+/// 64 hex digits as 32 bytes.
+fn parse_hex_key(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut k = [0u8; 32];
+    for (i, b) in k.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(k)
+}
+
 /// `serve`'s server settings: the defaults, bounded for a real socket
 /// (sims/README.md names each).
 fn served_config(delivery: Delivery) -> ServerConfig {

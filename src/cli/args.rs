@@ -712,6 +712,13 @@ pub struct ServeArgs {
     /// 2026 path; any other the 2025 one). Built-in arms only.
     #[arg(long, value_name = "ERA", default_value = "2025-11-25", value_parser = parse_wire)]
     pub era: server::Wire,
+    /// The file holding the key input-required states (`requestState`,
+    /// 2026-07-28) are signed with: 64 hex digits. Created with a key
+    /// from the OS when missing, so that a restarted server with the same
+    /// file still verifies what the one before signed. Without it, each
+    /// process draws its own key.
+    #[arg(long, value_name = "PATH")]
+    pub state_key_file: Option<PathBuf>,
 }
 
 fn parse_wire(s: &str) -> Result<server::Wire, String> {

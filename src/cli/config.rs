@@ -156,6 +156,15 @@ impl ServeArgs {
         exposure.session_idle = Some(Duration::from_secs(self.session_idle_secs));
         exposure
     }
+
+    /// The state key `--state-key-file` holds (made when missing), or
+    /// `None` without the flag.
+    pub fn state_key(&self) -> anyhow::Result<Option<[u8; 32]>> {
+        self.state_key_file
+            .as_deref()
+            .map(crate::serve::state_key_file)
+            .transpose()
+    }
 }
 
 /// `explore`: the setup from its flags, then the exploration.

@@ -127,7 +127,8 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
             crate::one_run::run_one(&path, a.seed, a.server, a.trace.as_deref(), a.format, &o)
         }
         Cmd::Serve(a) => {
-            let exposure = a.exposure();
+            let mut exposure = a.exposure();
+            exposure.state_key = a.state_key()?;
             crate::serve::serve(
                 a.server,
                 &a.addr,

@@ -103,6 +103,10 @@ pub struct Ledger {
     /// The tasks servers created (the tasks extension), kept beside the
     /// ledger: they outlive an incarnation.
     tasks: Rc<RefCell<tasks::TaskTable>>,
+    /// The key input-required states are signed with, kept beside the
+    /// ledger so that a restarted server still verifies the states its
+    /// incarnation before signed (drawn on first use).
+    state_key: Rc<std::cell::Cell<Option<[u8; 32]>>>,
 }
 
 impl Ledger {
@@ -113,7 +117,25 @@ impl Ledger {
             history,
             replica: None,
             tasks: Rc::default(),
+            state_key: Rc::default(),
         }
+    }
+
+    /// The key input-required states are signed with: the one set or
+    /// drawn before (by any incarnation), else drawn now by `draw`.
+    pub fn state_key(&self, draw: impl FnOnce(&mut [u8; 32])) -> [u8; 32] {
+        if let Some(k) = self.state_key.get() {
+            return k;
+        }
+        let mut k = [0u8; 32];
+        draw(&mut k);
+        self.state_key.set(Some(k));
+        k
+    }
+
+    /// Sets the state key (`serve --state-key-file`).
+    pub fn set_state_key(&self, k: [u8; 32]) {
+        self.state_key.set(Some(k));
     }
 
     /// The same ledger, as replica `r` of a deployment calls it.

@@ -8,10 +8,38 @@
 //! and the next one fails the tasks they left working ([`TaskTable::interrupt`]).
 
 use super::Scoped;
+use crate::bounded::Budget;
 use crate::protocol::Json;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+
+/// What a task costs beyond its strings: the task itself, its places in
+/// the table's maps (by id, by key, by expiry, by principal) and the
+/// budget's bookkeeping. Measured: 10,000 finished tasks under `serve`
+/// hold about this much each besides their result.
+pub const TASK_OVERHEAD: usize = 640;
+
+/// The task table's bounds (`serve`; the simulator keeps none). Running
+/// tasks (working or waiting for input) are counted, per principal first
+/// and in all; finished ones are charged to a byte budget, per principal
+/// first and in all, and the oldest finished task of the principal
+/// holding the most goes first once the total is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskBounds {
+    /// Most tasks one principal may have running (429 past it).
+    pub running_per_principal: usize,
+    /// Most tasks running in all (429 past it).
+    pub running: usize,
+    /// Most bytes one principal's finished tasks hold.
+    pub finished_bytes_per_principal: usize,
+    /// Most bytes every finished task holds together.
+    pub finished_bytes: usize,
+}
+
+/// Why a task could not be created: the bound it met.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Full(pub String);
 
 /// A task's status, as `tasks/get` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +85,12 @@ pub struct Task {
     /// The bearer token that created it, if any: only it reads, answers
     /// or cancels the task.
     pub owner: Option<Rc<str>>,
+    /// Who it is counted and charged to: its token, else the peer
+    /// address (or connection) that created it; without a token, the only
+    /// one that reads, answers or cancels it.
+    pub principal: Option<Rc<str>>,
+    /// Bytes it was last counted at (the table's own counter).
+    pub charged: usize,
     /// The `Idempotency-Key` that created it, scoped to its principal.
     pub key: Option<Scoped>,
     /// The replica that holds it, in a deployment.
@@ -94,6 +128,8 @@ impl Task {
         Task {
             id,
             owner: None,
+            principal: None,
+            charged: 0,
             key: None,
             replica: None,
             status: TaskStatus::Working,
@@ -115,6 +151,33 @@ impl Task {
         self.created_us
             .saturating_add(self.ttl_ms.saturating_mul(1000))
     }
+
+    /// What it holds in strings and JSON, plus [`TASK_OVERHEAD`].
+    pub fn bytes(&self) -> usize {
+        let json = |v: &Value| v.to_string().len();
+        let map =
+            |m: &BTreeMap<String, Value>| m.iter().map(|(k, v)| k.len() + json(v)).sum::<usize>();
+        TASK_OVERHEAD
+            + self.id.len()
+            + self.owner.as_ref().map_or(0, |o| o.len())
+            + self.principal.as_ref().map_or(0, |o| o.len())
+            + self.key.as_ref().map_or(0, |k| k.0.len() + k.1.len())
+            + self.result.as_ref().map_or(0, |r| r.text().len())
+            + self.error.as_ref().map_or(0, json)
+            + map(&self.input_requests)
+            + map(&self.answers)
+            + self.status_message.as_ref().map_or(0, String::len)
+    }
+
+    /// Whether a request with bearer `token`, acting as `principal`, may
+    /// see it: the token that created it; a task created without one, a
+    /// request without one from the same principal (peer address).
+    pub fn visible_to(&self, token: Option<&Rc<str>>, principal: &str) -> bool {
+        match &self.owner {
+            Some(o) => token == Some(o),
+            None => token.is_none() && self.principal.as_deref().is_none_or(|p| p == principal),
+        }
+    }
 }
 
 fn in_scope(t: &Task, scope: Option<u32>) -> bool {
@@ -129,16 +192,133 @@ pub struct TaskTable {
     by_key: BTreeMap<Scoped, Rc<str>>,
     /// (expiry µs, id), soonest first.
     expiries: BTreeSet<(u64, Rc<str>)>,
+    /// Its bounds, when it has any.
+    bounds: Option<TaskBounds>,
+    /// Principal → its running tasks' ids.
+    running: BTreeMap<Rc<str>, BTreeSet<Rc<str>>>,
+    /// How many tasks run, every principal together.
+    running_count: usize,
+    /// Finished tasks by id, charged to their principal (bounded only).
+    finished: Option<Budget<Rc<str>, Rc<str>>>,
+    /// Bytes every task holds ([`Task::bytes`] when last counted).
+    bytes: usize,
 }
 
 impl TaskTable {
+    /// Bounds the table from now on (`serve`).
+    pub fn bound(&mut self, b: TaskBounds) {
+        self.bounds = Some(b);
+        self.finished = Some(Budget::new(
+            b.finished_bytes,
+            b.finished_bytes_per_principal,
+        ));
+    }
+
+    /// Whether `principal` may create a task now: not when it, or every
+    /// principal together, has as many running as the bounds allow.
+    pub fn admit(&self, principal: &Rc<str>) -> Result<(), Full> {
+        let Some(b) = self.bounds else {
+            return Ok(());
+        };
+        let mine = self.running.get(principal).map_or(0, BTreeSet::len);
+        if mine >= b.running_per_principal {
+            return Err(Full(format!(
+                "this principal already has {mine} tasks running (at most {} per bearer token, or per address without one): poll them to their end or cancel some, then create more",
+                b.running_per_principal
+            )));
+        }
+        if self.running_count >= b.running {
+            return Err(Full(format!(
+                "the server already runs {} tasks (its bound): try again shortly",
+                b.running
+            )));
+        }
+        Ok(())
+    }
+
     /// Adds `task` (durable from now on).
-    pub fn insert(&mut self, task: Task) {
+    pub fn insert(&mut self, mut task: Task) {
         if let Some(k) = &task.key {
             self.by_key.insert(k.clone(), task.id.clone());
         }
         self.expiries.insert((task.expires_us(), task.id.clone()));
-        self.tasks.insert(task.id.clone(), task);
+        task.charged = task.bytes();
+        self.bytes += task.charged;
+        let id = task.id.clone();
+        let terminal = task.status.terminal();
+        if let (false, Some(p)) = (terminal, &task.principal) {
+            self.running
+                .entry(p.clone())
+                .or_default()
+                .insert(id.clone());
+            self.running_count += 1;
+        }
+        self.tasks.insert(id.clone(), task);
+        if terminal {
+            self.settle(&id);
+        }
+    }
+
+    /// `id` just reached a terminal status: it no longer counts as
+    /// running, and its bytes are charged to the finished budget, which
+    /// may forget older finished tasks (this one only if it alone
+    /// exceeds its principal's share).
+    pub fn settle(&mut self, id: &str) {
+        let Some(t) = self.tasks.get_mut(id) else {
+            return;
+        };
+        if !t.status.terminal() {
+            return;
+        }
+        t.answers.clear();
+        t.input_requests.clear();
+        let bytes = t.bytes();
+        self.bytes = self.bytes + bytes - t.charged;
+        t.charged = bytes;
+        let (id, principal) = (t.id.clone(), t.principal.clone());
+        let Some(p) = principal else { return };
+        if let Some(ids) = self.running.get_mut(&p) {
+            if ids.remove(&id) {
+                self.running_count -= 1;
+            }
+            if ids.is_empty() {
+                self.running.remove(&p);
+            }
+        }
+        let evicted = match self.finished.as_mut() {
+            Some(budget) => budget.charge(id, p, bytes),
+            None => Vec::new(),
+        };
+        for gone in evicted {
+            self.remove(&gone);
+        }
+    }
+
+    /// Forgets `id` entirely.
+    fn remove(&mut self, id: &str) {
+        let Some(t) = self.tasks.remove(id) else {
+            return;
+        };
+        self.expiries.remove(&(t.expires_us(), t.id.clone()));
+        if let Some(k) = &t.key {
+            if self.by_key.get(k) == Some(&t.id) {
+                self.by_key.remove(k);
+            }
+        }
+        if let Some(p) = &t.principal {
+            if let Some(ids) = self.running.get_mut(p) {
+                if ids.remove(&t.id) {
+                    self.running_count -= 1;
+                }
+                if ids.is_empty() {
+                    self.running.remove(p);
+                }
+            }
+        }
+        if let Some(b) = self.finished.as_mut() {
+            b.release(&t.id);
+        }
+        self.bytes -= t.charged;
     }
 
     /// Forgets every task whose time to live ran out by `now_us`.
@@ -147,15 +327,18 @@ impl TaskTable {
             if at > now_us {
                 break;
             }
-            self.expiries.pop_first();
-            if let Some(t) = self.tasks.remove(&id) {
-                if let Some(k) = &t.key {
-                    if self.by_key.get(k) == Some(&id) {
-                        self.by_key.remove(k);
-                    }
-                }
-            }
+            self.remove(&id);
         }
+    }
+
+    /// Bytes its tasks hold, as last counted ([`Task::bytes`]).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// How many tasks run (working or waiting for input).
+    pub fn running(&self) -> usize {
+        self.running_count
     }
 
     /// The task `id` as seen at `now_us` from `scope`: one replica's
@@ -196,6 +379,9 @@ impl TaskTable {
                 out.push(t.id.clone());
             }
         }
+        for id in &out {
+            self.settle(id);
+        }
         out
     }
 
@@ -221,6 +407,7 @@ impl TaskTable {
                 "the replica running this task stopped renewing its lease: its execution was lost",
                 "its replica is gone",
             );
+            self.settle(id);
         }
         lapsed
     }
@@ -257,6 +444,66 @@ mod tests {
             key: key.map(|k| (Rc::from("p"), k.to_string())),
             ..Task::working(id.into(), created_us, ttl_ms, 100)
         }
+    }
+
+    fn owned(id: &str, p: &str, created_us: u64) -> Task {
+        Task {
+            principal: Some(p.into()),
+            ..Task::working(id.into(), created_us, 1_000, 100)
+        }
+    }
+
+    fn finish(t: &mut TaskTable, id: &str, result: &str) {
+        let task = t.get_mut(id, None, 0).unwrap();
+        task.status = TaskStatus::Completed;
+        task.result = Some(Json::from_value(&serde_json::json!(result)));
+        t.settle(id);
+    }
+
+    #[test]
+    fn running_tasks_are_counted_per_principal_and_finished_ones_budgeted_fairly() {
+        let big = "r".repeat(500);
+        // Every task here holds the same: one principal letter, two-letter ids.
+        let done = Task {
+            status: TaskStatus::Completed,
+            result: Some(Json::from_value(&serde_json::json!(big))),
+            ..owned("a1", "a", 0)
+        }
+        .bytes();
+        let mut t = TaskTable::default();
+        t.bound(TaskBounds {
+            running_per_principal: 2,
+            running: 3,
+            finished_bytes_per_principal: 3 * done,
+            finished_bytes: 4 * done - 1,
+        });
+        let (a, b): (Rc<str>, Rc<str>) = ("a".into(), "b".into());
+        t.insert(owned("a1", "a", 0));
+        t.insert(owned("a2", "a", 0));
+        let full = t.admit(&a).unwrap_err();
+        assert!(full.0.contains("2 tasks running"), "{full:?}");
+        assert!(t.admit(&b).is_ok(), "another principal is not refused");
+        t.insert(owned("b1", "b", 0));
+        assert!(t.admit(&b).unwrap_err().0.contains("3 tasks"), "the total");
+        finish(&mut t, "a1", &big);
+        assert_eq!(t.running(), 2);
+        assert!(t.admit(&a).is_ok(), "a finished task runs no more");
+        // a's finished tasks fill its share: its own oldest goes first.
+        finish(&mut t, "a2", &big);
+        for id in ["a3", "a4"] {
+            t.insert(owned(id, "a", 0));
+            finish(&mut t, id, &big);
+        }
+        assert!(t.get_mut("a1", None, 0).is_none(), "a's own share: a1 went");
+        assert!(t.get_mut("a2", None, 0).is_some());
+        // b's finish reaches the total: the largest (a) loses its oldest.
+        finish(&mut t, "b1", &big);
+        assert!(t.get_mut("a2", None, 0).is_none(), "past the total");
+        assert!(t.get_mut("b1", None, 0).is_some(), "b keeps its own");
+        assert_eq!(t.bytes(), 3 * done, "two of a's, one of b's");
+        t.expire(1_000_000);
+        assert_eq!((t.len(), t.running(), t.bytes()), (0, 0, 0), "all expired");
+        assert!(t.admit(&a).is_ok());
     }
 
     #[test]

@@ -84,6 +84,13 @@ pub struct Exposure {
     /// oldest of the principal holding the most. The ledger also forgets a
     /// session's own effects when the session ends.
     pub ledger_bytes: Option<LedgerBytes>,
+    /// The task table's bounds: running tasks counted per principal and
+    /// in all (429 past them), finished ones in a byte budget per
+    /// principal and in all.
+    pub task_bounds: Option<crate::ledger::tasks::TaskBounds>,
+    /// The key input-required states are signed with (`serve
+    /// --state-key-file`); without it, drawn on first use.
+    pub state_key: Option<[u8; 32]>,
     /// Most bytes every session's event store holds together. Past it, the
     /// session storing an event gives up its own oldest events first (a
     /// resume then gets a `gap`, or 410 when a result went), so one client
@@ -127,6 +134,8 @@ impl Exposure {
             max_open_streams_per_principal: None,
             max_streams_per_session: None,
             ledger_bytes: None,
+            task_bounds: None,
+            state_key: None,
             store_bytes: None,
             release_streams: false,
             fixtures: super::Fixtures::None,
@@ -161,11 +170,21 @@ impl Exposure {
             max_streams_per_session: Some(10_000),
             // A keyed call holds about 1.3 KB (its tag, its effect, its key
             // and stored result, each with the overhead): 1 MiB is some 800
-            // of one principal's calls, and four principals at their share
-            // fill the total.
+            // of one principal's calls, and 12 MiB holds 200 principals'
+            // 20 keyed calls each (5.2 MB) twice over.
             ledger_bytes: Some(LedgerBytes {
-                total: 4 * 1024 * 1024,
+                total: 12 * 1024 * 1024,
                 per_principal: 1024 * 1024,
+            }),
+            // 256 running tasks per principal, 4,096 in all; a finished
+            // task holds about 1 KB (its result, the overhead): 1 MiB is
+            // some 1,000 per principal, 12 MiB in all.
+            state_key: None,
+            task_bounds: Some(crate::ledger::tasks::TaskBounds {
+                running_per_principal: 256,
+                running: 4_096,
+                finished_bytes_per_principal: 1024 * 1024,
+                finished_bytes: 12 * 1024 * 1024,
             }),
             store_bytes: Some(64 * 1024 * 1024),
             release_streams: true,

@@ -132,7 +132,7 @@ pub(super) fn stream_slot(
 }
 
 /// 429 with a JSON-RPC error body and `Retry-After`.
-fn too_many(
+pub(super) fn too_many(
     id: Option<jsonrpc::RequestId>,
     message: &str,
     after: Duration,

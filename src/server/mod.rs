@@ -401,10 +401,23 @@ impl Server {
         (pacing, exposure): (Pacing, Exposure),
         replica: Option<Replica>,
     ) -> Self {
+        let mut cfg = cfg;
         if let Some(b) = exposure.ledger_bytes {
             ledger.bound_bytes(b.total, b.per_principal);
+            // The budget bounds the key table: every entry costs at least
+            // the overhead, so the count never binds before the bytes do
+            // (a count shared by every principal would let one flush
+            // another's keys).
+            cfg.dedup_capacity = cfg
+                .dedup_capacity
+                .max(b.total / crate::ledger::ENTRY_OVERHEAD);
         }
-        let mut cfg = cfg;
+        if let Some(b) = exposure.task_bounds {
+            ledger.tasks().bound(b);
+        }
+        if let Some(k) = exposure.state_key {
+            ledger.set_state_key(k);
+        }
         cfg.delivery = variant.delivery(cfg.delivery);
         // The effective resume quirks, resolved once: none on the arms they
         // do not apply to.

@@ -31,6 +31,7 @@ use http::request::Parts;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -49,6 +50,20 @@ pub(super) fn by_headers(shared: &Shared, h: &HeaderMap) -> bool {
             .get(headers::MCP_PROTOCOL_VERSION)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| !mcp::SUPPORTED_VERSIONS.contains(&v)),
+    }
+}
+
+/// Whether a request that is not a POST is the 2026 wire's, which has
+/// none (405): on the 2026 server every one; on a dual-era one, one whose
+/// `MCP-Protocol-Version` names a 2026 revision.
+pub(super) fn names_2026(shared: &Shared, h: &HeaderMap) -> bool {
+    match shared.cfg.wire {
+        super::Wire::Y2025 => false,
+        super::Wire::Y2026 => true,
+        super::Wire::Both => h
+            .get(headers::MCP_PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| wire::SUPPORTED.contains(&v)),
     }
 }
 
@@ -135,10 +150,14 @@ pub(super) async fn answer(
     let reply = match method.as_str() {
         wire::SERVER_DISCOVER => done(Ok(discover(shared))),
         mcp::TOOLS_LIST => done(Ok(tools_list(shared))),
-        mcp::TOOLS_CALL => call(shared, h, id.clone(), params, conn).await,
+        mcp::TOOLS_CALL => {
+            let peer = principal::peer_of(&parts.extensions);
+            call(shared, h, id.clone(), params, (conn, peer)).await
+        }
         wire::SUBSCRIPTIONS_LISTEN => listen(&id),
         wire::TASKS_GET | wire::TASKS_UPDATE | wire::TASKS_CANCEL => {
-            super::tasks::request(shared, h, &id, &method, params.as_ref())
+            let peer = principal::peer_of(&parts.extensions);
+            super::tasks::request(shared, (h, conn, peer), &id, &method, params.as_ref())
         }
         "prompts/get"
             if shared.exposure.fixtures.offered()
@@ -147,7 +166,7 @@ pub(super) async fn answer(
         {
             let v = params.as_ref().map_or(serde_json::Value::Null, Json::to_value);
             fixture_result(
-                super::fixtures::input_required::prompt(&v, shared.asks.state_key()),
+                super::fixtures::input_required::prompt(&v, super::fixtures::state_key(shared)),
                 &id,
             )
         }
@@ -353,7 +372,7 @@ async fn call(
     h: &HeaderMap,
     id: RequestId,
     params: Option<Json>,
-    conn: ConnId,
+    (conn, peer): (ConnId, Option<IpAddr>),
 ) -> Reply {
     let bad = |e: ErrorObject| Reply::new(error_with(StatusCode::OK, Some(id.clone()), e));
     let p: CallToolParams = match params.as_ref().map(Json::parse_as_value) {
@@ -366,7 +385,8 @@ async fn call(
             ))
         }
     };
-    if let Some(r) = fixture_call(shared, h, &p.name, &id, params.as_ref()).await {
+    let creator = super::tasks::Creator::new(principal::bearer(h), conn, peer, id.clone());
+    if let Some(r) = fixture_call(shared, &p.name, &creator, params.as_ref()).await {
         return r;
     }
     let inv = match super::tools::validate(shared, &p.name, &p.arguments) {
@@ -398,30 +418,25 @@ async fn call(
             Some(p.name.as_str()),
             key.as_deref(),
         ));
-    let mut inv = inv;
-    if let super::tools::Invocation::Append(a) = &inv {
-        if a.asks_input {
-            let a = a.clone();
-            let v = params
-                .as_ref()
-                .map_or(serde_json::Value::Null, Json::to_value);
-            let cv = json!({"name": p.name, "arguments": p.arguments});
-            match super::mrtr::round(shared, &id, &v, &a, (&who, key.as_deref(), &cv)) {
-                super::mrtr::Round::Answer(q) => {
-                    release(shared, &sid);
-                    return super::mrtr::answer(&id, q);
-                }
-                super::mrtr::Round::Resume(n) => inv = super::tools::Invocation::Resumed(a, n),
-                super::mrtr::Round::Run => {}
-            }
-        }
-    }
-    if let (true, Some(k)) = (as_task, &key) {
-        // The creation re-sent under its key: the task it created.
-        if let Some(t) = super::tasks::by_key(shared, &(who.clone(), k.clone())) {
+    let inv = match input_round(
+        shared,
+        &id,
+        params.as_ref(),
+        inv,
+        &p,
+        (&who, key.as_deref()),
+    ) {
+        Ok(inv) => inv,
+        Err(r) => {
             release(shared, &sid);
-            return super::tasks::created_reply(shared, &id, &t);
+            return r;
         }
+    };
+    let makes_task = as_task && matches!(inv, super::tools::Invocation::Append(_));
+    let task = (as_task, makes_task, &creator);
+    if let Some(r) = task_answer(shared, task, &who, key.as_ref()) {
+        release(shared, &sid);
+        return r;
     }
     if let Some(k) = &key {
         let cv = json!({"name": p.name, "arguments": p.arguments});
@@ -449,7 +464,7 @@ async fn call(
         }
     }
     if let (true, super::tools::Invocation::Append(a)) = (as_task, &inv) {
-        let reply = start_task(shared, a.clone(), &id, token, (who, key));
+        let reply = start_task(shared, a.clone(), creator, (who, key));
         release(shared, &sid);
         return reply;
     }
@@ -473,6 +488,64 @@ async fn call(
     reply.about(Some(&sid), None)
 }
 
+/// A call asked as a task (`as_task`), answered before anything runs: the
+/// task a re-sent creation's key created, or, when it would create one
+/// (`makes_task`), the table's refusal (429).
+fn task_answer(
+    shared: &Shared,
+    (as_task, makes_task, creator): (bool, bool, &super::tasks::Creator),
+    who: &Rc<str>,
+    key: Option<&String>,
+) -> Option<Reply> {
+    if let (true, Some(k)) = (as_task, key) {
+        if let Some(t) = super::tasks::by_key(shared, &(who.clone(), k.clone())) {
+            return Some(super::tasks::created_reply(shared, &creator.rpc_id, &t));
+        }
+    }
+    makes_task
+        .then(|| super::tasks::refusal(shared, creator))
+        .flatten()
+}
+
+/// A call of `ledger_append` with `asks_input`: one round of it (the
+/// question, the execution a verified answer continues, a run from the
+/// start, or guarded's refusal of a state it cannot verify); any other
+/// call as it is.
+// A refusal travels as a ready-made reply, the cold path (as in transport.rs).
+#[allow(clippy::result_large_err)]
+fn input_round(
+    shared: &Shared,
+    id: &RequestId,
+    params: Option<&Json>,
+    inv: super::tools::Invocation,
+    p: &CallToolParams,
+    (who, key): (&Rc<str>, Option<&str>),
+) -> Result<super::tools::Invocation, Reply> {
+    let a = match &inv {
+        super::tools::Invocation::Append(a) if a.asks_input => a.clone(),
+        _ => return Ok(inv),
+    };
+    let v = params.map_or(serde_json::Value::Null, Json::to_value);
+    let cv = json!({"name": p.name, "arguments": p.arguments});
+    match super::mrtr::round(shared, id, &v, &a, (who, key, &cv)) {
+        super::mrtr::Round::Answer(q) => Err(super::mrtr::answer(id, q)),
+        super::mrtr::Round::Resume(n) => Ok(super::tools::Invocation::Resumed(a, n)),
+        super::mrtr::Round::Run => Ok(inv),
+        super::mrtr::Round::Refuse(why) => Err(bad_state(id.clone(), &why)),
+    }
+}
+
+/// Guarded: a retry whose `requestState` cannot be verified, refused
+/// (400, -32602 naming the state).
+fn bad_state(id: RequestId, why: &str) -> Reply {
+    Reply::new(error(
+        StatusCode::BAD_REQUEST,
+        Some(id),
+        jsonrpc::INVALID_PARAMS,
+        why,
+    ))
+}
+
 /// Guarded: a keyless call to a tool that is not idempotent is refused.
 fn key_required(id: RequestId, tool: &str, tokenless: bool) -> Reply {
     Reply::new(error(
@@ -491,23 +564,22 @@ fn key_required(id: RequestId, tool: &str, tokenless: bool) -> Reply {
 fn start_task(
     shared: &Rc<Shared>,
     a: mcp::LedgerAppendArgs,
-    id: &RequestId,
-    owner: Option<Rc<str>>,
+    creator: super::tasks::Creator,
     (who, key): (Rc<str>, Option<String>),
 ) -> Reply {
+    let id = creator.rpc_id.clone();
     let deferred = shared.cfg.effects == super::Effects::Transactional;
     let execution = shared
         .ledger
-        .execute(&a.tag, &who, key.as_deref(), id, deferred);
+        .execute(&a.tag, &who, key.as_deref(), &id, deferred);
     let creator = super::tasks::Creator {
-        owner,
         key: key.clone().map(|k| (who.clone(), k)),
-        rpc_id: id.clone(),
+        ..creator
     };
     let t = super::tasks::spawn(shared, creator, move |ctx| {
         super::tasks::run_append(ctx, a, who, key, execution)
     });
-    super::tasks::created_reply(shared, id, &t)
+    super::tasks::created_reply(shared, &id, &t)
 }
 
 /// A call of one of the conformance fixtures' tools (`--fixtures
@@ -515,11 +587,11 @@ fn start_task(
 /// any other tool.
 async fn fixture_call(
     shared: &Rc<Shared>,
-    h: &HeaderMap,
     name: &str,
-    id: &RequestId,
+    creator: &super::tasks::Creator,
     params: Option<&Json>,
 ) -> Option<Reply> {
+    let id = &creator.rpc_id;
     if !shared.exposure.fixtures.offered() {
         return None;
     }
@@ -527,12 +599,16 @@ async fn fixture_call(
         return Some(fixture_answer(a, id));
     }
     let v = params.map_or(serde_json::Value::Null, Json::to_value);
-    let key = shared.asks.state_key();
+    let key = super::fixtures::state_key(shared);
     if let Some(r) = super::fixtures::input_required::call(name, &v, key) {
         return Some(fixture_result(r, id));
     }
-    let owner = principal::bearer(h);
-    let r = super::fixtures::tasks::call(shared, name, &v, id, owner).await?;
+    if super::fixtures::tasks::makes_task(name, &v) {
+        if let Some(r) = super::tasks::refusal(shared, creator) {
+            return Some(r);
+        }
+    }
+    let r = super::fixtures::tasks::call(shared, name, &v, creator).await?;
     Some(fixture_result(r, id))
 }
 

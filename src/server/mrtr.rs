@@ -7,7 +7,9 @@
 //! the `mrtr_reexecution` cause); `guarded` verifies the state and
 //! continues the execution it names, and keeps the question under the
 //! call's key, so a first round re-sent because its answer was lost is
-//! answered again instead of run again.
+//! answered again instead of run again. A state guarded cannot verify
+//! runs nothing: the question kept under the key is asked again, or the
+//! retry is refused (400 naming `requestState`).
 
 use super::dedup::{self, KeyState, Lookup};
 use super::reply::Reply;
@@ -28,17 +30,12 @@ pub(super) enum Round {
     Resume(u32),
     /// Run the tool from the start.
     Run,
+    /// Refused: the retry's `requestState` cannot be verified and no
+    /// question is kept to ask again (guarded): nothing runs.
+    Refuse(String),
 }
 
-/// The key `requestState` is signed with (seeded in the simulator).
-fn state_key(shared: &Shared) -> &super::fixtures::input_required::StateKey {
-    match shared.exposure.session_ids {
-        super::exposure::SessionIds::Seeded => shared.asks.state_key_with(|b| {
-            rand::RngCore::fill_bytes(&mut shared.state.borrow_mut().rng, b);
-        }),
-        super::exposure::SessionIds::Os => shared.asks.state_key(),
-    }
-}
+use super::fixtures::state_key;
 
 fn is_question(r: &Json) -> bool {
     r.get("resultType")
@@ -92,12 +89,19 @@ pub(super) fn round(
     }
     let state = params["requestState"]
         .as_str()
-        .and_then(|s| state_key(shared).verify(s));
-    let Some(state) = state.filter(|s| s["tag"] == a.tag.as_str() && s["who"] == **who) else {
-        return Round::Run;
-    };
-    let Some(n) = state["n"].as_u64().and_then(|n| u32::try_from(n).ok()) else {
-        return Round::Run;
+        .and_then(|s| state_key(shared).verify(s))
+        .filter(|s| s["tag"] == a.tag.as_str() && s["who"] == **who);
+    let Some(n) = state.and_then(|s| s["n"].as_u64().and_then(|n| u32::try_from(n).ok())) else {
+        // Unverifiable (tampered, of another call, not a string, signed
+        // with another key): it continues nothing and runs nothing. The
+        // question the key keeps is asked again; without one, refused.
+        if let Some(q) = guarded_key.and_then(|k| asked_under(shared, who, k, call)) {
+            return Round::Answer(q);
+        }
+        return Round::Refuse(format!(
+            "requestState cannot be verified (not one this server signed for this call of {}): nothing ran; send the call again without inputResponses to be asked again",
+            a.tag
+        ));
     };
     // The question stored under the key gives way to the execution.
     if let Some(k) = key {

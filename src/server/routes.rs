@@ -10,7 +10,8 @@ use super::respond::error;
 use super::transport::transport_gate;
 use super::Shared;
 use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
-use crate::protocol::jsonrpc;
+use crate::protocol::modern as wire;
+use crate::protocol::{headers, jsonrpc};
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use std::rc::Rc;
@@ -27,12 +28,17 @@ pub(crate) async fn handle(
     let refused = shared
         .exposure
         .refuse_edges(req.version(), req.uri(), req.headers());
+    let twice = refused
+        .is_none()
+        .then(|| duplicated(&shared, req.headers()))
+        .flatten();
     // On a shared store, a session this replica lacks is loaded first.
-    let loaded = match refused {
-        None => super::stored::adopt(&shared, req.headers()).await,
-        Some(_) => Ok(()),
+    let loaded = match (&refused, &twice) {
+        (None, None) => super::stored::adopt(&shared, req.headers()).await,
+        _ => Ok(()),
     };
     let reply = match (req.uri().path(), req.method()) {
+        _ if twice.is_some() => twice.expect("matched"),
         _ if loaded.is_err() => Reply::new(loaded.expect_err("matched")),
         _ if refused.is_some() => {
             let why = refused.expect("matched");
@@ -46,7 +52,9 @@ pub(crate) async fn handle(
         ("/mcp", &Method::POST) if super::modern::by_headers(&shared, req.headers()) => {
             super::modern::post(&shared, req, conn).await
         }
-        ("/mcp", m) if shared.cfg.wire == super::Wire::Y2026 => super::modern::not_allowed(m),
+        ("/mcp", m) if super::modern::names_2026(&shared, req.headers()) => {
+            super::modern::not_allowed(m)
+        }
         ("/mcp", &Method::POST) => super::post::post(&shared, req, conn).await,
         ("/mcp", &Method::GET) => super::get::get(&shared, req, conn).await,
         ("/mcp", &Method::DELETE) => delete(&shared, req),
@@ -79,6 +87,38 @@ pub(crate) async fn handle(
         transport: reply.transport,
     });
     (reply.resp, reply.slot)
+}
+
+/// The headers the protocol defines as one value: a gateway that reads
+/// another of two values than the server does authorizes another request
+/// than the one that runs.
+const SINGLE_VALUED: [&str; 6] = [
+    wire::MCP_METHOD,
+    wire::MCP_NAME,
+    headers::MCP_PROTOCOL_VERSION,
+    headers::MCP_SESSION_ID,
+    headers::LAST_EVENT_ID,
+    headers::IDEMPOTENCY_KEY,
+];
+
+/// 400 naming the first single-valued header sent more than once
+/// (-32020 on the 2026-07-28 path, as its other header errors), whatever
+/// the order of the values.
+fn duplicated(shared: &Shared, h: &http::HeaderMap) -> Option<Reply> {
+    let name = SINGLE_VALUED
+        .iter()
+        .find(|n| h.get_all(**n).iter().nth(1).is_some())?;
+    let code = match super::modern::by_headers(shared, h) {
+        true => wire::HEADER_MISMATCH,
+        false => jsonrpc::TRANSPORT_ERROR,
+    };
+    let n = h.get_all(*name).iter().count();
+    Some(Reply::new(error(
+        StatusCode::BAD_REQUEST,
+        None,
+        code,
+        &format!("header {name} is sent {n} times and carries one value: send it once"),
+    )))
 }
 
 fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
@@ -125,8 +165,8 @@ pub(super) fn end_session(shared: &Shared, sid: &SessionId) {
 }
 
 /// Exposed: ends every session idle past its bound (no request naming it,
-/// no connection attached; [`super::holds::idle_limit`]), checking `every`
-/// so often.
+/// no connection attached; [`super::holds::idle_limit`]), and every task
+/// past its time to live, checking `every` so often.
 pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
@@ -146,5 +186,8 @@ pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, every: Duration) {
         for sid in idle_ones {
             end_session(&shared, &sid);
         }
+        // Expired tasks go too, read or not: memory returns to its start.
+        let us = shared.history.now_us();
+        shared.ledger.tasks().expire(us);
     }
 }

@@ -18,7 +18,7 @@
 use super::reply::Reply;
 use super::respond::{error_with, json_response};
 use super::{Effects, Shared};
-use crate::history::Record;
+use crate::history::{ConnId, Record};
 use crate::ledger::tasks::{Task, TaskStatus};
 use crate::ledger::{Commit, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
@@ -30,6 +30,7 @@ use serde_json::{json, Map, Value};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -47,11 +48,50 @@ pub(crate) struct TaskRun {
 }
 
 /// Who creates a task: its owner (bearer token) and the key it came under.
+#[derive(Clone)]
 pub(super) struct Creator {
     pub owner: Option<Rc<str>>,
+    /// Who the task is counted against: the token, else the peer address
+    /// (the connection when the listener does not know it), which alone
+    /// then reads, answers or cancels it.
+    pub principal: Rc<str>,
     pub key: Option<Scoped>,
     /// The request that creates it.
     pub rpc_id: RequestId,
+}
+
+impl Creator {
+    /// The creator of a task asked for by request `rpc_id` with bearer
+    /// `owner`, on `conn` from `peer`.
+    pub fn new(
+        owner: Option<Rc<str>>,
+        conn: ConnId,
+        peer: Option<IpAddr>,
+        rpc_id: RequestId,
+    ) -> Creator {
+        let principal = match (&owner, peer) {
+            (Some(t), _) => t.clone(),
+            (None, Some(ip)) => format!("peer:{ip}").into(),
+            (None, None) => format!("conn:{conn}").into(),
+        };
+        Creator {
+            owner,
+            principal,
+            key: None,
+            rpc_id,
+        }
+    }
+}
+
+/// Why `who` may not create a task now (the table's bounds, `serve`
+/// only): 429 with `Retry-After` and a JSON-RPC error naming the bound.
+pub(super) fn refusal(shared: &Shared, who: &Creator) -> Option<Reply> {
+    let full = shared.ledger.tasks().admit(&who.principal).err()?;
+    Some(Reply::new(super::holds::too_many(
+        Some(who.rpc_id.clone()),
+        &full.0,
+        Duration::from_secs(1),
+    )))
 }
 
 /// The now of the task table: µs on the server's clock (times on the
@@ -89,6 +129,7 @@ where
     let us = now(shared);
     let task = Task {
         owner: who.owner,
+        principal: Some(who.principal),
         key: who.key,
         replica: shared.ledger.replica(),
         ..Task::working(
@@ -115,6 +156,7 @@ where
         shared: shared.clone(),
         id: task.id.clone(),
         run,
+        expires: tokio::time::Instant::now() + Duration::from_millis(task.ttl_ms),
     };
     let fut = body(ctx);
     tokio::task::spawn_local(fut);
@@ -163,21 +205,24 @@ fn read<'t>(
     table.get_mut(id, scope(shared), us)
 }
 
-/// What a task's execution holds: its id, and the run `tasks/cancel` and
-/// `tasks/update` reach.
+/// What a task's execution holds: its id, the run `tasks/cancel` and
+/// `tasks/update` reach, and when its task expires (the execution stops
+/// there as at a cancel: nobody can read what it would finish).
 pub(super) struct TaskCtx {
     shared: Rc<Shared>,
     id: Rc<str>,
     run: Rc<TaskRun>,
+    expires: tokio::time::Instant,
 }
 
 impl TaskCtx {
-    /// Whether `tasks/cancel` asked it to stop.
+    /// Whether `tasks/cancel` asked it to stop, or its task expired.
     pub fn cancel_asked(&self) -> bool {
-        self.run.cancel.get()
+        self.run.cancel.get() || tokio::time::Instant::now() >= self.expires
     }
 
-    /// Waits `d`; `false` when a cancel came first (or had come).
+    /// Waits `d`; `false` when a cancel (or the task's expiry) came first
+    /// (or had come).
     pub async fn sleep(&self, d: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + d;
         loop {
@@ -188,7 +233,7 @@ impl TaskCtx {
             tokio::select! {
                 biased;
                 _ = woken => {}
-                _ = tokio::time::sleep_until(deadline) => return !self.cancel_asked(),
+                _ = tokio::time::sleep_until(deadline.min(self.expires)) => return !self.cancel_asked(),
             }
         }
     }
@@ -212,7 +257,11 @@ impl TaskCtx {
             if let Some(a) = answered {
                 return Some(a);
             }
-            woken.await;
+            tokio::select! {
+                biased;
+                _ = woken => {}
+                _ = tokio::time::sleep_until(self.expires) => {}
+            }
         }
     }
 
@@ -268,6 +317,7 @@ impl TaskCtx {
                     table.forget_key(&k);
                 }
             }
+            table.settle(&self.id);
         }
         self.shared.history.record(Record::TaskChanged {
             task: self.id.clone(),
@@ -386,7 +436,7 @@ pub(super) fn by_key(shared: &Shared, key: &Scoped) -> Option<Task> {
 /// is looked up), an unknown, expired or another owner's task is -32602.
 pub(super) fn request(
     shared: &Shared,
-    h: &HeaderMap,
+    (h, conn, peer): (&HeaderMap, ConnId, Option<IpAddr>),
     id: &RequestId,
     method: &str,
     params: Option<&Json>,
@@ -408,11 +458,12 @@ pub(super) fn request(
             ),
         );
     };
-    let token = super::principal::bearer(h);
+    let asker = Creator::new(super::principal::bearer(h), conn, peer, id.clone());
+    let token = asker.owner.as_ref();
     let us = now(shared);
     let mut table = shared.ledger.tasks();
     let Some(t) =
-        read(shared, &mut table, &task_id, us).filter(|t| t.owner.is_none() || t.owner == token)
+        read(shared, &mut table, &task_id, us).filter(|t| t.visible_to(token, &asker.principal))
     else {
         return refuse(
             StatusCode::OK,
@@ -466,6 +517,8 @@ pub(super) fn request(
                     None => {
                         t.status = TaskStatus::Cancelled;
                         t.updated_us = us;
+                        let tid = t.id.clone();
+                        table.settle(&tid);
                     }
                 }
             }

@@ -65,3 +65,43 @@ fn one_tokens_keys_survive_anothers_flood() {
         );
     }
 }
+
+/// The keyed load: 200 clients, each under its own token and session,
+/// make 20 keyed calls at once; then each re-sends its 20 keys. The
+/// ledger's budget holds them all: every re-send is answered from the key
+/// table (the tool ran once per key), none forgotten.
+#[test]
+fn a_200_client_keyed_load_forgets_none_of_its_keys() {
+    let s = Served::start(&["--server", "keys"]);
+    let forgotten: usize = std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..200)
+            .map(|i| {
+                let s = &s;
+                scope.spawn(move || {
+                    let token = format!("load-{i:03}");
+                    let mut c = s.connect();
+                    let sid = initialize(&mut c, &[("authorization", &format!("Bearer {token}"))]);
+                    let tag = |n: usize| format!("c{i:03}-op{n:02}");
+                    for n in 0..20 {
+                        append(&mut c, &sid, &token, n as u64, &tag(n));
+                    }
+                    (c, sid, token, (0..20).map(tag).collect::<Vec<_>>())
+                })
+            })
+            .collect();
+        let done: Vec<_> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+        done.into_iter()
+            .map(|(mut c, sid, token, tags)| {
+                tags.iter()
+                    .enumerate()
+                    .filter(|(n, tag)| {
+                        append(&mut c, &sid, &token, 100 + *n as u64, tag);
+                        let read = executions(&mut c, &sid, &token, tag);
+                        !read.contains(&format!(r#"\"{tag}\":1"#))
+                    })
+                    .count()
+            })
+            .sum()
+    });
+    assert_eq!(forgotten, 0, "keys forgotten of 4,000");
+}

@@ -137,3 +137,83 @@ fn both_wires_on_one_endpoint() {
     assert_eq!(r.status, 200, "{r:?}");
     assert!(r.header("mcp-session-id").is_none());
 }
+
+/// A header the protocol defines as one value, sent twice, is a 400 naming
+/// it (-32020 on the 2026 wire), whatever the order of the values: a
+/// gateway reading the last `Mcp-Name` would authorize another tool than
+/// the one that runs.
+#[test]
+fn a_single_valued_header_sent_twice_is_refused() {
+    let modern = Served::start(&["--server", "guarded", "--era", V]);
+    let mut c = modern.connect();
+    let read = json!({"name": "ledger_read", "arguments": {"tag": "t"}});
+    let pairs = [
+        ("mcp-name", "ledger_read", "ledger_append"),
+        ("mcp-method", "tools/call", "tools/list"),
+        ("mcp-protocol-version", V, "2025-11-25"),
+        ("idempotency-key", "k1", "k2"),
+        ("mcp-session-id", "a", "b"),
+        ("last-event-id", "1", "2"),
+    ];
+    for (name, a, b) in pairs {
+        for (first, second) in [(a, b), (b, a)] {
+            let extra = [("mcp-name", "ledger_read"), (name, first), (name, second)];
+            // Mcp-Name is sent once more only when it is the header tried.
+            let extra = if name == "mcp-name" {
+                &extra[1..]
+            } else {
+                &extra[..]
+            };
+            let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "ledger_read", "arguments": {"tag": "t"}, "_meta": meta()}});
+            let mut h = vec![("mcp-protocol-version", V), ("mcp-method", "tools/call")];
+            h.retain(|(k, _)| *k != name);
+            h.extend_from_slice(extra);
+            let r = c.send("POST", &h, &body.to_string());
+            assert_eq!(r.status, 400, "{name} {first},{second}: {r:?}");
+            assert_eq!(error_code(&r), -32020, "{name}: {r:?}");
+            assert!(r.body.contains(name), "names {name}: {r:?}");
+        }
+    }
+    let ok = post(
+        &mut c,
+        8,
+        "tools/call",
+        read,
+        &[("mcp-name", "ledger_read")],
+    );
+    assert_eq!(ok.status, 200, "once each is served: {ok:?}");
+
+    let old = Served::start(&["--server", "keys"]);
+    let mut c = old.connect();
+    let sid = super::serve::initialize(&mut c, &[]);
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let r = c.send(
+        "POST",
+        &[("mcp-session-id", &sid), ("mcp-session-id", "other")],
+        body,
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.body.contains("mcp-session-id is sent 2 times"), "{r:?}");
+    let r = c.send("POST", &[("mcp-session-id", &sid)], body);
+    assert_eq!(r.status, 200, "{r:?}");
+}
+
+/// `--era both` routes a GET or DELETE by its version header: one naming
+/// the 2026 revision gets the 2026 wire's 405 `Allow: POST`; one naming a
+/// 2025 revision is the 2025 path's.
+#[test]
+fn a_dual_era_server_answers_a_2026_get_or_delete_as_the_2026_wire() {
+    let s = Served::start(&["--server", "unguarded", "--era", "both"]);
+    let mut c = s.connect();
+    for m in ["GET", "DELETE"] {
+        let r = c.send(m, &[("mcp-protocol-version", V)], "");
+        assert_eq!(
+            (r.status, r.header("allow")),
+            (405, Some("POST")),
+            "{m}: {r:?}"
+        );
+        let r = c.send(m, &[("mcp-protocol-version", "2025-11-25")], "");
+        assert_ne!(r.status, 405, "{m} on the 2025 path: {r:?}");
+    }
+}

@@ -318,3 +318,243 @@ fn serve_asks_after_the_effect_and_guarded_continues_on_the_answer() {
         );
     }
 }
+
+/// A POST of `method` on the 2026 wire from a client that declares the
+/// tasks extension, with exactly `headers` beside the version and method
+/// ones (no token unless given).
+fn send_as(c: &mut Conn, id: u64, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Resp {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXT: {}}}});
+    let name = params
+        .get("name")
+        .or_else(|| params.get("taskId"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut h = vec![
+        ("mcp-protocol-version", V),
+        ("mcp-method", method),
+        ("mcp-name", name.as_str()),
+    ];
+    h.extend_from_slice(extra);
+    c.send("POST", &h, &body.to_string())
+}
+
+/// The task table is bounded per principal first: a token with 256 tasks
+/// running is refused a 257th (429, `Retry-After`, a JSON-RPC error naming
+/// the bound) while another token is served, and a cancel makes room. A
+/// task created without a token is its peer address's alone: another
+/// connection from it reads it (stateless clients poll on any pooled
+/// connection), a request carrying a token does not.
+#[test]
+fn serve_bounds_running_tasks_per_token_and_keeps_tokenless_ones_to_their_address() {
+    let s = Served::start(&["--server", "keys", "--era", V]);
+    let mut c = s.connect();
+    let long = |tag: &str| {
+        json!({"name": "ledger_append",
+            "arguments": {"tag": tag, "chunks": 1000, "chunk_interval_ms": 10_000}})
+    };
+    let alice = [("authorization", "Bearer alice")];
+    let mut first = String::new();
+    for n in 0..256 {
+        let r = send_as(&mut c, n, "tools/call", long(&format!("a{n}")), &alice);
+        let v = body(&r);
+        assert_eq!(v["result"]["status"], "working", "task {n}: {v}");
+        if n == 0 {
+            first = v["result"]["taskId"].as_str().unwrap().to_string();
+        }
+    }
+    let r = send_as(&mut c, 300, "tools/call", long("a-past"), &alice);
+    assert_eq!(r.status, 429, "{r:?}");
+    assert_eq!(r.header("retry-after"), Some("1"), "{r:?}");
+    let v = body(&r);
+    assert_eq!(v["id"], 300, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("256 tasks running"), "names the bound: {v}");
+    let bob = [("authorization", "Bearer bob")];
+    let v = body(&send_as(&mut c, 301, "tools/call", long("b0"), &bob));
+    assert_eq!(
+        v["result"]["status"], "working",
+        "another token is served: {v}"
+    );
+    let get = json!({"taskId": first});
+    let v = body(&send_as(&mut c, 302, "tasks/cancel", get.clone(), &alice));
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    let v = body(&send_as(&mut c, 303, "tasks/get", get, &alice));
+    assert_eq!(v["result"]["status"], "cancelled", "stopped at once: {v}");
+    let v = body(&send_as(&mut c, 304, "tools/call", long("a-again"), &alice));
+    assert_eq!(v["result"]["status"], "working", "a cancel made room: {v}");
+
+    let mut mine = s.connect();
+    let mut other = s.connect();
+    let v = body(&send_as(&mut mine, 1, "tools/call", long("anon"), &[]));
+    let id = v["result"]["taskId"].as_str().expect("a task").to_string();
+    let get = json!({"taskId": id});
+    let v = body(&send_as(&mut other, 2, "tasks/get", get.clone(), &[]));
+    assert_eq!(
+        v["result"]["status"], "working",
+        "its address reads it: {v}"
+    );
+    for token in [&bob[..], &alice[..]] {
+        let v = body(&send_as(&mut mine, 3, "tasks/get", get.clone(), token));
+        assert_eq!(v["error"]["code"], -32602, "no token reads it: {v}");
+        let v = body(&send_as(&mut mine, 4, "tasks/cancel", get.clone(), token));
+        assert_eq!(v["error"]["code"], -32602, "nor cancels it: {v}");
+    }
+}
+
+/// An execution stops at its task's expiry, as at a cancel: nobody can
+/// read what it would finish. A 1 s call under a 300 ms `task_ttl_ms`,
+/// transactional effects, no fault: each attempt's task expires before
+/// its commit, so no attempt takes an effect (the call fails
+/// `task_expired`, never twice applied).
+#[test]
+fn an_execution_stops_at_its_tasks_expiry() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/causes/task_expired.toml"),
+    )
+    .unwrap();
+    let text = text
+        .replace("chunks = 2\n", "chunks = 20\n")
+        .replace("keys = true\n", "")
+        .replace(
+            "[[faults.explicit]]\nkind = \"partition\"\nhost = 0\nat_ms = 60\nduration_ms = 600\n",
+            "",
+        );
+    let mut s = Scenario::parse(&text).unwrap();
+    s.set("server.effects", "transactional").unwrap();
+    let r = go(&s, "unguarded", Some(Profile::Tasks), &[Y2026]);
+    assert_eq!(r.metrics.operations, 1);
+    assert_eq!(
+        r.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+        vec!["task_expired"],
+        "{:?}",
+        r.metrics
+    );
+    assert_eq!(r.metrics.duplicate_side_effects, 0, "{:?}", r.metrics);
+}
+
+/// A response's JSON-RPC message, in a JSON body or an SSE stream's
+/// first `data:`.
+fn sse_or_json(r: &Resp) -> Value {
+    let data = r.body.lines().find_map(|l| l.strip_prefix("data: "));
+    serde_json::from_str(data.unwrap_or(&r.body)).unwrap_or(Value::Null)
+}
+
+/// How many times `tag`'s tool ran, by `ledger_read` (token alice).
+fn executions_of(c: &mut Conn, tag: &str) -> String {
+    let read = json!({"name": "ledger_read", "arguments": {"tag": tag}});
+    let r = send(c, 90, "tools/call", read, false, &[]);
+    let v = sse_or_json(&r);
+    let text = v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let n: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    n["executions"][tag].to_string()
+}
+
+/// A `requestState` guarded cannot verify continues nothing and runs
+/// nothing: tampered, empty, a number, an object, or signed by another
+/// process (no `--state-key-file`) — the question kept under the key is
+/// asked again, or without a key the retry is refused (400 naming
+/// `requestState`); the tool ran once. With `--state-key-file`, a
+/// restarted server verifies what the one before signed and continues it.
+#[test]
+fn guarded_runs_nothing_on_a_state_it_cannot_verify() {
+    let file = super::cli::scratch("state-key").join("key");
+    let _ = std::fs::remove_file(&file);
+    let keyed = ["--server", "guarded", "--era", V, "--state-key-file"];
+    let args: Vec<&str> = keyed
+        .iter()
+        .copied()
+        .chain([file.to_str().unwrap()])
+        .collect();
+    let ask = |c: &mut Conn, tag: &str, key: &[(&str, &str)]| {
+        let call = json!({"name": "ledger_append",
+            "arguments": {"tag": tag, "chunks": 1, "asks_input": true}});
+        let q = body(&send(c, 1, "tools/call", call.clone(), false, key))["result"].clone();
+        assert_eq!(q["resultType"], "input_required", "{q}");
+        (call, q)
+    };
+    let retry = |call: &Value, state: Value| {
+        let mut r = call.clone();
+        r["inputResponses"] =
+            json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+        r["requestState"] = state;
+        r
+    };
+    let s = Served::start(&args);
+    let mut c = s.connect();
+    let key = [("idempotency-key", "k-bad")];
+    let (call, q) = ask(&mut c, "bad", &key);
+    let good = q["requestState"].as_str().unwrap().to_string();
+    let mut tampered = good.clone();
+    tampered.replace_range(..1, if good.starts_with('A') { "B" } else { "A" });
+    for state in [json!(tampered), json!(""), json!(5), json!({"n": 1})] {
+        let r = send(
+            &mut c,
+            2,
+            "tools/call",
+            retry(&call, state.clone()),
+            false,
+            &key,
+        );
+        let again = body(&r)["result"].clone();
+        assert_eq!(again, q, "{state}: the question again: {r:?}");
+    }
+    assert_eq!(executions_of(&mut c, "bad"), "1", "nothing ran again");
+    // Without a key there is no question to ask again: refused.
+    let (plain, _) = ask(&mut c, "keyless", &[("idempotency-key", "k-keyless")]);
+    let r = send(
+        &mut c,
+        3,
+        "tools/call",
+        retry(&plain, json!("x")),
+        false,
+        &[("idempotency-key", "k-other")],
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.body.contains("requestState cannot be verified"), "{r:?}");
+    assert_eq!(executions_of(&mut c, "keyless"), "1");
+    // A restart with the same key file verifies the state and continues.
+    drop(c);
+    drop(s);
+    let s = Served::start(&args);
+    let mut c = s.connect();
+    let (call, q) = ask(&mut c, "across", &[("idempotency-key", "k-across")]);
+    drop(c);
+    drop(s);
+    let s = Served::start(&args);
+    let mut c = s.connect();
+    let r = send(
+        &mut c,
+        4,
+        "tools/call",
+        retry(&call, q["requestState"].clone()),
+        false,
+        &[("idempotency-key", "k-across")],
+    );
+    let done = sse_or_json(&r)["result"].clone();
+    assert_eq!(
+        done["resultType"], "complete",
+        "continued after the restart: {r:?}"
+    );
+    // Another process without the file cannot verify it: nothing runs.
+    let other = Served::start(&["--server", "guarded", "--era", V]);
+    let mut c = other.connect();
+    let r = send(
+        &mut c,
+        5,
+        "tools/call",
+        retry(&call, q["requestState"].clone()),
+        false,
+        &[("idempotency-key", "k-fresh")],
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(
+        executions_of(&mut c, "across"),
+        "0",
+        "this process ran nothing"
+    );
+}
