@@ -292,7 +292,7 @@ impl Scenario {
             }
         }
         let replicas = u64::from(self.deployment.replicas) + added;
-        if removed.len() as u64 >= replicas {
+        if !removed.is_empty() && removed.len() as u64 >= replicas {
             return Err(format!(
                 "faults.explicit: the replica_remove faults remove all {replicas} replicas \
                  (deployment.replicas and the replica_add faults), and nothing would serve the \
