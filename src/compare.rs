@@ -176,6 +176,39 @@ impl Matrix {
             .collect()
     }
 
+    /// Runs per scenario and seed: arms x profiles x deployments.
+    fn runs_per_seed(&self) -> u64 {
+        let n = |k: usize| k.max(1) as u64;
+        n(self.arms.len())
+            .saturating_mul(n(self.profiles.len()))
+            .saturating_mul(n(self.deployments.len()))
+    }
+
+    /// Refuses, before any job is built, more runs than a summary holds
+    /// ([`MAX_RUNS`](crate::flags::MAX_RUNS)): `scenarios` x the seeds of
+    /// this shard x [`Matrix::runs_per_seed`].
+    pub fn check_runs(&self, seeds: &Seeds, scenarios: usize) -> anyhow::Result<()> {
+        use crate::flags::MAX_RUNS;
+        let per = self.runs_per_seed().saturating_mul(scenarios.max(1) as u64);
+        let runs = seeds.count().saturating_mul(per);
+        if runs > MAX_RUNS {
+            let fit = (MAX_RUNS / per).max(1);
+            bail!(
+                "--seeds {}: {} seeds x {per} runs each ({} scenario(s) x {}) = {runs} runs, \
+                 above the {MAX_RUNS} one summary holds (about {} KB each): use at most {fit} \
+                 seeds at once (e.g. --seeds {}..{}), fewer arms, or --shard K/N and merge",
+                seeds.range(),
+                seeds.count(),
+                scenarios.max(1),
+                self.describe(),
+                crate::flags::RUN_SUMMARY_KB,
+                seeds.start,
+                seeds.start.saturating_add(fit)
+            );
+        }
+        Ok(())
+    }
+
     /// "3 arms x 2 profiles" for progress lines (x the deployments, when
     /// an axis).
     fn describe(&self) -> String {
@@ -375,6 +408,7 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
     for (path, scenario) in &files {
         matrix.check(path, scenario)?;
     }
+    matrix.check_runs(seeds, files.len())?;
     let seed_list = seeds.list();
     let mut work = Vec::new();
     for (path, scenario) in &files {
@@ -592,6 +626,7 @@ pub fn sweep(w: &Sweep) -> anyhow::Result<u8> {
     let (path, seeds, out, matrix) = (w.path.as_path(), &w.seeds, w.out.as_path(), &w.matrix);
     let scenario = catalog::load(path)?;
     matrix.check(&path.display().to_string(), &scenario)?;
+    matrix.check_runs(seeds, 1)?;
     let files = vec![(path.display().to_string(), scenario.clone())];
     let work = matrix.jobs(&path.display().to_string(), &scenario, &seeds.list());
     let mut summary = execute(&work, w.jobs.unwrap_or_else(sweep::cores), w.control)?;

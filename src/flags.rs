@@ -10,8 +10,18 @@ use std::time::Duration;
 /// contend for the same cores and cost a stack each.
 pub const MAX_JOBS: u64 = 1_024;
 /// Most seeds one `compare` or `sweep` runs (`--seeds`, `MCP_CHAOS_SEEDS`);
-/// also the largest shard count.
-pub const MAX_SEEDS: u64 = 10_000_000;
+/// also the largest shard count. A sweep holds every run's summary until
+/// it writes them (about [`RUN_SUMMARY_KB`] each), so this is
+/// [`MAX_RUNS`]: one arm's worth.
+pub const MAX_SEEDS: u64 = MAX_RUNS;
+/// Most runs one `compare` or `sweep` holds (scenarios x seeds x arms x
+/// profiles x deployments), checked before any run is built: at
+/// [`RUN_SUMMARY_KB`] a run, about 1.2 GB.
+pub const MAX_RUNS: u64 = 100_000;
+/// What one run's summary holds in a sweep, KB, roughly (measured: a
+/// 1,200-seed sweep of sims/seed-000-retry-by-post.toml peaks 12 MB above
+/// a 200-seed one, the runs' reports and their JSON).
+pub const RUN_SUMMARY_KB: u64 = 12;
 /// Longest `--timeout` of one run, seconds (one day).
 pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// Most connections `serve --max-connections` holds: Linux's default

@@ -106,6 +106,12 @@ pub fn serve(
     if arm.variant().is_none() && poll_after > 0 {
         anyhow::bail!("--poll-after is a setting of the built-in arms (guarded, unguarded, keys, cancel), not of {arm}: drop it or pick a built-in --server");
     }
+    if poll_after > 0 && wire == Wire::Y2026 {
+        anyhow::bail!("--poll-after closes 2025-11-25 SSE streams with `retry:`, and --era 2026-07-28 has none to close: drop --poll-after, or use --era 2025-11-25 or both");
+    }
+    if poll_after > 0 && arm.variant() == Some(crate::server::Variant::Cancel) {
+        anyhow::bail!("--poll-after is not a setting of --server cancel (it cancels a call when its stream closes, so it never polls): drop --poll-after or pick guarded, unguarded or keys");
+    }
     let cfg = ServerConfig {
         wire,
         poll_after,

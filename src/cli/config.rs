@@ -181,6 +181,19 @@ pub fn explore(a: super::args::ExploreArgs) -> anyhow::Result<u8> {
         .kinds
         .map(|k| k.0)
         .unwrap_or_else(|| crate::explore::default_kinds(&scenario));
+    // A replica crash needs replicas: without a deployment it would place
+    // nothing, and the exploration would report a space it never ran.
+    let single = crate::run::effective(&scenario, &opts)
+        .map(|s| s.deployment.is_single())
+        .map_err(anyhow::Error::msg)?;
+    if single && kinds.contains(&crate::explore::Kind::ReplicaCrash) {
+        anyhow::bail!(
+            "--kinds replica_crash needs a deployment, and {} runs one server: add [deployment] \
+             with replicas and a balancer (or --set deployment.replicas=2 --set \
+             deployment.balancer=round-robin), or drop replica_crash from --kinds",
+            path.display()
+        );
+    }
     let out = a.out.unwrap_or_else(|| {
         PathBuf::from(format!(
             "target/explore/{}-{}",

@@ -124,6 +124,35 @@ pub(super) struct Op {
     pub(super) answer: Option<super::mrtr::Answer>,
 }
 
+impl Op {
+    /// What a call never made stands for in client `index`'s end-of-run
+    /// report: pending, not started.
+    pub(super) fn never_started(index: u32) -> Op {
+        Op::pending(crate::history::op_tag(index, u32::MAX).into())
+    }
+
+    /// A call not started yet, tagged `tag`.
+    fn pending(tag: Rc<str>) -> Op {
+        Op {
+            tag,
+            posts: 0,
+            attempts: 0,
+            waits_told: 0,
+            state: OpState::Pending,
+            interrupted: false,
+            stream: None,
+            unseen: Vec::new(),
+            rpc: None,
+            started: false,
+            json_result: false,
+            task: None,
+            cancelled_task: false,
+            ran_as_task: false,
+            answer: None,
+        }
+    }
+}
+
 /// What a timer does when it fires.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Timer {
@@ -268,25 +297,9 @@ impl Client {
         let pool = (spec.group.connections == Connections::KeepAlive)
             .then(|| Pool::new(Duration::from_millis(spec.group.pool_idle_ms)));
         let mut c = Client {
-            ops: (0..spec.group.calls)
-                .map(|n| Op {
-                    tag: crate::history::op_tag(spec.index, n).into(),
-                    posts: 0,
-                    attempts: 0,
-                    waits_told: 0,
-                    state: OpState::Pending,
-                    interrupted: false,
-                    stream: None,
-                    unseen: Vec::new(),
-                    rpc: None,
-                    started: false,
-                    json_result: false,
-                    task: None,
-                    cancelled_task: false,
-                    ran_as_task: false,
-                    answer: None,
-                })
-                .collect(),
+            // Made as each call starts (`Client::op_at`): nothing is held
+            // per planned call.
+            ops: Vec::new(),
             policy: behaviour::of(spec.group.behaviour),
             spec,
             io: Io {
@@ -417,12 +430,27 @@ impl Client {
 
     pub(super) fn finished(&self) -> bool {
         // Every operation before `next_op` was activated; none is pending.
-        self.next_op >= self.ops.len() && self.active.is_empty()
+        self.next_op >= self.calls() && self.active.is_empty()
+    }
+
+    /// The calls the client makes (its operations, made as they start).
+    pub(super) fn calls(&self) -> usize {
+        self.spec.group.calls as usize
+    }
+
+    /// Call `n`'s operation (`n < calls`), made pending, with every one
+    /// before it, if it was not made yet.
+    pub(super) fn op_at(&mut self, n: usize) -> &mut Op {
+        while self.ops.len() <= n {
+            let tag = crate::history::op_tag(self.spec.index, self.ops.len() as u32);
+            self.ops.push(Op::pending(tag.into()));
+        }
+        &mut self.ops[n]
     }
 
     /// Marks `op` active (from pending, or again).
     pub(super) fn activate(&mut self, op: usize) {
-        self.ops[op].state = OpState::Active;
+        self.op_at(op).state = OpState::Active;
         self.active.insert(op);
     }
 
@@ -644,7 +672,7 @@ impl Client {
         }
         // The sequential workload moves on once nothing is active
         // (resume-then-post already moved on at its resume).
-        if self.next_op < self.ops.len() && self.active.is_empty() {
+        if self.next_op < self.calls() && self.active.is_empty() {
             self.next_on_resume = false;
             let think = Duration::from_millis(self.g().think_ms);
             self.schedule(think, Timer::StartNext);

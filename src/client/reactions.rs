@@ -699,7 +699,7 @@ impl Client {
             for op in unresolved {
                 self.retry_post(op);
             }
-            if self.next_op < self.ops.len() && self.active.is_empty() {
+            if self.next_op < self.calls() && self.active.is_empty() {
                 self.schedule(Duration::ZERO, Timer::StartNext);
             }
         }

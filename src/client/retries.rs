@@ -67,13 +67,17 @@ impl Client {
     /// No session can be had: every unresolved operation is abandoned (on
     /// the record), and the workload ends.
     pub(super) fn give_up(&mut self) {
-        for op in 0..self.ops.len() {
-            if matches!(self.ops[op].state, OpState::Active | OpState::Pending) {
+        for op in 0..self.calls() {
+            if self
+                .ops
+                .get(op)
+                .is_none_or(|o| matches!(o.state, OpState::Active | OpState::Pending))
+            {
                 self.activate(op);
                 self.finish(op, Outcome::Abandoned);
             }
         }
-        self.next_op = self.ops.len();
+        self.next_op = self.calls();
     }
 
     /// Starts over on the current transport, whatever the session state.

@@ -189,7 +189,7 @@ impl Client {
     /// Starts the next call. Unless `concurrent` (resume-then-post moving
     /// on during a resume), only when no call is active.
     pub(super) fn start_next(&mut self, concurrent: bool) {
-        if self.next_op >= self.ops.len() || self.session.is_none() {
+        if self.next_op >= self.calls() || self.session.is_none() {
             return;
         }
         if !concurrent && !self.active.is_empty() {
@@ -199,7 +199,11 @@ impl Client {
         {
             return; // a switch resolves first; legacy calls need the stream
         }
-        if self.ops[self.next_op].state != OpState::Pending {
+        if self
+            .ops
+            .get(self.next_op)
+            .is_some_and(|o| o.state != OpState::Pending)
+        {
             return;
         }
         if self.spec.delivery == Delivery::SessionStream && !self.standalone_live() {

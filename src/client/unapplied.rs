@@ -9,13 +9,18 @@ impl Client {
     /// happen, with why.
     pub(super) fn report_unapplied(&self) {
         let index = self.spec.index;
-        let calls = self.ops.len() as u32;
+        let calls = self.calls() as u32;
+        // A call below `calls` whose operation was never made never started.
+        let never = super::actor::Op::never_started(self.spec.index);
+        let op = |n: u32| {
+            ((n as usize) < self.calls()).then(|| self.ops.get(n as usize).unwrap_or(&never))
+        };
         let mut out: Vec<(FaultKind, u32, Option<u32>, String)> = Vec::new();
         for (&call, &after) in &self.spec.drops {
             if self.planned.drops_fired.contains(&call) {
                 continue;
             }
-            let reason = match self.ops.get(call as usize) {
+            let reason = match op(call) {
                 None => format!("client {index} makes only {calls} calls"),
                 Some(o) if !o.started => format!(
                     "call {call} never started: the client gave up after {} failed initializations",
@@ -52,7 +57,7 @@ impl Client {
             out.push((FaultKind::Drop, call, Some(after), reason));
         }
         if let Some(after) = self.spec.switch_after {
-            let reason = match (&self.planned.switched, self.ops.get(after as usize)) {
+            let reason = match (&self.planned.switched, op(after)) {
                 (Some(None), _) => None,
                 _ if !self.policy.legacy_first() => Some(format!(
                     "client {index} is a {} client: only transport-switch clients switch",

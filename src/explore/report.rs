@@ -56,6 +56,10 @@ pub struct Summary {
     /// Shard K/N, when one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// The `--set` overrides every run made, `KEY=VALUE` in order (not
+    /// written when none): shards merge only with the same ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<String>,
     /// Boundaries of the run without faults.
     pub boundaries: u64,
     /// Each of them, in the order the run reached them.
@@ -133,6 +137,12 @@ impl Summary {
             depth: setup.depth,
             kinds: setup.kinds.iter().map(|k| k.name().to_string()).collect(),
             shard: (setup.shard.1 > 1).then(|| format!("{}/{}", setup.shard.0, setup.shard.1)),
+            sets: setup
+                .opts
+                .sets
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
             boundaries: x.boundaries.len() as u64,
             boundary_list: x.boundaries.iter().map(|b| b.to_string()).collect(),
             singles: x.singles.len() as u64,
@@ -173,6 +183,32 @@ impl Summary {
                 "cannot merge explorations of different setups: {} on {} and {} on {}",
                 first.scenario, first.server, other.scenario, other.server
             ));
+        }
+        if let Some(other) = parts.iter().find(|s| s.sets != first.sets) {
+            return Err(format!(
+                "cannot merge explorations run with different --set overrides: [{}] and [{}]: \
+                 merge the shards of one explore command",
+                first.sets.join(", "),
+                other.sets.join(", ")
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let mut split = None;
+        for s in parts {
+            let label = s.shard.clone().unwrap_or_else(|| "1/1".into());
+            let n = label.rsplit_once('/').map(|(_, n)| n.to_string());
+            if split.get_or_insert_with(|| n.clone()) != &n {
+                return Err(format!(
+                    "cannot merge shard {label} with shards of another split ({} first): merge \
+                     the shards of one explore --shard K/N",
+                    first.shard.as_deref().unwrap_or("1/1")
+                ));
+            }
+            if !seen.insert(label.clone()) {
+                return Err(format!(
+                    "shard {label} is given twice: merge each shard of an exploration once"
+                ));
+            }
         }
         let mut out = first.clone();
         out.shard = None;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 mod fields;
 mod params;
 mod placed;
+pub mod range;
 pub mod swarm;
 pub use params::{Close, CrashMode, Direction, SkewOn};
 pub use placed::{to_table, At, Boundary, PLACEMENT_KEYS};
@@ -333,12 +334,14 @@ pub struct FaultSpec {
     /// Random partitions over the fault phase.
     pub partitions: u32,
     /// Partition length range, ms.
+    #[serde(deserialize_with = "range::partition_ms")]
     pub partition_ms: Option<[u64; 2]>,
     /// Random server restarts over the fault phase.
     pub restarts: u32,
     /// Random latency spikes over the fault phase.
     pub latency_spikes: u32,
     /// Spike length range, ms.
+    #[serde(deserialize_with = "range::latency_spike_ms")]
     pub latency_spike_ms: Option<[u64; 2]>,
     /// Spike ceiling, ms.
     pub latency_spike_max_ms: u64,

@@ -23,16 +23,28 @@ pub struct Swarm {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p_on: Option<f64>,
     /// `[min, max]` of `drop_rate` (default: `[0, 2 × faults.drop_rate]`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::range::swarm_drop_rate"
+    )]
     pub drop_rate: Option<[f64; 2]>,
     /// `[min, max]` of `partitions` (default: `[0, 2 × faults.partitions]`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::range::swarm_partitions"
+    )]
     pub partitions: Option<[u32; 2]>,
     /// `[min, max]` of `restarts` (default: `[0, 2 × faults.restarts]`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::range::swarm_restarts"
+    )]
     pub restarts: Option<[u32; 2]>,
     /// `[min, max]` of `latency_spikes` (default: `[0, 2 × faults.latency_spikes]`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::range::swarm_latency_spikes"
+    )]
     pub latency_spikes: Option<[u32; 2]>,
 }
 
@@ -77,6 +89,33 @@ impl Swarm {
             }
         }
         Ok(())
+    }
+}
+
+impl FaultSpec {
+    /// The most timed faults swarm may draw (partitions, restarts and
+    /// latency spikes: each range's max, `2 x` the `[faults]` count when
+    /// not written, 0 for a kind `kinds` leaves out); `None` when swarm can
+    /// be neither on nor configured.
+    pub fn swarm_most(&self) -> Option<u64> {
+        if self.swarm.is_none() && !self.swarm_on {
+            return None;
+        }
+        let sw = self.swarm.clone().unwrap_or_default();
+        let allowed = |k: &str| sw.kinds.as_ref().is_none_or(|ks| ks.iter().any(|x| x == k));
+        let most = |k: &str, r: Option<[u32; 2]>, base: u32| {
+            let [_, hi] = r.unwrap_or([0, base.saturating_mul(2)]);
+            if allowed(k) {
+                u64::from(hi)
+            } else {
+                0
+            }
+        };
+        Some(
+            most("partition", sw.partitions, self.partitions)
+                + most("restart", sw.restarts, self.restarts)
+                + most("latency", sw.latency_spikes, self.latency_spikes),
+        )
     }
 }
 

@@ -59,8 +59,28 @@ impl Scenario {
                 ));
             }
         }
-        // No cap on operations or events: long soaks and big fleets are what
-        // a simulator is for.
+        // No cap on operations or events short of what no run can finish:
+        // long soaks and big fleets are what a simulator is for.
+        let planned = self.clients.iter().fold(0u64, |n, g| {
+            n.saturating_add(u64::from(g.count) * u64::from(g.calls))
+        });
+        if planned > MAX_WORKLOAD {
+            return Err(format!(
+                "[[clients]] count x calls adds up to {planned} calls, above the limit of \
+                 {MAX_WORKLOAD} (no run can finish them): use fewer clients or fewer calls"
+            ));
+        }
+        for (i, g) in self.clients.iter().enumerate() {
+            let thinking = u64::from(g.calls).saturating_mul(g.think_ms);
+            if thinking > MAX_WORKLOAD {
+                return Err(format!(
+                    "clients[{i}]: calls = {} x think_ms = {} is {thinking} ms of thinking \
+                     alone, above {MAX_WORKLOAD} ms of simulated time (no run can finish it): \
+                     use fewer calls or a shorter think_ms",
+                    g.calls, g.think_ms
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -239,9 +259,45 @@ impl Scenario {
                 u64::from(self.deployment.replicas) + added
             ));
         }
+        if let Some(most) = f.swarm_most() {
+            let total = most.saturating_add(f.explicit.len() as u64);
+            if total > MAX_TIMED_FAULTS {
+                return Err(format!(
+                    "faults.swarm: the partitions, restarts and latency_spikes ranges may draw \
+                     up to {most} faults (each range's max, 2 x the [faults] count when not \
+                     written), {total} with the explicit faults, above the limit of \
+                     {MAX_TIMED_FAULTS}: lower the ranges' maxima"
+                ));
+            }
+        }
         let clients = self.total_clients();
         for (i, fault) in f.explicit.iter().enumerate() {
             self.validate_explicit(i, fault, clients, added)?;
+        }
+        self.validate_removals(added)
+    }
+
+    /// `replica_remove` faults (scale-down): each replica removed at most
+    /// once, and at least one left (`added`: the replicas the plan adds).
+    fn validate_removals(&self, added: u64) -> Result<(), String> {
+        let mut removed: std::collections::BTreeMap<u32, usize> = Default::default();
+        for (i, fault) in self.faults.explicit.iter().enumerate() {
+            if let Fault::ReplicaRemove { replica, .. } = fault.acting() {
+                if let Some(j) = removed.insert(*replica, i) {
+                    return Err(format!(
+                        "faults.explicit[{i}]: replica_remove removes replica {replica} a second \
+                         time (faults.explicit[{j}] removed it): remove each replica once"
+                    ));
+                }
+            }
+        }
+        let replicas = u64::from(self.deployment.replicas) + added;
+        if !removed.is_empty() && removed.len() as u64 >= replicas {
+            return Err(format!(
+                "faults.explicit: the replica_remove faults remove all {replicas} replicas \
+                 (deployment.replicas and the replica_add faults), and nothing would serve the \
+                 clients: keep at least one"
+            ));
         }
         Ok(())
     }
@@ -526,6 +582,20 @@ pub fn check_server(s: &ServerConfig) -> Result<(), String> {
                 .into(),
         );
     }
+    if s.task_poll_ms > s.task_ttl_ms {
+        return Err(format!(
+            "server.task_poll_ms = {} is above server.task_ttl_ms = {} (a task would be gone \
+             before its client's first poll): lower task_poll_ms or raise task_ttl_ms",
+            s.task_poll_ms, s.task_ttl_ms
+        ));
+    }
+    if s.poll_retry_ms == 0 {
+        return Err(
+            "server.poll_retry_ms must be at least 1 (a polling close's `retry: 0` asks the \
+             client to resume at once, every time): use e.g. 1000, the default"
+                .into(),
+        );
+    }
     if s.write_deadline_ms == 0 {
         return Err(
             "server.write_deadline_ms must be at least 1 (a zero deadline means every write \
@@ -540,6 +610,10 @@ pub fn check_server(s: &ServerConfig) -> Result<(), String> {
 pub const MAX_CLIENTS: u64 = 20_000;
 /// Most timed faults (generated and explicit) in one scenario.
 pub const MAX_TIMED_FAULTS: u64 = 10_000;
+/// Most calls a scenario plans (count x calls over its client groups), and
+/// the most simulated ms one group's `calls x think_ms` may take: no run
+/// finishes more.
+pub const MAX_WORKLOAD: u64 = 1_000_000_000;
 /// Longest time any `*_ms` setting may name: one day.
 pub const MAX_MS: u64 = 86_400_000;
 /// A unit enum's name as the scenario spells it.
@@ -633,6 +707,75 @@ mod tests {
         let s = Scenario::parse(&text).expect("loads");
         assert_eq!(s.total_clients(), 10_000);
         assert_eq!(s.clients[0].calls, 1000);
+    }
+
+    /// Workloads no run can finish, fault plans past the fault limit or
+    /// with nothing left to serve, settings that contradict each other:
+    /// each used to load and then abort, panic or be ignored.
+    #[test]
+    fn the_loader_refuses_what_no_run_can_do() {
+        let dep = "[deployment]\nreplicas = 2\nbalancer = \"round-robin\"\n";
+        let remove = |r: u32| {
+            format!("[[faults.explicit]]\nkind = \"replica_remove\"\nreplica = {r}\nat_ms = 100\n")
+        };
+        refused(vec![
+            (
+                t(group("calls = 4294967295\n")),
+                "[[clients]] count x calls adds up to 4294967295 calls, above the limit of 1000000000",
+            ),
+            (
+                t(group("count = 2000\ncalls = 600000\nthink_ms = 0\n")),
+                "adds up to 1200000000 calls",
+            ),
+            (
+                t(group("calls = 1000000\nthink_ms = 1001\n")),
+                "clients[0]: calls = 1000000 x think_ms = 1001",
+            ),
+            (
+                t(format!("{}[faults.swarm]\nrestarts = [0, 100000]\n", group(""))),
+                "faults.swarm: the partitions, restarts and latency_spikes ranges may draw up to 100000",
+            ),
+            (
+                t(format!("{}[faults.swarm]\npartitions = [0, 4000000000]\n", group(""))),
+                "above the limit of 10000",
+            ),
+            (
+                t(format!("{}[faults]\npartitions = 6000\n[faults.swarm]\n", group(""))),
+                "up to 12000 faults",
+            ),
+            (
+                t(format!("{}[faults.swarm]\npartitions = [1, 2, 3]\n", group(""))),
+                "faults.swarm.partitions has 3 values: a range is [lo, hi]",
+            ),
+            (
+                t(format!("{}[deployment]\nstore_lag_ms = 50\n", group(""))),
+                "deployment.store_lag_ms = 50 is the shared store's lag",
+            ),
+            (
+                t(format!("{}{dep}{}{}", group(""), remove(0), remove(1))),
+                "remove all 2 replicas",
+            ),
+            (
+                t(format!("{}{dep}replicas = 3\n{}{}", group(""), remove(1), remove(1)).replace("replicas = 2\n", "")),
+                "faults.explicit[1]: replica_remove removes replica 1 a second time",
+            ),
+            (
+                t(format!("[server]\ntask_poll_ms = 5000\ntask_ttl_ms = 1000\n{}", group(""))),
+                "server.task_poll_ms = 5000 is above server.task_ttl_ms = 1000",
+            ),
+            (
+                t(format!("[server]\npoll_retry_ms = 0\n{}", group(""))),
+                "server.poll_retry_ms must be at least 1",
+            ),
+        ]);
+        // At the bound, and a swarm within the limit, load.
+        assert!(Scenario::parse(&t(group("calls = 1000000000\nthink_ms = 0\n"))).is_ok());
+        let sw = Scenario::parse(&t(format!(
+            "{}[faults]\npartitions = 2\n[faults.swarm]\nrestarts = [0, 9996]\n",
+            group("")
+        )))
+        .expect("4 + 9996 faults fit");
+        assert_eq!(sw.faults.swarm_most(), Some(10_000));
     }
 
     #[test]

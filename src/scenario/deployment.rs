@@ -150,6 +150,13 @@ impl DeploymentSpec {
                     .into(),
             );
         }
+        if self.store_lag_ms > 0 && self.store == StoreKind::Local {
+            return Err(format!(
+                "deployment.store_lag_ms = {} is the shared store's lag, and deployment.store is \
+                 \"local\": set store = \"shared\" or drop store_lag_ms",
+                self.store_lag_ms
+            ));
+        }
         Ok(())
     }
 

@@ -205,6 +205,7 @@ impl Default for ClientGroup {
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkSpec {
     /// One-way message latency range, ms.
+    #[serde(deserialize_with = "crate::fault::range::network_latency_ms")]
     pub latency_ms: [u64; 2],
     /// turmoil's accept backlog and per-connection credit window.
     pub tcp_capacity: usize,

@@ -615,6 +615,14 @@ impl Seeds {
         format!("{}..{}", self.start, self.end)
     }
 
+    /// How many seeds this shard runs (what [`Seeds::list`] holds).
+    pub fn count(&self) -> u64 {
+        let (k, n) = self.shard;
+        (self.end - self.start)
+            .saturating_sub(k - 1)
+            .div_ceil(n.max(1))
+    }
+
     /// The seeds of this shard, in order.
     pub fn list(&self) -> Vec<u64> {
         let (k, n) = self.shard;

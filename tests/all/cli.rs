@@ -413,6 +413,9 @@ fn invalid_scenarios_exit_3_naming_the_key() {
     let dir = scratch("invalid-scenarios");
     let group = |extra: &str| format!("[[clients]]\nbehaviour = \"resume\"\n{extra}");
     let t = |body: String| format!("name = \"t\"\nduration_ms = 1000\n{body}");
+    let remove = |r: u32| {
+        format!("[[faults.explicit]]\nkind = \"replica_remove\"\nreplica = {r}\nat_ms = 100\n")
+    };
     let cases: Vec<(&str, String, &str)> = vec![
         (
             "store0",
@@ -469,6 +472,69 @@ fn invalid_scenarios_exit_3_naming_the_key() {
             ),
             "network.client_hosts",
         ),
+        (
+            "calls",
+            t(group("calls = 4294967295\n")),
+            "[[clients]] count x calls adds up to 4294967295 calls, above the limit of 1000000000",
+        ),
+        (
+            "think",
+            t(group("calls = 1000000\nthink_ms = 1001\n")),
+            "clients[0]: calls = 1000000 x think_ms = 1001",
+        ),
+        (
+            "swarm-partitions",
+            t(format!("{}[faults.swarm]\npartitions = [0, 4000000000]\n", group(""))),
+            "faults.swarm: the partitions, restarts and latency_spikes ranges may draw up to 4000000000",
+        ),
+        (
+            "swarm-restarts",
+            t(format!("{}[faults.swarm]\nrestarts = [0, 100000]\n", group(""))),
+            "above the limit of 10000",
+        ),
+        (
+            "swarm-three",
+            t(format!("{}[faults.swarm]\npartitions = [1, 2, 3]\n", group(""))),
+            "faults.swarm.partitions has 3 values: a range is [lo, hi]",
+        ),
+        (
+            "store-lag-local",
+            t(format!("{}[deployment]\nstore_lag_ms = 50\n", group(""))),
+            "deployment.store_lag_ms = 50 is the shared store's lag, and deployment.store is \"local\"",
+        ),
+        (
+            "remove-all",
+            t(format!(
+                "{}[deployment]\nreplicas = 2\nbalancer = \"round-robin\"\n{}{}",
+                group(""),
+                remove(0),
+                remove(1)
+            )),
+            "the replica_remove faults remove all 2 replicas",
+        ),
+        (
+            "remove-twice",
+            t(format!(
+                "{}[deployment]\nreplicas = 3\nbalancer = \"round-robin\"\n{}{}",
+                group(""),
+                remove(1),
+                remove(1)
+            )),
+            "faults.explicit[1]: replica_remove removes replica 1 a second time",
+        ),
+        (
+            "task-poll",
+            t(format!(
+                "[server]\ntask_poll_ms = 5000\ntask_ttl_ms = 1000\n{}",
+                group("")
+            )),
+            "server.task_poll_ms = 5000 is above server.task_ttl_ms = 1000",
+        ),
+        (
+            "poll-retry",
+            t(format!("[server]\npoll_retry_ms = 0\n{}", group(""))),
+            "server.poll_retry_ms must be at least 1",
+        ),
     ];
     for (name, text, key) in cases {
         let file = dir.join(format!("{name}.toml"));
@@ -491,7 +557,124 @@ fn invalid_scenarios_exit_3_naming_the_key() {
             );
             assert!(!err.contains("panicked"), "{name} {server}: {err}");
         }
+        // `validate` refuses it too, before any run.
+        let o = run(&["validate", file.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 3, "validate {name}: {err}");
+        assert!(err.contains(key), "validate {name}: {key:?} not in {err}");
     }
+}
+
+/// A replica crash, a restart or a replica added at 0 ms used to panic the
+/// run ("host instant not set"), and `shrink` with it: each now runs.
+#[test]
+fn faults_at_time_zero_run() {
+    let dir = scratch("faults-at-zero");
+    for (name, fault) in [
+        (
+            "crash",
+            "kind = \"replica_crash\"\nreplica = 0\nduration_ms = 100\n",
+        ),
+        ("restart", "kind = \"restart\"\n"),
+        ("add", "kind = \"replica_add\"\n"),
+    ] {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "name = \"zero-{name}\"\nduration_ms = 1000\n[[clients]]\nbehaviour = \"resume\"\n\
+                 [deployment]\nreplicas = 2\nbalancer = \"round-robin\"\n\
+                 [[faults.explicit]]\n{fault}at_ms = 0\n"
+            ),
+        )
+        .unwrap();
+        let f = file.to_str().unwrap();
+        let o = run(&["run", "--scenario", f, "--server", "guarded"]);
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!all.contains("panicked"), "{name}: {all}");
+        assert!(!all.contains("simulation failed"), "{name}: {all}");
+        assert!(matches!(code(&o), 0..=2), "{name}: {all}");
+        assert!(
+            all.contains(&format!(
+                "applied {{\"{}",
+                if name == "crash" {
+                    "replica_crash"
+                } else if name == "add" {
+                    "replica_add"
+                } else {
+                    "restart"
+                }
+            )),
+            "{name}: {all}"
+        );
+        let out = dir.join(format!("{name}-shrunk.toml"));
+        let o = run(&[
+            "shrink",
+            "--scenario",
+            f,
+            "--server",
+            "guarded",
+            "--until",
+            "ops_failed",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "shrink {name}: {err}");
+        assert!(!err.contains("host instant"), "shrink {name}: {err}");
+    }
+}
+
+/// Flags a command would ignore, or a combination it cannot run: refused
+/// before anything listens or runs.
+#[test]
+fn flags_that_would_be_ignored_exit_3() {
+    for (extra, needles) in [
+        (
+            vec!["--era", "2026-07-28"],
+            &["--poll-after", "--era 2026-07-28"][..],
+        ),
+        (
+            vec!["--server", "cancel"],
+            &["--poll-after", "--server cancel"],
+        ),
+        (vec!["--server", "rmcp"], &["--poll-after", "not of rmcp"]),
+        (
+            vec!["--server", "rmcp-es"],
+            &["--poll-after", "not of rmcp-es"],
+        ),
+    ] {
+        let mut args = vec!["serve", "--addr", "127.0.0.1:0", "--poll-after", "3"];
+        args.extend(extra);
+        refused(&run(&args), needles, &format!("{args:?}"));
+    }
+    let out = scratch("explore-kinds");
+    let o = run(&[
+        "explore",
+        "--scenario",
+        "sims/seed-000-retry-by-post.toml",
+        "--server",
+        "guarded",
+        "--kinds",
+        "replica_crash",
+        "--out",
+        out.join("x").to_str().unwrap(),
+        "--regressions",
+        "-",
+    ]);
+    refused(
+        &o,
+        &[
+            "--kinds replica_crash needs a deployment",
+            "runs one server",
+        ],
+        "explore --kinds replica_crash",
+    );
+    assert!(!out.join("x").exists(), "nothing ran");
 }
 
 /// `scale` runs both sides at each size and connection mode in child
@@ -571,7 +754,7 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
         (
             vec!["--seeds", "18446744073709551615"],
             None,
-            &["--seeds", "maximum of 10000000"],
+            &["--seeds", "maximum of 100000"],
         ),
         (
             vec!["--seeds", "2", "--jobs", "4294967296"],
@@ -591,17 +774,26 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
         (
             vec!["--seeds", "5..10000006"],
             None,
-            &["--seeds", "10000001 seeds", "10000000"],
+            &["--seeds", "10000001 seeds", "maximum of 100000"],
         ),
         (
             vec![],
             Some("0..10000001"),
-            &["MCP_CHAOS_SEEDS", "10000000"],
+            &["MCP_CHAOS_SEEDS", "maximum of 100000"],
         ),
         (
-            vec!["--seeds", "2", "--shard", "1/10000001"],
+            vec!["--seeds", "2", "--shard", "1/100001"],
             None,
-            &["--shard", "10000000"],
+            &["--shard", "N <= 100000"],
+        ),
+        (
+            vec!["--seeds", "100000", "--servers", "guarded,unguarded"],
+            None,
+            &[
+                "--seeds 0..100000",
+                "= 200000 runs, above the 100000 one summary holds",
+                "at most 50000 seeds",
+            ],
         ),
         (
             vec!["--seeds", "2", "--timeout", "86401"],
@@ -632,7 +824,7 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
     let others: Vec<(Vec<&str>, &[&str])> = vec![
         (
             vec!["compare", "--out", out, "--seeds", "100000000"],
-            &["--seeds", "10000000"],
+            &["--seeds", "maximum of 100000"],
         ),
         (
             vec!["compare", "--out", out, "--seeds", "2", "--jobs", "0"],
@@ -754,7 +946,7 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
     let o = run(&["sweep", "--out", f, "--seeds", "18446744073709551615"]);
     refused(
         &o,
-        &["--seeds", "maximum of 10000000"],
+        &["--seeds", "maximum of 100000"],
         "sweep without --scenario",
     );
     let o = run(&["sweep", "--out", f, "--seeds", "2", "--jobs", "4294967296"]);

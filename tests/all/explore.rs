@@ -328,6 +328,38 @@ fn shards_merge_to_the_whole_exploration() {
     };
     assert_eq!(names(&merged), names(&all));
     assert!(!all.failing.is_empty());
+    // A shard given twice, or shards run with different --set overrides:
+    // refused, one line, exit 3 (they used to add up to more failing
+    // placements than placements).
+    let shard = |k: u32| dir.join(format!("{k}")).join("explore.json");
+    let (one, two) = (shard(1), shard(2));
+    let o = crate::cli::run(&[
+        "merge",
+        one.to_str().unwrap(),
+        two.to_str().unwrap(),
+        one.to_str().unwrap(),
+    ]);
+    crate::cli::refused(&o, &["shard 1/3 is given twice"], "merge 1, 2, 1");
+    let mut other = parts[1].clone();
+    other.sets = vec!["server.durable_dedup=true".into()];
+    let odd = dir.join("odd.json");
+    std::fs::write(&odd, serde_json::to_string(&other).unwrap()).unwrap();
+    let o = crate::cli::run(&["merge", one.to_str().unwrap(), odd.to_str().unwrap()]);
+    crate::cli::refused(
+        &o,
+        &["different --set overrides", "server.durable_dedup=true"],
+        "merge of mixed overrides",
+    );
+    // explore.json records the overrides it ran with.
+    let zeroed = Setup {
+        opts: zero(),
+        ..whole.clone()
+    };
+    let recorded = explore::Summary::of(&zeroed, &x, &dir);
+    assert_eq!(
+        recorded.sets,
+        ["server.durable_dedup=true", "server.effects=transactional"]
+    );
 }
 
 /// `mcp-chaos explore` on `sims/explore/NAME.toml`, guarded, with `args`.

@@ -244,3 +244,35 @@ fn a_stepped_clock_moves_the_hosts_timers() {
         );
     }
 }
+
+/// Patch 7: a host crashed before its first step, then bounced, starts its
+/// software with the simulation's time (no "host instant not set" panic):
+/// the time it was down.
+#[test]
+fn a_host_bounced_before_its_first_step_reads_the_time() {
+    let mut sim = turmoil::Builder::new()
+        .tick_duration(Duration::from_millis(1))
+        .simulation_duration(Duration::from_secs(10))
+        .build();
+    let starts: Seen = Seen::default();
+    let s2 = starts.clone();
+    sim.host("server", move || {
+        let at = turmoil::sim_elapsed().map(|d| d.as_millis());
+        s2.borrow_mut().push(format!("{at:?}"));
+        async {
+            std::future::pending::<()>().await;
+            Ok(())
+        }
+    });
+    sim.crash("server");
+    for _ in 0..100 {
+        sim.step().unwrap();
+    }
+    sim.bounce("server");
+    let starts = starts.borrow();
+    assert_eq!(
+        starts.last().map(String::as_str),
+        Some("Some(100)"),
+        "{starts:?}"
+    );
+}

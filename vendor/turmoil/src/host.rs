@@ -186,7 +186,10 @@ impl HostTimer {
 
     /// Returns how long the host has been executing for in virtual time.
     pub(crate) fn elapsed(&self) -> Duration {
-        let run_duration = self.now.expect("host instant not set").elapsed();
+        // mcp-chaos patch 7: a host that has not run an iteration yet (one
+        // crashed before the first step, then bounced) has run for none of
+        // the current one; its ticks are in `elapsed`.
+        let run_duration = self.now.map_or(Duration::ZERO, |now| now.elapsed());
         self.elapsed + run_duration
     }
 
