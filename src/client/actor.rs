@@ -635,7 +635,11 @@ impl Client {
         };
         o.unseen.clear();
         self.active.remove(&op);
-        let missed = self.planned.drop_rules.borrow_mut().events.remove(&o.tag);
+        let missed = {
+            let mut rules = self.planned.drop_rules.borrow_mut();
+            let answers = rules.answers.remove(&o.tag);
+            rules.events.remove(&o.tag).or(answers)
+        };
         if let Some((after, seen)) = missed {
             self.planned
                 .drops_missed

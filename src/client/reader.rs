@@ -195,6 +195,11 @@ pub(super) struct Rules {
     pub(super) events: BTreeMap<Rc<str>, (u32, u32)>,
     /// Tags whose connection drops right after their result arrives.
     pub(super) results: BTreeSet<Rc<str>>,
+    /// Calls run as tasks (no stream to drop): tag → (the JSON answer of
+    /// its exchanges, the `CreateTaskResult` being the first and each
+    /// `tasks/get` answer the next, whose connection drops unread; answers
+    /// seen so far).
+    pub(super) answers: BTreeMap<Rc<str>, (u32, u32)>,
     /// Tags whose planned drop closes with RST, and the close switch of
     /// each slot's connection while a drop may still reset it.
     pub(super) resets: BTreeSet<Rc<str>>,
@@ -226,6 +231,21 @@ impl Rules {
             self.events.insert(key.clone(), (rule.0, seen));
             at_result.then_some((key, 0))
         }
+    }
+
+    /// One more JSON answer of call `tag`'s exchanges (a task's): the
+    /// drop it fires, if any (the tag, and the answer it drops).
+    fn answer(&mut self, tag: &str) -> Option<(Rc<str>, u32)> {
+        let (key, (at, seen)) = self
+            .answers
+            .get_key_value(tag)
+            .map(|(k, r)| (k.clone(), *r))?;
+        if seen + 1 >= at {
+            self.answers.remove(&key);
+            return Some((key, at));
+        }
+        self.answers.insert(key, (at, seen + 1));
+        None
     }
 
     /// Keeps `conn`'s close switch for `slot` while a drop planned with
@@ -381,6 +401,53 @@ async fn exchange<C: Connector>(
     }
 }
 
+/// What a JSON answer (read within the read timeout, or not) tells the
+/// client: the message (its connection back in the pool), a planned drop
+/// that took it (the connection closed unread), or a failed exchange.
+fn json_answer(
+    slot: SlotId,
+    (status, headers): (u16, ::http::HeaderMap),
+    answer: Option<(Option<Message>, Option<http::Conn>)>,
+    drops: &DropRules,
+    pool: Option<&Pool>,
+) -> Input {
+    let Some((msg, conn)) = answer else {
+        return Input::Failed {
+            slot,
+            connected: true,
+            stale: false,
+        };
+    };
+    // A task's exchange: a drop planned at this answer closes the
+    // connection before the client reads it.
+    if let Some((tag, after_event)) = answer_drop(drops, msg.as_ref()) {
+        drop(conn);
+        return Input::Dropped {
+            slot,
+            tag,
+            after_event,
+        };
+    }
+    if let (Some(p), Some(c)) = (pool, conn) {
+        p.put(c);
+    }
+    Input::Json {
+        slot,
+        status,
+        headers,
+        msg,
+    }
+}
+
+/// The drop planned at JSON answer `msg` of a task's exchanges, if it
+/// fires (its call's tag, and the answer it takes). A `tasks/get` answer's
+/// id is `tag~task#n`.
+fn answer_drop(drops: &DropRules, msg: Option<&Message>) -> Option<(Rc<str>, u32)> {
+    let (t, _) = tag_of(msg?)?;
+    let call = t.split_once('~').map_or(&*t, |(call, _)| call);
+    drops.borrow_mut().answer(call)
+}
+
 /// One exchange: on the pooled connection when the job has one, else on
 /// a new connection (connect first); send, then forward the answer (JSON,
 /// or SSE headers and events as they come) until it ends, breaks, times
@@ -416,25 +483,13 @@ async fn reader<C: Connector>(job: Job, connector: C) {
     };
     let status = ex.status.as_u16();
     if !ex.is_sse() {
-        let headers = ex.headers.clone();
-        return match tokio::time::timeout(read_timeout, ex.json_and_conn()).await {
-            Ok(Ok((msg, conn))) => {
-                send(Input::Json {
-                    slot,
-                    status,
-                    headers,
-                    msg,
-                });
-                if let (Some(p), Some(c)) = (&pool, conn) {
-                    p.put(c);
-                }
-            }
-            _ => send(Input::Failed {
-                slot,
-                connected: true,
-                stale: false,
-            }),
-        };
+        let ex_headers = ex.headers.clone();
+        let answer = tokio::time::timeout(read_timeout, ex.json_and_conn())
+            .await
+            .ok()
+            .and_then(Result::ok);
+        let input = json_answer(slot, (status, ex_headers), answer, &drops, pool.as_ref());
+        return send(input);
     }
     let stream_first = ex
         .headers

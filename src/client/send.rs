@@ -232,8 +232,14 @@ impl Client {
         });
         let tag = self.ops[op].tag.clone();
         if let Some(&after) = self.spec.drops.get(&(op as u32)) {
+            let tasked = self.tasked();
             let mut rules = self.planned.drop_rules.borrow_mut();
-            rules.events.insert(tag.clone(), (after, 0));
+            // A call run as a task has no stream: its drop takes the
+            // after_event-th answer of its exchanges (1: the creation).
+            match tasked {
+                true => rules.answers.insert(tag.clone(), (after.max(1), 0)),
+                false => rules.events.insert(tag.clone(), (after, 0)),
+            };
         }
         if self.spec.resets.contains(&(op as u32)) {
             let mut rules = self.planned.drop_rules.borrow_mut();

@@ -128,6 +128,14 @@ impl Client {
         let slot = input.slot();
         let (status, msg) = match input {
             Input::Json { status, msg, .. } => (status, msg),
+            // The planned drop took this answer: asked again, as for any
+            // exchange that broke.
+            Input::Dropped {
+                tag, after_event, ..
+            } => {
+                self.dropped(tag, after_event);
+                (0, None)
+            }
             // Anything else ends the exchange unanswered (this client
             // reads a task's answers as JSON only): poll again.
             Input::Reused { .. } => return,

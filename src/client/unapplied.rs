@@ -26,10 +26,13 @@ impl Client {
                     "call {call} never started: the client gave up after {} failed initializations",
                     self.init_attempts
                 ),
-                Some(o) if o.ran_as_task => format!(
-                    "call {call} ran as a task: its answers are JSON (the task's creation, then \
-                     polls), with no stream to drop"
-                ),
+                Some(o) if o.ran_as_task => {
+                    let seen = self.planned.drops_missed.get(&call).map_or(0, |m| m.0);
+                    format!(
+                        "call {call} ran as a task and ended after {seen} of its answers (its \
+                         creation, then polls) were read, before answer {after}"
+                    )
+                }
                 Some(o) => match self.planned.drops_missed.get(&call) {
                     Some(&(seen, _, Outcome::Done)) if o.json_result => format!(
                         "call {call} got its result as a JSON response (no events) after \

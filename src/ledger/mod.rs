@@ -358,6 +358,16 @@ impl Ledger {
     }
 
     /// A key-table entry dropped by its table: no longer charged.
+    /// Forgets the completed `key` kept durably (a question stored under
+    /// it gave way to the execution its answer continues).
+    pub fn forget_kept_key(&self, key: &Scoped) {
+        let mut inner = self.inner.borrow_mut();
+        let removed = inner.durable.as_mut().and_then(|d| d.remove(key));
+        if let (Some(_), Some(b)) = (removed, inner.budget.as_mut()) {
+            b.release(&Held::Durable(key.clone()));
+        }
+    }
+
     pub fn release_key(&self, key: &Scoped) {
         if let Some(b) = self.inner.borrow_mut().budget.as_mut() {
             b.release(&Held::Key(key.clone()));

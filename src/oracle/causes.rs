@@ -121,6 +121,15 @@ pub enum Cause {
     /// as at its start (rmcp's client after a resume answered 200 and
     /// nothing, every second, forever).
     ReconnectLoop,
+    /// The server refused the operation's call by design: guarded on the
+    /// 2026-07-28 wire answers a call without an `Idempotency-Key` to a
+    /// tool that is not idempotent 400, and the client gave it up there.
+    KeyRequired,
+    /// A gateway answered the operation's call 502 or 504 (its replica
+    /// broke off or did not answer in time), and the client, holding no
+    /// key that would make sending it again safe, gave it up there, with
+    /// attempts left.
+    GatewayGaveUp,
     /// The client used up its attempts and gave the operation up.
     GaveUp,
     /// The run (fault phase plus heal phase) ended with the operation still
@@ -156,6 +165,8 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::KeyNotHonored,
     Cause::ReplayLiveInterleave,
     Cause::ReconnectLoop,
+    Cause::KeyRequired,
+    Cause::GatewayGaveUp,
     Cause::GaveUp,
     Cause::RunEnded,
 ];
@@ -186,6 +197,8 @@ impl Cause {
             Cause::ReplayLiveInterleave => "replay_live_interleave",
             Cause::FinRace => "fin_race",
             Cause::ReconnectLoop => "reconnect_loop",
+            Cause::KeyRequired => "key_required",
+            Cause::GatewayGaveUp => "gateway_gave_up",
             Cause::GaveUp => "gave_up",
             Cause::RunEnded => "run_ended",
         }
@@ -261,6 +274,12 @@ impl Cause {
             Cause::ReconnectLoop => {
                 "with the faults gone, the client kept resuming the same stream from the same cursor (or retrying as often at the end as at the start) and nothing came: a reconnect loop, not a network fault."
             }
+            Cause::KeyRequired => {
+                "the server refused the call by design (guarded on the 2026-07-28 wire wants an `Idempotency-Key` on a tool that is not idempotent: 400), and the client gave it up."
+            }
+            Cause::GatewayGaveUp => {
+                "a gateway answered 502 or 504 (its replica broke off or did not answer in time) and the client, with no key to make a re-send safe, gave the call up with attempts left."
+            }
             Cause::GaveUp => {
                 "the client used up its attempts."
             }
@@ -318,6 +337,10 @@ impl Cause {
             }
             Cause::FinRace => op.result_before_drop,
             Cause::ReconnectLoop => op.failures.contains(Failure::Lost) && op.looped(run),
+            Cause::KeyRequired => op.gave_up && !op.keyed && op.last_status == Some(400),
+            Cause::GatewayGaveUp => {
+                op.gave_up && !op.keyed && matches!(op.last_status, Some(502 | 504))
+            }
             Cause::GaveUp => op.gave_up,
             Cause::RunEnded => op.failures.contains(Failure::Lost) && !run.clients_finished,
         }

@@ -195,6 +195,12 @@ pub struct OpFacts {
     pub affinity_lost: bool,
     /// Its client gave it up.
     pub gave_up: bool,
+    /// The status its last refused call was answered with (not 200/202),
+    /// unless the call was sent again after it: what the client gave it
+    /// up at, when it gave it up there.
+    pub last_status: Option<u16>,
+    /// One of its calls carried an `Idempotency-Key`.
+    pub keyed: bool,
     /// The requests whose answers named its task (tasks extension):
     /// `CreateTaskResult`s it got.
     pub tasks_created_by: Vec<RequestId>,

@@ -182,7 +182,11 @@ impl DedupTable {
     /// Forgets a key whose execution ended without a result (cancelled),
     /// so a retry runs it.
     pub fn abandon(&mut self, who: &Principal, key: &str) {
-        self.remove(&Self::scoped(who, key));
+        let key = Self::scoped(who, key);
+        if let Some(l) = &self.durable {
+            l.forget_kept_key(&key);
+        }
+        self.remove(&key);
     }
 }
 

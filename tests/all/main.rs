@@ -25,6 +25,7 @@ mod join;
 mod keepalive;
 mod liveness;
 mod loopback;
+mod no_fault;
 mod oracle;
 mod own_server;
 mod probe;

@@ -23,26 +23,42 @@ fn go(s: &Scenario, arm: &str, clients: Option<Profile>, sets: &[(&str, &str)]) 
 
 const Y2026: (&str, &str) = ("era", "2026-07-28");
 
-/// A task has no stream: the drops that break 2026 calls mid-stream find
-/// nothing to drop, every call completes through its task, and each
-/// planned drop says why it did not happen.
+/// A task has no stream: a drop planned on a tasks client takes one of
+/// its task's answers instead (the `CreateTaskResult`, or a `tasks/get`
+/// answer). A lost creation makes a second task on a keyless client
+/// (task_create_lost); under keys the re-sent creation gets the task its
+/// key made, and a lost poll is asked again: nothing fails, and the drops
+/// are applied.
 #[test]
-fn a_task_has_no_stream_for_a_drop_to_break() {
+fn a_drop_on_a_tasks_client_takes_one_of_its_tasks_answers() {
     let s = scenario("sims/flaky-mobile.toml");
     let plain = go(&s, "unguarded", Some(Profile::Plain), &[Y2026]);
     assert!(plain.metrics.ops_failed > 0, "the drops break plain calls");
-    let r = go(&s, "unguarded", Some(Profile::Tasks), &[Y2026]);
-    assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
-    assert_eq!(r.metrics.ops_ok, r.metrics.operations);
-    assert!(r.faults.applied.is_empty(), "{:?}", r.faults.applied);
-    assert!(!r.faults.not_applied.is_empty());
+    let t = go(&s, "keys", Some(Profile::Tasks), &[Y2026]);
+    assert!(t.metrics.ops_failed > 0, "a keyless lost creation");
+    assert_eq!(
+        t.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+        vec!["task_create_lost"]
+    );
+    let k = go(&s, "keys", Some(Profile::TasksKeys), &[Y2026]);
+    assert_eq!(k.metrics.ops_failed, 0, "{:?}", k.metrics.failures_by_cause);
+    assert_eq!(
+        k.metrics.ops_ok + k.metrics.ops_degraded,
+        k.metrics.operations
+    );
+    let applied = k.faults.applied.get("drop").copied().unwrap_or(0);
     assert!(
-        r.faults
+        applied > 0,
+        "the drops met the tasks: {:?}",
+        k.faults.applied
+    );
+    assert!(
+        k.faults
             .not_applied
             .iter()
-            .all(|n| n.reason.contains("ran as a task")),
+            .all(|n| n.reason.contains("ran as a task and ended after")),
         "{:?}",
-        r.faults.not_applied.first()
+        k.faults.not_applied.first()
     );
     // Tasks are of the new wire: on the old one the profile has no client
     // to run.
@@ -144,25 +160,43 @@ fn the_retry_that_answers_runs_the_tool_again_unless_guarded() {
 /// names the replica running it, so a round-robin balancer with a store
 /// per replica still sends every poll there (without that routing the
 /// polls reach replicas that never heard of the task); on a shared store
-/// any replica answers.
+/// any replica answers. A drop that takes a task's creation is re-sent
+/// under its key: on a shared store the key finds its task; with a store
+/// per replica the re-send may reach a replica that never saw the key,
+/// which makes a second task (task_create_lost), and nothing else fails.
 #[test]
 fn a_balancer_routes_a_tasks_requests_to_the_replica_running_it() {
-    for path in [
-        "sims/deploy/round-robin-local.toml",
-        "sims/deploy/round-robin-shared.toml",
-    ] {
-        let s = scenario(path);
-        let r = go(&s, "guarded", Some(Profile::TasksKeys), &[Y2026]);
-        assert_eq!(
-            r.metrics.ops_failed, 0,
-            "{path}: {:?}",
-            r.metrics.failures_by_cause
-        );
-        assert_eq!(
-            r.metrics.ops_ok, r.metrics.operations,
-            "{path}: no replay needed"
-        );
-    }
+    let local = go(
+        &scenario("sims/deploy/round-robin-local.toml"),
+        "guarded",
+        Some(Profile::TasksKeys),
+        &[Y2026],
+    );
+    assert!(
+        local
+            .metrics
+            .failures_by_cause
+            .keys()
+            .all(|c| c == "task_create_lost"),
+        "{:?}",
+        local.metrics.failures_by_cause
+    );
+    let shared = go(
+        &scenario("sims/deploy/round-robin-shared.toml"),
+        "guarded",
+        Some(Profile::TasksKeys),
+        &[Y2026],
+    );
+    assert_eq!(
+        shared.metrics.ops_failed, 0,
+        "{:?}",
+        shared.metrics.failures_by_cause
+    );
+    assert_eq!(
+        shared.metrics.ops_ok, shared.metrics.operations,
+        "no replay needed"
+    );
+    assert!(shared.faults.applied.get("drop").copied().unwrap_or(0) > 0);
 }
 
 const V: &str = "2026-07-28";

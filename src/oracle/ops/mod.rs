@@ -315,10 +315,9 @@ impl Builder {
                 if *status == 404 {
                     self.client(*client).refused_404_us.push(t);
                 }
-                if let (410, Some(tag)) = (status, tag) {
-                    if let Some(op) = self.op(tag) {
-                        op.refused_410 = true;
-                    }
+                if let Some(op) = tag.as_ref().and_then(|tag| self.op(tag)) {
+                    op.refused_410 |= *status == 410;
+                    op.last_status = Some(*status);
                 }
             }
             ClientRecord::Gap {
@@ -487,6 +486,8 @@ impl Builder {
             (Sent::Call, Some(tag)) => {
                 if let Some(op) = self.op(tag) {
                     op.calls_sent += 1;
+                    op.last_status = None;
+                    op.keyed |= keyed;
                     op.first_sent_seq.get_or_insert(seq);
                     if op.calls_sent > 1 && !keyed {
                         op.keyless_retry = true;

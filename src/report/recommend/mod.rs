@@ -348,6 +348,14 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "Rule M (the `guarded` arm): a POST waits for the replay its client is owed",
     ),
     (
+        "key_required",
+        "clients that send an `Idempotency-Key` and a bearer token on every non-idempotent call (`keys` or `tasks+keys`): guarded refuses the rest by design",
+    ),
+    (
+        "gateway_gave_up",
+        "keyed clients (`keys`), which send a call again after a 502 or 504, to an arm that honours keys; and a gateway that repins a dead upstream (`deployment.on_dead_upstream = \"repin\"`)",
+    ),
+    (
         "gave_up",
         "a longer client budget, or the server settings docs/causes.md names for the residual",
     ),

@@ -1,0 +1,166 @@
+//! No fault, no loss: with no fault planned, every operation on every arm
+//! where the combination can succeed by design is ok (no failed, no
+//! degraded operation), whatever wings run together. A property test
+//! draws the combinations: era, deployment and store, polling closes,
+//! intermediaries that do not alter delivery, kept-alive or per-exchange
+//! connections, tasks, input-required tools, keys, and big calls at
+//! interval 0 into a smaller store.
+//!
+//! Excluded, by design (each is its own cause, shown by its minimal
+//! scenario in sims/causes/):
+//! - guarded on 2026-07-28 with keyless clients: refused 400
+//!   (`key_required`);
+//! - unguarded, keys and cancel with input-required tools: the retry that
+//!   answers runs the tool again (`mrtr_reexecution`);
+//! - not applicable: tasks and input-required tools on the 2025-11-25
+//!   wire (the profile has no such client there), polling closes and the
+//!   cancel arm on the 2026-07-28 wire (no SSE stream to close; every
+//!   arm cancels on close there), a balancer's round robin without a
+//!   shared store on 2025-11-25 (another replica answers 404:
+//!   `wrong_replica`), so deployments here share a durable store;
+//! - the rmcp arms: they speak 2025-11-25 only, with no keys, tasks or
+//!   polling of ours; `tests/all/rmcp.rs` holds their no-fault runs.
+
+use mcp_chaos::run::{run_arm, Options, NOT_APPLICABLE};
+use mcp_chaos::scenario::Scenario;
+use mcp_chaos::sut::Arm;
+use proptest::prelude::*;
+
+/// One drawn combination of the wings.
+#[derive(Clone, Debug)]
+struct Wings {
+    era_2026: bool,
+    /// 3 replicas round robin on a shared durable store (repin).
+    deployed: bool,
+    polling: bool,
+    /// 0: none; 1: a buffering proxy; 2: rechunking.
+    intermediary: u8,
+    keep_alive: bool,
+    tasks: bool,
+    asks_input: bool,
+    keys: bool,
+    big_fast: bool,
+    resume: bool,
+    transactional: bool,
+}
+
+fn wings() -> impl Strategy<Value = Wings> {
+    (any::<[bool; 10]>(), 0u8..3).prop_map(|(b, intermediary)| Wings {
+        era_2026: b[0],
+        deployed: b[1],
+        polling: b[2] && !b[0],
+        intermediary,
+        keep_alive: b[3],
+        tasks: b[4] && b[0],
+        asks_input: b[5] && b[0] && !b[4],
+        keys: b[6],
+        big_fast: b[7],
+        resume: b[8],
+        transactional: b[9],
+    })
+}
+
+/// The scenario of `w`, with no fault.
+fn scenario(w: &Wings) -> Scenario {
+    let mut t = String::from(
+        "name = \"no-fault\"\ndescription = \"drawn wings, no fault\"\nduration_ms = 60000\nhazards = []\n",
+    );
+    if w.era_2026 {
+        t.push_str("era = \"2026-07-28\"\n");
+    }
+    t.push_str("\n[server]\nstore_capacity = 256\n");
+    if w.polling {
+        t.push_str("poll_after = 3\npoll_retry_ms = 200\n");
+    }
+    if w.transactional {
+        t.push_str("effects = \"transactional\"\ndurable_dedup = true\n");
+    }
+    let (chunks, interval) = if w.big_fast { (300, 0) } else { (4, 20) };
+    t.push_str(&format!(
+        "\n[[clients]]\nbehaviour = \"{}\"\ncount = 2\ncalls = 2\nchunks = {chunks}\nchunk_interval_ms = {interval}\nthink_ms = 20\nconnections = \"{}\"\n",
+        if w.resume { "resume" } else { "retry-by-post" },
+        if w.keep_alive { "keep-alive" } else { "per-exchange" },
+    ));
+    for (on, key) in [
+        (w.keys, "keys"),
+        (w.tasks, "tasks"),
+        (w.asks_input, "asks_input"),
+    ] {
+        if on {
+            t.push_str(&format!("{key} = true\n"));
+        }
+    }
+    t.push_str(
+        "\n[network]\nlatency_ms = [1, 5]\nclient_hosts = 1\n\n[heal]\nduration_ms = 60000\n",
+    );
+    match w.intermediary {
+        1 => t.push_str("\n[intermediary]\nbuffer = true\n"),
+        2 => t.push_str("\n[intermediary]\nrechunk = true\n"),
+        _ => {}
+    }
+    if w.deployed {
+        t.push_str("\n[deployment]\nreplicas = 3\nbalancer = \"round-robin\"\nstore = \"shared\"\nstore_durable = true\non_dead_upstream = \"repin\"\n");
+    }
+    Scenario::parse(&t).unwrap_or_else(|e| panic!("{w:?}: {e}\n{t}"))
+}
+
+/// The arms `w` can succeed on by design (the exclusions above).
+fn arms(w: &Wings) -> Vec<&'static str> {
+    let mut arms = vec!["guarded", "unguarded", "keys"];
+    if !w.era_2026 {
+        arms.push("cancel");
+    }
+    arms.retain(|a| !(w.era_2026 && !w.keys && *a == "guarded"));
+    arms.retain(|a| !(w.asks_input && *a != "guarded"));
+    arms
+}
+
+/// Runs `w` on each of its arms: the failed and degraded operations, with
+/// the command that reproduces each run.
+fn check(w: &Wings) -> Result<(), TestCaseError> {
+    let s = scenario(w);
+    for arm in arms(w) {
+        let a: Arm = arm.parse().unwrap();
+        let (r, _) = run_arm(&s, 0, a, &Options::default()).unwrap();
+        if r.verdict == NOT_APPLICABLE {
+            continue;
+        }
+        prop_assert!(
+            r.metrics.ops_failed == 0 && r.metrics.ops_degraded == 0 && r.metrics.operations > 0,
+            "{arm} under {w:?}: {} failed, {} degraded of {} ({:?})",
+            r.metrics.ops_failed,
+            r.metrics.ops_degraded,
+            r.metrics.operations,
+            r.metrics.failures_by_cause
+        );
+    }
+    Ok(())
+}
+
+/// `n` cases drawn from a fixed seed (same cases every run; a failure
+/// prints its case) and no failure files written.
+fn cases(n: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases: n,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0),
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(64))]
+    #[test]
+    fn with_no_fault_no_arm_loses_anything(w in wings()) {
+        check(&w)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(cases(1000))]
+    #[test]
+    #[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
+    fn with_no_fault_no_arm_loses_anything_1000(w in wings()) {
+        check(&w)?;
+    }
+}
