@@ -31,6 +31,8 @@ mod own_server;
 mod probe;
 mod report;
 mod rmcp;
+#[cfg(feature = "rmcp")]
+mod rmcp_alone;
 mod serve;
 mod serve_2026;
 mod serve_edges;

@@ -626,6 +626,45 @@ fn memory_returns_after_sessions_end() {
     assert!(growth < 5 * 1024, "RSS grew {growth} KiB: {rss:?}");
 }
 
+/// `initialize` and a `DELETE` written together, before either response is
+/// read: the DELETE cannot name the session. The status it gets, and
+/// whether the session still answers a ping afterwards.
+fn pipelined_delete(s: &Served) -> (u16, u16) {
+    let mut c = s.connect();
+    let both = format!(
+        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{INIT}DELETE /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nmcp-session-id: not-yet-known\r\n\r\n",
+        INIT.len()
+    );
+    c.r.get_mut().write_all(both.as_bytes()).unwrap();
+    let init = c.read();
+    assert_eq!(init.status, 200, "{init:?}");
+    let sid = init
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let delete = c.read().status;
+    let ping = c.send(
+        "POST",
+        &[("mcp-session-id", &sid)],
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    );
+    (delete, ping.status)
+}
+
+/// A DELETE naming no live session: the built-in arms say 404, rmcp 202
+/// (its own answer, `tests/all/rmcp_alone.rs`); either way the session
+/// the client meant stays until it idles out (`soak.rs` measures what it
+/// holds on the rmcp arms).
+#[test]
+fn a_pipelined_delete_that_cannot_name_its_session_leaves_it_open() {
+    assert_eq!(pipelined_delete(&Served::start(&[])), (404, 200));
+    #[cfg(feature = "rmcp")]
+    for arm in ["rmcp", "rmcp-es"] {
+        let s = Served::start(&["--server", arm]);
+        assert_eq!(pipelined_delete(&s), (202, 200), "{arm}");
+    }
+}
+
 #[test]
 fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
     let mut s = Served::start(&["--max-connections", "2"]);
