@@ -160,6 +160,14 @@ impl ServeArgs {
     /// The state key `--state-key-file` holds (made when missing), or
     /// `None` without the flag.
     pub fn state_key(&self) -> anyhow::Result<Option<[u8; 32]>> {
+        if self.state_key_file.is_some() {
+            if self.server.variant().is_none() {
+                anyhow::bail!("--state-key-file signs the built-in arms' requestState (guarded, unguarded, keys), not {}'s: drop it or pick a built-in --server", self.server);
+            }
+            if self.era == crate::server::Wire::Y2025 {
+                anyhow::bail!("--state-key-file signs the 2026-07-28 wire's requestState, and --era 2025-11-25 has none: drop it, or use --era 2026-07-28 or both");
+            }
+        }
         self.state_key_file
             .as_deref()
             .map(crate::serve::state_key_file)

@@ -958,3 +958,26 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
         "sweep without --scenario",
     );
 }
+
+/// `serve --state-key-file` where nothing signs a `requestState` is a
+/// contradiction, refused before the file is made.
+#[test]
+fn a_state_key_file_where_nothing_is_signed_is_refused() {
+    let dir = scratch("state-key-refused");
+    let file = dir.join("key");
+    let f = file.to_str().unwrap();
+    for (args, names) in [
+        (vec!["serve", "--state-key-file", f], "--era 2025-11-25 has none"),
+        (
+            vec!["serve", "--server", "rmcp", "--state-key-file", f],
+            "not rmcp's",
+        ),
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(code(&o), 3, "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(!file.exists(), "nothing made");
+    }
+}
