@@ -89,7 +89,7 @@ impl Scenario {
     }
 
     /// Overrides one setting (`--set server.KEY=VALUE`, or
-    /// `deployment.KEY=VALUE`, or `client.KEY=VALUE` for every client group): VALUE is read as TOML
+    /// `deployment.KEY=VALUE`, `intermediary.KEY=VALUE`, or `client.KEY=VALUE` for every client group): VALUE is read as TOML
     /// (a number, a boolean, a quoted string), else as a bare string.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let named = |e: String| format!("--set {key}={value}: {e}");
@@ -112,6 +112,11 @@ impl Scenario {
             // in: replicas and their balancer may come in either order.
             self.deployment =
                 schema::set_deployment(&self.deployment, field, value).map_err(named)?;
+            return Ok(());
+        }
+        if let Some(field) = key.strip_prefix("intermediary.") {
+            self.intermediary =
+                schema::set_intermediary(&self.intermediary, field, value).map_err(named)?;
             return Ok(());
         }
         self.server = check_set(&self.server, key, value).map_err(named)?;
@@ -151,15 +156,19 @@ pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCon
         schema::set_deployment(&super::DeploymentSpec::default(), field, value)?;
         return Ok(cfg.clone());
     }
+    if let Some(field) = key.strip_prefix("intermediary.") {
+        schema::set_intermediary(&super::Intermediary::default(), field, value)?;
+        return Ok(cfg.clone());
+    }
     let Some(field) = key.strip_prefix("server.") else {
         let server = schema::fields_of::<ServerConfig>();
         let fix = if server.contains(&key) {
             format!("server settings are named with their table: --set server.{key}={value}")
         } else {
-            "only the era, [server] and [deployment] settings and client.connections / \
-             client.pool_idle_ms / client.reconnect can be set (--set server.KEY=VALUE, e.g. \
-             server.store_capacity=64, or deployment.replicas=3); other tables are edited in \
-             the scenario file"
+            "only the era, [server], [deployment] and [intermediary] settings and \
+             client.connections / client.pool_idle_ms / client.reconnect can be set (--set \
+             server.KEY=VALUE, e.g. server.store_capacity=64, deployment.replicas=3 or \
+             intermediary.buffer=true); other tables are edited in the scenario file"
                 .to_string()
         };
         return Err(fix);

@@ -224,6 +224,26 @@ pub fn set_deployment(
     set_field("deployment", d, key, value)
 }
 
+/// `i` with `[intermediary]` key `key` set to `value` (`--set
+/// intermediary.KEY=VALUE`), or one line naming the keys it takes.
+pub fn set_intermediary(
+    i: &super::Intermediary,
+    key: &str,
+    value: &str,
+) -> Result<super::Intermediary, String> {
+    let known = fields_of::<super::Intermediary>();
+    if !known.contains(&key) {
+        let near = nearest(key, known.iter().copied())
+            .map(|n| format!("did you mean intermediary.{n}? "))
+            .unwrap_or_default();
+        return Err(format!(
+            "no intermediary setting {key:?}: {near}[intermediary] takes {}",
+            known.join(", ")
+        ));
+    }
+    set_field("intermediary", i, key, value)
+}
+
 /// `cfg` with its field `key` (a known one) set to `value`, read as TOML
 /// (a number, a boolean, a quoted string), else as a bare string; a value
 /// of the wrong type is told the type `key` takes and its default.

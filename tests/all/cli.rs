@@ -967,7 +967,10 @@ fn a_state_key_file_where_nothing_is_signed_is_refused() {
     let file = dir.join("key");
     let f = file.to_str().unwrap();
     for (args, names) in [
-        (vec!["serve", "--state-key-file", f], "--era 2025-11-25 has none"),
+        (
+            vec!["serve", "--state-key-file", f],
+            "--era 2025-11-25 has none",
+        ),
         (
             vec!["serve", "--server", "rmcp", "--state-key-file", f],
             "not rmcp's",

@@ -77,3 +77,32 @@ fn the_intermediaries_are_documented() {
         );
     }
 }
+
+/// `--set intermediary.KEY=VALUE` puts the proxy in front of any scenario
+/// (the zero's intermediary axis); an unknown key is told the nearest.
+#[test]
+fn an_intermediary_can_be_set_from_the_command_line() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/seed-000-retry-by-post.toml");
+    let mut s = mcp_chaos::scenario::Scenario::load(&path).unwrap();
+    assert!(!s.intermediary.rechunk);
+    s.set("intermediary.rechunk", "true").unwrap();
+    assert!(s.intermediary.rechunk, "set");
+    let e = s.set("intermediary.bufer", "true").unwrap_err();
+    assert!(e.contains("did you mean intermediary.buffer?"), "{e}");
+    let e = s.set("intermediary.buffer", "3").unwrap_err();
+    assert!(e.contains("expected a boolean"), "{e}");
+    let o = super::cli::bin()
+        .args([
+            "run",
+            "--scenario",
+            path.to_str().unwrap(),
+            "--seed",
+            "0",
+            "--set",
+            "intermediary.nope=1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(super::cli::code(&o), 3);
+}
