@@ -211,17 +211,7 @@ pub fn set_deployment(
     key: &str,
     value: &str,
 ) -> Result<DeploymentSpec, String> {
-    let known = fields_of::<DeploymentSpec>();
-    if !known.contains(&key) {
-        let near = nearest(key, known.iter().copied())
-            .map(|n| format!("did you mean deployment.{n}? "))
-            .unwrap_or_default();
-        return Err(format!(
-            "no deployment setting {key:?}: {near}[deployment] takes {}",
-            known.join(", ")
-        ));
-    }
-    set_field("deployment", d, key, value)
+    set_known("deployment", d, key, value)
 }
 
 /// `i` with `[intermediary]` key `key` set to `value` (`--set
@@ -231,17 +221,26 @@ pub fn set_intermediary(
     key: &str,
     value: &str,
 ) -> Result<super::Intermediary, String> {
-    let known = fields_of::<super::Intermediary>();
+    set_known("intermediary", i, key, value)
+}
+
+/// `cfg` of `[table]` with `key` set to `value`, once `key` is one of the
+/// table's: else one line naming the nearest and every key it takes.
+fn set_known<T>(table: &str, cfg: &T, key: &str, value: &str) -> Result<T, String>
+where
+    T: serde::Serialize + for<'de> Deserialize<'de> + Default,
+{
+    let known = fields_of::<T>();
     if !known.contains(&key) {
         let near = nearest(key, known.iter().copied())
-            .map(|n| format!("did you mean intermediary.{n}? "))
+            .map(|n| format!("did you mean {table}.{n}? "))
             .unwrap_or_default();
         return Err(format!(
-            "no intermediary setting {key:?}: {near}[intermediary] takes {}",
+            "no {table} setting {key:?}: {near}[{table}] takes {}",
             known.join(", ")
         ));
     }
-    set_field("intermediary", i, key, value)
+    set_field(table, cfg, key, value)
 }
 
 /// `cfg` with its field `key` (a known one) set to `value`, read as TOML

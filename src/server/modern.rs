@@ -43,27 +43,27 @@ const KEEP_ALIVE: Duration = Duration::from_millis(250);
 /// version header names this revision or no 2025 one (the 2026 path's
 /// refusal lists what it speaks).
 pub(super) fn by_headers(shared: &Shared, h: &HeaderMap) -> bool {
-    match shared.cfg.wire {
-        super::Wire::Y2025 => false,
-        super::Wire::Y2026 => true,
-        super::Wire::Both => h
-            .get(headers::MCP_PROTOCOL_VERSION)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| !mcp::SUPPORTED_VERSIONS.contains(&v)),
-    }
+    by_version(shared, h, |v| !mcp::SUPPORTED_VERSIONS.contains(&v))
 }
 
 /// Whether a request that is not a POST is the 2026 wire's, which has
 /// none (405): on the 2026 server every one; on a dual-era one, one whose
 /// `MCP-Protocol-Version` names a 2026 revision.
 pub(super) fn names_2026(shared: &Shared, h: &HeaderMap) -> bool {
+    by_version(shared, h, |v| wire::SUPPORTED.contains(&v))
+}
+
+/// The 2026 path's by the server's wire: never on a 2025-only server,
+/// always on a 2026-only one; on a dual-era one, when the request's
+/// `MCP-Protocol-Version` satisfies `is_2026`.
+fn by_version(shared: &Shared, h: &HeaderMap, is_2026: impl Fn(&str) -> bool) -> bool {
     match shared.cfg.wire {
         super::Wire::Y2025 => false,
         super::Wire::Y2026 => true,
         super::Wire::Both => h
             .get(headers::MCP_PROTOCOL_VERSION)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| wire::SUPPORTED.contains(&v)),
+            .is_some_and(is_2026),
     }
 }
 

@@ -8,7 +8,7 @@
 //! tasks stay until rmcp's `keep_alive` (5 minutes by default) ends them.
 //! Sessions have no cap, so memory grows with each such client.
 
-use super::serve::{Conn, INIT};
+use super::serve::{request_text, Conn, INIT};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
@@ -125,23 +125,6 @@ impl Drop for Alone {
     }
 }
 
-/// An HTTP/1.1 request as `Conn::send` writes it.
-fn request(method: &str, session: Option<&str>, body: &str) -> String {
-    let mut req = format!("{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
-    if let Some(s) = session {
-        req.push_str(&format!("mcp-session-id: {s}\r\n"));
-    }
-    if method == "POST" {
-        req.push_str(&format!(
-            "content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
-            body.len()
-        ));
-    }
-    req.push_str("\r\n");
-    req.push_str(body);
-    req
-}
-
 /// Sessions opened by the pipelined clients below.
 const PIPELINED: usize = 200;
 
@@ -158,7 +141,8 @@ fn rmcp_keeps_a_session_whose_pipelined_delete_could_not_name_it() {
         let mut c = s.connect();
         // Both written before either response is read: the DELETE cannot
         // know the id the initialize response will carry.
-        let both = request("POST", None, INIT) + &request("DELETE", Some("not-yet-known"), "");
+        let both = request_text("POST", &[], INIT)
+            + &request_text("DELETE", &[("mcp-session-id", "not-yet-known")], "");
         c.r.get_mut().write_all(both.as_bytes()).unwrap();
         let init = c.read();
         assert_eq!(init.status, 200, "{init:?}");

@@ -100,6 +100,24 @@ impl Resp {
     }
 }
 
+/// A request to /mcp as [`Conn::send`] writes it: `headers`, and for a
+/// POST the JSON body's headers.
+pub(crate) fn request_text(method: &str, headers: &[(&str, &str)], body: &str) -> String {
+    let mut req = format!("{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if method == "POST" {
+        req.push_str(&format!(
+            "content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
+            body.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    req
+}
+
 /// A kept-alive client connection.
 pub(crate) struct Conn {
     pub(crate) r: BufReader<TcpStream>,
@@ -115,18 +133,7 @@ impl Conn {
     }
 
     pub(crate) fn send(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> Resp {
-        let mut req = format!("{method} /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n");
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if method == "POST" {
-            req.push_str(&format!(
-                "content-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
-                body.len()
-            ));
-        }
-        req.push_str("\r\n");
-        req.push_str(body);
+        let req = request_text(method, headers, body);
         self.r.get_mut().write_all(req.as_bytes()).unwrap();
         self.read()
     }
@@ -631,10 +638,8 @@ fn memory_returns_after_sessions_end() {
 /// whether the session still answers a ping afterwards.
 fn pipelined_delete(s: &Served) -> (u16, u16) {
     let mut c = s.connect();
-    let both = format!(
-        "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{INIT}DELETE /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nmcp-session-id: not-yet-known\r\n\r\n",
-        INIT.len()
-    );
+    let both = request_text("POST", &[], INIT)
+        + &request_text("DELETE", &[("mcp-session-id", "not-yet-known")], "");
     c.r.get_mut().write_all(both.as_bytes()).unwrap();
     let init = c.read();
     assert_eq!(init.status, 200, "{init:?}");
