@@ -29,6 +29,7 @@ mod no_fault;
 mod oracle;
 mod own_server;
 mod probe;
+mod refusals;
 mod report;
 mod rmcp;
 #[cfg(feature = "rmcp")]
