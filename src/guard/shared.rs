@@ -77,6 +77,29 @@ impl SessionGuard {
         self.dropped.iter().any(|s| !self.foreign.contains(s))
     }
 
+    /// Whether any of this replica's own streams is paused (a polling
+    /// close): a client that lost it may say so at another replica, which
+    /// cannot decide on it until this one hears the word and publishes.
+    pub fn has_own_paused(&self) -> bool {
+        self.streams
+            .iter()
+            .any(|(s, slot)| slot.st.paused && !self.foreign.contains(s))
+    }
+
+    /// Whether a foreign stream counted by Rule M may hold event `id`:
+    /// its first event (`first_of`, as published) at or before `id` and
+    /// its last produced one at or after it.
+    pub fn foreign_may_hold(
+        &self,
+        id: EventId,
+        first_of: impl Fn(StreamIdx) -> Option<EventId>,
+    ) -> bool {
+        self.foreign.iter().any(|&s| {
+            let st = self.stream(s);
+            st.dropped && first_of(s).is_some_and(|f| f <= id) && st.last_produced >= Some(id)
+        })
+    }
+
     /// This replica's own streams Rule M counts, in index order, with
     /// their state: what it publishes for the other replicas.
     pub fn published(&self) -> Vec<(StreamIdx, StreamState)> {

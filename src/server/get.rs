@@ -233,6 +233,7 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
         from: logged_id(from),
     });
     drop(st);
+    super::shared_guard::withdraw_soon(shared, sid);
     let mut resp = sse_response(
         shared,
         sid,

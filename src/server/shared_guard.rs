@@ -36,6 +36,10 @@ const TICK_MS: u64 = 20;
 /// Ticks between renewals of every published view.
 const RENEW_TICKS: u64 = 50;
 
+/// The publisher's turns a decision waits for a paused stream's holder
+/// to publish it once the client said here it lost it.
+const HOLDER_TICKS: u32 = 5;
+
 /// Loads and writes a decision may take before it gives up (503).
 const CAS_TRIES: u32 = 8;
 
@@ -53,6 +57,23 @@ pub(crate) struct GuardSync {
     /// The client's words here about other replicas' streams, not yet
     /// written.
     pending: Vec<Word>,
+    /// The sequence number of the last view written: views are written
+    /// by decisions and by the publisher, concurrently, and may cross on
+    /// the way to the store, which keeps the latest.
+    view_seq: u64,
+    /// The publisher's last write of the view did not land: it writes
+    /// again at its next turn.
+    unsent: bool,
+}
+
+impl GuardSync {
+    /// The next view's sequence number: above the last one, and above
+    /// any an earlier incarnation of this replica gave (it grows with the
+    /// clock).
+    fn next_seq(&mut self, now_us: u64) -> u64 {
+        self.view_seq = (self.view_seq + 1).max(now_us << 8);
+        self.view_seq
+    }
 }
 
 impl GuardSync {
@@ -98,6 +119,7 @@ pub(super) async fn settle(
     limits: Limits,
 ) -> Result<(), Response<ServerBody>> {
     let on = shared.store.as_ref().expect("on() checked");
+    let mut unheard = None;
     for _ in 0..CAS_TRIES {
         let rec = load(shared, sid).await.ok_or_else(busy)?;
         let Some(op) = ({
@@ -105,7 +127,15 @@ pub(super) async fn settle(
             st.sessions.get_mut(sid).map(|sess| {
                 absorb(shared, sid, sess, &rec);
                 for w in &sess.sync.pending {
-                    sess.guard.foreign_cursor(w.event, w.kind == WordKind::Lost);
+                    let lost = w.kind == WordKind::Lost;
+                    if sess.guard.foreign_cursor(w.event, lost).is_none()
+                        && lost
+                        && !foreign_holds(sess, w.event)
+                    {
+                        // A stream no replica published: its holder
+                        // has not heard yet that the client lost it.
+                        unheard = Some(w.event);
+                    }
                 }
                 let d = sess.guard.check(facts, limits);
                 let reported = match (d.verdict, d.stream) {
@@ -117,6 +147,7 @@ pub(super) async fn settle(
                     GuardWrite {
                         expect: Some(rec.version),
                         view: Some(own_view(sess)),
+                        seq: sess.sync.next_seq(shared.history.now_us()),
                         words: sess.sync.pending.clone(),
                         reported,
                         ..write(on.replica)
@@ -135,6 +166,10 @@ pub(super) async fn settle(
                     };
                     sess.sync.pending.drain(..write.words.len());
                     sess.sync.published = write.view.unwrap_or_default();
+                    sess.sync.unsent = false;
+                }
+                if let Some(id) = unheard {
+                    await_holder(shared, sid, id).await;
                 }
                 return Ok(());
             }
@@ -143,6 +178,37 @@ pub(super) async fn settle(
         }
     }
     Err(busy())
+}
+
+/// Whether a foreign stream this session's guard holds may hold `id`.
+fn foreign_holds(sess: &super::session::Session, id: EventId) -> bool {
+    sess.guard
+        .foreign_may_hold(id, |s| sess.sync.foreign_first(s))
+}
+
+/// The client said here that it lost a stream of another replica's that
+/// no replica published (a paused stream: its holder still waits for the
+/// resume it advised). Single, the guard would hold the POST until the
+/// stream is drained; here the holder must hear the word first. It loads
+/// the record while it holds a paused stream, applies the word and
+/// publishes the stream as dropped: wait for that, a few of its turns at
+/// most, reloading, so the decision is made on it (a holder that died
+/// never publishes: the decision goes on without it).
+async fn await_holder(shared: &Shared, sid: &SessionId, id: EventId) {
+    for _ in 0..HOLDER_TICKS {
+        tokio::time::sleep(Duration::from_millis(TICK_MS)).await;
+        let Some(rec) = load(shared, sid).await else {
+            return;
+        };
+        let mut st = shared.state.borrow_mut();
+        let Some(sess) = st.sessions.get_mut(sid) else {
+            return;
+        };
+        absorb(shared, sid, sess, &rec);
+        if foreign_holds(sess, id) {
+            return;
+        }
+    }
 }
 
 /// A write of `replica`'s that changes nothing yet: no version expected,
@@ -155,6 +221,7 @@ fn write(replica: u32) -> GuardWrite {
         words: Vec::new(),
         reported: Vec::new(),
         lease_ms: VIEW_LEASE_MS,
+        seq: 0,
     }
 }
 
@@ -282,9 +349,9 @@ pub(super) fn tell(shared: &Shared, sid: &SessionId, word: Word) {
 /// applies what the client said elsewhere, and publishes its view when it
 /// changed, or every `RENEW_TICKS` ticks to renew its lease.
 pub(super) async fn publish(shared: Rc<Shared>) {
-    let Some(on) = shared.store.as_ref() else {
+    if shared.store.is_none() {
         return;
-    };
+    }
     let mut tick = 0u64;
     loop {
         tokio::time::sleep(Duration::from_millis(TICK_MS)).await;
@@ -295,36 +362,75 @@ pub(super) async fn publish(shared: Rc<Shared>) {
             .borrow()
             .sessions
             .iter()
-            .filter(|(_, s)| !s.sync.published.is_empty() || s.guard.has_own_dropped())
+            .filter(|(_, s)| {
+                !s.sync.published.is_empty()
+                    || s.sync.unsent
+                    || s.guard.has_own_dropped()
+                    || s.guard.has_own_paused()
+            })
             .map(|(sid, _)| sid.clone())
             .collect();
         for sid in due {
-            let Some(rec) = load(&shared, &sid).await else {
-                continue;
-            };
-            let view = {
-                let mut st = shared.state.borrow_mut();
-                let Some(sess) = st.sessions.get_mut(&sid) else {
-                    continue;
-                };
-                absorb(&shared, &sid, sess, &rec);
-                let view = own_view(sess);
-                if view == sess.sync.published && !renew {
-                    continue;
-                }
-                sess.sync.published = view.clone();
-                view
-            };
-            let _ = on
-                .client
-                .call(&put(
-                    &sid,
-                    GuardWrite {
-                        view: Some(view),
-                        ..write(on.replica)
-                    },
-                ))
-                .await;
+            publish_one(&shared, &sid, renew).await;
         }
+    }
+}
+
+/// One session's turn of the publisher: load its record, apply what the
+/// client said elsewhere, and write this replica's view when it changed
+/// (or `renew`).
+async fn publish_one(shared: &Shared, sid: &SessionId, renew: bool) {
+    let Some(on) = shared.store.as_ref() else {
+        return;
+    };
+    let Some(rec) = load(shared, sid).await else {
+        return;
+    };
+    let (view, seq) = {
+        let mut st = shared.state.borrow_mut();
+        let Some(sess) = st.sessions.get_mut(sid) else {
+            return;
+        };
+        absorb(shared, sid, sess, &rec);
+        let view = own_view(sess);
+        if view == sess.sync.published && !renew && !sess.sync.unsent {
+            return;
+        }
+        sess.sync.published = view.clone();
+        (view, sess.sync.next_seq(shared.history.now_us()))
+    };
+    let landed = matches!(
+        on.client
+            .call(&put(
+                sid,
+                GuardWrite {
+                    view: Some(view),
+                    seq,
+                    ..write(on.replica)
+                },
+            ))
+            .await,
+        Ok(Answer::GuardPut { written: true, .. })
+    );
+    if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
+        sess.sync.unsent = !landed;
+    }
+}
+
+/// A stream this replica published as dropped was resumed here: its view
+/// is withdrawn now rather than at the publisher's next turn, which under
+/// a herd of sessions comes long after the other replicas have refused
+/// the client's next POST on the stale view again and again.
+pub(super) fn withdraw_soon(shared: &Rc<Shared>, sid: &SessionId) {
+    let due = on(shared)
+        && shared
+            .state
+            .borrow()
+            .sessions
+            .get(sid)
+            .is_some_and(|s| !s.sync.published.is_empty());
+    if due {
+        let (shared, sid) = (shared.clone(), sid.clone());
+        tokio::task::spawn_local(async move { publish_one(&shared, &sid, false).await });
     }
 }

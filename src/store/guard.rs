@@ -54,6 +54,9 @@ pub struct Published {
     pub until: u64,
     /// Its dropped streams.
     pub streams: Vec<Dropped>,
+    /// The sequence number of the write that published them (0: none).
+    #[serde(default)]
+    pub seq: u64,
 }
 
 /// One published dropped stream.
@@ -87,18 +90,28 @@ impl GuardRec {
             return false;
         }
         let mut changed = !put.words.is_empty();
-        if let Some(streams) = put.view {
-            if streams.is_empty() {
-                changed |= self.views.remove(&put.replica).is_some();
+        let prev = self.views.get(&put.replica);
+        // A view older than the one held (two writes of one replica that
+        // crossed on the network) is not applied: it would bring back
+        // streams the replica has since let go.
+        let stale = put.seq != 0 && prev.is_some_and(|p| put.seq < p.seq);
+        if let Some(streams) = put.view.filter(|_| !stale) {
+            let held = prev.map_or(&[][..], |p| &p.streams[..]);
+            changed |= held != &streams[..];
+            // An empty view is kept, lapsed, for its sequence number.
+            let until = if streams.is_empty() {
+                now
             } else {
-                let same = self
-                    .views
-                    .get(&put.replica)
-                    .is_some_and(|p| p.streams == streams);
-                let until = now + put.lease_ms * 1000;
-                self.views.insert(put.replica, Published { until, streams });
-                changed |= !same;
-            }
+                now + put.lease_ms * 1000
+            };
+            self.views.insert(
+                put.replica,
+                Published {
+                    until,
+                    streams,
+                    seq: put.seq,
+                },
+            );
         }
         self.words.extend(put.words);
         for s in put.reported {
@@ -122,7 +135,8 @@ impl GuardRec {
 /// given) replaces `replica`'s published dropped streams for `lease_ms`,
 /// `words` are appended, `reported` joins the reported losses; all or
 /// nothing, and only if the record is still at version `expect` (when
-/// given).
+/// given). `seq` orders one replica's views: a view whose `seq` is below
+/// the held one's is dropped (0: unordered, always applied).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GuardWrite {
     pub replica: u32,
@@ -131,6 +145,8 @@ pub struct GuardWrite {
     pub words: Vec<Word>,
     pub reported: Vec<u32>,
     pub lease_ms: u64,
+    #[serde(default)]
+    pub seq: u64,
 }
 
 /// A map with integer keys as a list of (key, value) pairs.

@@ -234,6 +234,7 @@ fn guard_put(d: &mut StoreData, replica: u32, expect: Option<u64>, reported: Vec
             }],
             reported,
             lease_ms: 1_000,
+            seq: 0,
         },
     };
     d.apply(op, 0, 0).expect("a write answers")
@@ -289,6 +290,7 @@ fn two_replicas_deciding_on_one_version_never_both_write() {
                 words: Vec::new(),
                 reported: Vec::new(),
                 lease_ms: 1_000,
+                seq: 0,
             },
         };
         d.apply(op, now, 0).expect("a write answers")
@@ -325,6 +327,7 @@ fn a_guard_record_crosses_the_wire() {
                 first: 1,
                 state: some_state(),
             }],
+            seq: 7,
         },
     );
     rec.words.push(Word {
@@ -335,4 +338,40 @@ fn a_guard_record_crosses_the_wire() {
     let a = Answer::Guard { rec };
     let line = serde_json::to_string(&a).unwrap();
     assert_eq!(serde_json::from_str::<Answer>(&line).unwrap(), a, "{line}");
+}
+
+#[test]
+fn a_view_that_arrives_after_a_newer_one_is_not_applied() {
+    let mut d = StoreData::default();
+    let mut view = |streams: Vec<Dropped>, seq: u64| {
+        let op = Op::GuardPut {
+            sid: "s".into(),
+            write: GuardWrite {
+                replica: 0,
+                expect: None,
+                view: Some(streams),
+                words: Vec::new(),
+                reported: Vec::new(),
+                lease_ms: 1_000,
+                seq,
+            },
+        };
+        d.apply(op, 10, 0).expect("a write answers");
+        match d.apply(Op::GuardLoad { sid: "s".into() }, 10, 0) {
+            Ok(Answer::Guard { rec }) => rec.views.values().map(|p| p.streams.len()).sum::<usize>(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let dropped = vec![Dropped {
+        stream: 9,
+        first: 1,
+        state: some_state(),
+    }];
+    assert_eq!(view(dropped.clone(), 5), 1, "published");
+    // The replica let the stream go (seq 6); its earlier write of the
+    // stream (seq 4), delayed on another connection, lands after.
+    assert_eq!(view(Vec::new(), 6), 0, "withdrawn");
+    assert_eq!(view(dropped.clone(), 4), 0, "the older view stays out");
+    assert_eq!(view(dropped.clone(), 7), 1, "a newer one lands");
+    assert_eq!(view(Vec::new(), 0), 0, "an unordered write always lands");
 }

@@ -43,6 +43,7 @@ mod sim;
 mod soak;
 mod tasks;
 mod turmoil_patch;
+mod zero_matrix;
 
 /// Runs scenario `s` (the file `label`, as a repro command names it) at
 /// seed 0 under arm `v` and asserts that its expectations hold; the
