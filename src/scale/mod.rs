@@ -73,12 +73,27 @@ pub struct Figures {
     pub peak_mb: f64,
     /// Exchanges completed (baseline) or operations judged (mcp-chaos).
     pub work: u64,
+    /// CPU time of the process, user and system, s: unlike wall time,
+    /// what a loaded machine does not inflate (a waiting process spends
+    /// none).
+    #[serde(default)]
+    pub cpu_s: f64,
 }
 
 impl Figures {
     /// Simulated seconds per wall second.
     pub fn speed(&self) -> f64 {
         self.sim_s / self.wall_s.max(1e-9)
+    }
+
+    /// CPU seconds per 1,000 units of work (operations or exchanges).
+    pub fn cpu_per_1000(&self) -> f64 {
+        self.cpu_s * 1000.0 / (self.work.max(1) as f64)
+    }
+
+    /// Simulated seconds per CPU second.
+    pub fn sim_per_cpu(&self) -> f64 {
+        self.sim_s / self.cpu_s.max(1e-9)
     }
 }
 
@@ -132,6 +147,7 @@ pub fn measure(side: &str, t: Traffic) -> Measured {
         sim_s,
         peak_mb: peak_rss_mb(),
         work,
+        cpu_s: cpu_seconds(),
     })
 }
 
@@ -219,6 +235,22 @@ fn jobs(workers: usize, t: Traffic) -> Result<(f64, u64), String> {
         ops += r.metrics.operations;
     }
     Ok((sim_ms as f64 / 1e3, ops))
+}
+
+/// CPU time this process has used, user and system, s (Linux
+/// `/proc/self/stat`, in the kernel's 1/100 s ticks; 0 elsewhere).
+pub fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command's closing parenthesis: state is the
+            // first, utime the 12th, stime the 13th.
+            let rest = &s[s.rfind(')')? + 1..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+            Some(ticks as f64 / 100.0)
+        })
+        .unwrap_or(0.0)
 }
 
 /// Peak resident memory of this process, MB (Linux `VmHWM`; 0 elsewhere).

@@ -183,25 +183,28 @@ fn row(out: &mut String, label: &str, f: &Measured, against: Against<'_>) {
             };
             let _ = writeln!(
                 out,
-                "| {label} | {} | {:.2} | {:.1} | {:.1} | {:.0} | {wr} | {mr} |",
+                "| {label} | {} | {:.2} | {:.2} | {:.3} | {:.1} | {:.1} | {:.1} | {:.0} | {wr} | {mr} |",
                 f.work,
                 f.wall_s,
+                f.cpu_s,
+                f.cpu_per_1000(),
                 f.sim_s,
                 f.speed(),
+                f.sim_per_cpu(),
                 f.peak_mb
             );
         }
         Err(e) => {
             let _ = writeln!(
                 out,
-                "| {label} | failed: {} | | | | | | |",
+                "| {label} | failed: {} | | | | | | | | | |",
                 e.replace('|', "/")
             );
         }
     }
 }
 
-const HEAD: &str = "| run | work | wall s | simulated s | sim s / wall s | peak MB | wall ratio | memory ratio |\n|---|---|---|---|---|---|---|---|\n";
+const HEAD: &str = "| run | work | wall s | CPU s | CPU s / 1,000 work | simulated s | sim s / wall s | sim s / CPU s | peak MB | wall ratio | memory ratio |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
 
 fn describe(t: Traffic) -> String {
     format!(
@@ -244,7 +247,7 @@ pub fn table(m: &Measurements) -> String {
             let (n1, n2) = (f64::from(*n1), f64::from(*n2));
             let _ = writeln!(
                 out,
-                "| wall-time exponent, {mode} | baseline {:.2}, mcp-chaos {:.2} | | | | | | |",
+                "| wall-time exponent, {mode} | baseline {:.2}, mcp-chaos {:.2} | | | | | | | | | |",
                 exponent(n1, b1.wall_s, n2, b2.wall_s),
                 exponent(n1, c1.wall_s, n2, c2.wall_s)
             );
@@ -327,7 +330,7 @@ pub fn write_perf(p: &Path, table: &str) -> anyhow::Result<()> {
         &format!(
             "# Scale: mcp-chaos against a bare turmoil + hyper program\n\n\
              Machine: {cpu}, {} cores visible (each run on one, but the sweep on two workers). Written by \
-             `mcp-chaos scale`; one run, wall-clock figures on a shared machine.\n\n{table}\n{notes}\n",
+             `mcp-chaos scale`; one run, wall-clock figures on a shared machine (CPU seconds, per 1,000 operations or exchanges, and simulated seconds per CPU second compare across loads: a waiting process spends no CPU).\n\n{table}\n{notes}\n",
             crate::sweep::cores()
         ),
     )
@@ -344,6 +347,7 @@ mod tests {
             sim_s: 60.0,
             peak_mb,
             work,
+            cpu_s: wall_s,
         })
     }
 

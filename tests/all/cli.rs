@@ -436,6 +436,8 @@ fn scale_measures_both_sides_at_each_size() {
     for row in [
         // The baseline counts exchanges (two to set up, then the calls),
         // mcp-chaos operations (the calls).
+        // CPU figures beside wall times, which a loaded machine inflates.
+        "| run | work | wall s | CPU s | CPU s / 1,000 work | simulated s | sim s / wall s | sim s / CPU s |",
         "| 20 clients, per-exchange, baseline | 80 |",
         "| 20 clients, per-exchange, mcp-chaos | 40 |",
         "| 40 clients, per-exchange, baseline | 160 |",
