@@ -325,7 +325,7 @@ fn simulate<S: SystemUnderTest>(
 ) -> Result<Simulated, WorldError> {
     let (table, not_applicable) = client_table(scenario, sut);
     let judge = Rc::new(RefCell::new(oracle::stream::Judge::new(table.clone())));
-    rec.observers.push(Box::new(judge.clone()));
+    rec.deferred.push(Box::new(judge.clone()));
     let out = world::run_watching(scenario, seed, sut, rec, watch)?;
     out.history.stop_observing();
     let judge = Rc::try_unwrap(judge)

@@ -170,13 +170,39 @@ struct Inner {
     /// Whether entries are kept once observed (off: a run judged as its
     /// records arrive, whose memory must not grow with its length).
     keep: bool,
-    /// Who reads each entry as it is recorded (the streaming judge).
+    /// Who reads each entry as it is recorded (fault triggers, fates).
     observers: Vec<Box<dyn Observer>>,
+    /// Who reads the entries in batches, in trace order, once the batch
+    /// fills or a reader asks (the streaming judge): its work then runs
+    /// over a batch at a time rather than between every two records.
+    deferred: Vec<Box<dyn Observer>>,
+    /// Entries recorded and not yet hashed nor given to `deferred`.
+    pending: Vec<Entry>,
     /// The trace's fingerprint so far, over the same bytes as
     /// [`trace_sha256`], so that it needs no second pass over the records.
     hash: TraceHash,
     /// Where the trace streams as JSON lines, when asked for.
     sink: Option<Sink>,
+}
+
+impl Inner {
+    /// Hashes the pending entries and gives them to the deferred
+    /// observers, in trace order.
+    fn drain(&mut self) {
+        let Inner {
+            pending,
+            hash,
+            deferred,
+            ..
+        } = self;
+        for e in pending.iter() {
+            hash.add(e);
+            for o in deferred.iter_mut() {
+                o.entry(e);
+            }
+        }
+        pending.clear();
+    }
 }
 
 /// A trace file the entries stream to as they are recorded; the first
@@ -225,7 +251,14 @@ pub struct Recording {
     pub trace: Option<Box<dyn Write>>,
     /// Each reads every entry as it is recorded.
     pub observers: Vec<Box<dyn Observer>>,
+    /// Each reads every entry in batches (of [`BATCH`], or at a read of
+    /// the history): for observers nobody reads until the run ends.
+    pub deferred: Vec<Box<dyn Observer>>,
 }
+
+/// Entries a history without kept entries gathers before it hashes them
+/// and gives them to its deferred observers.
+pub const BATCH: usize = 512;
 
 impl Recording {
     /// Keeps no entry: the trace is hashed (and streamed, when given a
@@ -245,6 +278,7 @@ impl Default for Recording {
             keep: true,
             trace: None,
             observers: Vec::new(),
+            deferred: Vec::new(),
         }
     }
 }
@@ -309,6 +343,8 @@ impl History {
                 on: true,
                 keep: rec.keep,
                 observers: rec.observers,
+                deferred: rec.deferred,
+                pending: Vec::new(),
                 hash: TraceHash::default(),
                 sink: rec.trace.map(|w| Sink { w, error: None }),
             })),
@@ -345,7 +381,6 @@ impl History {
             t_us,
             record: record.into(),
         };
-        inner.hash.add(&e);
         if let Some(sink) = inner.sink.as_mut() {
             sink.write(&e);
         }
@@ -353,13 +388,29 @@ impl History {
             o.entry(&e);
         }
         if inner.keep {
+            inner.hash.add(&e);
+            for o in &mut inner.deferred {
+                o.entry(&e);
+            }
             inner.entries.push(e);
+        } else {
+            inner.pending.push(e);
+            if inner.pending.len() >= BATCH {
+                inner.drain();
+            }
         }
+    }
+
+    /// Hashes the pending entries and gives them to the deferred
+    /// observers (a reader of either asks first).
+    fn flush(&self) {
+        self.inner.borrow_mut().drain();
     }
 
     /// The trace's fingerprint so far: [`trace_sha256`] of
     /// [`History::entries`], kept up as records arrive.
     pub fn trace_sha256(&self) -> String {
+        self.flush();
         self.inner.borrow().hash.hex()
     }
 
@@ -422,7 +473,10 @@ impl History {
 
     /// Observers stop reading: a caller can take back what they gathered.
     pub fn stop_observing(&self) {
-        self.inner.borrow_mut().observers.clear();
+        self.flush();
+        let mut inner = self.inner.borrow_mut();
+        inner.observers.clear();
+        inner.deferred.clear();
     }
 
     /// Whether it keeps its entries.
