@@ -74,9 +74,7 @@ impl GuardSync {
         self.view_seq = (self.view_seq + 1).max(now_us << 8);
         self.view_seq
     }
-}
 
-impl GuardSync {
     /// The first event id of a foreign stream, as its replica published it.
     pub fn foreign_first(&self, s: StreamIdx) -> Option<EventId> {
         self.foreign_first.get(&s).copied()

@@ -8,11 +8,10 @@
 //! tasks stay until rmcp's `keep_alive` (5 minutes by default) ends them.
 //! Sessions have no cap, so memory grows with each such client.
 
-use super::serve::{request_text, Conn, INIT};
+use super::serve::{pipelined_init_delete, Conn};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -138,20 +137,8 @@ fn rmcp_keeps_a_session_whose_pipelined_delete_could_not_name_it() {
     let base = s.tasks();
     let mut ids = Vec::new();
     for _ in 0..PIPELINED {
-        let mut c = s.connect();
-        // Both written before either response is read: the DELETE cannot
-        // know the id the initialize response will carry.
-        let both = request_text("POST", &[], INIT)
-            + &request_text("DELETE", &[("mcp-session-id", "not-yet-known")], "");
-        c.r.get_mut().write_all(both.as_bytes()).unwrap();
-        let init = c.read();
-        assert_eq!(init.status, 200, "{init:?}");
-        ids.push(
-            init.header("mcp-session-id")
-                .expect("a session id")
-                .to_string(),
-        );
-        let delete = c.read();
+        let (sid, delete) = pipelined_init_delete(&mut s.connect());
+        ids.push(sid);
         // rmcp accepts the DELETE of a session it does not know.
         assert_eq!(delete.status, 202, "{delete:?}");
     }

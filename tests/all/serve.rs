@@ -633,11 +633,10 @@ fn memory_returns_after_sessions_end() {
     assert!(growth < 5 * 1024, "RSS grew {growth} KiB: {rss:?}");
 }
 
-/// `initialize` and a `DELETE` written together, before either response is
-/// read: the DELETE cannot name the session. The status it gets, and
-/// whether the session still answers a ping afterwards.
-fn pipelined_delete(s: &Served) -> (u16, u16) {
-    let mut c = s.connect();
+/// `initialize` and a `DELETE` written together on `c`, before either
+/// response is read: the DELETE cannot know the id the initialize
+/// response will carry. The session id, and the DELETE's response.
+pub(crate) fn pipelined_init_delete(c: &mut Conn) -> (String, Resp) {
     let both = request_text("POST", &[], INIT)
         + &request_text("DELETE", &[("mcp-session-id", "not-yet-known")], "");
     c.r.get_mut().write_all(both.as_bytes()).unwrap();
@@ -647,7 +646,16 @@ fn pipelined_delete(s: &Served) -> (u16, u16) {
         .header("mcp-session-id")
         .expect("a session id")
         .to_string();
-    let delete = c.read().status;
+    (sid, c.read())
+}
+
+/// A pipelined `initialize` and `DELETE` ([`pipelined_init_delete`]): the
+/// status the DELETE gets, and whether the session still answers a ping
+/// afterwards.
+fn pipelined_delete(s: &Served) -> (u16, u16) {
+    let mut c = s.connect();
+    let (sid, delete) = pipelined_init_delete(&mut c);
+    let delete = delete.status;
     let ping = c.send(
         "POST",
         &[("mcp-session-id", &sid)],

@@ -47,6 +47,21 @@ fn run_zero(rel: &str, seed: u64, extra: &[(&str, &str)]) -> RunReport {
     r
 }
 
+/// The zero with `extra` fails nothing on `rel` at each of `seeds`, and
+/// every client finishes; a failure names the command that reproduces it.
+fn holds_zero(rel: &str, seeds: &[u64], extra: &[(&str, &str)]) {
+    for &seed in seeds {
+        let r = run_zero(rel, seed, extra);
+        let repro = run::repro_command(rel, seed, Variant::Guarded, &zero(extra));
+        assert_eq!(
+            r.metrics.ops_failed, 0,
+            "{:?}\nreproduce: {repro}",
+            r.metrics.failures_by_cause
+        );
+        assert!(r.clients_finished, "reproduce: {repro}");
+    }
+}
+
 /// A replica withdraws its published dropped stream once the client
 /// resumed it; two of its view writes, sent 36 ms apart on two store
 /// connections, reached the store in the other order, so the stream came
@@ -55,15 +70,7 @@ fn run_zero(rel: &str, seed: u64, extra: &[(&str, &str)]) -> RunReport {
 /// keeps each replica's latest view by sequence number.
 #[test]
 fn round_robin_flaky_mobile_loses_nothing_when_view_writes_cross() {
-    for seed in [25, 38] {
-        let r = run_zero("sims/flaky-mobile.toml", seed, &ROUND_ROBIN);
-        assert_eq!(
-            r.metrics.ops_failed, 0,
-            "seed {seed}: {:?}",
-            r.metrics.failures_by_cause
-        );
-        assert!(r.clients_finished, "seed {seed}");
-    }
+    holds_zero("sims/flaky-mobile.toml", &[25, 38], &ROUND_ROBIN);
 }
 
 /// 1,200 clients resume at once behind round robin: a replica's
@@ -73,8 +80,7 @@ fn round_robin_flaky_mobile_loses_nothing_when_view_writes_cross() {
 #[test]
 #[ignore = "slow: 1,200 clients on 3 replicas (about 5 s)"]
 fn round_robin_thundering_herd_loses_nothing() {
-    let r = run_zero("sims/thundering-herd.toml", 0, &ROUND_ROBIN);
-    assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
+    holds_zero("sims/thundering-herd.toml", &[0], &ROUND_ROBIN);
 }
 
 /// Residual: legacy HTTP+SSE behind any balancer (the legacy POSTs carry
@@ -128,12 +134,5 @@ fn residual_buffered_stream_fails_as_listed_and_no_buffering_removes_it() {
 fn round_robin_polling_holds_a_call_until_the_lost_paused_stream_is_drained() {
     let polling = [("server.poll_after", "3"), ("server.poll_retry_ms", "100")];
     let extra: Vec<(&str, &str)> = ROUND_ROBIN.iter().chain(&polling).copied().collect();
-    for seed in [0, 37, 48] {
-        let r = run_zero("sims/eviction.toml", seed, &extra);
-        assert_eq!(
-            r.metrics.ops_failed, 0,
-            "seed {seed}: {:?}",
-            r.metrics.failures_by_cause
-        );
-    }
+    holds_zero("sims/eviction.toml", &[0, 37, 48], &extra);
 }
