@@ -23,25 +23,29 @@ use super::transport::{Firsts, Receipts};
 use super::{judge, Judgement, OpVerdict, World};
 use crate::history::{ClientRecord, ConnId, Entry, EventId, EventKind, Rec, Record};
 use crate::protocol::RequestId;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// One operation's open state while its records arrive.
+/// One operation's open state while its records arrive. The sets are
+/// small (an operation's few requests and executions), so they are short
+/// vectors; the events a map tracks by event are counted here, the map
+/// ([`Finality::by_result`], [`Finality::inflight`]) holding which ones.
 #[derive(Default)]
 struct Open {
     /// Its client recorded the outcome.
     outcome: bool,
     /// Server connections holding a request of it not yet answered.
-    conns: BTreeSet<ConnId>,
+    conns: Vec<ConnId>,
     /// Executions begun and not ended, by (session, JSON-RPC id).
-    execs: BTreeSet<(u32, RequestId)>,
-    /// Result events stored and not yet written, by (session, event id):
-    /// a result written after the client gave up is a half-open write
-    /// (the white-box refinement of its cause), so it keeps the
-    /// operation open.
-    results: BTreeSet<(u32, EventId)>,
-    /// Events of it written and not yet received, by (session, event).
-    inflight: BTreeSet<(u32, EventId)>,
+    execs: Vec<(u32, RequestId)>,
+    /// Result events stored and not yet written (its entries in
+    /// `by_result`): a result written after the client gave up is a
+    /// half-open write (the white-box refinement of its cause), so it
+    /// keeps the operation open.
+    results: u32,
+    /// Events of it written and not yet received (its entries in
+    /// `inflight`).
+    inflight: u32,
     /// Its events produced so far, by (session, event).
     events: Vec<(u32, EventId)>,
 }
@@ -51,16 +55,31 @@ impl Open {
         self.outcome
             && self.conns.is_empty()
             && self.execs.is_empty()
-            && self.results.is_empty()
-            && self.inflight.is_empty()
+            && self.results == 0
+            && self.inflight == 0
+    }
+}
+
+/// Adds `x` to the short set `v`.
+fn put<T: PartialEq>(v: &mut Vec<T>, x: T) {
+    if !v.contains(&x) {
+        v.push(x);
+    }
+}
+
+/// Takes `x` out of the short set `v`.
+fn take<T: PartialEq>(v: &mut Vec<T>, x: &T) {
+    if let Some(i) = v.iter().position(|y| y == x) {
+        v.swap_remove(i);
     }
 }
 
 /// Tracks finality as records arrive.
 pub struct Finality {
-    open: BTreeMap<Rc<str>, Open>,
-    /// Which operation a connection's pending requests belong to.
-    by_conn: BTreeMap<ConnId, BTreeSet<Rc<str>>>,
+    /// By tag (looked up only: what leaves it is sorted by tag first).
+    open: FxMap<Rc<str>, Open>,
+    /// Which operations a connection's pending requests belong to.
+    by_conn: FxMap<ConnId, Vec<Rc<str>>>,
     /// Which operation a running execution belongs to.
     by_exec: FxMap<(u32, RequestId), Rc<str>>,
     /// Which operation an unwritten result event belongs to.
@@ -88,8 +107,8 @@ impl Default for Finality {
         let mut receipts = Receipts::default();
         receipts.firsts = Firsts::None;
         Finality {
-            open: BTreeMap::new(),
-            by_conn: BTreeMap::new(),
+            open: FxMap::default(),
+            by_conn: FxMap::default(),
             by_exec: FxMap::default(),
             by_result: FxMap::default(),
             receipts,
@@ -129,13 +148,9 @@ impl Finality {
             }
             Rec::Server(Record::RequestReceived(r)) => {
                 if let Some(tag) = r.tag.as_deref() {
-                    let tag: Rc<str> = tag.into();
-                    self.open
-                        .entry(tag.clone())
-                        .or_default()
-                        .conns
-                        .insert(r.conn);
-                    self.by_conn.entry(r.conn).or_default().insert(tag);
+                    let (tag, o) = self.open_of(tag);
+                    put(&mut o.conns, r.conn);
+                    put(self.by_conn.entry(r.conn).or_default(), tag);
                 }
             }
             Rec::Server(Record::Responded { conn, .. })
@@ -143,7 +158,7 @@ impl Finality {
             | Rec::Server(Record::ServerClosed { conn, .. }) => {
                 for tag in self.by_conn.remove(conn).unwrap_or_default() {
                     if let Some(o) = self.open.get_mut(&tag) {
-                        o.conns.remove(conn);
+                        take(&mut o.conns, conn);
                     }
                     touched.push(tag);
                 }
@@ -155,12 +170,8 @@ impl Finality {
                 ..
             }) => {
                 let k = (self.receipts.sessions.id(session), rpc_id.clone());
-                let tag: Rc<str> = tag.as_str().into();
-                self.open
-                    .entry(tag.clone())
-                    .or_default()
-                    .execs
-                    .insert(k.clone());
+                let (tag, o) = self.open_of(tag);
+                put(&mut o.execs, k.clone());
                 self.by_exec.insert(k, tag);
             }
             Rec::Server(Record::ToolEnded {
@@ -169,7 +180,7 @@ impl Finality {
                 let k = (self.receipts.sessions.id(session), rpc_id.clone());
                 if let Some(tag) = self.by_exec.remove(&k) {
                     if let Some(o) = self.open.get_mut(&tag) {
-                        o.execs.remove(&k);
+                        take(&mut o.execs, &k);
                     }
                     touched.push(tag);
                 }
@@ -184,17 +195,17 @@ impl Finality {
                 let k = (self.receipts.sessions.id(session), *event);
                 if let Some(old) = self.by_result.insert(k, tag.clone()) {
                     if let Some(o) = self.open.get_mut(&old) {
-                        o.results.remove(&k);
+                        o.results -= 1;
                     }
                     touched.push(old);
                 }
-                self.open.entry(tag.clone()).or_default().results.insert(k);
+                self.open.entry(tag.clone()).or_default().results += 1;
             }
             Rec::Server(Record::Written { session, event, .. }) => {
                 let k = (self.receipts.sessions.id(session), *event);
                 if let Some(tag) = self.by_result.remove(&k) {
                     if let Some(o) = self.open.get_mut(&tag) {
-                        o.results.remove(&k);
+                        o.results -= 1;
                     }
                     touched.push(tag);
                 }
@@ -262,8 +273,9 @@ impl Finality {
                     return;
                 };
                 if let Some(o) = self.open.get_mut(tag) {
-                    o.inflight.insert(ev);
-                    self.inflight.insert(ev, (tag.clone(), *conn));
+                    if self.inflight.insert(ev, (tag.clone(), *conn)).is_none() {
+                        o.inflight += 1;
+                    }
                     self.inflight_on
                         .entry(*conn)
                         .or_insert_with(|| (Vec::new(), 64))
@@ -282,7 +294,7 @@ impl Finality {
                 };
                 if let Some((tag, conn)) = self.inflight.remove(&ev) {
                     if let Some(o) = self.open.get_mut(&tag) {
-                        o.inflight.remove(&ev);
+                        o.inflight -= 1;
                     }
                     touched.push(tag);
                     // A long-lived connection (a standalone stream, a
@@ -301,7 +313,7 @@ impl Finality {
                     if self.inflight.get(&ev).is_some_and(|(_, c)| c == conn) {
                         let (tag, _) = self.inflight.remove(&ev).expect("present");
                         if let Some(o) = self.open.get_mut(&tag) {
-                            o.inflight.remove(&ev);
+                            o.inflight -= 1;
                         }
                         touched.push(tag);
                     }
@@ -315,11 +327,27 @@ impl Finality {
                 self.inflight.clear();
                 self.inflight_on.clear();
                 for o in self.open.values_mut() {
-                    o.inflight.clear();
+                    o.inflight = 0;
                 }
             }
             _ => {}
         }
+    }
+
+    /// The open state of operation `tag` (made on first sight) and the
+    /// tag as the map holds it: a record's own copy of the tag is
+    /// allocated only for an operation seen first.
+    fn open_of(&mut self, tag: &str) -> (Rc<str>, &mut Open) {
+        let key = match self.open.get_key_value(tag) {
+            Some((k, _)) => k.clone(),
+            None => {
+                let k: Rc<str> = tag.into();
+                self.open.insert(k.clone(), Open::default());
+                k
+            }
+        };
+        let o = self.open.get_mut(&key).expect("inserted above");
+        (key, o)
     }
 
     /// Operations still open (or done at the latest instant).

@@ -65,16 +65,30 @@ pub(super) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 #[derive(Default)]
 pub(super) struct Sessions {
     ids: FxMap<Rc<str>, u32>,
+    /// The last id looked up, by the allocation that named it: records of
+    /// one session come in runs and share the server's `Rc`, so most
+    /// lookups compare a pointer instead of hashing and comparing the
+    /// string. Holding the `Rc` keeps its address from being reused.
+    last: Option<(Rc<str>, u32)>,
 }
 
 impl Sessions {
     /// The id of `s`, assigned on first sight.
     pub fn id(&mut self, s: &Rc<str>) -> u32 {
-        if let Some(&i) = self.ids.get(s) {
-            return i;
+        if let Some((l, i)) = &self.last {
+            if Rc::ptr_eq(l, s) {
+                return *i;
+            }
         }
-        let i = self.ids.len() as u32;
-        self.ids.insert(s.clone(), i);
+        let i = match self.ids.get(s) {
+            Some(&i) => i,
+            None => {
+                let i = self.ids.len() as u32;
+                self.ids.insert(s.clone(), i);
+                i
+            }
+        };
+        self.last = Some((s.clone(), i));
         i
     }
 

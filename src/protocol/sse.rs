@@ -164,7 +164,10 @@ impl SseDecoder {
             "event" => self.event = value.to_string(),
             "id" if !value.contains('\0') => {
                 self.id = Some(value.to_string());
-                self.last_event_id = Some(value.to_string());
+                // Its buffer kept from event to event.
+                let last = self.last_event_id.get_or_insert_with(String::new);
+                last.clear();
+                last.push_str(value);
             }
             "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
                 self.retry_ms = value.parse().ok();
@@ -199,8 +202,10 @@ impl SseDecoder {
             return;
         }
         self.has_data = false;
-        let mut data = std::mem::take(&mut self.data);
-        data.pop(); // the trailing LF
+        // One allocation of the event's size, without the trailing LF; the
+        // buffer, grown to the largest event so far, stays for the next.
+        let data = self.data[..self.data.len() - 1].to_owned();
+        self.data.clear();
         out.push(SseEvent {
             id,
             event: if event.is_empty() {
@@ -224,11 +229,11 @@ pub fn encode_retry(retry_ms: u64) -> Bytes {
 /// Encodes one event. Multi-line data becomes several `data:` lines; an
 /// empty `data` still writes one `data:` line so the event dispatches.
 pub fn encode(id: Option<u64>, event: Option<&str>, data: &str, retry_ms: Option<u64>) -> Bytes {
+    use std::fmt::Write as _;
     let mut b = BytesMut::with_capacity(data.len() + 48);
     if let Some(id) = id {
-        b.put_slice(b"id: ");
-        b.put_slice(id.to_string().as_bytes());
-        b.put_u8(b'\n');
+        // Formatted in place: no string of its own.
+        let _ = writeln!(b, "id: {id}");
     }
     if let Some(ev) = event {
         debug_assert!(!ev.contains(['\n', '\r']), "event type must be one line");
@@ -237,9 +242,7 @@ pub fn encode(id: Option<u64>, event: Option<&str>, data: &str, retry_ms: Option
         b.put_u8(b'\n');
     }
     if let Some(r) = retry_ms {
-        b.put_slice(b"retry: ");
-        b.put_slice(r.to_string().as_bytes());
-        b.put_u8(b'\n');
+        let _ = writeln!(b, "retry: {r}");
     }
     for line in data.split('\n') {
         b.put_slice(b"data: ");

@@ -6,7 +6,7 @@ use crate::net::{SocketPair, TcpListener, UdpSocket};
 use crate::{Envelope, TRACING_TARGET};
 
 use bytes::Bytes;
-use indexmap::IndexMap;
+use crate::FastMap as IndexMap;
 use std::collections::VecDeque;
 use std::fmt::Display;
 use std::io;
@@ -229,7 +229,7 @@ struct UdpBind {
 impl Udp {
     fn new(capacity: usize) -> Self {
         Self {
-            binds: IndexMap::new(),
+            binds: IndexMap::default(),
             capacity,
         }
     }
@@ -386,7 +386,7 @@ impl StreamSocket {
         let (tx, rx) = mpsc::channel(capacity);
         let flow_control = BidiFlowControl::new(capacity);
         let sock = Self {
-            buf: IndexMap::new(),
+            buf: IndexMap::default(),
             next_send_seq: 1,
             recv_seq: 0,
             sender: tx,
@@ -435,8 +435,8 @@ impl StreamSocket {
 impl Tcp {
     fn new(capacity: usize) -> Self {
         Self {
-            binds: IndexMap::new(),
-            sockets: IndexMap::new(),
+            binds: IndexMap::default(),
+            sockets: IndexMap::default(),
             server_socket_capacity: capacity,
             socket_capacity: capacity,
         }

@@ -6,7 +6,7 @@ use std::ops::DerefMut;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use indexmap::IndexMap;
+use crate::FastMap as IndexMap;
 use tokio::time::Duration;
 use tracing::Level;
 
@@ -66,11 +66,11 @@ impl<'a> Sim<'a> {
         Self {
             config,
             world: RefCell::new(world),
-            rts: IndexMap::new(),
+            rts: IndexMap::default(),
             since_epoch,
             elapsed: Duration::ZERO,
             steps: 1, // bumped after each step
-            clocks: IndexMap::new(),
+            clocks: IndexMap::default(),
         }
     }
 

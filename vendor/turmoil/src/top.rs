@@ -3,7 +3,7 @@ use crate::host::Host;
 use crate::rt::Rt;
 use crate::{config, TRACING_TARGET};
 
-use indexmap::IndexMap;
+use crate::FastMap as IndexMap;
 use rand::{Rng, RngCore};
 use rand_distr::{Distribution, Exp};
 use std::collections::VecDeque;
@@ -184,7 +184,7 @@ impl Topology {
     pub(crate) fn new(config: config::Link) -> Topology {
         Topology {
             config,
-            links: IndexMap::new(),
+            links: IndexMap::default(),
             rt: Rt::no_software(),
         }
     }
@@ -338,7 +338,7 @@ impl Link {
             state_b_a: State::Healthy,
             config: config::Link::default(),
             sent: VecDeque::new(),
-            deliverable: IndexMap::new(),
+            deliverable: IndexMap::default(),
             now,
             maybe_due: false,
         }

@@ -8,7 +8,7 @@ use crate::{
     TRACING_TARGET,
 };
 
-use indexmap::IndexMap;
+use crate::FastMap as IndexMap;
 use rand::RngCore;
 use scoped_tls::scoped_thread_local;
 use std::cell::RefCell;
@@ -53,7 +53,7 @@ impl World {
         tick_duration: Duration,
     ) -> World {
         World {
-            hosts: IndexMap::new(),
+            hosts: IndexMap::default(),
             topology: Topology::new(link),
             dns: Dns::new(addrs),
             multicast_groups: MulticastGroups::default(),
