@@ -192,7 +192,7 @@ pub enum Cmd {
     /// and the wall-time exponent between sizes. Each side runs in its own
     /// child process.
     #[command(
-        after_help = "Example:\n  mcp-chaos scale --clients 1000,10000 --out results/perf.md"
+        after_help = "Example:\n  mcp-chaos scale --clients 1000,3000,10000 --out results/perf.md"
     )]
     Scale(ScaleArgs),
     /// Merge summary files (shards) into one, recomputing aggregates.
@@ -413,7 +413,7 @@ pub struct CalibrateArgs {
 #[derive(clap::Args, Debug)]
 pub struct ScaleArgs {
     /// Client counts, comma-separated, each 1 to 20000.
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000",
+    #[arg(long, value_delimiter = ',', default_value = "1000,3000,10000",
           value_parser = flags::whole32("--clients", 1, crate::scenario::MAX_CLIENTS as u32))]
     pub clients: Vec<u32>,
     /// Client hosts the clients are spread over, 1 to the smallest

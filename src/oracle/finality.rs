@@ -100,6 +100,9 @@ pub struct Finality {
     /// client records after the outcome, a switch at the outcome's time,
     /// which the hazards count as during it).
     done_at: Vec<(Rc<str>, u64)>,
+    /// The operations the entry being read touched (kept empty between
+    /// entries: a buffer, not state).
+    touched: Vec<Rc<str>>,
 }
 
 impl Default for Finality {
@@ -116,6 +119,7 @@ impl Default for Finality {
             inflight: FxMap::default(),
             inflight_on: FxMap::default(),
             done_at: Vec::new(),
+            touched: Vec::new(),
         }
     }
 }
@@ -127,16 +131,16 @@ impl Finality {
         // In time order: those before this instant are a prefix.
         let n = self.done_at.partition_point(|d| d.1 < e.t_us);
         let released = self.done_at.drain(..n).map(|d| d.0).collect();
-        let t = e.t_us;
-        let done = self.observe(e);
-        self.done_at.extend(done.into_iter().map(|tag| (tag, t)));
+        self.observe(e);
         released
     }
 
-    /// Takes an entry; returns the operations it left with nothing open.
-    fn observe(&mut self, e: &Entry) -> Vec<Rc<str>> {
+    /// Takes an entry; the operations it left with nothing open join
+    /// `done_at` at its instant.
+    fn observe(&mut self, e: &Entry) {
         self.receipts.observe(e);
-        let mut touched: Vec<Rc<str>> = Vec::new();
+        // One buffer for every entry: most touch an operation or two.
+        let mut touched = std::mem::take(&mut self.touched);
         self.writes(e, &mut touched);
         match &e.record {
             Rec::Client(ClientRecord::OpStarted { tag, .. }) => {
@@ -230,18 +234,18 @@ impl Finality {
         }
         touched.sort();
         touched.dedup();
-        touched
-            .into_iter()
-            .filter(|t| {
-                let done = self.open.get(t).is_some_and(Open::done);
-                if let Some(o) = done.then(|| self.open.remove(t)).flatten() {
-                    for ev in o.events {
-                        self.event_tag.remove(&ev);
-                    }
+        for t in touched.drain(..) {
+            if !self.open.get(&t).is_some_and(Open::done) {
+                continue;
+            }
+            if let Some(o) = self.open.remove(&t) {
+                for ev in o.events {
+                    self.event_tag.remove(&ev);
                 }
-                done
-            })
-            .collect()
+            }
+            self.done_at.push((t, e.t_us));
+        }
+        self.touched = touched;
     }
 
     /// Events in flight: produced for an open operation, written, then

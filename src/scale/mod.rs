@@ -108,11 +108,15 @@ pub type SizeRows = Vec<(u32, Measured, Measured)>;
 /// The mixed fleets the bench runs on seed 0 under the guarded arm (their
 /// own clients, drops, partitions, latency spikes): how fast faulted
 /// traffic runs against real time, and how it grows with the fleet.
-pub const FLEETS: [(&str, &str); 3] = [
+pub const FLEETS: [(&str, &str); 4] = [
     ("mixed-fleet", include_str!("../../sims/mixed-fleet.toml")),
     (
         "mixed-fleet-1k",
         include_str!("../../sims/scale/mixed-fleet-1k.toml"),
+    ),
+    (
+        "mixed-fleet-3k",
+        include_str!("../../sims/scale/mixed-fleet-3k.toml"),
     ),
     (
         "mixed-fleet-10k",
@@ -136,7 +140,7 @@ pub fn measure(side: &str, t: Traffic) -> Measured {
             None => {
                 return Err(format!(
                     "unknown side {fleet:?}: use baseline, mcp-chaos, jobs-1, jobs-2 or a fleet \
-                     (mixed-fleet, mixed-fleet-1k, mixed-fleet-10k)"
+                     (mixed-fleet, mixed-fleet-1k, mixed-fleet-3k, mixed-fleet-10k)"
                 ))
             }
         },
@@ -468,14 +472,18 @@ mod tests {
         let fleet = |i: usize| {
             crate::check::parse(FLEETS[i].1).unwrap_or_else(|e| panic!("{}: {e}", FLEETS[i].0))
         };
-        let (small, k1) = (fleet(0), fleet(1));
-        assert_eq!(k1.client_count(), 1_000);
-        assert_eq!(k1.network.client_hosts, 4);
-        assert_eq!(k1.network.tcp_capacity, 3_000);
-        assert_eq!(k1.clients.len(), small.clients.len());
-        assert_eq!(k1.faults, small.faults);
-        for (a, b) in k1.clients.iter().zip(&small.clients) {
-            assert_eq!((a.behaviour, a.calls), (b.behaviour, b.calls));
+        let small = fleet(0);
+        for (i, n) in [(1, 1_000), (2, 3_000), (3, 10_000)] {
+            let k = fleet(i);
+            assert_eq!(k.client_count(), n, "{}", FLEETS[i].0);
+            assert_eq!(k.network.client_hosts, 4);
+            assert_eq!(k.network.tcp_capacity, 3 * n as usize);
+            assert_eq!(k.clients.len(), small.clients.len());
+            assert_eq!(k.faults, small.faults);
+            assert_eq!(k.server, small.server);
+            for (a, b) in k.clients.iter().zip(&small.clients) {
+                assert_eq!((a.behaviour, a.calls), (b.behaviour, b.calls));
+            }
         }
     }
 }

@@ -255,7 +255,7 @@ pub fn table(m: &Measurements) -> String {
     }
     let _ = write!(
         out,
-        "\n## Mixed fleets\n\nsims/mixed-fleet.toml (264 clients) and sims/scale/mixed-fleet-1k.toml, -10k.toml (its groups scaled, 50 calls each): guarded, seed 0, faults on; the median of each fleet's runs by wall time. Work: operations judged.\n\n{HEAD}"
+        "\n## Mixed fleets\n\nsims/mixed-fleet.toml (264 clients) and sims/scale/mixed-fleet-1k.toml, -3k.toml, -10k.toml (its groups scaled, 50 calls each): guarded, seed 0, faults on; the median of each fleet's runs by wall time. Work: operations judged.\n\n{HEAD}"
     );
     for (name, runs) in &m.fleets {
         row(
@@ -295,6 +295,7 @@ pub fn table(m: &Measurements) -> String {
         row(&mut out, "--jobs 1", one, Against::Itself);
         row(&mut out, "--jobs 2", two, Against::Base(one.as_ref().ok()));
     }
+    out.push_str(&exponents(m));
     out.push_str("\n## Targets\n\n| what | target | measured | met |\n|---|---|---|---|\n");
     for t in targets(m) {
         let _ = writeln!(
@@ -307,6 +308,77 @@ pub fn table(m: &Measurements) -> String {
         );
     }
     out
+}
+
+/// Every step between two measured sizes, and the first to the last: the
+/// exponent of wall time and of CPU time against the work (1 is linear).
+fn steps<'a>(sizes: &'a [(String, &'a Figures)]) -> Vec<(&'a str, &'a str, f64, f64)> {
+    let mut pairs: Vec<(usize, usize)> = (1..sizes.len()).map(|i| (i - 1, i)).collect();
+    if sizes.len() > 2 {
+        pairs.push((0, sizes.len() - 1));
+    }
+    pairs
+        .into_iter()
+        .map(|(i, j)| {
+            let (a, b) = (sizes[i].1, sizes[j].1);
+            let (wa, wb) = (a.work as f64, b.work as f64);
+            (
+                sizes[i].0.as_str(),
+                sizes[j].0.as_str(),
+                exponent(wa, a.wall_s, wb, b.wall_s),
+                exponent(wa, a.cpu_s, wb, b.cpu_s),
+            )
+        })
+        .collect()
+}
+
+/// The growth section: how wall and CPU time grow with the work, step by
+/// step, for the bare baseline, mcp-chaos and the fleets (measured sizes
+/// only).
+fn exponents(m: &Measurements) -> String {
+    let mut out = String::from(
+        "\n## Growth\n\nThe exponent k of time against work between two sizes (time grows as work^k; 1 is linear), from wall time and from CPU time (CPU time does not count waiting for a loaded machine's core).\n\n| what | from | to | wall k | CPU k |\n|---|---|---|---|---|\n",
+    );
+    let mut any = false;
+    for (keep_alive, rows) in &m.sizes {
+        let mode = if *keep_alive {
+            "keep-alive"
+        } else {
+            "per-exchange"
+        };
+        for (side, pick) in [("baseline", 0), ("mcp-chaos", 1)] {
+            let sizes: Vec<(String, &Figures)> = rows
+                .iter()
+                .filter_map(|(n, b, c)| {
+                    let f = if pick == 0 { b } else { c };
+                    Some((format!("{n} clients"), f.as_ref().ok()?))
+                })
+                .collect();
+            for (from, to, kw, kc) in steps(&sizes) {
+                any = true;
+                let _ = writeln!(
+                    out,
+                    "| {side}, {mode} | {from} | {to} | {kw:.2} | {kc:.2} |"
+                );
+            }
+        }
+    }
+    let fleets: Vec<(String, Figures)> = m
+        .fleets
+        .iter()
+        .filter(|(name, _)| *name != "mixed-fleet")
+        .filter_map(|(name, runs)| Some((name.to_string(), median(runs).ok()?)))
+        .collect();
+    let fleets: Vec<(String, &Figures)> = fleets.iter().map(|(n, f)| (n.clone(), f)).collect();
+    for (from, to, kw, kc) in steps(&fleets) {
+        any = true;
+        let _ = writeln!(out, "| fleet | {from} | {to} | {kw:.2} | {kc:.2} |");
+    }
+    if any {
+        out
+    } else {
+        String::new()
+    }
 }
 
 /// Writes the table to `p` with the machine it ran on, keeping the notes
@@ -450,6 +522,39 @@ mod tests {
             text.contains("| mixed-fleet-10k (median of 1) | failed: above the limit |"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn growth_gives_every_step_and_the_whole_span_from_wall_and_cpu() {
+        let mut m = measured((40.0, 1000.0), (29.0, 1000.0), 2.0, 0.5, 540.0, 19.5);
+        // A 3k fleet between: 1k 2 s -> 3k 8 s -> 10k 40 s (work 50k,
+        // 150k, 500k), CPU time equal to wall in `figures`.
+        m.fleets.insert(
+            2,
+            (
+                "mixed-fleet-3k",
+                vec![figures("mixed-fleet-3k", 8.0, 100.0, 150_000)],
+            ),
+        );
+        let text = exponents(&m);
+        let k = |w1: f64, t1: f64, w2: f64, t2: f64| format!("{:.2}", exponent(w1, t1, w2, t2));
+        let one_three = k(50e3, 2.0, 150e3, 8.0);
+        let three_ten = k(150e3, 8.0, 500e3, 40.0);
+        let whole = k(50e3, 2.0, 500e3, 40.0);
+        assert_eq!((one_three.as_str(), whole.as_str()), ("1.26", "1.30"));
+        for (from, to, e) in [
+            ("mixed-fleet-1k", "mixed-fleet-3k", &one_three),
+            ("mixed-fleet-3k", "mixed-fleet-10k", &three_ten),
+            ("mixed-fleet-1k", "mixed-fleet-10k", &whole),
+        ] {
+            let line = format!("| fleet | {from} | {to} | {e} | {e} |");
+            assert!(text.contains(&line), "{line} in\n{text}");
+        }
+        // One size per side: no step of the sizes; the 264-client fleet
+        // is not a step.
+        assert!(!text.contains("baseline, keep-alive"), "{text}");
+        assert!(!text.contains("| fleet | mixed-fleet |"), "{text}");
+        assert!(table(&m).contains("## Growth"));
     }
 
     #[test]
