@@ -115,13 +115,13 @@ pub(super) struct Op {
     pub(super) json_result: bool,
     /// The task its latest call created (tasks extension), while it waits
     /// on it.
-    pub(super) task: Option<super::tasks::OpTask>,
+    pub(super) task: Option<Box<super::tasks::OpTask>>,
     /// It cancelled a task once (a call cancels at most one).
     pub(super) cancelled_task: bool,
     /// A call of it was answered with a task.
     pub(super) ran_as_task: bool,
     /// What it answers on its retries, once a call of it asked for input.
-    pub(super) answer: Option<super::mrtr::Answer>,
+    pub(super) answer: Option<Box<super::mrtr::Answer>>,
 }
 
 impl Op {

@@ -53,10 +53,10 @@ impl Client {
             tag: self.ops[op].tag.clone(),
             rpc_id: rpc.clone(),
         });
-        self.ops[op].answer = Some(Answer {
+        self.ops[op].answer = Some(Box::new(Answer {
             responses: Value::Object(responses),
             state: v["requestState"].as_str().map(str::to_string),
-        });
+        }));
         self.ops[op].stream = None;
         if self.count_attempt(op) {
             self.schedule(Duration::ZERO, Timer::Post(op));

@@ -52,7 +52,9 @@ pub(super) enum Input {
     Json {
         slot: SlotId,
         status: u16,
-        headers: ::http::HeaderMap,
+        /// Boxed: the map is the largest field of any input, and every
+        /// slot of the client's channel is the size of the largest.
+        headers: Box<::http::HeaderMap>,
         msg: Option<Message>,
     },
     Head {
@@ -434,7 +436,7 @@ fn json_answer(
     Input::Json {
         slot,
         status,
-        headers,
+        headers: Box::new(headers),
         msg,
     }
 }

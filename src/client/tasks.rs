@@ -71,12 +71,12 @@ impl Client {
         });
         let poll_ms = poll.filter(|p| *p > 0).unwrap_or(DEFAULT_POLL_MS);
         self.ops[op].ran_as_task = true;
-        self.ops[op].task = Some(OpTask {
+        self.ops[op].task = Some(Box::new(OpTask {
             id,
             poll_ms,
             created_us: self.io.history.now_us(),
             requests: 0,
-        });
+        }));
         self.schedule(Duration::from_millis(poll_ms), Timer::Poll(op));
         true
     }
