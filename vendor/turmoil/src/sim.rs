@@ -40,6 +40,12 @@ pub struct Sim<'a> {
     /// mcp-chaos patch (5): hosts whose clock does not follow the
     /// simulation's (paused, held back, or stepped ahead).
     clocks: IndexMap<IpAddr, HostClock>,
+
+    /// mcp-chaos patch (8): the running and the stopped hosts of a step, by
+    /// index into `rts`: buffers kept from step to step, so that a step
+    /// allocates nothing for them.
+    running: Vec<usize>,
+    stopped: Vec<usize>,
 }
 
 /// How a host's runtime clock departs from the simulation's (mcp-chaos
@@ -71,6 +77,8 @@ impl<'a> Sim<'a> {
             elapsed: Duration::ZERO,
             steps: 1, // bumped after each step
             clocks: IndexMap::default(),
+            running: Vec::new(),
+            stopped: Vec::new(),
         }
     }
 
@@ -484,20 +492,27 @@ impl<'a> Sim<'a> {
         // mcp-chaos patch 5: a paused host is ticked like a stopped one (its
         // clock owes the time), and delivers nothing.
         let clocks = &mut self.clocks;
-        let (mut running, stopped): (Vec<_>, Vec<_>) =
-            self.rts.iter_mut().partition(|(addr, rt)| {
-                rt.is_software_running() && !clocks.get(*addr).is_some_and(|c| c.paused)
-            });
-        for (addr, _) in &stopped {
-            if let Some(c) = clocks.get_mut(*addr).filter(|c| c.paused) {
-                c.owed += tick;
+        // mcp-chaos patch 8: hosts by index, in buffers kept between steps.
+        let mut running = std::mem::take(&mut self.running);
+        let mut stopped = std::mem::take(&mut self.stopped);
+        running.clear();
+        stopped.clear();
+        for (i, (addr, rt)) in self.rts.iter().enumerate() {
+            if rt.is_software_running() && !clocks.get(addr).is_some_and(|c| c.paused) {
+                running.push(i);
+            } else {
+                stopped.push(i);
+                if let Some(c) = clocks.get_mut(addr).filter(|c| c.paused) {
+                    c.owed += tick;
+                }
             }
         }
         if self.config.random_node_order {
             running.shuffle(&mut self.world.borrow_mut().rng);
         }
 
-        for (&addr, rt) in running {
+        for &i in &running {
+            let (&addr, rt) = self.rts.get_index_mut(i).expect("a host of this step");
             let _span_guard = tracing::span!(Level::INFO, "node", name = &*rt.nodename,).entered();
             {
                 let mut world = self.world.borrow_mut();
@@ -551,7 +566,8 @@ impl<'a> Sim<'a> {
 
         // Tick the nodes that are not actively running (i.e., crashed) to ensure their clock keeps up
         // with the rest of the simulation when they are restarted (bounced).
-        for (&addr, rt) in stopped {
+        for &i in &stopped {
+            let (&addr, rt) = self.rts.get_index_mut(i).expect("a host of this step");
             // mcp-chaos patch 5: a paused client has not finished.
             if rt.is_client() && rt.is_software_running() {
                 is_finished = false;
@@ -560,6 +576,8 @@ impl<'a> Sim<'a> {
             world.tick(addr, tick);
         }
 
+        self.running = running;
+        self.stopped = stopped;
         self.elapsed += tick;
         self.steps += 1;
 
