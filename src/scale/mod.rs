@@ -51,11 +51,16 @@ pub struct Traffic {
 impl Traffic {
     /// How the clients hold connections, as the scenario key says it.
     pub fn connections(&self) -> &'static str {
-        if self.keep_alive {
-            "keep-alive"
-        } else {
-            "per-exchange"
-        }
+        connections_name(self.keep_alive)
+    }
+}
+
+/// The name of a connection mode, as `--connections` takes it.
+pub fn connections_name(keep_alive: bool) -> &'static str {
+    if keep_alive {
+        "keep-alive"
+    } else {
+        "per-exchange"
     }
 }
 
@@ -138,10 +143,12 @@ pub fn measure(side: &str, t: Traffic) -> Measured {
         fleet => match FLEETS.iter().find(|(name, _)| *name == fleet) {
             Some((_, text)) => mixed_fleet(text, t)?,
             None => {
+                let names: Vec<&str> = FLEETS.iter().map(|(name, _)| *name).collect();
                 return Err(format!(
                     "unknown side {fleet:?}: use baseline, mcp-chaos, jobs-1, jobs-2 or a fleet \
-                     (mixed-fleet, mixed-fleet-1k, mixed-fleet-3k, mixed-fleet-10k)"
-                ))
+                     ({})",
+                    names.join(", ")
+                ));
             }
         },
     };

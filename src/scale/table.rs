@@ -85,11 +85,7 @@ pub fn targets(m: &Measurements) -> Vec<Target> {
     let rows = m.sizes.iter().find(|(k, _)| *k).or(m.sizes.first());
     if let Some((keep_alive, rows)) = rows {
         if let Some((n, b, c)) = rows.last() {
-            let mode = if *keep_alive {
-                "keep-alive"
-            } else {
-                "per-exchange"
-            };
+            let mode = super::connections_name(*keep_alive);
             let pair = match (b, c) {
                 (Ok(b), Ok(c)) => Ok((b.clone(), c.clone())),
                 (Err(e), _) | (_, Err(e)) => Err(e.clone()),
@@ -224,11 +220,7 @@ pub fn table(m: &Measurements) -> String {
         describe(m.base)
     );
     for (keep_alive, rows) in &m.sizes {
-        let mode = if *keep_alive {
-            "keep-alive"
-        } else {
-            "per-exchange"
-        };
+        let mode = super::connections_name(*keep_alive);
         for (n, b, c) in rows {
             row(
                 &mut out,
@@ -312,7 +304,7 @@ pub fn table(m: &Measurements) -> String {
 
 /// Every step between two measured sizes, and the first to the last: the
 /// exponent of wall time and of CPU time against the work (1 is linear).
-fn steps<'a>(sizes: &'a [(String, &'a Figures)]) -> Vec<(&'a str, &'a str, f64, f64)> {
+fn steps(sizes: &[(String, Figures)]) -> Vec<(&str, &str, f64, f64)> {
     let mut pairs: Vec<(usize, usize)> = (1..sizes.len()).map(|i| (i - 1, i)).collect();
     if sizes.len() > 2 {
         pairs.push((0, sizes.len() - 1));
@@ -320,7 +312,7 @@ fn steps<'a>(sizes: &'a [(String, &'a Figures)]) -> Vec<(&'a str, &'a str, f64, 
     pairs
         .into_iter()
         .map(|(i, j)| {
-            let (a, b) = (sizes[i].1, sizes[j].1);
+            let (a, b) = (&sizes[i].1, &sizes[j].1);
             let (wa, wb) = (a.work as f64, b.work as f64);
             (
                 sizes[i].0.as_str(),
@@ -339,23 +331,14 @@ fn exponents(m: &Measurements) -> String {
     let mut out = String::from(
         "\n## Growth\n\nThe exponent k of time against work between two sizes (time grows as work^k; 1 is linear), from wall time and from CPU time (CPU time does not count waiting for a loaded machine's core).\n\n| what | from | to | wall k | CPU k |\n|---|---|---|---|---|\n",
     );
-    let mut any = false;
+    let head = out.len();
     for (keep_alive, rows) in &m.sizes {
-        let mode = if *keep_alive {
-            "keep-alive"
-        } else {
-            "per-exchange"
-        };
-        for (side, pick) in [("baseline", 0), ("mcp-chaos", 1)] {
-            let sizes: Vec<(String, &Figures)> = rows
-                .iter()
-                .filter_map(|(n, b, c)| {
-                    let f = if pick == 0 { b } else { c };
-                    Some((format!("{n} clients"), f.as_ref().ok()?))
-                })
-                .collect();
+        let mode = super::connections_name(*keep_alive);
+        let sized = |f: &Measured, n: &u32| Some((format!("{n} clients"), f.clone().ok()?));
+        let base: Vec<_> = rows.iter().filter_map(|(n, b, _)| sized(b, n)).collect();
+        let chaos: Vec<_> = rows.iter().filter_map(|(n, _, c)| sized(c, n)).collect();
+        for (side, sizes) in [("baseline", base), ("mcp-chaos", chaos)] {
             for (from, to, kw, kc) in steps(&sizes) {
-                any = true;
                 let _ = writeln!(
                     out,
                     "| {side}, {mode} | {from} | {to} | {kw:.2} | {kc:.2} |"
@@ -369,15 +352,13 @@ fn exponents(m: &Measurements) -> String {
         .filter(|(name, _)| *name != "mixed-fleet")
         .filter_map(|(name, runs)| Some((name.to_string(), median(runs).ok()?)))
         .collect();
-    let fleets: Vec<(String, &Figures)> = fleets.iter().map(|(n, f)| (n.clone(), f)).collect();
     for (from, to, kw, kc) in steps(&fleets) {
-        any = true;
         let _ = writeln!(out, "| fleet | {from} | {to} | {kw:.2} | {kc:.2} |");
     }
-    if any {
-        out
-    } else {
+    if out.len() == head {
         String::new()
+    } else {
+        out
     }
 }
 
