@@ -238,7 +238,8 @@ fn a_paused_stream_holds_its_tool_back_and_loses_nothing() {
 /// hundred rounds take seconds; 200 behaves the same, only slower.)
 #[test]
 fn a_polling_server_delivers_a_fast_big_call_whole() {
-    use crate::serve::{call_at_once, initialize, progress_in, Served};
+    use crate::serve::{initialize, Served};
+    use crate::serve_memory::{call_at_once, progress_in};
     for arm in ["unguarded", "keys", "guarded"] {
         let s = Served::start(&[
             "--server",

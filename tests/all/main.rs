@@ -38,6 +38,7 @@ mod serve;
 mod serve_2026;
 mod serve_edges;
 mod serve_fixtures;
+mod serve_memory;
 mod shrink_loop;
 mod sim;
 mod soak;
