@@ -73,8 +73,9 @@ pub struct Exposure {
     pub max_open_streams_per_principal: Option<usize>,
     /// Most streams one session may hold at once (POST streams, the
     /// standalone stream), and ten times as many of their event ids: each
-    /// keeps a little state until it is released (`release_streams`). Past
-    /// it the session is full: 503, start a new one.
+    /// keeps a little state until it is released
+    /// (`Session::release_if_done`). Past it the session is full: 503,
+    /// start a new one.
     pub max_streams_per_session: Option<usize>,
     /// Most bytes the side-effect ledger holds for every principal together
     /// (tags, effects, committed keys) with the key table's entries, each
@@ -96,11 +97,6 @@ pub struct Exposure {
     /// resume then gets a `gap`, or 410 when a result went), so one client
     /// filling the budget costs only its own and later events' history.
     pub store_bytes: Option<usize>,
-    /// A session forgets a POST stream once its response ended and none
-    /// of its events is stored any more (`Session::release_if_done`), so
-    /// that what a live session keeps follows what it holds, not how many
-    /// calls it ever made.
-    pub release_streams: bool,
     /// What `serve` offers beside the ledger tools (`--fixtures`): the
     /// simulator never offers any.
     pub fixtures: super::Fixtures,
@@ -137,7 +133,6 @@ impl Exposure {
             task_bounds: None,
             state_key: None,
             store_bytes: None,
-            release_streams: false,
             fixtures: super::Fixtures::None,
         }
     }
@@ -187,7 +182,6 @@ impl Exposure {
                 finished_bytes: 12 * 1024 * 1024,
             }),
             store_bytes: Some(64 * 1024 * 1024),
-            release_streams: true,
             fixtures: super::Fixtures::None,
         }
     }

@@ -274,7 +274,6 @@ impl Shared {
             self.cfg.store_capacity,
         );
         s.budget = self.store_budget.clone();
-        s.release_streams = self.exposure.release_streams;
         if let Some(on) = &self.store {
             s.place_ids(on.event_base, on.stream_base);
             s.mirror = Some(on.client.clone());

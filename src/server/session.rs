@@ -116,10 +116,6 @@ pub(crate) struct Session {
     next_event_id: EventId,
     /// Event ids the streams not released hold (their `ids`, together).
     live_events: usize,
-    /// Release a stream's bookkeeping once it is finished and nothing of
-    /// it is stored (exposed: a long session's memory then follows what it
-    /// holds, not what it ever did; the simulator keeps everything).
-    pub release_streams: bool,
     /// The bounded store: contiguous ids from `store_base`.
     store: VecDeque<Stored>,
     store_base: EventId,
@@ -184,7 +180,6 @@ impl Session {
             first_event_id,
             next_event_id: first_event_id,
             live_events: 0,
-            release_streams: false,
             store: VecDeque::new(),
             store_base: first_event_id,
             store_capacity,
@@ -382,7 +377,7 @@ impl Session {
         self.release_if_done(e.stream);
     }
 
-    /// Releases stream `s`'s bookkeeping (exposed only) once nothing can
+    /// Releases stream `s`'s bookkeeping once nothing can
     /// need it: a POST stream whose response ended (or that retired), with
     /// no connection, nothing in flight or routed to it, Rule M done with
     /// it, and none of its events left in the store. A resume after
@@ -391,9 +386,6 @@ impl Session {
     /// this session issued on a stream it has forgotten
     /// ([`Session::released`]).
     pub fn release_if_done(&mut self, s: StreamIdx) {
-        if !self.release_streams {
-            return;
-        }
         let Some(rt) = self.streams.get(s) else {
             return;
         };
@@ -703,34 +695,31 @@ mod tests {
     #[test]
     fn a_finished_stream_is_released_once_none_of_its_events_is_stored() {
         let h = history();
-        for release in [false, true] {
-            let mut s = Session::new("s".into(), Transport::Streamable, 1, 3);
-            s.release_streams = release;
-            let a = s.open_stream(StreamKind::Post, Some(RequestId::Num(7)), 1, &h); // 1
-            finish(&mut s, a, &h); // 2
-            assert!(s.streams.get(a).is_some(), "its events 1 and 2 are stored");
-            assert_eq!(s.stream_of(1), Some(a));
-            let b = s.open_stream(StreamKind::Post, Some(RequestId::Num(8)), 2, &h); // 3
-            s.streams[b].sent.last = Some(3);
-            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 4 evicts 1
-            assert!(s.streams.get(a).is_some(), "event 2 is still stored");
-            s.streams[b].sent.last = Some(4);
-            s.produce(b, EventKind::Progress, "{}", None, None, &h); // 5 evicts 2
-            assert_eq!(s.streams.get(a).is_none(), release, "release {release}");
-            assert_eq!(s.post_streams.contains_key(&RequestId::Num(7)), !release);
-            assert_eq!(s.stream_of(2), (!release).then_some(a));
-            assert_eq!(s.released(2), release);
-            assert!(!s.released(6), "never issued");
-            assert!(s.streams.get(b).is_some(), "b is live");
-            assert_eq!(s.stream_of(3), Some(b), "a live stream's id");
-        }
+        let mut s = Session::new("s".into(), Transport::Streamable, 1, 3);
+        let a = s.open_stream(StreamKind::Post, Some(RequestId::Num(7)), 1, &h); // 1
+        finish(&mut s, a, &h); // 2
+        assert!(s.streams.get(a).is_some(), "its events 1 and 2 are stored");
+        assert_eq!(s.stream_of(1), Some(a));
+        let b = s.open_stream(StreamKind::Post, Some(RequestId::Num(8)), 2, &h); // 3
+        s.streams[b].sent.last = Some(3);
+        s.produce(b, EventKind::Progress, "{}", None, None, &h); // 4 evicts 1
+        assert!(s.streams.get(a).is_some(), "event 2 is still stored");
+        assert!(!s.released(1), "its stream is still known");
+        s.streams[b].sent.last = Some(4);
+        s.produce(b, EventKind::Progress, "{}", None, None, &h); // 5 evicts 2
+        assert!(s.streams.get(a).is_none(), "released");
+        assert!(!s.post_streams.contains_key(&RequestId::Num(7)));
+        assert_eq!(s.stream_of(2), None);
+        assert!(s.released(2));
+        assert!(!s.released(6), "never issued");
+        assert!(s.streams.get(b).is_some(), "b is live");
+        assert_eq!(s.stream_of(3), Some(b), "a live stream's id");
     }
 
     #[test]
     fn a_stream_in_flight_or_dropped_is_kept() {
         let h = history();
         let mut s = Session::new("s".into(), Transport::Streamable, 1, 2);
-        s.release_streams = true;
         let a = s.open_stream(StreamKind::Post, None, 1, &h); // 1
         s.guard.request_started(a);
         s.streams[a].sent.last = Some(1);
