@@ -82,7 +82,32 @@ pub(super) struct CStream {
     pub(super) finished: bool,
     pub(super) standalone: bool,
     /// Operations whose events rode it.
-    pub(super) ops: BTreeSet<usize>,
+    pub(super) ops: OpSet,
+}
+
+/// A set of operation indices, sorted: most streams carry one operation,
+/// so a vector costs a few bytes where a B-tree node cost a hundred, for
+/// every stream a client ever saw.
+#[derive(Default)]
+pub(super) struct OpSet(Vec<u32>);
+
+impl OpSet {
+    pub(super) fn insert(&mut self, op: usize) {
+        let op = u32::try_from(op).expect("a client plans at most u32::MAX operations");
+        if let Err(at) = self.0.binary_search(&op) {
+            self.0.reserve_exact(1);
+            self.0.insert(at, op);
+        }
+    }
+
+    pub(super) fn contains(&self, op: &usize) -> bool {
+        u32::try_from(*op).is_ok_and(|op| self.0.binary_search(&op).is_ok())
+    }
+
+    /// The operations, in increasing order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().map(|&op| op as usize)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -441,6 +466,12 @@ impl Client {
     /// Call `n`'s operation (`n < calls`), made pending, with every one
     /// before it, if it was not made yet.
     pub(super) fn op_at(&mut self, n: usize) -> &mut Op {
+        if self.ops.len() <= n && self.ops.capacity() == self.ops.len() {
+            // Every call is made by the end (or given up): room for all of
+            // them at once, not a doubling's spare half.
+            let left = self.calls().max(n + 1) - self.ops.len();
+            self.ops.reserve_exact(left);
+        }
         while self.ops.len() <= n {
             let tag = crate::history::op_tag(self.spec.index, self.ops.len() as u32);
             self.ops.push(Op::pending(tag.into()));

@@ -8,14 +8,13 @@
 //! lead to. What a broken stream leads to differs per behaviour
 //! ([`super::behaviour`]).
 
-use super::actor::{CStream, Client, Got, OpState, Slot, SlotKind, Timer};
+use super::actor::{CStream, Client, Got, OpSet, OpState, Slot, SlotKind, Timer};
 use super::core::{self, Action, Answer, OnBreak, Request, SlotId, View};
 use crate::history::Delivery;
 use crate::history::{ClientRecord, Outcome, SessionId, Transport};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::Message;
 use serde_json::Value;
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// An answer as the actor holds it while it performs the reaction: the
@@ -405,7 +404,7 @@ impl Client {
             live: None,
             finished: false,
             standalone: false,
-            ops: BTreeSet::new(),
+            ops: OpSet::default(),
         });
         st.finished = false;
         // The rejected POST retried the operation whose stream is named: the

@@ -2,14 +2,13 @@
 //! of its streams (priming ids, last seen ids, markers), records of what
 //! arrived, and results delivered to their operations.
 
-use super::actor::{CStream, Client, Got, SlotKind};
+use super::actor::{CStream, Client, Got, OpSet, SlotKind};
 use super::core::SlotId;
 use super::reader::{rpc_of, tag_of, Input};
 use crate::fault::At;
 use crate::history::{ClientRecord, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::{mcp, Json};
-use std::collections::BTreeSet;
 use std::rc::Rc;
 
 impl Client {
@@ -320,7 +319,7 @@ impl Client {
             live: Some(slot),
             finished: false,
             standalone,
-            ops: BTreeSet::new(),
+            ops: OpSet::default(),
         };
         if let SlotKind::Call { op } = *kind {
             self.ops[op].stream = Some(id);

@@ -334,7 +334,7 @@ impl Client {
             .values()
             .filter(|s| {
                 !s.finished
-                    && (s.standalone || s.ops.iter().any(|&o| self.ops[o].state == OpState::Active))
+                    && (s.standalone || s.ops.iter().any(|o| self.ops[o].state == OpState::Active))
             })
             .map(|s| CursorEntry {
                 event_id: s.last_seen,
