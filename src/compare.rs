@@ -34,7 +34,11 @@ fn execute(jobs: &[Job], workers: usize, control: Control) -> anyhow::Result<Sum
     });
     let progress = |done: usize, total: usize, job: &Job, r: &Result<RunReport, String>| {
         let verdict = match r {
-            Ok(r) if r.verdict == "pass" => "passes".to_string(),
+            Ok(r) if r.verdict == "pass" && r.metrics.ops_failed == 0 => "passes".to_string(),
+            Ok(r) if r.verdict == "pass" => format!(
+                "expectations hold, {} of {} operations failed",
+                r.metrics.ops_failed, r.metrics.operations
+            ),
             Ok(r) if r.verdict == run::NOT_APPLICABLE => r.verdict.clone(),
             Ok(r) => format!("expectations break ({})", r.verdict),
             Err(_) => "error".into(),
@@ -87,6 +91,7 @@ fn finish(
     summary: &Summary,
     files: &[(String, Scenario)],
     junit: Option<&Path>,
+    gate: &crate::gate::Gate,
 ) -> anyhow::Result<u8> {
     if let Some(j) = junit {
         write(j, &report::junit(summary, &repro_for(files)))?;
@@ -109,7 +114,8 @@ fn finish(
             repro(r)
         );
     }
-    Ok(summary.exit_code())
+    gate.apply(summary.exit_code(), &summary.runs, &repro)
+        .map_err(anyhow::Error::msg)
 }
 
 /// Which scenarios a comparison runs and how: `--scenario`, `--fail-fast`,
@@ -123,6 +129,8 @@ pub struct Select {
     pub shrink: bool,
     /// `--coverage`: which cells the runs reached, printed and written.
     pub coverage: bool,
+    /// `--fail-on ops` and the configuration it judges.
+    pub gate: crate::gate::Gate,
 }
 
 /// A comparison as the command line chose it.
@@ -174,6 +182,7 @@ fn compare_eras(c: &Comparison) -> anyhow::Result<u8> {
             },
             select: Select {
                 only: c.select.only.clone(),
+                gate: c.select.gate.clone(),
                 ..c.select
             },
             eras: Vec::new(),
@@ -290,6 +299,7 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         outln!("{}", report::coverage::write(out, &summary)?);
     }
     warn_uncovered(&summary, &files);
+    warn_overridden(&summary);
     outln!(
         "wrote {}, {} and {} in {:.0} s (command, commit and timings: {}, not committed)",
         out.join("summary.json").display(),
@@ -298,7 +308,7 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         meta.wall_s,
         meta_path.display()
     );
-    finish(&summary, &files, c.junit.as_deref())
+    finish(&summary, &files, c.junit.as_deref(), &select.gate)
 }
 
 /// The timelines of the groups [`report::pick_timeline_groups`] picks,
@@ -421,6 +431,25 @@ fn canonical_compare(c: &Comparison) -> Vec<String> {
     c
 }
 
+/// Says once how many runs a `--deployments` set other than `as-written`
+/// ran: their expectations were not checked.
+fn warn_overridden(summary: &Summary) {
+    let n = summary
+        .runs
+        .iter()
+        .filter(|r| r.deployment_overridden)
+        .count();
+    if n > 0 {
+        errln!(
+            "mcp-chaos compare: not checked: deployment overridden: {n} of {} runs ran under a \
+             --deployments set other than as-written, so their scenarios' expectations \
+             (written for their own [deployment]) were not checked; their figures are in the \
+             report",
+            summary.runs.len()
+        );
+    }
+}
+
 /// Flags scenarios whose declared hazards no run exercised, saying when
 /// the runs ended before the faults meant to exercise them.
 fn warn_uncovered(summary: &Summary, files: &[(String, Scenario)]) {
@@ -448,6 +477,8 @@ pub struct Sweep {
     pub jobs: Option<usize>,
     /// `--fail-fast` and `--timeout`.
     pub control: Control,
+    /// `--fail-on ops` and the configuration it judges.
+    pub gate: crate::gate::Gate,
     /// Where to write JUnit XML too.
     pub junit: Option<PathBuf>,
     /// Arms x the one profile x overrides.
@@ -472,7 +503,7 @@ pub fn sweep(w: &Sweep) -> anyhow::Result<u8> {
     )?;
     outln!("{}", report::headline(&summary));
     warn_uncovered(&summary, &files);
-    finish(&summary, &files, w.junit.as_deref())
+    finish(&summary, &files, w.junit.as_deref(), &w.gate)
 }
 
 /// `calibrate`: the model arm beside the SDK's from `summary`, written to

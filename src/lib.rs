@@ -16,6 +16,7 @@ pub mod explain;
 pub mod explore;
 pub mod fault;
 pub mod flags;
+pub mod gate;
 pub mod guard;
 pub mod history;
 pub mod intermediary;

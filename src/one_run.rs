@@ -4,6 +4,7 @@
 
 use crate::catalog;
 use crate::console::{errln, out, outln, write};
+use crate::gate::{FailOn, Gate};
 use crate::report;
 use crate::run::{self, Options};
 use crate::seed;
@@ -20,14 +21,15 @@ pub enum Format {
     Json,
 }
 
-/// Runs one scenario; returns the run's exit code.
+/// Runs one scenario; returns the run's exit code (with `--fail-on ops`,
+/// at least 1 when an operation failed).
 pub fn run_one(
     path: &Path,
     seed: u64,
     variant: Arm,
-    trace: Option<&Path>,
-    format: Format,
+    (trace, format): (Option<&Path>, Format),
     opts: &Options,
+    fail_on: Option<FailOn>,
 ) -> anyhow::Result<u8> {
     let scenario = catalog::load(path)?;
     catalog::check_options(&path.display().to_string(), &scenario, opts)?;
@@ -96,7 +98,14 @@ pub fn run_one(
         }
         errln!("reproduce with: {repro}");
     }
-    Ok(report.exit_code())
+    let gate = Gate {
+        on: fail_on,
+        config: None,
+    };
+    gate.apply(report.exit_code(), std::slice::from_ref(&report), |_| {
+        repro.clone()
+    })
+    .map_err(anyhow::Error::msg)
 }
 
 /// `repro`: the run's every derived option and whole fault plan printed
@@ -156,7 +165,14 @@ pub fn repro(
             variant.as_str()
         ))
     });
-    let code = run_one(path, seed, variant, Some(&trace), Format::Text, opts)?;
+    let code = run_one(
+        path,
+        seed,
+        variant,
+        (Some(&trace), Format::Text),
+        opts,
+        None,
+    )?;
     outln!("trace: {}", trace.display());
     Ok(code)
 }

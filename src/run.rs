@@ -159,6 +159,11 @@ pub struct RunReport {
     /// shared store). Never in the history: traces do not depend on it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub store_round_trips: u64,
+    /// A `compare --deployments` set other than `as-written` ran the
+    /// scenario: its expectations, written for its own deployment, were
+    /// not checked (not written when they were).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deployment_overridden: bool,
     /// Wall-clock figures.
     pub meta: Meta,
     /// Every protocol boundary the run reached, in order, when asked
@@ -585,7 +590,16 @@ fn run_effective<S: SystemUnderTest>(
     let trace_sha256 = out.history.trace_sha256();
     let records = out.history.len() as u64;
     let expect = &scenario.expect.of(sut.name());
-    let failed = failed_expectations(expect, &j.metrics);
+    // On `compare --deployments`'s axis, a set other than `as-written`
+    // runs the scenario on a deployment its expectations were not written
+    // for: measured, not judged.
+    let overridden =
+        !opts.deployment.is_empty() && opts.deployment != crate::deployments::AS_WRITTEN;
+    let failed = if overridden {
+        Vec::new()
+    } else {
+        failed_expectations(expect, &j.metrics)
+    };
     let report = RunReport {
         metrics: j.metrics,
         metrics_by_class: j.by_class,
@@ -603,6 +617,7 @@ fn run_effective<S: SystemUnderTest>(
         },
         not_applicable_clients: not_applicable as u32,
         store_round_trips: out.store_round_trips,
+        deployment_overridden: overridden,
         failed_expectations: failed.into_iter().map(|(_, line)| line).collect(),
         meta: Meta { wall_ms },
         reached: out.reached,
@@ -713,6 +728,7 @@ impl RunReport {
             verdict: String::new(),
             not_applicable_clients: 0,
             store_round_trips: 0,
+            deployment_overridden: false,
             meta: Meta { wall_ms: 0.0 },
             reached: Vec::new(),
         }

@@ -88,6 +88,32 @@ pub struct ControlArgs {
     pub timeout: Option<std::time::Duration>,
 }
 
+/// The CI gate beside the expectations: `--fail-on ops`, and which
+/// configuration it judges.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GateArgs {
+    /// Also fail (exit 1) when an operation failed, whatever the
+    /// scenarios' expectations allow: `ops`. Judges every configuration
+    /// run, or the one --fail-on-config names.
+    #[arg(long, value_enum, value_name = "ops")]
+    pub fail_on: Option<crate::gate::FailOn>,
+    /// The configuration --fail-on judges: ARM[,PROFILE][,KEY=VALUE...],
+    /// e.g. guarded,keys+cursors (PROFILE `scenario`: the clients as
+    /// written).
+    #[arg(long, value_name = "ARM[,PROFILE][,SET...]", requires = "fail_on")]
+    pub fail_on_config: Option<crate::gate::Config>,
+}
+
+impl GateArgs {
+    /// The gate.
+    pub fn gate(&self) -> crate::gate::Gate {
+        crate::gate::Gate {
+            on: self.fail_on,
+            config: self.fail_on_config.clone(),
+        }
+    }
+}
+
 impl ControlArgs {
     /// How the batch is scheduled.
     pub fn control(&self) -> Control {
@@ -282,6 +308,8 @@ pub struct CompareArgs {
     pub shrink: bool,
     #[command(flatten)]
     pub control: ControlArgs,
+    #[command(flatten)]
+    pub gate: GateArgs,
     /// Parallel simulations (default: the core count).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
     pub jobs: Option<usize>,
@@ -368,6 +396,8 @@ pub struct SweepArgs {
     pub out: PathBuf,
     #[command(flatten)]
     pub control: ControlArgs,
+    #[command(flatten)]
+    pub gate: GateArgs,
     /// Parallel simulations (default: the core count).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
     pub jobs: Option<usize>,
@@ -595,6 +625,10 @@ pub struct RunOneArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Also fail (exit 1) when an operation failed, whatever the
+    /// scenario's expectations allow: `ops`.
+    #[arg(long, value_enum, value_name = "ops")]
+    pub fail_on: Option<crate::gate::FailOn>,
     #[command(flatten)]
     pub run: RunArgs,
 }

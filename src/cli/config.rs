@@ -46,6 +46,7 @@ impl CompareArgs {
                 control: self.control.control(),
                 shrink: self.shrink,
                 coverage: self.coverage,
+                gate: self.gate.gate(),
             },
             eras: self.eras.map(|e| e.0).unwrap_or_default(),
         })
@@ -75,6 +76,7 @@ impl SweepArgs {
             out: self.out,
             jobs: self.jobs,
             control: self.control.control(),
+            gate: self.gate.gate(),
             junit: self.junit,
             matrix: Matrix {
                 arms: self.servers.map_or_else(Arm::all, |a| a.0),

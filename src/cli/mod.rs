@@ -124,7 +124,14 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
         Cmd::Run(a) => {
             let o = a.run.options()?;
             let path = config::scenario_arg(&a.scenario)?;
-            crate::one_run::run_one(&path, a.seed, a.server, a.trace.as_deref(), a.format, &o)
+            crate::one_run::run_one(
+                &path,
+                a.seed,
+                a.server,
+                (a.trace.as_deref(), a.format),
+                &o,
+                a.fail_on,
+            )
         }
         Cmd::Serve(a) => {
             let mut exposure = a.exposure();

@@ -337,6 +337,7 @@ mod tests {
             verdict: "pass".into(),
             not_applicable_clients: 0,
             store_round_trips: trips,
+            deployment_overridden: false,
             meta: Meta::default(),
             reached: vec![],
         }

@@ -30,12 +30,24 @@ pub fn regression_line(s: &Scenario, r: &RunReport) -> Option<String> {
     })
 }
 
-/// The run in one sentence of the report's words: a run passes when its
-/// expectations hold; its operations are ok, degraded or failed.
+/// The run in one sentence of the report's words, its operations first: a
+/// run passes when its expectations hold and none of its operations
+/// failed; failed operations are named with their causes whatever the
+/// expectations allow (a hazard scenario expects some), and `--fail-on
+/// ops` fails the command on them.
 pub fn run_outcome(r: &RunReport) -> String {
     let m = &r.metrics;
+    let mut ops = format!(
+        "operations: {} ok, {} degraded, {} failed of {}",
+        m.ops_ok, m.ops_degraded, m.ops_failed, m.operations
+    );
+    if m.ops_failed > 0 {
+        ops.push_str(&format!(" ({})", crate::gate::causes(&m.failures_by_cause)));
+    }
     let verdict = match r.verdict.as_str() {
-        "pass" => "the run passes: its expectations hold".to_string(),
+        "pass" if m.ops_failed == 0 => "the run passes: its expectations hold".to_string(),
+        "pass" => "its expectations hold (they allow these failures; --fail-on ops fails on them)"
+            .to_string(),
         run::NOT_APPLICABLE => {
             "not applicable: the arm could serve none of its clients".to_string()
         }
@@ -44,24 +56,32 @@ pub fn run_outcome(r: &RunReport) -> String {
             r.failed_expectations.join("; ")
         ),
     };
-    format!(
-        "{verdict}; operations: {} ok, {} degraded, {} failed of {}",
-        m.ops_ok, m.ops_degraded, m.ops_failed, m.operations
-    )
+    format!("{ops}; {verdict}")
+}
+
+/// A duration of `us` microseconds as a person reads it: ms below a
+/// second, seconds above.
+pub fn duration(us: u64) -> String {
+    match us {
+        0..=999 => format!("{:.2} ms", us as f64 / 1e3),
+        1_000..=999_999 => format!("{:.0} ms", us as f64 / 1e3),
+        1_000_000..=59_999_999 => format!("{:.1} s", us as f64 / 1e6),
+        _ => format!("{:.0} s", us as f64 / 1e6),
+    }
 }
 
 /// `run`'s text: the run's line, its outcome, the metrics shown, the
 /// faults planned, applied and not applied.
 pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
     let mut out = format!(
-        "{} · seed {} · {} server · {} ms simulated · {} records · trace {}\n{}\n",
+        "{}\n{} · seed {} · {} server · {} simulated · {} records · trace {}\n",
+        run_outcome(r),
         r.scenario,
         r.seed,
         r.server,
-        r.sim_ms,
+        duration(r.sim_ms * 1000),
         r.records,
         &r.trace_sha256[..16],
-        run_outcome(r)
     );
     for name in super::SHOWN {
         if let Some(v) = r.metrics.get(name) {
@@ -74,10 +94,19 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
         super::causes_line(&r.metrics)
     ));
     let l = &r.metrics.migration_latency_us;
-    out.push_str(&format!(
-        "  {:<24} n={} p50={} p90={} p99={} max={}\n",
-        "migration_latency_us", l.count, l.p50, l.p90, l.p99, l.max
-    ));
+    let latency = if l.count == 0 {
+        "none (no operation migrated)".to_string()
+    } else {
+        format!(
+            "n={} p50 {} · p90 {} · p99 {} · max {}",
+            l.count,
+            duration(l.p50),
+            duration(l.p90),
+            duration(l.p99),
+            duration(l.max)
+        )
+    };
+    out.push_str(&format!("  {:<24} {latency}\n", "migration latency"));
     out.push_str(&format!(
         "  faults planned {:?} applied {:?}\n",
         r.faults.planned, r.faults.applied

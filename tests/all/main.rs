@@ -20,6 +20,7 @@ mod eras;
 mod explore;
 mod faults;
 mod first_contact;
+mod gate;
 mod intermediaries;
 mod join;
 mod keepalive;
