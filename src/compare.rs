@@ -87,16 +87,28 @@ fn repro_for(files: &[(String, Scenario)]) -> impl Fn(&RunReport) -> String + '_
     }
 }
 
+/// The end of a batch: JUnit, the failing runs said, the step summary
+/// (`title`, the answer, the table) appended, the exit code with the gate.
 fn finish(
     summary: &Summary,
     files: &[(String, Scenario)],
     junit: Option<&Path>,
-    gate: &crate::gate::Gate,
+    (gate, step): (&crate::gate::Gate, (&str, &str, &str)),
 ) -> anyhow::Result<u8> {
     if let Some(j) = junit {
         write(j, &report::junit(summary, &repro_for(files)))?;
     }
     let repro = repro_for(files);
+    if let Some(p) = &gate.step_summary {
+        use std::io::Write;
+        let text = gate.step_summary(step, &summary.runs, &repro);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .with_context(|| format!("cannot append to --step-summary {}", p.display()))?;
+    }
     for r in summary.runs.iter().filter(|r| r.failed()) {
         let pinned = files
             .iter()
@@ -290,11 +302,10 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         &meta_path,
         &serde_json::to_string_pretty(&meta).expect("meta serializes"),
     )?;
-    outln!(
-        "{}",
-        report::recommend::text(&summary, &report::Beside::under(out))
-    );
-    outln!("{}", report::headline(&summary));
+    let answer = report::recommend::text(&summary, &report::Beside::under(out));
+    let table = report::headline(&summary);
+    outln!("{answer}");
+    outln!("{table}");
     if select.coverage {
         outln!("{}", report::coverage::write(out, &summary)?);
     }
@@ -308,7 +319,17 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         meta.wall_s,
         meta_path.display()
     );
-    finish(&summary, &files, c.junit.as_deref(), &select.gate)
+    let title = format!(
+        "mcp-chaos compare: {} runs, seeds {}",
+        summary.runs.len(),
+        seeds.range()
+    );
+    finish(
+        &summary,
+        &files,
+        c.junit.as_deref(),
+        (&select.gate, (&title, &answer, &table)),
+    )
 }
 
 /// The timelines of the groups [`report::pick_timeline_groups`] picks,
@@ -501,9 +522,21 @@ pub fn sweep(w: &Sweep) -> anyhow::Result<u8> {
         out,
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
-    outln!("{}", report::headline(&summary));
+    let table = report::headline(&summary);
+    outln!("{table}");
     warn_uncovered(&summary, &files);
-    finish(&summary, &files, w.junit.as_deref(), &w.gate)
+    let title = format!(
+        "mcp-chaos sweep: {}, {} runs, seeds {}",
+        scenario.name,
+        summary.runs.len(),
+        seeds.range()
+    );
+    finish(
+        &summary,
+        &files,
+        w.junit.as_deref(),
+        (&w.gate, (&title, "", &table)),
+    )
 }
 
 /// `calibrate`: the model arm beside the SDK's from `summary`, written to

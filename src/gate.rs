@@ -76,7 +76,12 @@ impl Config {
 pub struct Gate {
     pub on: Option<FailOn>,
     pub config: Option<Config>,
+    /// Where a CI step summary is appended (`--step-summary`).
+    pub step_summary: Option<std::path::PathBuf>,
 }
+
+/// The most a step summary writes (GitHub refuses a larger one).
+pub const STEP_SUMMARY_BYTES: usize = 1024 * 1024;
 
 /// What failed the gate in one configuration: its runs' failed
 /// operations over all of them, by cause, and its first failing run.
@@ -165,6 +170,72 @@ impl Gate {
         }
         Ok(if failed.is_empty() { code } else { code.max(1) })
     }
+
+    /// The step summary of a batch: `title`, the answer (`compare`'s
+    /// recommendation) and the table as given, then every failing run
+    /// (a broken expectation, or under `--fail-on ops` a failed operation
+    /// of a judged configuration) with the command that reproduces it, cut
+    /// at [`STEP_SUMMARY_BYTES`] with a line saying so.
+    pub fn step_summary(
+        &self,
+        (title, answer, table): (&str, &str, &str),
+        runs: &[RunReport],
+        repro: impl Fn(&RunReport) -> String,
+    ) -> String {
+        let mut s = format!("# {title}\n\n");
+        for part in [answer, table] {
+            if !part.trim().is_empty() {
+                s.push_str(part.trim_end());
+                s.push_str("\n\n");
+            }
+        }
+        let judged = |r: &RunReport| {
+            self.on.is_some()
+                && r.metrics.ops_failed > 0
+                && self.config.as_ref().is_none_or(|c| c.matches(r))
+        };
+        let failing: Vec<&RunReport> = runs.iter().filter(|r| r.failed() || judged(r)).collect();
+        if failing.is_empty() {
+            s.push_str("No run failed");
+            s.push_str(if self.on.is_some() {
+                ": every expectation holds and no judged operation failed.\n"
+            } else {
+                ": every expectation holds.\n"
+            });
+            return s;
+        }
+        s.push_str(&format!("## Failing runs ({})\n\n", failing.len()));
+        let cut = "\n… cut at 1 MiB: every run is in the summary JSON.\n";
+        for r in failing {
+            let why = if r.failed() {
+                format!(
+                    "expectations break ({}): {}",
+                    r.verdict,
+                    r.failed_expectations.join("; ")
+                )
+            } else {
+                format!(
+                    "{} of {} operations failed ({})",
+                    r.metrics.ops_failed,
+                    r.metrics.operations,
+                    causes(&r.metrics.failures_by_cause)
+                )
+            };
+            let line = format!(
+                "- {} · {} · seed {}: {why}\n  `{}`\n",
+                r.scenario,
+                label(r),
+                r.seed,
+                repro(r)
+            );
+            if s.len() + line.len() + cut.len() > STEP_SUMMARY_BYTES {
+                s.push_str(cut);
+                break;
+            }
+            s.push_str(&line);
+        }
+        s
+    }
 }
 
 /// A configuration in words: the arm, its clients, its overrides and
@@ -203,6 +274,7 @@ mod tests {
         )
         .expect("a valid scenario");
         let mut r = RunReport::of(&sc, 0, server, &Options::default());
+        r.verdict = "pass".into();
         r.clients = clients.into();
         r.metrics.operations = ok + failed;
         r.metrics.ops_ok = ok;
@@ -219,7 +291,33 @@ mod tests {
         Gate {
             on: Some(FailOn::Ops),
             config: config.map(|c| c.parse().expect("a valid configuration")),
+            step_summary: None,
         }
+    }
+
+    #[test]
+    fn a_step_summary_lists_the_failing_runs_and_stays_under_its_bound() {
+        let runs = [
+            run("unguarded", "scenario", 0, 10),
+            run("guarded", "keys", 10, 0),
+        ];
+        let s = gate(None).step_summary(("t", "Deploy guarded.", "| a |"), &runs, |_| "cmd".into());
+        assert!(
+            s.starts_with("# t\n\nDeploy guarded.\n\n| a |\n\n## Failing runs (1)"),
+            "{s}"
+        );
+        assert!(s.contains("unguarded (clients: scenario) · seed 0: 10 of 10 operations failed (retry_without_key 10)\n  `cmd`"), "{s}");
+        let off = Gate::default().step_summary(("t", "", ""), &runs, |_| "cmd".into());
+        assert!(
+            off.ends_with("No run failed: every expectation holds.\n"),
+            "{off}"
+        );
+        let many: Vec<RunReport> = (0..20_000)
+            .map(|_| run("unguarded", "scenario", 0, 1))
+            .collect();
+        let big = gate(None).step_summary(("t", "", ""), &many, |_| "x".repeat(100));
+        assert!(big.len() <= STEP_SUMMARY_BYTES, "{}", big.len());
+        assert!(big.ends_with("every run is in the summary JSON.\n"));
     }
 
     #[test]

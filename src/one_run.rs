@@ -100,7 +100,7 @@ pub fn run_one(
     }
     let gate = Gate {
         on: fail_on,
-        config: None,
+        ..Gate::default()
     };
     gate.apply(report.exit_code(), std::slice::from_ref(&report), |_| {
         repro.clone()

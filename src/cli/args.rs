@@ -102,6 +102,11 @@ pub struct GateArgs {
     /// written).
     #[arg(long, value_name = "ARM[,PROFILE][,SET...]", requires = "fail_on")]
     pub fail_on_config: Option<crate::gate::Config>,
+    /// Append a Markdown summary here (at most 1 MiB: the answer, the
+    /// table, the failing runs with their repro commands), e.g.
+    /// "$GITHUB_STEP_SUMMARY".
+    #[arg(long, value_name = "FILE")]
+    pub step_summary: Option<PathBuf>,
 }
 
 impl GateArgs {
@@ -110,6 +115,7 @@ impl GateArgs {
         crate::gate::Gate {
             on: self.fail_on,
             config: self.fail_on_config.clone(),
+            step_summary: self.step_summary.clone(),
         }
     }
 }
