@@ -130,6 +130,10 @@ fn finish(
         .map_err(anyhow::Error::msg)
 }
 
+/// Where `compare` writes without `--out`: under `target/`, never into
+/// the checkout (`--out results` regenerates the committed results).
+pub const DEFAULT_OUT: &str = "target/compare";
+
 /// Which scenarios a comparison runs and how: `--scenario`, `--fail-fast`,
 /// `--timeout`, `--shrink`.
 pub struct Select {
@@ -443,7 +447,7 @@ fn canonical_compare(c: &Comparison) -> Vec<String> {
             labels.join(";").replace(AS_WRITTEN, "as-written"),
         );
     }
-    if out != Path::new("results") {
+    if out != Path::new(DEFAULT_OUT) {
         flag("--out", out.display().to_string());
     }
     if select.shrink {

@@ -319,8 +319,9 @@ pub struct CompareArgs {
     /// Parallel simulations (default: the core count).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::jobs)]
     pub jobs: Option<usize>,
-    /// Output directory.
-    #[arg(long, default_value = "results")]
+    /// Output directory (`--out results` regenerates the committed
+    /// results).
+    #[arg(long, default_value = crate::compare::DEFAULT_OUT)]
     pub out: PathBuf,
     /// Also write JUnit XML here.
     #[arg(long)]
@@ -430,7 +431,7 @@ pub struct CalibrateArgs {
     #[arg(default_value = "results/summary.json")]
     pub summary: PathBuf,
     /// Where to write it.
-    #[arg(long, default_value = "results/calibration.md")]
+    #[arg(long, default_value = "target/calibration.md")]
     pub out: PathBuf,
     /// The model arm, one of {arms}.
     #[arg(long, default_value = "unguarded")]
@@ -577,7 +578,8 @@ pub struct ShrinkArgs {
     /// while it reproduces) or bug (fails until fixed).
     #[arg(long, default_value = "hazard")]
     pub kind: RegressionKind,
-    /// Where to write the shrunk scenario (default: sims/regressions/NAME.toml).
+    /// Where to write the shrunk scenario (default: target/shrunk/NAME.toml;
+    /// move it into sims/regressions/ for the test suite to run it).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -681,9 +683,14 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Where the smallest failing placement of each cause goes as a
-    /// regression scenario (default: sims/regressions; `-` for nowhere).
-    #[arg(long, default_value = "sims/regressions")]
+    /// regression scenario (`-` for nowhere; name sims/regressions to add
+    /// them to the test suite).
+    #[arg(long, default_value = "target/regressions")]
     pub regressions: PathBuf,
+    /// Write every failing placement's regression to --out, not only
+    /// those the pages show (the first 10 of each cause).
+    #[arg(long)]
+    pub all_regressions: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -228,5 +228,5 @@ pub fn explore(a: super::args::ExploreArgs) -> anyhow::Result<u8> {
         crate::one_run::Format::Text => crate::explore::Format::Text,
         crate::one_run::Format::Json => crate::explore::Format::Json,
     };
-    crate::explore::command(&setup, &out, regressions, format)
+    crate::explore::command(&setup, (&out, a.all_regressions), regressions, format)
 }

@@ -20,7 +20,7 @@ pub enum Format {
 /// placement fails, 1 when one does.
 pub fn command(
     setup: &Setup,
-    out: &Path,
+    (out, all): (&Path, bool),
     regressions: Option<&Path>,
     format: Format,
 ) -> anyhow::Result<u8> {
@@ -36,7 +36,7 @@ pub fn command(
         )
     })?;
     let (summary, written) =
-        write_outputs(setup, &x, out, regressions).map_err(anyhow::Error::msg)?;
+        write_outputs(setup, &x, (out, all), regressions).map_err(anyhow::Error::msg)?;
     match format {
         Format::Json => outln!(
             "{}",
@@ -51,9 +51,18 @@ pub fn command(
             String::new()
         } else {
             format!(
-                " and {} regression(s) under {}/regressions",
-                x.failing.len(),
-                out.display()
+                " and {} regression(s) under {}/regressions{}",
+                summary
+                    .failing
+                    .iter()
+                    .filter(|f| !f.regression.is_empty())
+                    .count(),
+                out.display(),
+                if all {
+                    ""
+                } else {
+                    " (those the pages show; --all-regressions: every one)"
+                }
             )
         }
     );

@@ -27,9 +27,12 @@ pub struct FailingLine {
     pub depth: u8,
     /// Failed operations.
     pub failed: u64,
-    /// The command that replays it.
+    /// The command that replays it (empty: its regression was not
+    /// written, see `regression`).
     pub repro: String,
-    /// Its regression scenario (in the output directory).
+    /// Its regression scenario (in the output directory), written for the
+    /// placements the pages show (the first [`SHOWN`] of each cause) or,
+    /// with `--all-regressions`, for every one; empty when not written.
     pub regression: String,
     /// Not run: the single placement whose run it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,8 +104,8 @@ fn stem(setup: &Setup) -> String {
 }
 
 impl Summary {
-    /// Of an exploration, its regressions under `dir`.
-    pub fn of(setup: &Setup, x: &Exploration, dir: &Path) -> Summary {
+    /// Of an exploration, its regressions under `dir` (those `written`).
+    pub fn of(setup: &Setup, x: &Exploration, dir: &Path, written: &[bool]) -> Summary {
         let failing = x
             .failing
             .iter()
@@ -111,19 +114,27 @@ impl Summary {
                 let file = dir
                     .join("regressions")
                     .join(format!("{}.toml", regression_name(setup, i)));
+                let (repro, regression) = if written[i] {
+                    (
+                        format!(
+                            "mcp-chaos run --scenario {} --seed {} --server {}",
+                            file.display(),
+                            setup.seed,
+                            setup.arm.as_str()
+                        ),
+                        file.display().to_string(),
+                    )
+                } else {
+                    (String::new(), String::new())
+                };
                 FailingLine {
                     cause: f.causes.first().cloned().unwrap_or_default(),
                     also: f.causes.iter().skip(1).cloned().collect(),
                     placement: f.placement.clone(),
                     depth: f.depth,
                     failed: f.verdict.failed,
-                    repro: format!(
-                        "mcp-chaos run --scenario {} --seed {} --server {}",
-                        file.display(),
-                        setup.seed,
-                        setup.arm.as_str()
-                    ),
-                    regression: file.display().to_string(),
+                    repro,
+                    regression,
                     same_as: f.same_as.clone(),
                 }
             })
@@ -304,11 +315,10 @@ pub fn render_text(s: &Summary) -> String {
                 .as_deref()
                 .map(|x| format!("; not run: its run is that of {x}"))
                 .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "- {} — {} failed{also}{same}\n  `{}`",
-                f.placement, f.failed, f.repro
-            );
+            let _ = writeln!(out, "- {} — {} failed{also}{same}", f.placement, f.failed);
+            if !f.repro.is_empty() {
+                let _ = writeln!(out, "  `{}`", f.repro);
+            }
         }
         if lines.len() > SHOWN {
             let _ = writeln!(
@@ -372,14 +382,31 @@ fn regression(
     ))
 }
 
-/// Writes `explore.json`, `explore.md`, `explore.html` and every failing
-/// placement's regression to `dir`, and the smallest failing placement
-/// per cause to `smallest` (when given); returns the summary and the
-/// files written to `smallest`.
+/// Which failing placements the pages show (the first [`SHOWN`] of each
+/// first cause, in placement order): those whose regression is written.
+pub fn shown(failing: &[super::Failing]) -> Vec<bool> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    failing
+        .iter()
+        .map(|f| {
+            let n = seen
+                .entry(f.causes.first().map_or("", String::as_str))
+                .or_default();
+            *n += 1;
+            *n <= SHOWN
+        })
+        .collect()
+}
+
+/// Writes `explore.json`, `explore.md`, `explore.html` and the
+/// regressions of the failing placements the pages show (of every one
+/// with `all`) to `dir`, and the smallest failing placement per cause to
+/// `smallest` (when given); returns the summary and the files written to
+/// `smallest`.
 pub fn write_outputs(
     setup: &Setup,
     x: &Exploration,
-    dir: &Path,
+    (dir, all): (&Path, bool),
     smallest: Option<&Path>,
 ) -> Result<(Summary, Vec<PathBuf>), String> {
     let io = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
@@ -388,13 +415,20 @@ pub fn write_outputs(
     // The scenario as run, once for every regression it writes.
     let effective = crate::run::effective(&setup.scenario, &setup.opts)?;
     let base = (setup, &effective, &x.baseline_plan[..]);
-    let summary = Summary::of(setup, x, dir);
+    let written: Vec<bool> = if all {
+        vec![true; x.failing.len()]
+    } else {
+        shown(&x.failing)
+    };
+    let summary = Summary::of(setup, x, dir, &written);
     let mut first_of: BTreeMap<String, usize> = BTreeMap::new();
     for (i, f) in x.failing.iter().enumerate() {
-        let name = regression_name(setup, i);
-        let text = regression(base, f, &name)?;
-        let path = regs.join(format!("{name}.toml"));
-        std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
+        if written[i] {
+            let name = regression_name(setup, i);
+            let text = regression(base, f, &name)?;
+            let path = regs.join(format!("{name}.toml"));
+            std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
+        }
         if let Some(c) = f.causes.first() {
             first_of.entry(c.clone()).or_insert(i);
         }

@@ -78,8 +78,8 @@ pub fn shrink_one(
     if let Some(n) = name {
         found.scenario.name = n;
     }
-    let out = out
-        .unwrap_or_else(|| PathBuf::from(format!("sims/regressions/{}.toml", found.scenario.name)));
+    let out =
+        out.unwrap_or_else(|| PathBuf::from(format!("target/shrunk/{}.toml", found.scenario.name)));
     let text = format!(
         "# {}\n# Written by `{command}`.\n# Pins {}.\n{}",
         found.scenario.description,

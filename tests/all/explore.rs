@@ -195,8 +195,39 @@ fn a_failing_placement_replays_its_trace_from_its_regression() {
     );
     let x = explore::explore(&s).unwrap();
     let dir = scratch("explore-regressions");
-    let (summary, _) = explore::write_outputs(&s, &x, &dir, None).unwrap();
+    let (summary, _) = explore::write_outputs(&s, &x, (&dir, true), None).unwrap();
     assert_eq!(summary.failing.len(), x.failing.len());
+    assert!(summary
+        .failing
+        .iter()
+        .all(|f| Path::new(&f.regression).exists()));
+    // Without --all-regressions, only the placements the pages show (the
+    // first ten of each cause) have their file; the rest name none.
+    let shown_dir = scratch("explore-regressions-shown");
+    let (shown, _) = explore::write_outputs(&s, &x, (&shown_dir, false), None).unwrap();
+    let mut per_cause: std::collections::BTreeMap<&str, usize> = Default::default();
+    for f in &shown.failing {
+        let n = per_cause.entry(f.cause.as_str()).or_default();
+        *n += 1;
+        assert_eq!(!f.regression.is_empty(), *n <= 10, "{}", f.placement);
+        assert_eq!(f.repro.is_empty(), f.regression.is_empty());
+        assert!(f.regression.is_empty() || Path::new(&f.regression).exists());
+    }
+    let files = std::fs::read_dir(shown_dir.join("regressions"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        files,
+        shown
+            .failing
+            .iter()
+            .filter(|f| !f.regression.is_empty())
+            .count()
+    );
+    assert!(
+        files < x.failing.len(),
+        "this space has causes with more than ten placements"
+    );
     for (line, f) in summary.failing.iter().zip(&x.failing).take(6) {
         let loaded = mcp_chaos::catalog::load(Path::new(&line.regression)).unwrap();
         let r = run::run_arm_streaming(&loaded, 0, s.arm, &Options::default()).unwrap();
@@ -305,7 +336,7 @@ fn shards_merge_to_the_whole_exploration() {
     );
     let x = explore::explore(&whole).unwrap();
     let dir = scratch("explore-shards");
-    let (all, _) = explore::write_outputs(&whole, &x, &dir.join("all"), None).unwrap();
+    let (all, _) = explore::write_outputs(&whole, &x, (&dir.join("all"), false), None).unwrap();
     let mut parts = Vec::new();
     for k in 1..=3 {
         let s = Setup {
@@ -314,7 +345,7 @@ fn shards_merge_to_the_whole_exploration() {
         };
         let x = explore::explore(&s).unwrap();
         parts.push(
-            explore::write_outputs(&s, &x, &dir.join(format!("{k}")), None)
+            explore::write_outputs(&s, &x, (&dir.join(format!("{k}")), false), None)
                 .unwrap()
                 .0,
         );
@@ -355,7 +386,7 @@ fn shards_merge_to_the_whole_exploration() {
         opts: zero(),
         ..whole.clone()
     };
-    let recorded = explore::Summary::of(&zeroed, &x, &dir);
+    let recorded = explore::Summary::of(&zeroed, &x, &dir, &vec![false; x.failing.len()]);
     assert_eq!(
         recorded.sets,
         ["server.durable_dedup=true", "server.effects=transactional"]

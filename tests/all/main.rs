@@ -29,6 +29,7 @@ mod loopback;
 mod no_fault;
 mod oracle;
 mod own_server;
+mod printed;
 mod probe;
 mod refusals;
 mod report;

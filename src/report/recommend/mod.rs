@@ -386,20 +386,23 @@ pub struct Beside {
 }
 
 impl Beside {
-    /// The matrix and zero summaries under `out` (skipped when missing or
-    /// unreadable: evidence, not input).
+    /// The matrix and zero summaries under `out`, else the committed ones
+    /// under `results/` (skipped when missing or unreadable: evidence, not
+    /// input).
     pub fn under(out: &Path) -> Beside {
         let mut dirs = Vec::new();
         for sub in ["matrix", "zero"] {
-            let path = out.join(sub).join("summary.json");
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let Ok(s) = serde_json::from_str::<Summary>(&text) else {
-                continue;
-            };
-            let name = out.join(sub).display().to_string();
-            dirs.push((name, standings(&s)));
+            for dir in [out, Path::new("results")] {
+                let path = dir.join(sub).join("summary.json");
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                let Ok(s) = serde_json::from_str::<Summary>(&text) else {
+                    continue;
+                };
+                dirs.push((dir.join(sub).display().to_string(), standings(&s)));
+                break;
+            }
         }
         Beside { dirs }
     }
