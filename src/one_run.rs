@@ -22,14 +22,15 @@ pub enum Format {
 }
 
 /// Runs one scenario; returns the run's exit code (with `--fail-on ops`,
-/// at least 1 when an operation failed).
+/// at least 1 when an operation failed; 3 when a fault the file writes
+/// never applied because the run ended first, unless `allow_late`).
 pub fn run_one(
     path: &Path,
     seed: u64,
     variant: Arm,
     (trace, format): (Option<&Path>, Format),
     opts: &Options,
-    fail_on: Option<FailOn>,
+    (fail_on, allow_late): (Option<FailOn>, bool),
 ) -> anyhow::Result<u8> {
     let scenario = catalog::load(path)?;
     catalog::check_options(&path.display().to_string(), &scenario, opts)?;
@@ -67,11 +68,19 @@ pub fn run_one(
         Format::Text => out!("{}", report::text_report(&report, &scenario)),
     }
     // A fault the file writes and the run ended before is a plan that
-    // tests less than it says: said on stderr whatever the format.
+    // tests less than it says: a usage error (exit 3) unless allowed, said
+    // on stderr whatever the format. Generated faults drawn past the end
+    // stay in the report's not-applied list.
+    let mut late = false;
     for n in &report.faults.not_applied {
         if scenario.faults.explicit.contains(&n.fault) {
             if let Some(said) = crate::never_applied::sentence(n, report.sim_ms, Some(&scenario)) {
-                errln!("mcp-chaos: warning: {said}");
+                if allow_late {
+                    errln!("mcp-chaos: warning: {said}");
+                } else {
+                    late = true;
+                    errln!("mcp-chaos: {said} (--allow-late-faults runs it anyway)");
+                }
             }
         }
     }
@@ -102,14 +111,18 @@ pub fn run_one(
         on: fail_on,
         ..Gate::default()
     };
+    if late {
+        return Ok(3);
+    }
     gate.apply(report.exit_code(), std::slice::from_ref(&report), |_| {
         repro.clone()
     })
     .map_err(anyhow::Error::msg)
 }
 
-/// `repro`: the run's every derived option and whole fault plan printed
-/// (and, with `emit`, written as a scenario), then the run with its trace.
+/// `repro`: the run with its trace (its outcome first), where to read one
+/// operation's story, then the run's every derived option and whole fault
+/// plan (and, with `emit`, that written as a scenario).
 pub fn repro(
     path: &Path,
     seed: u64,
@@ -121,12 +134,33 @@ pub fn repro(
     let scenario = catalog::load(path)?;
     let effective = run::effective(&scenario, opts).map_err(anyhow::Error::msg)?;
     let as_run = crate::shrink::as_run(&effective, seed);
+    let text = toml::to_string(&as_run).context("printing the scenario")?;
     outln!(
         "# mcp-chaos repro: {} seed {seed} server {} clients {}{}",
         scenario.name,
         variant.as_str(),
         opts.clients_label(),
         opts.flags()
+    );
+    let trace = trace.unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "target/repro/{}-{seed}-{}.jsonl",
+            scenario.name,
+            variant.as_str()
+        ))
+    });
+    let code = run_one(
+        path,
+        seed,
+        variant,
+        (Some(&trace), Format::Text),
+        opts,
+        (None, true),
+    )?;
+    outln!(
+        "trace: {t}\none operation's story, record by record: mcp-chaos explain --trace {t} --op TAG \
+         (TAG: an operation's tag, e.g. from `run --format json`'s operations)\n",
+        t = trace.display()
     );
     outln!(
         "# child seeds: faults={} turmoil={} client-start={} server-sessions/0={}",
@@ -135,7 +169,6 @@ pub fn repro(
         seed::child(seed, "client-start"),
         seed::child(seed, "server-sessions/0")
     );
-    let text = toml::to_string(&as_run).context("printing the scenario")?;
     outln!(
         "# the scenario as run (every derived option; the whole fault plan, {} faults, \
          as explicit faults with the generators off):\n",
@@ -158,21 +191,5 @@ pub fn repro(
         write(f, &format!("{header}{text}"))?;
         errln!("mcp-chaos: wrote {}", f.display());
     }
-    let trace = trace.unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "target/repro/{}-{seed}-{}.jsonl",
-            scenario.name,
-            variant.as_str()
-        ))
-    });
-    let code = run_one(
-        path,
-        seed,
-        variant,
-        (Some(&trace), Format::Text),
-        opts,
-        None,
-    )?;
-    outln!("trace: {}", trace.display());
     Ok(code)
 }

@@ -637,6 +637,10 @@ pub struct RunOneArgs {
     /// scenario's expectations allow: `ops`.
     #[arg(long, value_enum, value_name = "ops")]
     pub fail_on: Option<crate::gate::FailOn>,
+    /// Run a scenario whose written faults start after its workload ends
+    /// (a warning instead of exit 3).
+    #[arg(long)]
+    pub allow_late_faults: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -702,6 +706,10 @@ pub struct ServeArgs {
     /// Which server arm: {arms}.
     #[arg(long, default_value = "guarded")]
     pub server: Arm,
+    /// One line on stderr per request: connection, method, path, session,
+    /// status and content type (built-in arms).
+    #[arg(long)]
+    pub log: bool,
     /// Address to listen on, HOST:PORT (a host name is resolved:
     /// localhost:8080; port 0 to 65535, 0 picks a free one). Loopback
     /// by default: anything else exposes the server beyond this machine.

@@ -156,6 +156,7 @@ impl ServeArgs {
         exposure.header_timeout = Some(Duration::from_millis(self.header_timeout_ms));
         exposure.body_timeout = Some(Duration::from_millis(self.body_timeout_ms));
         exposure.session_idle = Some(Duration::from_secs(self.session_idle_secs));
+        exposure.log = self.log;
         exposure
     }
 

@@ -130,7 +130,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
                 a.server,
                 (a.trace.as_deref(), a.format),
                 &o,
-                a.fail_on,
+                (a.fail_on, a.allow_late_faults),
             )
         }
         Cmd::Serve(a) => {

@@ -186,13 +186,28 @@ fn toml_problem(message: &str) -> String {
         .collect::<Vec<_>>()
         .join(": ");
     let fix = if one.contains("duplicate key") {
-        ": write each table once (merge the two into one)"
+        ": write each table once (merge the two into one)".to_string()
     } else if one.contains("recursion limit") {
-        ": keys and values nest at most 80 levels deep (scenarios need 3): flatten it"
+        ": keys and values nest at most 80 levels deep (scenarios need 3): flatten it".to_string()
     } else {
-        ""
+        did_you_mean(&one).map_or(String::new(), |n| format!(": did you mean `{n}`?"))
     };
     format!("{one}{fix}")
+}
+
+/// For serde's "unknown field `X`, expected one of `a`, `b`" (or an
+/// unknown variant), the expected name nearest to `X`, if one is near.
+fn did_you_mean(message: &str) -> Option<&str> {
+    let at = message
+        .find("unknown field `")
+        .or_else(|| message.find("unknown variant `"))?;
+    let rest = &message[at..];
+    let start = rest.find('`')? + 1;
+    let end = start + rest[start..].find('`')?;
+    let word = &rest[start..end];
+    let expected = &rest[end + 1..];
+    let candidates = expected.split('`').skip(1).step_by(2);
+    super::schema::nearest(word, candidates)
 }
 
 /// Whether `text` writes `key` in its `[table]` (rather than taking the
@@ -385,5 +400,21 @@ at_ms = 5
             }
         }
         assert!(n >= 11);
+    }
+
+    #[test]
+    fn a_misspelt_key_or_value_names_the_nearest_known_one() {
+        let text = "name = \"t\"\nduraton_ms = 1000\n[[clients]]\nbehaviour = \"resume\"\n";
+        let e = Scenario::parse(text).unwrap_err();
+        assert!(e.contains("did you mean `duration_ms`?"), "{e}");
+        let text = "name = \"t\"\n[[client]]\nbehaviour = \"resume\"\n";
+        let e = Scenario::parse(text).unwrap_err();
+        assert!(e.contains("did you mean `clients`?"), "{e}");
+        let text = "name = \"t\"\n[[clients]]\nbehaviour = \"resum\"\n";
+        let e = Scenario::parse(text).unwrap_err();
+        assert!(e.contains("did you mean `resume`?"), "{e}");
+        let far = "name = \"t\"\nzzzzzzzzzz = 1\n";
+        let e = Scenario::parse(far).unwrap_err();
+        assert!(!e.contains("did you mean"), "nothing near: {e}");
     }
 }

@@ -100,6 +100,10 @@ pub struct Exposure {
     /// What `serve` offers beside the ledger tools (`--fixtures`): the
     /// simulator never offers any.
     pub fixtures: super::Fixtures,
+    /// One line on stderr per request served (`serve --log`): its
+    /// connection, method, path, session and the response's status and
+    /// content type.
+    pub log: bool,
 }
 
 impl Default for Exposure {
@@ -134,6 +138,7 @@ impl Exposure {
             state_key: None,
             store_bytes: None,
             fixtures: super::Fixtures::None,
+            log: false,
         }
     }
 
@@ -183,6 +188,7 @@ impl Exposure {
             }),
             store_bytes: Some(64 * 1024 * 1024),
             fixtures: super::Fixtures::None,
+            log: false,
         }
     }
 

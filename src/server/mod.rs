@@ -555,7 +555,17 @@ impl Server {
                 req.extensions_mut().insert(principal::Peer(peer));
                 async move {
                     let no_buffering = s.cfg.no_buffering;
+                    let logged = s.exposure.log.then(|| request_line(&req));
                     let (mut resp, slot) = routes::handle(s, req, conn).await;
+                    if let Some(line) = logged {
+                        // A closed stderr loses the line, never the request.
+                        use std::io::Write;
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "serve: conn {conn} {line} -> {}",
+                            response_line(&resp)
+                        );
+                    }
                     if no_buffering {
                         respond::say_no_buffering(&mut resp);
                     }
@@ -590,4 +600,24 @@ impl Server {
             .conns
             .insert(conn, (handle.abort_handle(), busy));
     }
+}
+
+/// A request as `serve --log` names it: method, path, session.
+fn request_line<B>(req: &http::Request<B>) -> String {
+    let session = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    format!("{} {} session {session}", req.method(), req.uri().path())
+}
+
+/// A response as `serve --log` names it: status, content type.
+fn response_line<B>(resp: &http::Response<B>) -> String {
+    let kind = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    format!("{} {kind}", resp.status().as_u16())
 }

@@ -252,7 +252,9 @@ fn a_fault_past_the_workload_says_so_with_the_times() {
         "--format",
         "json",
     ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // A plan that tests less than it says is a usage error: exit 3, one
+    // line naming the fault and the fix.
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let end = report["sim_ms"].as_u64().unwrap();
     assert!(end < 1500, "the workload ends before the fault: {end}");
@@ -260,7 +262,25 @@ fn a_fault_past_the_workload_says_so_with_the_times() {
         "faults.explicit[1] (partition of host 0 at 1500 ms) was never applied: the run ended at \
          {end} ms, before it; move it earlier or lengthen the workload"
     );
-    assert_eq!(stderr(&o).trim(), format!("mcp-chaos: warning: {said}"));
+    assert_eq!(
+        stderr(&o).trim(),
+        format!("mcp-chaos: {said} (--allow-late-faults runs it anyway)")
+    );
+    let allowed = run(&[
+        "run",
+        "--scenario",
+        path,
+        "--server",
+        "guarded",
+        "--format",
+        "json",
+        "--allow-late-faults",
+    ]);
+    assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
+    assert_eq!(
+        stderr(&allowed).trim(),
+        format!("mcp-chaos: warning: {said}")
+    );
     let text_out = run(&["run", "--scenario", path, "--server", "guarded"]);
     assert!(
         String::from_utf8_lossy(&text_out.stdout).contains(&format!("  not applied: {said}\n")),

@@ -682,3 +682,48 @@ fn past_the_connection_cap_with_none_idle_a_connection_gets_503() {
     initialize(&mut s.connect(), &[]);
     assert!(s.alive());
 }
+
+/// `serve --log`: one line per request on stderr, naming the connection,
+/// method, path, session and the answer's status and content type; a
+/// request the server refuses is logged too.
+#[test]
+fn serve_log_writes_one_line_per_request() {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--log"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr: SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split("/mcp").next())
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let mut c = Conn::new(TcpStream::connect(addr).unwrap());
+    let sid = initialize(&mut c, &[]);
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let refused = c.send("POST", &[("mcp-session-id", "nosuch")], ping);
+    assert_eq!(refused.status, 404);
+    let mut logged = Vec::new();
+    while logged.len() < 2 {
+        let mut l = String::new();
+        err.read_line(&mut l).unwrap();
+        if l.starts_with("serve: ") {
+            logged.push(l.trim_end().to_string());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        logged[0].starts_with("serve: conn 1 POST /mcp session - -> 200 "),
+        "{logged:?} (session {sid})"
+    );
+    assert_eq!(
+        logged[1],
+        "serve: conn 1 POST /mcp session nosuch -> 404 application/json"
+    );
+}
