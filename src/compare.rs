@@ -21,8 +21,40 @@ use std::path::{Path, PathBuf};
 mod matrix;
 pub use matrix::Matrix;
 
-/// Runs jobs with a progress bar on a terminal, plain lines otherwise.
+/// What one run of `s` is expected to cost, for the progress line's
+/// estimate: its calls' events (each call's chunks, its request and its
+/// result), over every client. The runs of a comparison differ by three
+/// orders of magnitude (a fleet against a seed case), so counting runs
+/// alone misleads.
+pub fn expected_cost(s: &Scenario) -> f64 {
+    let events: f64 = s
+        .clients
+        .iter()
+        .map(|g| f64::from(g.count) * f64::from(g.calls.max(1)) * (f64::from(g.chunks) + 2.0))
+        .sum();
+    events.max(1.0)
+}
+
+/// The time left at `elapsed` seconds with `done` of `total` cost made,
+/// in words (`None` before a twentieth is made: too early to say).
+pub fn time_left(elapsed: f64, done: f64, total: f64) -> Option<String> {
+    if done <= 0.0 || done < total / 20.0 || done >= total {
+        return None;
+    }
+    let left = (elapsed * (total - done) / done).round() as u64;
+    Some(match left {
+        0..=59 => format!("about {left} s left"),
+        _ => format!("about {} min {} s left", left / 60, left % 60),
+    })
+}
+
+/// Runs jobs with a progress bar on a terminal, plain lines otherwise,
+/// each with the time left estimated from the runs' expected costs.
 fn execute(jobs: &[Job], workers: usize, control: Control) -> anyhow::Result<Summary> {
+    let total_cost: f64 = jobs.iter().map(|j| expected_cost(&j.scenario)).sum();
+    // The pool calls `progress` from its workers' threads.
+    let done_cost = std::sync::Mutex::new(0.0_f64);
+    let started = std::time::Instant::now();
     let tty = std::io::stderr().is_terminal();
     let bar = tty.then(|| {
         let b = indicatif::ProgressBar::new(jobs.len() as u64);
@@ -43,6 +75,15 @@ fn execute(jobs: &[Job], workers: usize, control: Control) -> anyhow::Result<Sum
             Ok(r) => format!("expectations break ({})", r.verdict),
             Err(_) => "error".into(),
         };
+        let made = {
+            let mut d = done_cost
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *d += expected_cost(&job.scenario);
+            *d
+        };
+        let left = time_left(started.elapsed().as_secs_f64(), made, total_cost)
+            .map_or(String::new(), |l| format!(" ({l})"));
         let line = format!(
             "{} seed {} {}: {verdict}",
             job.scenario.name,
@@ -52,9 +93,9 @@ fn execute(jobs: &[Job], workers: usize, control: Control) -> anyhow::Result<Sum
         match &bar {
             Some(b) => {
                 b.set_position(done as u64);
-                b.set_message(line);
+                b.set_message(format!("{line}{left}"));
             }
-            None => errln!("[{done}/{total}] {line}"),
+            None => errln!("[{done}/{total}]{left} {line}"),
         }
     };
     let results = sweep::run_all(jobs, workers, control, &progress);
@@ -703,4 +744,45 @@ fn shrink_failures(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn the_time_left_follows_the_expected_cost_not_the_run_count() {
+        let small = crate::check::parse(
+            "name = \"s\"\nduration_ms = 1000\n[[clients]]\nbehaviour = \"resume\"\ncalls = 2\nchunks = 3\n",
+        )
+        .expect("a valid scenario");
+        let fleet = crate::check::parse(
+            "name = \"f\"\nduration_ms = 1000\n[[clients]]\nbehaviour = \"resume\"\ncount = 100\ncalls = 20\nchunks = 3\n",
+        )
+        .expect("a valid scenario");
+        assert_eq!(
+            expected_cost(&small),
+            10.0,
+            "2 calls of 3 chunks, a request and a result"
+        );
+        assert_eq!(expected_cost(&fleet), 10_000.0);
+        // Nine small runs made in 1 s: the fleet left is 1,000 times their
+        // cost, not one run in ten.
+        let done = 9.0 * expected_cost(&small);
+        let total = done + expected_cost(&fleet);
+        assert_eq!(
+            time_left(1.0, done, total),
+            None,
+            "under a twentieth: too early"
+        );
+        assert_eq!(
+            time_left(10.0, total / 2.0, total).as_deref(),
+            Some("about 10 s left")
+        );
+        assert_eq!(
+            time_left(30.0, total / 4.0, total).as_deref(),
+            Some("about 1 min 30 s left")
+        );
+        assert_eq!(time_left(30.0, total, total), None, "nothing left");
+    }
 }
