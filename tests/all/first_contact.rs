@@ -349,3 +349,48 @@ fn every_help_that_mentions_arms_names_all_of_them() {
     }
     assert!(mention >= 12, "{mention} help texts name the arms");
 }
+
+/// sims/README.md opens with a complete scenario: it loads, and runs as its
+/// text says (the unguarded arm fails one operation, `retry_without_key`;
+/// the guarded arm none; both exit 0, the drop applied).
+#[test]
+fn the_first_scenario_of_sims_readme_runs_as_it_says() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/README.md"),
+    )
+    .unwrap();
+    let start = readme.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let end = start + readme[start..].find("```").expect("its end");
+    let dir = super::cli::scratch("first-scenario");
+    let file = dir.join("first.toml");
+    std::fs::write(&file, &readme[start..end]).unwrap();
+    for (arm, failed) in [("unguarded", 1), ("guarded", 0)] {
+        let o = run(&[
+            "run",
+            "--scenario",
+            file.to_str().unwrap(),
+            "--server",
+            arm,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(code(&o), 0, "{arm}: {}", stderr(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(r["metrics"]["ops_failed"], failed, "{arm}");
+        assert_eq!(r["faults"]["applied"]["drop"], 1, "{arm}: the drop fired");
+    }
+    let text = run(&[
+        "run",
+        "--scenario",
+        file.to_str().unwrap(),
+        "--server",
+        "unguarded",
+    ]);
+    let said =
+        "operations: 7 ok, 0 degraded, 1 failed of 8 (retry_without_key 1); its expectations hold";
+    assert!(
+        String::from_utf8_lossy(&text.stdout).starts_with(said),
+        "the README quotes the first line: {}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+}
