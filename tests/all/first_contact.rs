@@ -394,3 +394,59 @@ fn the_first_scenario_of_sims_readme_runs_as_it_says() {
         String::from_utf8_lossy(&text.stdout)
     );
 }
+
+/// The README's count of the slow tests the test command leaves out is
+/// the number of ignore attributes on the crate's tests.
+#[test]
+fn the_readme_counts_the_slow_tests_it_leaves_out() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    fn count(dir: &std::path::Path) -> usize {
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                n += count(&p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let attr = format!("#[{}", "ignore");
+                n += text
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with(&attr))
+                    .count();
+            }
+        }
+        n
+    }
+    let ignored = count(&root.join("tests")) + count(&root.join("src"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let said: usize = readme
+        .split("leaves out ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the README says how many slow tests it leaves out, in digits");
+    assert_eq!(
+        said, ignored,
+        "README: leaves out {said} slow tests; the crate ignores {ignored}"
+    );
+}
+
+/// The README's headline table is the committed results' own: what
+/// `report::headline` makes of results/summary.json, line for line (a
+/// change that moves the results moves the README with them).
+#[test]
+fn the_readme_headline_is_the_committed_results() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("results/summary.json")).unwrap();
+    let summary: mcp_chaos::sweep::Summary = serde_json::from_str(&text).unwrap();
+    let table = mcp_chaos::report::headline(&summary);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(rows.len() > 10, "a header, a rule and a row per scenario");
+    for row in rows {
+        assert!(
+            readme.lines().any(|l| l == row),
+            "README's headline lacks, or has an old copy of:\n{row}\n(regenerate: copy the table `compare --out results` prints)"
+        );
+    }
+}
