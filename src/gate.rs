@@ -107,7 +107,6 @@ impl Gate {
             .collect();
         if judged.is_empty() && !runs.is_empty() {
             let mut ran: Vec<String> = runs.iter().map(label).collect();
-            ran.dedup();
             ran.sort();
             ran.dedup();
             return Err(format!(

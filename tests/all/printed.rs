@@ -164,15 +164,22 @@ fn missing(argv: &[String]) -> Vec<String> {
     gone
 }
 
-#[test]
-fn every_command_a_committed_page_prints_parses_and_finds_its_files() {
+/// The committed pages, the command line's parser and its subcommands'
+/// names.
+fn committed_pages() -> (Vec<PathBuf>, clap::Command, Vec<String>) {
     let mut files = Vec::new();
     pages(&root().join("results"), &mut files);
     let cli = mcp_chaos::cli::command();
-    let subcommands: Vec<String> = cli
+    let subcommands = cli
         .get_subcommands()
         .map(|s| s.get_name().to_string())
         .collect();
+    (files, cli, subcommands)
+}
+
+#[test]
+fn every_command_a_committed_page_prints_parses_and_finds_its_files() {
+    let (files, cli, subcommands) = committed_pages();
     let (mut checked, mut templates, mut bad) = (0, 0, Vec::new());
     // Relative paths in the pages are the checkout's, and tests run from
     // its root.
@@ -250,13 +257,7 @@ fn the_extraction_finds_commands_and_tells_templates_apart() {
 #[test]
 #[ignore = "runs a sample of the printed commands and asks git for the status; CI runs it"]
 fn a_sample_of_the_printed_commands_runs_and_writes_nothing_into_the_checkout() {
-    let mut files = Vec::new();
-    pages(&root().join("results"), &mut files);
-    let cli = mcp_chaos::cli::command();
-    let subcommands: Vec<String> = cli
-        .get_subcommands()
-        .map(|s| s.get_name().to_string())
-        .collect();
+    let (files, _, subcommands) = committed_pages();
     let mut runs: Vec<Vec<String>> = Vec::new();
     for page in files
         .iter()
