@@ -6,6 +6,7 @@
 //! failure, 3 on a usage or I/O error.
 
 mod args;
+mod batch;
 mod config;
 
 use crate::console::{errln, out, outln};
