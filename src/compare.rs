@@ -259,10 +259,7 @@ fn compare_eras(c: &Comparison) -> anyhow::Result<u8> {
     let path = c.out.join("eras.md");
     write(&path, &md)?;
     let page = c.out.join("eras.html");
-    write(
-        &page,
-        &report::page("mcp-chaos: the eras side by side", &md),
-    )?;
+    write(&page, &report::eras::html(&view))?;
     outln!("wrote {} and {}", path.display(), page.display());
     Ok(code)
 }

@@ -45,6 +45,18 @@ impl Profile {
         }
     }
 
+    /// What its clients do, in a few words: one line of a glossary.
+    pub fn words(self) -> &'static str {
+        match self {
+            Profile::Plain => "clients that send no `Idempotency-Key` and no cursor",
+            Profile::Keys => "clients that send an `Idempotency-Key` on every non-idempotent call",
+            Profile::Cursors => "clients that send the last event ids they saw with every POST",
+            Profile::KeysCursors => "clients that send both keys and cursors",
+            Profile::Tasks => "clients that run calls as tasks (2026-07-28 tasks extension) and poll them, without keys",
+            Profile::TasksKeys => "clients that create each task under an `Idempotency-Key`",
+        }
+    }
+
     /// Sends `Idempotency-Key`.
     pub fn keys(self) -> bool {
         matches!(

@@ -136,24 +136,6 @@ fn table(out: &mut String, t: &Table, arms: &[String], lead: &str) {
     }
 }
 
-/// The fewest failed per 1,000 in `era` (then the fewest degraded; then
-/// the arm's report order), as (arm, profile, cell).
-fn best(t: &Table, era: Era) -> Option<(&str, &str, &Cell)> {
-    t.iter()
-        .filter(|((e, _, _), c)| *e == era && c.operations > 0)
-        .min_by(|((_, pa, aa), ca), ((_, pb, ab), cb)| {
-            ca.rate()
-                .total_cmp(&cb.rate())
-                .then(
-                    per_1000(ca.degraded, ca.operations)
-                        .total_cmp(&per_1000(cb.degraded, cb.operations)),
-                )
-                .then(arm_rank(aa).cmp(&arm_rank(ab)))
-                .then(profile_rank(pa).cmp(&profile_rank(pb)))
-        })
-        .map(|((_, p, a), c)| (a.as_str(), p.as_str(), c))
-}
-
 /// `eras.md`: the summaries of one comparison made once per era.
 pub fn markdown(eras: &[(Era, &Summary)]) -> String {
     let mut out = String::new();
@@ -194,21 +176,21 @@ pub fn markdown(eras: &[(Era, &Summary)]) -> String {
     let t = pooled(eras, &common, None);
     let _ = writeln!(
         out,
-        "## Failed operations per 1,000, by cause\n\nEach cell: failed per 1,000 operations, then the two largest causes per 1,000.\n"
+        "## What to deploy\n\nPer era, over every scenario that era ran, by the rule each era's report.md states (fewest failed per 1,000; ties, within 95 % intervals over seeds, to the fewest mechanisms).\n"
     );
-    table(&mut out, &t, &arms, "");
-    let _ = writeln!(out, "\n## What to deploy\n");
-    for (era, _) in eras {
-        let Some((arm, profile, c)) = best(&t, *era) else {
+    for (era, summary) in eras {
+        // Every scenario of the era, as its own report.md decides.
+        let ranked = super::recommend::standings(summary);
+        let Some(c) = ranked.first().filter(|c| c.operations > 0) else {
             let _ = writeln!(out, "- **{}**: nothing ran.", era.as_str());
             continue;
         };
         let worst = t
             .iter()
-            .filter(|((e, p, _), c)| e == era && p == profile && c.operations > 0)
+            .filter(|((e, p, _), w)| e == era && *p == c.clients && w.operations > 0)
             .max_by(|(_, a), (_, b)| a.rate().total_cmp(&b.rate()));
         let beside = worst
-            .filter(|((_, _, w), _)| w != arm)
+            .filter(|((_, _, w), _)| *w != c.server)
             .map(|((_, _, w), wc)| {
                 format!(
                     "; the same clients against `{w}` fail {} per 1,000",
@@ -216,16 +198,34 @@ pub fn markdown(eras: &[(Era, &Summary)]) -> String {
                 )
             })
             .unwrap_or_default();
+        let seeds = summary
+            .runs
+            .iter()
+            .map(|r| r.seed)
+            .collect::<BTreeSet<u64>>()
+            .len();
+        let noise = super::recommend::decide::noise_sentence(&ranked, seeds);
         let _ = writeln!(
             out,
-            "- **{}**: `{arm}` with `{profile}` clients: {} failed per 1,000 ({} of {} operations; {} degraded){beside}.",
+            "- **{}**: `{}` with `{}` clients: {} failed per 1,000 (95 % interval {}–{}; {} of {} operations; {} degraded){beside}.{}{noise}",
             era.as_str(),
+            c.server,
+            c.clients,
             rate_text(c.rate()),
+            rate_text(c.interval.0),
+            rate_text(c.interval.1),
             thousands(c.failed),
             thousands(c.operations),
             thousands(c.degraded),
+            if noise.is_empty() { "" } else { " " },
         );
     }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "## Failed operations per 1,000, by cause\n\nEach cell: failed per 1,000 operations, then the two largest causes per 1,000.\n"
+    );
+    table(&mut out, &t, &arms, "");
     let _ = writeln!(out, "\n## Per scenario\n");
     for sc in &common {
         let _ = writeln!(out, "### {sc}\n");
@@ -236,44 +236,66 @@ pub fn markdown(eras: &[(Era, &Summary)]) -> String {
     out
 }
 
+/// `eras.html`: `eras.md` as a page, with a chart after the answer: per
+/// era and arm, the failed operations per 1,000 of its best client
+/// profile over the pooled scenarios.
+pub fn html(eras: &[(Era, &Summary)]) -> String {
+    let md = markdown(eras);
+    let common = common_scenarios(eras);
+    let t = pooled(eras, &common, None);
+    let mut bars = Vec::new();
+    for (era, _) in eras {
+        for arm in arms_of(eras) {
+            let best = t
+                .iter()
+                .filter(|((e, _, a), c)| e == era && *a == arm && c.operations > 0)
+                .min_by(|(_, a), (_, b)| a.rate().total_cmp(&b.rate()));
+            if let Some(((_, p, _), c)) = best {
+                bars.push(super::plots::EraBar {
+                    era: era.as_str(),
+                    arm: arm.clone(),
+                    profile: p.clone(),
+                    rate: c.rate(),
+                });
+            }
+        }
+    }
+    let chart = format!(
+        "<h2 id=\"chart\">Each arm with its best clients, per era</h2><p>Failed operations per 1,000 over the pooled scenarios, each arm with the client profile that fails least under it (named after the bar); linear axis.</p>{}",
+        super::plots::era_bars_svg(&bars)
+    );
+    let page = super::page("mcp-chaos: the eras side by side", &md);
+    match page.find("<h2 id=\"failed-operations-per-1-000-by-cause\">") {
+        Some(at) => format!("{}{chart}{}", &page[..at], &page[at..]),
+        None => page,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oracle::Metrics;
-
-    fn agg(scenario: &str, server: &str, clients: &str, ops: u64, failed: u64) -> Aggregate {
-        let metrics = Metrics {
-            operations: ops,
-            ops_failed: failed,
-            ..Metrics::default()
-        };
-        Aggregate::for_test(
-            (scenario, server, clients),
-            1,
-            metrics,
-            "cancelled_after_effect",
-        )
-    }
-
-    fn summary(aggs: Vec<Aggregate>) -> Summary {
-        Summary {
-            aggregates: aggs,
-            ..Summary::from_runs(Vec::new())
-        }
-    }
+    use crate::report::recommend::tests::{run_of, template};
 
     #[test]
     fn pools_only_what_ran_in_both_eras_and_names_the_best_per_era() {
-        let old = summary(vec![
-            agg("a", "guarded", "keys", 1000, 0),
-            agg("a", "unguarded", "keys", 1000, 20),
-            agg("switch", "guarded", "keys", 500, 5),
-        ]);
-        let new = summary(vec![
-            agg("a", "guarded", "keys", 1000, 3),
-            agg("a", "unguarded", "keys", 1000, 100),
-            agg("switch", "guarded", "keys", 0, 0),
-        ]);
+        let t = template();
+        let cause = "cancelled_after_effect";
+        let run = |sc: &str, arm: &str, seed: u64, (f, ops): (u64, u64)| {
+            let mut r = run_of(&t, (sc, arm, seed), (f, ops), cause, &[]);
+            r.clients = "keys".into();
+            r
+        };
+        let mut old = Vec::new();
+        let mut new = Vec::new();
+        for seed in 0..2 {
+            old.push(run("a", "guarded", seed, (0, 500)));
+            old.push(run("a", "unguarded", seed, (10, 500)));
+            old.push(run("switch", "guarded", seed, (2, 250)));
+            new.push(run("a", "guarded", seed, (1 + seed, 500)));
+            new.push(run("a", "unguarded", seed, (50, 500)));
+            new.push(run("switch", "guarded", seed, (0, 0)));
+        }
+        let (old, new) = (Summary::from_runs(old), Summary::from_runs(new));
         let md = markdown(&[(Era::Y2025, &old), (Era::Y2026, &new)]);
         assert!(
             md.contains("the 1 scenarios that make sense in both eras (a)"),
@@ -291,6 +313,7 @@ mod tests {
             md.contains("against `unguarded` fail 100.0 per 1,000"),
             "{md}"
         );
+        assert!(md.contains("seeds are too few"), "{md}");
         assert!(!md.contains("### switch"), "{md}");
     }
 }

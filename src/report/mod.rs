@@ -105,12 +105,9 @@ fn latency(m: &Metrics) -> String {
     )
 }
 
+/// A latency or stall in µs, for a reader: ms below a second, s above.
 fn ms(us: u64) -> String {
-    if us >= 1000 {
-        format!("{:.0} ms", us as f64 / 1000.0)
-    } else {
-        format!("{:.2} ms", us as f64 / 1000.0)
-    }
+    run_text::duration(us)
 }
 
 /// A column's heading: the arm, with its client profile when it is not

@@ -18,13 +18,36 @@ fn client_and_call(op: &OpVerdict) -> String {
     }
 }
 
-/// "Failing operations worth a look": per scenario, the run its timeline
-/// draws; per cause of its failed operations one row: how many, one
-/// example (client, call), the command that reproduces the run and the one
-/// that shrinks it to that cause. At most one row per scenario × cause.
+/// "Failing operations worth a look": what remains under the
+/// recommendation. Per scenario, the recommended configuration's run with
+/// the most failed operations (ties: the lowest seed); per cause of its
+/// failed operations one row: how many, one example (client, call), the
+/// command that reproduces the run and the one that shrinks it to that
+/// cause. At most one row per scenario × cause.
 pub fn worth_a_look_markdown(s: &Summary) -> String {
+    let mut out = String::from("## Failing operations worth a look\n\n");
+    let Some(rec) = super::recommend::recommend(s) else {
+        out.push_str("Nothing ran.\n\n");
+        return out;
+    };
+    let best = rec.best();
+    let name = best.name();
     let mut rows = String::new();
-    for r in super::picks::pick_timeline_runs(s) {
+    for sc in super::scenarios(s) {
+        let run = s
+            .runs
+            .iter()
+            .filter(|r| {
+                r.scenario == sc
+                    && r.server == best.server
+                    && r.clients == best.clients
+                    && r.overrides == best.settings
+                    && r.metrics.ops_failed > 0
+            })
+            .max_by_key(|r| (r.metrics.ops_failed, std::cmp::Reverse(r.seed)));
+        let Some(r) = run else {
+            continue;
+        };
         let mut by_cause: BTreeMap<&str, (u64, &OpVerdict)> = BTreeMap::new();
         for op in &r.operations {
             let Some(c) = op.cause.as_deref() else {
@@ -37,22 +60,22 @@ pub fn worth_a_look_markdown(s: &Summary) -> String {
             let (repro, shrink) = commands(s, r, op);
             let _ = writeln!(
                 rows,
-                "| {} | {} · {} · {} | {cause} | {n} | {} | `{repro}` | `{shrink}` |",
+                "| {} | {} | {cause} | {n} | {} | `{repro}` | `{shrink}` |",
                 r.scenario,
                 r.seed,
-                r.server,
-                r.clients,
                 client_and_call(op)
             );
         }
     }
-    let mut out = String::from("## Failing operations worth a look\n\n");
     if rows.is_empty() {
-        out.push_str("No operation failed in the runs the timelines draw.\n\n");
+        let _ = writeln!(
+            out,
+            "No operation failed under the recommendation, {name}: nothing remains to look at.\n"
+        );
         return out;
     }
-    out.push_str("Per scenario, the run its timeline draws (seed · arm · clients); one row per cause of its failed operations, with one example. The first command re-runs the run and writes its trace (`mcp-chaos explain --trace FILE --op TAG` then tells the example's story); the second shrinks the run to a small scenario (fewest faults, clients and calls it finds) in which an operation still fails with that cause, and prints how to run it.\n\n");
-    out.push_str("| scenario | run | cause | failed ops | example | reproduce | shrink to it |\n|---|---|---|---|---|---|---|\n");
+    let _ = writeln!(out, "What remains under the recommendation, {name}: per scenario, its run with the most failed operations; one row per cause, with one example. The first command re-runs the run and writes its trace (`mcp-chaos explain --trace FILE --op TAG` then tells the example's story); the second shrinks the run to a small scenario (fewest faults, clients and calls it finds) in which an operation still fails with that cause, and prints how to run it.\n");
+    out.push_str("| scenario | seed | cause | failed ops | example | reproduce | shrink to it |\n|---|---|---|---|---|---|---|\n");
     out.push_str(&rows);
     out.push('\n');
     out

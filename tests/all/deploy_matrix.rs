@@ -141,7 +141,7 @@ fn two_deployments_are_two_aggregates_with_their_labels_and_round_trips() {
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(
-        html.contains("<h2 id=\"deployments\">Deployments</h2>")
+        html.contains("<details id=\"deployments\"><summary>Deployments</summary>")
             && html.contains("href=\"#deployments\""),
         "the HTML page has the section and its link"
     );

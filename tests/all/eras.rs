@@ -223,8 +223,49 @@ fn compare_eras_sets_the_wires_side_by_side() {
         md.contains("- **2026-07-28**: `guarded` with `keys` clients: 0 failed per 1,000"),
         "{md}"
     );
+    // One answer per era, the same in stdout, the era's report.md and
+    // eras.md (the era a condition of the line, not a setting).
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let said: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("recommendation: deploy "))
+        .map(|l| l.split(" — ").next().unwrap())
+        .collect();
+    assert_eq!(said.len(), 2, "{stdout}");
+    for (era, line) in ["2025-11-25", "2026-07-28"].iter().zip(&said) {
+        assert!(line.ends_with(&format!(" on the {era} wire")), "{line}");
+        let (arm, clients) = (
+            line.split(' ').next().unwrap(),
+            line.split(" with ")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap(),
+        );
+        let report = std::fs::read_to_string(out.join(era).join("report.md")).unwrap();
+        assert!(
+            report.contains(&format!(
+                "**Deploy `{arm}` with `{clients}` clients on the {era} wire.**"
+            )),
+            "{era}: {report}"
+        );
+        assert!(
+            md.contains(&format!("- **{era}**: `{arm}` with `{clients}` clients:")),
+            "{era}: {md}"
+        );
+        assert!(md.contains("seeds are too few to separate"), "{md}");
+    }
     let page = std::fs::read_to_string(out.join("eras.html")).unwrap();
     assert!(page.starts_with("<!doctype html>"));
+    assert!(
+        page.find("id=\"what-to-deploy\"").unwrap() < page.find("<svg").unwrap()
+            && page.find("<svg").unwrap()
+                < page
+                    .find("id=\"failed-operations-per-1-000-by-cause\"")
+                    .unwrap(),
+        "the answer, then the chart, then the table: {page}"
+    );
     assert!(
         page.contains(">Eras: 2025-11-25 and 2026-07-28</h1>"),
         "{page}"

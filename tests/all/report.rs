@@ -138,8 +138,12 @@ fn the_report_opens_with_what_to_deploy() {
         .find("<section class=\"deploy\">")
         .expect("a deploy section");
     assert!(deploy_at < html.find("id=\"headline\"").unwrap());
-    assert!(html[deploy_at..].starts_with(&format!(
-        "<section class=\"deploy\"><h2 id=\"what-to-deploy\">What to deploy</h2><p class=\"answer\"><b>Deploy <code>{best}</code>"
+    assert!(html[deploy_at..].starts_with(
+        "<section class=\"deploy\"><h2 id=\"what-to-deploy\">What to deploy</h2><h3 id=\"the-answer-by-what-you-control\">"
+    ));
+    let section_end = deploy_at + html[deploy_at..].find("</section>").unwrap();
+    assert!(html[deploy_at..section_end].contains(&format!(
+        "<p class=\"answer\"><b>Deploy <code>{best}</code>"
     )));
 }
 

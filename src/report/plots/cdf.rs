@@ -38,7 +38,7 @@ type Series<'a> = (&'a str, Vec<(u64, u64)>, u64, bool);
 /// legend (p90 and sample count per arm) under the axes.
 pub fn cdf_panel_svg(s: &Summary, scenario: &str, profile: &str) -> String {
     let series = series(s, scenario, profile);
-    let f = Frame::new(&series);
+    let f = Frame::new(&series, page_range(s));
     let mut out = svg_open(
         W,
         f.h,
@@ -106,26 +106,27 @@ struct Frame {
     h: f64,
 }
 
+/// The x range every panel of a page shares, in decades of µs: from the
+/// smallest migration latency of any run to the largest, at least one
+/// decade wide, never below 100 µs.
+fn page_range(s: &Summary) -> (f64, f64) {
+    let pairs = || {
+        s.runs
+            .iter()
+            .flat_map(|r| r.migration_latency_hist_us.iter())
+    };
+    let min_v = pairs().map(|x| x.0).min().unwrap_or(1000).max(1);
+    let max_v = pairs().map(|x| x.0).max().unwrap_or(10_000).max(min_v + 1);
+    let lo = (min_v as f64).log10().floor().max(2.0);
+    (lo, (max_v as f64).log10().ceil().max(lo + 1.0))
+}
+
 impl Frame {
-    /// The layout for `series`: decades of µs from the smallest latency
-    /// to the largest, at least 100 µs wide; a legend row per arm.
-    fn new(series: &[Series<'_>]) -> Frame {
+    /// The layout for `series` on the page's x range `(lo, hi)`; a legend
+    /// row per arm.
+    fn new(series: &[Series<'_>], (lo, hi): (f64, f64)) -> Frame {
         let (l, r, t, ph) = (52.0, 30.0, 30.0, 170.0);
         let h = t + ph + 40.0 + LEGEND_ROW * series.len().max(1) as f64 + 6.0;
-        let min_v = series
-            .iter()
-            .filter_map(|(_, p, _, _)| p.first().map(|x| x.0))
-            .min()
-            .unwrap_or(1000)
-            .max(1);
-        let max_v = series
-            .iter()
-            .filter_map(|(_, p, _, _)| p.last().map(|x| x.0))
-            .max()
-            .unwrap_or(10_000)
-            .max(min_v + 1);
-        let lo = (min_v as f64).log10().floor().max(2.0);
-        let hi = (max_v as f64).log10().ceil().max(lo + 1.0);
         Frame {
             l,
             t,

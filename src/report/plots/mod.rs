@@ -9,12 +9,14 @@
 
 mod bars;
 mod cdf;
+mod era_bars;
 mod svg;
 mod timeline;
 mod timeline_svg;
 
 pub use bars::bars_svg;
 pub use cdf::{cdf_panel_svg, cdf_panels};
+pub use era_bars::{era_bars_svg, EraBar};
 pub use timeline::{share_lanes, FaultWindow, Lane, OpBar, Timeline};
 pub use timeline_svg::{timeline_group_svg, timeline_svg};
 

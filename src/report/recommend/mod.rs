@@ -39,6 +39,13 @@ pub struct Standing {
     /// Lowest and highest per-seed rate (failed per 1,000 operations,
     /// pooled over the scenarios of that seed).
     pub seed_rates: (f64, f64),
+    /// The rate's 95 % interval over seeds ([`decide::interval`]).
+    pub interval: (f64, f64),
+    /// Seeds that ran some operation of it.
+    pub seeds: usize,
+    /// Tied with the best configuration ([`decide::tied`]; set when the
+    /// standings are ordered).
+    pub tied: bool,
     /// Failed operations by their one primary cause.
     pub by_cause: BTreeMap<String, u64>,
     /// p99 of the migration latency over every run, µs (0: no migration).
@@ -63,7 +70,8 @@ impl Standing {
         per_1000(self.failed, self.operations)
     }
 
-    /// `guarded`, `guarded with keys+cursors clients`, plus settings.
+    /// `guarded`, `guarded with keys+cursors clients`, plus settings; the
+    /// era, a condition and never a setting to deploy, last as the wire.
     pub fn name(&self) -> String {
         let mut out = format!("`{}`", self.server);
         if self.clients == AS_WRITTEN {
@@ -71,8 +79,14 @@ impl Standing {
         } else {
             let _ = write!(out, " with `{}` clients", self.clients);
         }
-        if !self.settings.is_empty() {
-            let _ = write!(out, " and `{}`", self.settings.join("`, `"));
+        let sets: Vec<&str> = decide::deployed_settings(&self.settings)
+            .map(String::as_str)
+            .collect();
+        if !sets.is_empty() {
+            let _ = write!(out, " and `{}`", sets.join("`, `"));
+        }
+        if let Some(era) = self.settings.iter().find_map(|s| s.strip_prefix("era=")) {
+            let _ = write!(out, " on the {era} wire");
         }
         out
     }
@@ -111,19 +125,49 @@ impl Recommendation {
 
 /// Every configuration of `s` with its standing, best first.
 pub fn standings(s: &Summary) -> Vec<Standing> {
+    standings_of(s.runs.iter())
+}
+
+/// Every configuration of `runs` with its standing, in decision order:
+/// the best and those tied with it first, the fewest mechanisms first
+/// among them, then the rest by rate ([`decide`]).
+pub fn standings_of<'a>(runs: impl Iterator<Item = &'a RunReport>) -> Vec<Standing> {
     type Key = (String, String, Vec<String>);
     let mut groups: BTreeMap<Key, Vec<&RunReport>> = BTreeMap::new();
-    for r in &s.runs {
+    for r in runs {
         groups
             .entry((r.server.clone(), r.clients.clone(), r.overrides.clone()))
             .or_default()
             .push(r);
     }
-    let mut v: Vec<Standing> = groups
+    let v: Vec<Standing> = groups
         .into_iter()
         .map(|((server, clients, settings), runs)| standing(server, clients, settings, &runs))
         .collect();
+    order(v)
+}
+
+/// `v` in decision order, each marked tied or not with the best.
+pub fn order(mut v: Vec<Standing>) -> Vec<Standing> {
     v.sort_by(rank);
+    let Some(best) = v.first().filter(|b| b.operations > 0).cloned() else {
+        return v;
+    };
+    for x in &mut v {
+        x.tied = decide::tied(x, &best);
+    }
+    v.sort_by(|a, b| {
+        b.tied.cmp(&a.tied).then_with(|| {
+            if a.tied && b.tied {
+                decide::mechanisms(a)
+                    .cmp(&decide::mechanisms(b))
+                    .then(costs(a, b))
+                    .then(rank(a, b))
+            } else {
+                rank(a, b)
+            }
+        })
+    });
     v
 }
 
@@ -160,6 +204,7 @@ fn standing(
             let _ = hist.record_n(value, count);
         }
     }
+    let points: Vec<(u64, u64)> = by_seed.values().copied().collect();
     let rates: Vec<f64> = by_seed
         .values()
         .filter(|(_, ops)| *ops > 0)
@@ -181,6 +226,9 @@ fn standing(
         } else {
             seed_rates
         },
+        interval: decide::interval(&points),
+        seeds: rates.len(),
+        tied: false,
         by_cause,
         p99_us: if hist.is_empty() {
             0
@@ -205,18 +253,30 @@ fn standing(
     }
 }
 
+/// `n / of` against `m / mof`, compared exactly.
+fn ratio(n: u64, of: u64, m: u64, mof: u64) -> std::cmp::Ordering {
+    (u128::from(n) * u128::from(mof.max(1))).cmp(&(u128::from(m) * u128::from(of.max(1))))
+}
+
 /// `a` before `b`: fewer failed per operation (compared exactly), then
-/// the cheaper (p99 latency, extra executions, replayed events per
-/// operation), then report order.
+/// the cheaper ([`costs`]), then report order.
 fn rank(a: &Standing, b: &Standing) -> std::cmp::Ordering {
-    let ratio = |n: u64, of: u64, m: u64, mof: u64| {
-        (u128::from(n) * u128::from(mof.max(1))).cmp(&(u128::from(m) * u128::from(of.max(1))))
-    };
     // Nothing ran (every scenario not applicable) ranks last.
     (a.operations == 0)
         .cmp(&(b.operations == 0))
         .then(ratio(a.failed, a.operations, b.failed, b.operations))
-        .then(a.p99_us.cmp(&b.p99_us))
+        .then(costs(a, b))
+        .then(profile_rank(&a.clients).cmp(&profile_rank(&b.clients)))
+        .then(arm_rank(&a.server).cmp(&arm_rank(&b.server)))
+        .then(a.server.cmp(&b.server))
+        .then(a.settings.cmp(&b.settings))
+}
+
+/// `a` before `b` by cost: p99 migration latency, then extra executions,
+/// then replayed events per operation.
+fn costs(a: &Standing, b: &Standing) -> std::cmp::Ordering {
+    a.p99_us
+        .cmp(&b.p99_us)
         .then(ratio(
             a.extra_executions,
             a.operations,
@@ -229,10 +289,6 @@ fn rank(a: &Standing, b: &Standing) -> std::cmp::Ordering {
             b.replayed_events,
             b.operations,
         ))
-        .then(profile_rank(&a.clients).cmp(&profile_rank(&b.clients)))
-        .then(arm_rank(&a.server).cmp(&arm_rank(&b.server)))
-        .then(a.server.cmp(&b.server))
-        .then(a.settings.cmp(&b.settings))
 }
 
 /// The configuration to deploy among those `s` ran; `None` when it ran
@@ -381,30 +437,57 @@ pub fn remedy(cause: &str) -> &'static str {
 /// `OUT/matrix/summary.json` and `OUT/zero/summary.json` when they exist.
 #[derive(Clone, Debug, Default)]
 pub struct Beside {
-    /// (directory as the report names it, its standings best first).
+    /// (directory as the report names it, its standings best first): the
+    /// matrix and the zero, the evidence of what removes a cause.
     pub dirs: Vec<(String, Vec<Standing>)>,
+    /// (directory, summary) of every comparison beside this one that may
+    /// answer a row of [`answer`]: the matrix, the zeros, each era.
+    pub sources: Vec<(String, Summary)>,
 }
+
+/// The comparisons beside a report, under its output directory or the
+/// committed `results/`: the first two are also evidence ([`Beside::dirs`]).
+pub const BESIDE: [&str; 6] = [
+    "matrix",
+    "zero",
+    "zero-2026",
+    "zero-2026-tasks",
+    "eras/2025-11-25",
+    "eras/2026-07-28",
+];
 
 impl Beside {
     /// The matrix and zero summaries under `out`, else the committed ones
     /// under `results/` (skipped when missing or unreadable: evidence, not
     /// input).
     pub fn under(out: &Path) -> Beside {
-        let mut dirs = Vec::new();
-        for sub in ["matrix", "zero"] {
+        let mut b = Beside::default();
+        let read = |path: &Path| -> Option<Summary> {
+            let text = std::fs::read_to_string(path).ok()?;
+            serde_json::from_str::<Summary>(&text).ok()
+        };
+        for (i, sub) in BESIDE.iter().enumerate() {
             for dir in [out, Path::new("results")] {
-                let path = dir.join(sub).join("summary.json");
-                let Ok(text) = std::fs::read_to_string(&path) else {
+                let Some(s) = read(&dir.join(sub).join("summary.json")) else {
                     continue;
                 };
-                let Ok(s) = serde_json::from_str::<Summary>(&text) else {
-                    continue;
-                };
-                dirs.push((dir.join(sub).display().to_string(), standings(&s)));
+                let name = dir.join(sub).display().to_string();
+                if i < 2 {
+                    b.dirs.push((name.clone(), standings(&s)));
+                }
+                b.sources.push((name, s));
                 break;
             }
         }
-        Beside { dirs }
+        // The committed main comparison (the scenarios' own clients) beside
+        // any other: it answers the server-only row.
+        let main = Path::new("results");
+        if out != main {
+            if let Some(s) = read(&main.join("summary.json")) {
+                b.sources.push(("results".into(), s));
+            }
+        }
+        b
     }
 }
 
@@ -453,6 +536,8 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
         out.push_str("This summary holds no runs: nothing to recommend.\n\n");
         return out;
     };
+    out.push_str(&answer::markdown(s, beside));
+    out.push_str("### Among the configurations this run ran\n\n");
     let best = rec.best();
     let scenarios = super::scenarios(s).len();
     let seeds = seeds_of(s);
@@ -461,21 +546,23 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
         counted(scenarios as u64, "scenario"),
         counted(seeds as u64, "seed")
     );
-    let lead = match rec.ranked.len() {
-        1 => format!("It is the only configuration run ({ran}), and it fails"),
-        n => format!("Among the {n} configurations run ({ran}), it fails the fewest operations:"),
-    };
+    let lead = lead(&rec, &ran);
     let _ = writeln!(
         out,
-        "**Deploy {}.** {lead} {} per 1,000 operations (per seed {}–{}; {} of {} failed, {} degraded).\n",
+        "**Deploy {}.** {lead} {} per 1,000 operations (95 % interval {}; per seed {}–{}; {} of {} failed, {} degraded).\n",
         best.name(),
         rate_text(best.rate()),
+        interval_text(best),
         rate_text(best.seed_rates.0),
         rate_text(best.seed_rates.1),
         thousands(best.failed),
         thousands(best.operations),
         thousands(best.degraded),
     );
+    let noise = decide::noise_sentence(&rec.ranked, seeds);
+    if !noise.is_empty() {
+        let _ = writeln!(out, "{noise}\n");
+    }
     match rec.baseline() {
         Some(_) if rec.baseline == Some(0) => {
             out.push_str("It is the baseline itself: no arm run here removes a failure it has.\n\n");
@@ -516,21 +603,40 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
         );
     }
     remaining(&mut out, best, &rec.ranked, beside);
-    for (dir, v) in &beside.dirs {
-        if let Some(top) = v.first() {
-            let _ = writeln!(
-                out,
-                "Beside this report, `{dir}` ran {}; its best is {}: {} per 1,000 operations ({} of {} failed).\n",
-                counted(v.len() as u64, "configuration"),
-                top.name(),
-                rate_text(top.rate()),
-                thousands(top.failed),
-                thousands(top.operations)
-            );
-        }
-    }
     out.push_str(&ranked_markdown(&rec));
     out
+}
+
+/// What the first sentence says of how the recommendation was chosen.
+fn lead(rec: &Recommendation, ran: &str) -> String {
+    let n = rec.ranked.len();
+    if n == 1 {
+        return format!("It is the only configuration run ({ran}), and it fails");
+    }
+    match decide::verdict(&rec.ranked) {
+        decide::Verdict::Alone => {
+            format!("Among the {n} configurations run ({ran}), it fails the fewest operations:")
+        }
+        decide::Verdict::Tied => format!(
+            "Among the {n} configurations run ({ran}), it is tied with the fewest failed operations and has the fewest mechanisms of those tied:"
+        ),
+        decide::Verdict::NothingFails => format!(
+            "Among the {n} configurations run ({ran}), none fails an operation, and it has the fewest mechanisms:"
+        ),
+    }
+}
+
+/// `lo–hi over n seeds`, or `none: one seed`.
+fn interval_text(x: &Standing) -> String {
+    if x.seeds < 2 {
+        return "none: one seed".into();
+    }
+    format!(
+        "{}–{} over {} seeds",
+        rate_text(x.interval.0),
+        rate_text(x.interval.1),
+        x.seeds
+    )
 }
 
 /// What remains under `best`, cause by cause, with what removes it.
@@ -572,7 +678,7 @@ fn remaining(out: &mut String, best: &Standing, here: &[Standing], beside: &Besi
 
 /// Every configuration ranked, as a table.
 fn ranked_markdown(rec: &Recommendation) -> String {
-    let mut out = String::from("### Every configuration, ranked\n\nFailed operations per 1,000 operations, pooled over the scenarios each configuration could serve, with the lowest and highest per-seed rate; ties go to the lower p99 migration latency, then fewer extra executions and replayed events. Expectations are the scenarios' `[expect]` tables: they say what each arm is expected to do, not what is good.\n\n| rank | configuration | failed per 1,000 | per seed (min–max) | failed / operations | degraded per 1,000 | top causes | p99 migration | extra executions per 1,000 | replayed per 1,000 | expectations |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut out = String::from("### Every configuration, ranked\n\nFailed operations per 1,000 operations, pooled over the scenarios each configuration could serve, with its 95 % interval over seeds (the pooled rate ± Student's t × the ratio estimator's standard error, each seed one sample). The lowest rate is the best; a configuration whose interval reaches the best's upper end is tied with it (=); among the tied, the fewest mechanisms (arm, then client profile, then settings) come first, then the lower costs: p99 migration latency, extra executions, replayed events. Expectations are the scenarios' `[expect]` tables: they say what each arm is expected to do, not what is good.\n\n| rank | configuration | failed per 1,000 (95 % interval) | failed / operations | degraded per 1,000 | top causes | costs: p99 migration, extra executions and replayed events per 1,000 | expectations |\n|---|---|---|---|---|---|---|---|\n");
     for (i, x) in rec.ranked.iter().enumerate() {
         let causes = most_first(&x.by_cause);
         let top = if causes.is_empty() {
@@ -594,22 +700,26 @@ fn ranked_markdown(rec: &Recommendation) -> String {
         if rec.baseline == Some(i) {
             name.push_str(" (baseline)");
         }
+        let rank = if x.tied && rec.ranked.iter().filter(|y| y.tied).count() > 1 {
+            format!("={}", i + 1)
+        } else {
+            (i + 1).to_string()
+        };
+        let interval = if x.seeds < 2 {
+            String::new()
+        } else {
+            format!(" ({}–{})", rate_text(x.interval.0), rate_text(x.interval.1))
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {}–{} | {} / {} | {} | {} | {} | {} | {} | {} |",
-            i + 1,
-            name,
+            "| {rank} | {name} | {}{interval} | {} / {} | {} | {top} | {}, {}, {} | {expectations} |",
             rate_text(x.rate()),
-            rate_text(x.seed_rates.0),
-            rate_text(x.seed_rates.1),
             thousands(x.failed),
             thousands(x.operations),
             rate_text(per_1000(x.degraded, x.operations)),
-            top,
             super::ms(x.p99_us),
             rate_text(per_1000(x.extra_executions, x.operations)),
             rate_text(per_1000(x.replayed_events, x.operations)),
-            expectations
         );
     }
     out.push('\n');
@@ -624,9 +734,10 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
     };
     let best = rec.best();
     let mut out = format!(
-        "recommendation: deploy {} — {} failed per 1,000 operations (per seed {}–{})",
+        "recommendation: deploy {} — {} failed per 1,000 operations (95 % interval {}; per seed {}–{})",
         best.name().replace('`', ""),
         rate_text(best.rate()),
+        interval_text(best),
         rate_text(best.seed_rates.0),
         rate_text(best.seed_rates.1)
     );
@@ -634,6 +745,10 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
         let _ = write!(out, "; baseline {} {}", base.server, rate_text(base.rate()));
     }
     out.push('\n');
+    let noise = decide::noise_sentence(&rec.ranked, seeds_of(s));
+    if !noise.is_empty() {
+        let _ = writeln!(out, "  {}", noise.replace('`', ""));
+    }
     if best.failed > 0 {
         let causes = most_first(&best.by_cause);
         for (cause, n) in causes.iter().take(3) {
@@ -644,18 +759,12 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
             );
         }
     }
-    for (dir, v) in &beside.dirs {
-        if let Some(top) = v.first() {
-            let _ = writeln!(
-                out,
-                "  beside: {dir}: best {} {} per 1,000",
-                top.name().replace('`', ""),
-                rate_text(top.rate())
-            );
-        }
-    }
+    out.push_str(&answer::text(s, beside));
     out
 }
 
+pub mod answer;
+pub mod decide;
+
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -2,7 +2,7 @@ use super::*;
 use crate::run::{self, Options};
 
 /// One real run of the smallest scenario, to copy and reshape.
-fn template() -> RunReport {
+pub(in crate::report) fn template() -> RunReport {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sc =
         crate::scenario::Scenario::load(&root.join("sims/seed-000-retry-by-post.toml")).unwrap();
@@ -13,7 +13,7 @@ fn template() -> RunReport {
 
 /// A run of `server` on `scenario` and `seed` with `failed` of `ops`
 /// operations failed, all of `cause`, and migrations of `latency` µs.
-fn run_of(
+pub(in crate::report) fn run_of(
     t: &RunReport,
     (scenario, server, seed): (&str, &str, u64),
     (failed, ops): (u64, u64),
@@ -76,9 +76,18 @@ fn the_fewest_failed_per_operation_wins_pooled_over_scenarios() {
     assert!((rec.best().rate() - 1000.0 / 1010.0).abs() < 1e-9);
     let md = markdown(&s, &Beside::default());
     assert!(
-        md.starts_with("## What to deploy\n\n**Deploy `guarded`"),
+        md.starts_with("## What to deploy\n\n### The answer, by what you control"),
         "{md}"
     );
+    assert!(
+        md.contains("**On the 2025-11-25 wire**\n\n| you control | deploy |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| the server only | `guarded` with the scenarios' own clients | 0.99 (0.99–0.99, 1 seed) | 8.91 → 0.99: removes 89 % | this run |"),
+        "{md}"
+    );
+    assert!(md.contains("\n**Deploy `guarded`"), "{md}");
     // 9 → 1 failed of the same 1,010 operations: 89% removed.
     assert!(md.contains("it removes 89% of failed operations"), "{md}");
     assert!(
@@ -128,19 +137,85 @@ fn the_interval_is_the_min_and_max_of_per_seed_rates() {
     assert_eq!(best.rate(), 7.0 * 1000.0 / 400.0);
 }
 
+/// Among tied configurations the fewest mechanisms come first; at equal
+/// mechanisms, the lower p99 migration latency.
 #[test]
-fn ties_go_to_the_lower_p99_migration_latency() {
+fn among_the_tied_the_fewest_mechanisms_then_the_lower_costs_come_first() {
     let t = template();
     let s = summary(vec![
         run_of(&t, ("a", "keys", 0), (0, 100), "", &[(900_000, 10)]),
-        run_of(&t, ("a", "guarded", 0), (0, 100), "", &[(5_000, 10)]),
+        run_of(&t, ("a", "cancel", 0), (0, 100), "", &[(5_000, 10)]),
+        run_of(&t, ("a", "guarded", 0), (0, 100), "", &[(1_000, 10)]),
         run_of(&t, ("a", "unguarded", 0), (0, 100), "", &[(2_000_000, 10)]),
     ]);
     let rec = recommend(&s).unwrap();
-    assert_eq!(rec.server, "guarded");
-    assert_eq!(rec.ranked[1].server, "keys");
+    let order: Vec<&str> = rec.ranked.iter().map(|x| x.server.as_str()).collect();
+    assert_eq!(order, ["unguarded", "cancel", "keys", "guarded"]);
+    assert!(rec.ranked.iter().all(|x| x.tied));
     let md = markdown(&s, &Beside::default());
-    assert!(md.contains("No operation failed under it"), "{md}");
+    assert!(
+        md.contains("none fails an operation, and it has the fewest mechanisms"),
+        "{md}"
+    );
+    assert!(md.contains("do not separate them"), "{md}");
+    assert!(md.contains("seeds are too few"), "{md}");
+    assert!(md.contains("| =1 | `unguarded` (baseline) |"), "{md}");
+}
+
+/// A tie is judged by the intervals over seeds, against the best only:
+/// `keys` (2 of 1,000 in each of 5 seeds) and `guarded` (0 to 4, mean 2)
+/// overlap `cancel`'s (1.8 on average, steady); `unguarded` (30) does not.
+#[test]
+fn a_tie_is_an_interval_reaching_the_best_and_the_fewest_mechanisms_win_it() {
+    let t = template();
+    let mut runs = Vec::new();
+    for seed in 0..5u64 {
+        let g = [0, 4, 2, 1, 3][seed as usize];
+        let c = [2, 2, 1, 2, 2][seed as usize];
+        runs.push(run_of(
+            &t,
+            ("a", "guarded", seed),
+            (g, 1000),
+            "eviction",
+            &[],
+        ));
+        runs.push(run_of(
+            &t,
+            ("a", "cancel", seed),
+            (c, 1000),
+            "eviction",
+            &[],
+        ));
+        runs.push(run_of(&t, ("a", "keys", seed), (2, 1000), "eviction", &[]));
+        runs.push(run_of(
+            &t,
+            ("a", "unguarded", seed),
+            (30, 1000),
+            "eviction",
+            &[],
+        ));
+    }
+    let s = summary(runs);
+    let rec = recommend(&s).unwrap();
+    let order: Vec<(&str, bool)> = rec
+        .ranked
+        .iter()
+        .map(|x| (x.server.as_str(), x.tied))
+        .collect();
+    // cancel has the lowest rate (1.8); keys and guarded are tied with
+    // it; keys and cancel add one mechanism each, so cost orders them.
+    assert_eq!(
+        order,
+        [
+            ("cancel", true),
+            ("keys", true),
+            ("guarded", true),
+            ("unguarded", false)
+        ]
+    );
+    let text = text(&s, &Beside::default());
+    assert!(text.contains("Tied with it"), "{text}");
+    assert!(!text.contains("too few"), "{text}");
 }
 
 /// A `--set` the whole comparison shares (`era=2026-07-28`) is the
@@ -203,4 +278,80 @@ fn every_cause_the_oracle_names_has_a_remedy() {
             c.as_str()
         );
     }
+}
+
+/// The answer's rows: the server-only row keeps the scenarios' own
+/// clients; a summary beside that ran the same scenarios answers the
+/// clients row; one that ran other scenarios answers nothing; an era set
+/// explicitly is the era's row.
+#[test]
+fn the_answer_searches_by_what_the_user_controls() {
+    let t = template();
+    let here = summary(vec![
+        run_of(
+            &t,
+            ("a", "unguarded", 0),
+            (50, 1000),
+            "retry_without_key",
+            &[],
+        ),
+        run_of(
+            &t,
+            ("a", "guarded", 0),
+            (20, 1000),
+            "retry_without_key",
+            &[],
+        ),
+    ]);
+    let mut keyed = run_of(&t, ("a", "guarded", 0), (1, 1000), "fin_race", &[]);
+    keyed.clients = "keys".into();
+    let mut elsewhere = run_of(&t, ("b", "keys", 0), (0, 1000), "", &[]);
+    elsewhere.clients = "keys".into();
+    let mut new_era = keyed.clone();
+    new_era.overrides = vec!["era=2026-07-28".into()];
+    let beside = Beside {
+        dirs: Vec::new(),
+        sources: vec![
+            ("m".into(), summary(vec![keyed])),
+            ("other".into(), summary(vec![elsewhere])),
+            ("e".into(), summary(vec![new_era])),
+        ],
+    };
+    let rows = answer::rows(&here, &beside);
+    let picked: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let best = r.best.as_ref().map_or("none".to_string(), |b| {
+                format!(
+                    "{} {} from {}",
+                    b.standing.server, b.standing.clients, b.from
+                )
+            });
+            format!("{:?} {}: {best}", r.control, r.era.as_str())
+        })
+        .collect();
+    assert_eq!(
+        picked,
+        [
+            "Server 2025-11-25: guarded scenario from this run",
+            "ServerClients 2025-11-25: guarded keys from m",
+            "Everything 2025-11-25: guarded keys from m",
+            "Server 2026-07-28: none",
+            "ServerClients 2026-07-28: guarded keys from e",
+            "Everything 2026-07-28: guarded keys from e",
+        ]
+    );
+    let md = answer::markdown(&here, &beside);
+    assert!(
+        md.contains("**On the 2026-07-28 wire**\n\n| you control | deploy | failed per 1,000 (95 % interval) | against the baseline | from |\n|---|---|---|---|---|\n| the server only | not run over these scenarios |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("`keys` clients: clients that send an `Idempotency-Key`"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- server and clients, 2025-11-25: `mcp-chaos compare --servers guarded --clients keys --seeds"),
+        "{md}"
+    );
 }
