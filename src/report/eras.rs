@@ -264,7 +264,19 @@ pub fn html(eras: &[(Era, &Summary)]) -> String {
         "<h2 id=\"chart\">Each arm with its best clients, per era</h2><p>Failed operations per 1,000 over the pooled scenarios, each arm with the client profile that fails least under it (named after the bar); linear axis.</p>{}",
         super::plots::era_bars_svg(&bars)
     );
-    let page = super::page("mcp-chaos: the eras side by side", &md);
+    let mut page = super::page("mcp-chaos: the eras side by side", &md);
+    // Per scenario: behind a closed section, one click away.
+    if let (Some(at), Some(end)) = (
+        page.find("<h2 id=\"per-scenario\">Per scenario</h2>"),
+        page.rfind("</body>"),
+    ) {
+        let body = page[at..end].replacen(
+            "<h2 id=\"per-scenario\">Per scenario</h2>",
+            "<details id=\"per-scenario\"><summary>Per scenario</summary>",
+            1,
+        );
+        page = format!("{}{body}</details>{}", &page[..at], &page[end..]);
+    }
     match page.find("<h2 id=\"failed-operations-per-1-000-by-cause\">") {
         Some(at) => format!("{}{chart}{}", &page[..at], &page[at..]),
         None => page,

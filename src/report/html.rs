@@ -118,20 +118,30 @@ pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> Stri
 /// The charts and the timelines.
 fn charts(out: &mut String, s: &Summary, timelines: &[Timeline]) {
     let profiles = matrix::profiles(s);
-    out.push_str("<h2 id=\"charts\">Charts</h2><h3>Failed operations per scenario</h3>");
-    for p in &profiles {
-        out.push_str(&bars_svg(s, p));
-    }
-    out.push_str("<h3>Migration latency, per scenario</h3><p>One panel per scenario, one curve per arm: the share of migrations (operations interrupted by a fault that still got their result) completed within a latency, from the interrupting fault to the handled result, on one time axis for every panel. The legend gives each arm's p90 and sample count.</p>");
-    for p in &profiles {
-        if profiles.len() > 1 {
-            let _ = write!(out, "<h4>clients {}</h4>", xml(p));
+    out.push_str("<h2 id=\"charts\">Charts</h2>");
+    const CDF_LEAD: &str = "<p>One panel per scenario, one curve per arm: the share of migrations (operations interrupted by a fault that still got their result) completed within a latency, from the interrupting fault to the handled result, on one time axis for every panel. The legend gives each arm's p90 and sample count.</p>";
+    // With several client profiles, one section per profile, the first open.
+    for (i, p) in profiles.iter().enumerate() {
+        let several = profiles.len() > 1;
+        if several {
+            let _ = write!(
+                out,
+                "<details{}><summary>clients {}</summary>",
+                if i == 0 { " open" } else { "" },
+                xml(p)
+            );
         }
+        out.push_str("<h3>Failed operations per scenario</h3>");
+        out.push_str(&bars_svg(s, p));
+        let _ = write!(out, "<h3>Migration latency, per scenario</h3>{CDF_LEAD}");
         out.push_str("<div class=\"panels\">");
         for panel in cdf_panels(s, p) {
             out.push_str(&panel);
         }
         out.push_str("</div>");
+        if several {
+            out.push_str("</details>");
+        }
     }
     out.push_str("<h2 id=\"timelines\">Timelines</h2>");
     if timelines.is_empty() {
