@@ -337,14 +337,15 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         &serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
     let ts = timelines(&summary, &files, sweep::cores())?;
-    report::write_reports(out, &summary, &ts)?;
+    let beside = report::Beside::under(out);
+    report::write_reports(out, &summary, &ts, &beside)?;
     meta.wall_s = started.elapsed().as_secs_f64();
     let meta_path = out.join("compare-meta.json");
     write(
         &meta_path,
         &serde_json::to_string_pretty(&meta).expect("meta serializes"),
     )?;
-    let answer = report::recommend::text(&summary, &report::Beside::under(out));
+    let answer = report::recommend::text(&summary, &beside);
     let table = report::headline(&summary);
     outln!("{answer}");
     outln!("{table}");

@@ -28,7 +28,7 @@ pub fn merge(files: &[PathBuf], out: Option<&Path>, report: Option<&Path>) -> an
         merged.provenance.command = std::env::args().collect();
     }
     if let Some(dir) = report {
-        for p in report::write_reports(dir, &merged, &[])? {
+        for p in report::write_reports(dir, &merged, &[], &report::Beside::under(dir))? {
             errln!("wrote {}", p.display());
         }
     }

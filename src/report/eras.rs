@@ -198,12 +198,7 @@ pub fn markdown(eras: &[(Era, &Summary)]) -> String {
                 )
             })
             .unwrap_or_default();
-        let seeds = summary
-            .runs
-            .iter()
-            .map(|r| r.seed)
-            .collect::<BTreeSet<u64>>()
-            .len();
+        let seeds = super::recommend::seeds_of(summary);
         let noise = super::recommend::decide::noise_sentence(&ranked, seeds);
         let _ = writeln!(
             out,

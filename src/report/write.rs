@@ -37,18 +37,22 @@ pub fn timeline_of(
 }
 
 /// Writes `report.md` and `report.html` into `out` with the timelines
-/// `ts` (in pick order, a group's lanes shared), with the summaries of
-/// `out/matrix` and `out/zero` as evidence beside the recommendation when
-/// they exist; returns the paths written.
-pub fn write_reports(out: &Path, s: &Summary, ts: &[Timeline]) -> anyhow::Result<Vec<PathBuf>> {
+/// `ts` (in pick order, a group's lanes shared), with the comparisons
+/// `beside` it (read once by the caller, [`super::Beside::under`]) as
+/// evidence and as candidates of the answer; returns the paths written.
+pub fn write_reports(
+    out: &Path,
+    s: &Summary,
+    ts: &[Timeline],
+    beside: &super::Beside,
+) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create {}: check the --out path", out.display()))?;
     let md = out.join("report.md");
     let html = out.join("report.html");
-    let beside = super::Beside::under(out);
     for (path, text) in [
-        (&md, super::markdown_beside(s, ts, &beside)),
-        (&html, super::html_beside(s, ts, &beside)),
+        (&md, super::markdown_beside(s, ts, beside)),
+        (&html, super::html_beside(s, ts, beside)),
     ] {
         std::fs::write(path, text).with_context(|| {
             format!(

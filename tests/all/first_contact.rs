@@ -243,7 +243,7 @@ fn a_fault_past_the_workload_says_so_with_the_times() {
     let file = dir.join("late.toml");
     std::fs::write(&file, &text).unwrap();
     let path = file.to_str().unwrap();
-    let o = run(&[
+    let args = [
         "run",
         "--scenario",
         path,
@@ -251,7 +251,8 @@ fn a_fault_past_the_workload_says_so_with_the_times() {
         "guarded",
         "--format",
         "json",
-    ]);
+    ];
+    let o = run(&args);
     // A plan that tests less than it says is a usage error: exit 3, one
     // line naming the fault and the fix.
     assert_eq!(code(&o), 3, "{}", stderr(&o));
@@ -266,16 +267,7 @@ fn a_fault_past_the_workload_says_so_with_the_times() {
         stderr(&o).trim(),
         format!("mcp-chaos: {said} (--allow-late-faults runs it anyway)")
     );
-    let allowed = run(&[
-        "run",
-        "--scenario",
-        path,
-        "--server",
-        "guarded",
-        "--format",
-        "json",
-        "--allow-late-faults",
-    ]);
+    let allowed = run(&[&args[..], &["--allow-late-faults"]].concat());
     assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
     assert_eq!(
         stderr(&allowed).trim(),

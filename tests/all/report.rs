@@ -277,8 +277,11 @@ fn writing_the_reports_twice_gives_the_same_bytes() {
     let s = summary(&fs, &two_arms());
     let dir = scratch("report-twice");
     let ts = |workers| mcp_chaos::compare::timelines(&s, &fs, workers).unwrap();
-    let a = report::write_reports(&dir.join("a"), &s, &ts(1)).unwrap();
-    let b = report::write_reports(&dir.join("b"), &s, &ts(2)).unwrap();
+    let write = |out: &std::path::Path, ts: Vec<report::Timeline>| {
+        report::write_reports(out, &s, &ts, &report::Beside::under(out)).unwrap()
+    };
+    let a = write(&dir.join("a"), ts(1));
+    let b = write(&dir.join("b"), ts(2));
     assert_eq!(a.len(), 2);
     for (x, y) in a.iter().zip(&b) {
         let (x, y) = (std::fs::read(x).unwrap(), std::fs::read(y).unwrap());

@@ -38,13 +38,18 @@ impl Control {
     }
 
     fn admits(self, x: &Standing) -> bool {
-        let deployment = x.settings.iter().any(|s| s.starts_with("deployment."));
+        let deployment = changes_deployment(x);
         match self {
             Control::Server => x.clients == AS_WRITTEN && !deployment,
             Control::ServerClients => !deployment,
             Control::Everything => true,
         }
     }
+}
+
+/// `x` sets some `deployment.` key.
+fn changes_deployment(x: &Standing) -> bool {
+    x.settings.iter().any(|s| s.starts_with("deployment."))
 }
 
 /// A configuration that could answer, and where it ran.
@@ -105,22 +110,16 @@ pub fn candidates(s: &Summary, beside: &Beside) -> Vec<Candidate> {
             .iter()
             .filter(|r| scenarios.contains(r.scenario.as_str()));
         for standing in standings_of(runs) {
-            let same = |c: &Candidate| same(&c.standing, &standing);
-            match out.iter_mut().find(|c| same(c)) {
+            let c = Candidate {
+                from: dir.clone(),
+                seeds: other.provenance.seeds.clone(),
+                standing,
+            };
+            match out.iter_mut().find(|x| same(&x.standing, &c.standing)) {
                 // The same configuration twice: the one with more operations.
-                Some(c) if c.standing.operations >= standing.operations => {}
-                Some(c) => {
-                    *c = Candidate {
-                        from: dir.clone(),
-                        seeds: other.provenance.seeds.clone(),
-                        standing,
-                    }
-                }
-                None => out.push(Candidate {
-                    from: dir.clone(),
-                    seeds: other.provenance.seeds.clone(),
-                    standing,
-                }),
+                Some(x) if x.standing.operations >= c.standing.operations => {}
+                Some(x) => *x = c,
+                None => out.push(c),
             }
         }
     }
@@ -164,9 +163,7 @@ pub fn rows(s: &Summary, beside: &Beside) -> Vec<Row> {
                 .filter(|c| control.admits(&c.standing))
                 .map(|c| c.standing.clone())
                 .collect();
-            let deployment_ran = pool
-                .iter()
-                .any(|x| x.settings.iter().any(|s| s.starts_with("deployment.")));
+            let deployment_ran = pool.iter().any(changes_deployment);
             let find = |b: &Standing| {
                 of_era
                     .iter()
@@ -208,23 +205,6 @@ pub fn flags(x: &Standing) -> String {
     f
 }
 
-/// The configuration in words: the arm, its clients, its settings.
-fn words(x: &Standing) -> String {
-    let mut out = format!("`{}`", x.server);
-    if x.clients == AS_WRITTEN {
-        out.push_str(" with the scenarios' own clients");
-    } else {
-        let _ = write!(out, " with `{}` clients", x.clients);
-    }
-    let sets: Vec<String> = deployed_settings(&x.settings)
-        .map(|s| format!("`{s}`"))
-        .collect();
-    if !sets.is_empty() {
-        let _ = write!(out, " and {}", sets.join(", "));
-    }
-    out
-}
-
 /// The table, the commands that reproduce each row, and a glossary line
 /// for every arm, profile and setting it names, in Markdown.
 pub fn markdown(s: &Summary, beside: &Beside) -> String {
@@ -264,7 +244,7 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
             Some(_) => "the baseline fails nothing".into(),
             None => "baseline not run".into(),
         };
-        let mut deploy = words(x);
+        let mut deploy = x.configuration();
         if r.control == Control::Everything && !r.deployment_ran {
             deploy.push_str(" (no deployment setting ran over these scenarios)");
         }
@@ -276,7 +256,7 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
                 .map(|t| {
                     format!(
                         "{} ({}, {})",
-                        words(&t.standing),
+                        t.standing.configuration(),
                         rate_text(t.standing.rate()),
                         counted(t.standing.seeds as u64, "seed")
                     )

@@ -70,9 +70,9 @@ impl Standing {
         per_1000(self.failed, self.operations)
     }
 
-    /// `guarded`, `guarded with keys+cursors clients`, plus settings; the
-    /// era, a condition and never a setting to deploy, last as the wire.
-    pub fn name(&self) -> String {
+    /// `guarded`, `guarded with keys+cursors clients`, plus the settings
+    /// one deploys (the era left out: it is a condition, not a setting).
+    pub fn configuration(&self) -> String {
         let mut out = format!("`{}`", self.server);
         if self.clients == AS_WRITTEN {
             out.push_str(" with the scenarios' own clients");
@@ -85,6 +85,12 @@ impl Standing {
         if !sets.is_empty() {
             let _ = write!(out, " and `{}`", sets.join("`, `"));
         }
+        out
+    }
+
+    /// [`Standing::configuration`], then the era as the wire it ran on.
+    pub fn name(&self) -> String {
+        let mut out = self.configuration();
         if let Some(era) = self.settings.iter().find_map(|s| s.strip_prefix("era=")) {
             let _ = write!(out, " on the {era} wire");
         }
@@ -520,7 +526,8 @@ fn evidence<'a>(
         })
 }
 
-fn seeds_of(s: &Summary) -> usize {
+/// The seeds `s` ran.
+pub(super) fn seeds_of(s: &Summary) -> usize {
     let mut v: Vec<u64> = s.runs.iter().map(|r| r.seed).collect();
     v.sort_unstable();
     v.dedup();
