@@ -13,6 +13,7 @@
 
 use super::behaviour::{self, Policy};
 use super::core::{ClientSpec, SlotId};
+pub(super) use super::ops::{Op, Ops};
 use super::reader::{DropRules, Input, Pool, Spawner};
 use crate::history::{ClientRecord, History, Outcome, SessionId, Transport};
 use crate::protocol::jsonrpc::{Message, RequestId};
@@ -85,6 +86,11 @@ pub(super) struct CStream {
     pub(super) ops: OpSet,
 }
 
+/// How many retired streams a client remembers ([`Client::unretire`]): a
+/// Rule M conflict names the stream a POST is blocked behind, which is
+/// among the latest (a session's calls run a few at a time).
+pub(super) const RETIRED_KEPT: usize = 64;
+
 /// A set of operation indices, sorted: most streams carry one operation,
 /// so a vector costs a few bytes where a B-tree node cost a hundred, for
 /// every stream a client ever saw.
@@ -116,66 +122,6 @@ pub(super) enum OpState {
     Active,
     Done,
     Abandoned,
-}
-
-pub(super) struct Op {
-    pub(super) tag: Rc<str>,
-    pub(super) posts: u32,
-    pub(super) attempts: u32,
-    /// Refusals that said when to come back (`Retry-After`), not counted
-    /// as attempts.
-    pub(super) waits_told: u32,
-    pub(super) state: OpState,
-    pub(super) interrupted: bool,
-    /// The stream its response rides, once known.
-    pub(super) stream: Option<u64>,
-    /// Earlier POSTs of it whose response stream the client never saw
-    /// begin (no headers, or no priming event).
-    pub(super) unseen: Vec<RequestId>,
-    /// The request id of its latest POST.
-    pub(super) rpc: Option<RequestId>,
-    /// The call went out (`OpStarted`).
-    pub(super) started: bool,
-    /// Its result came as a JSON response (no events).
-    pub(super) json_result: bool,
-    /// The task its latest call created (tasks extension), while it waits
-    /// on it.
-    pub(super) task: Option<Box<super::tasks::OpTask>>,
-    /// It cancelled a task once (a call cancels at most one).
-    pub(super) cancelled_task: bool,
-    /// A call of it was answered with a task.
-    pub(super) ran_as_task: bool,
-    /// What it answers on its retries, once a call of it asked for input.
-    pub(super) answer: Option<Box<super::mrtr::Answer>>,
-}
-
-impl Op {
-    /// What a call never made stands for in client `index`'s end-of-run
-    /// report: pending, not started.
-    pub(super) fn never_started(index: u32) -> Op {
-        Op::pending(crate::history::op_tag(index, u32::MAX).into())
-    }
-
-    /// A call not started yet, tagged `tag`.
-    fn pending(tag: Rc<str>) -> Op {
-        Op {
-            tag,
-            posts: 0,
-            attempts: 0,
-            waits_told: 0,
-            state: OpState::Pending,
-            interrupted: false,
-            stream: None,
-            unseen: Vec::new(),
-            rpc: None,
-            started: false,
-            json_result: false,
-            task: None,
-            cancelled_task: false,
-            ran_as_task: false,
-            answer: None,
-        }
-    }
 }
 
 /// What a timer does when it fires.
@@ -284,6 +230,9 @@ pub(super) struct Client {
     pub(super) slots: BTreeMap<SlotId, Slot>,
     pub(super) next_slot: SlotId,
     pub(super) streams: BTreeMap<u64, CStream>,
+    /// Streams retired lately ([`Client::retire_streams`]), as (key, last
+    /// seen id), newest last, at most [`RETIRED_KEPT`].
+    pub(super) retired: VecDeque<(u64, u64)>,
     pub(super) standalone: Option<u64>,
     /// Streams the server names otherwise than the client does: its
     /// legacy stream, after a mapped resume, by its first event id in the
@@ -293,7 +242,7 @@ pub(super) struct Client {
     pub(super) event_ids: super::event_ids::EventIds,
     /// Ids given so far to the 2026-07-28 wire's unnumbered events.
     pub(super) local_ids: u64,
-    pub(super) ops: Vec<Op>,
+    pub(super) ops: Ops,
     /// The operations in `OpState::Active`, ascending (kept beside `ops`
     /// so that a long session's scans cost its active calls, not every
     /// call it ever made; set through [`Client::activate`] and `finish`).
@@ -323,8 +272,8 @@ impl Client {
             .then(|| Pool::new(Duration::from_millis(spec.group.pool_idle_ms)));
         let mut c = Client {
             // Made as each call starts (`Client::op_at`): nothing is held
-            // per planned call.
-            ops: Vec::new(),
+            // per planned call, nor per finished one.
+            ops: Ops::new(spec.index),
             policy: behaviour::of(spec.group.behaviour),
             spec,
             io: Io {
@@ -343,6 +292,7 @@ impl Client {
             slots: BTreeMap::new(),
             next_slot: 0,
             streams: BTreeMap::new(),
+            retired: VecDeque::new(),
             standalone: None,
             names: BTreeMap::new(),
             event_ids: Default::default(),
@@ -392,6 +342,8 @@ impl Client {
                 Some(input) = rx.recv() => self.on_input(input),
                 _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)), if due.is_some() => self.fire_timers(),
             }
+            self.retire_streams();
+            self.retire_ops();
         }
         // A drop that fired on a call's last event arrives after the event
         // that finished the client: it was applied all the same.
@@ -466,16 +418,7 @@ impl Client {
     /// Call `n`'s operation (`n < calls`), made pending, with every one
     /// before it, if it was not made yet.
     pub(super) fn op_at(&mut self, n: usize) -> &mut Op {
-        if self.ops.len() <= n && self.ops.capacity() == self.ops.len() {
-            // Every call is made by the end (or given up): room for all of
-            // them at once, not a doubling's spare half.
-            let left = self.calls().max(n + 1) - self.ops.len();
-            self.ops.reserve_exact(left);
-        }
-        while self.ops.len() <= n {
-            let tag = crate::history::op_tag(self.spec.index, self.ops.len() as u32);
-            self.ops.push(Op::pending(tag.into()));
-        }
+        self.ops.make_up_to(n);
         &mut self.ops[n]
     }
 
@@ -619,8 +562,10 @@ impl Client {
     }
 
     pub(super) fn op_by_tag(&self, tag: &str) -> Option<usize> {
-        let n = crate::history::OpId::of_tag(tag)?.call as usize;
-        (self.ops.get(n)?.tag.as_ref() == tag).then_some(n)
+        // The canonical spelling only (`OpId::of_tag`): the client's own.
+        let id = crate::history::OpId::of_tag(tag)?;
+        let n = id.call as usize;
+        (id.client == self.spec.index && n < self.ops.len()).then_some(n)
     }
 
     /// A result arrived for `op`: handle it, or hold it behind a resume.
@@ -646,7 +591,7 @@ impl Client {
         }
         self.record(ClientRecord::Handled {
             client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
+            tag: self.ops.tag(op),
             rpc_id: got.rpc,
             chunk: got.chunk,
             replayed: got.replayed,
@@ -655,6 +600,7 @@ impl Client {
     }
 
     pub(super) fn finish(&mut self, op: usize, outcome: Outcome) {
+        let tag = self.ops.tag(op);
         let o = &mut self.ops[op];
         if matches!(o.state, OpState::Done | OpState::Abandoned) {
             return;
@@ -668,8 +614,8 @@ impl Client {
         self.active.remove(&op);
         let missed = {
             let mut rules = self.planned.drop_rules.borrow_mut();
-            let answers = rules.answers.remove(&o.tag);
-            rules.events.remove(&o.tag).or(answers)
+            let answers = rules.answers.remove(&tag);
+            rules.events.remove(&tag).or(answers)
         };
         if let Some((after, seen)) = missed {
             self.planned
@@ -691,7 +637,7 @@ impl Client {
         }
         self.record(ClientRecord::Outcome {
             client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
+            tag: self.ops.tag(op),
             outcome,
             attempts: self.ops[op].attempts,
         });
@@ -711,6 +657,92 @@ impl Client {
             self.next_on_resume = false;
             let think = Duration::from_millis(self.g().think_ms);
             self.schedule(think, Timer::StartNext);
+        }
+    }
+
+    /// Forgets the streams nothing can use any more: ended (cleanly, or
+    /// their resume refused), with no connection, no active operation, no
+    /// hold, re-send or resume waiting on them, and not the standalone
+    /// stream. A long session would otherwise keep a record of every call's
+    /// stream. The last [`RETIRED_KEPT`] are remembered by their last seen
+    /// id, for a Rule M conflict that names one ([`Client::unretire`]).
+    pub(super) fn retire_streams(&mut self) {
+        let done: Vec<u64> = self
+            .streams
+            .iter()
+            .filter(|&(&key, st)| self.retirable(key, st))
+            .map(|(&key, _)| key)
+            .collect();
+        for key in done {
+            if let Some(st) = self.streams.remove(&key) {
+                if self.retired.len() == RETIRED_KEPT {
+                    self.retired.pop_front();
+                }
+                self.retired.push_back((key, st.last_seen));
+            }
+        }
+    }
+
+    fn retirable(&self, key: u64, st: &CStream) -> bool {
+        st.finished
+            && st.live.is_none()
+            && !st.standalone
+            && self.standalone != Some(key)
+            && !st.ops.iter().any(|o| self.ops[o].state == OpState::Active)
+            && self.ops_on(key).is_empty()
+            && self.hold.on.is_none_or(|(h, _)| h != key)
+            && !self.resend_after_resume.contains_key(&key)
+            && !self
+                .io
+                .timers
+                .values()
+                .any(|t| matches!(t, Timer::Resume(s) | Timer::Reconnect(s) if *s == key))
+    }
+
+    /// A retired stream back as it was left (ended, no connection, its
+    /// last seen id), when it is among the last retired: what a kept
+    /// stream would give. Its finished operations are not listed again:
+    /// nothing reads a stream's operations but for the active ones.
+    pub(super) fn unretire(&mut self, key: u64) {
+        let Some(i) = self.retired.iter().position(|&(k, _)| k == key) else {
+            return;
+        };
+        let (_, last_seen) = self.retired.remove(i).expect("found");
+        self.streams.insert(
+            key,
+            CStream {
+                last_seen,
+                live: None,
+                finished: true,
+                standalone: false,
+                ops: OpSet::default(),
+            },
+        );
+    }
+
+    /// Retires the oldest operations nothing refers to any more
+    /// ([`Ops`]): finished, with no request out (no slot), no result held,
+    /// no re-send or timer waiting. One a planned drop or switch names is
+    /// kept whole for the end-of-run report.
+    pub(super) fn retire_ops(&mut self) {
+        while let Some((n, o)) = self.ops.oldest() {
+            let referred = !matches!(o.state, OpState::Done | OpState::Abandoned)
+                || self.slots.values().any(|s| {
+                    matches!(s.kind, SlotKind::Call { op } | SlotKind::Task { op, .. } if op == n)
+                })
+                || self.hold.results.iter().any(|(op, _)| *op == n)
+                || self.resend_after_resume.values().any(|v| v.contains(&n))
+                || self
+                    .io
+                    .timers
+                    .values()
+                    .any(|t| matches!(t, Timer::Post(op) | Timer::Poll(op) if *op == n));
+            if referred {
+                return;
+            }
+            let call = n as u32;
+            let keep = self.spec.drops.contains_key(&call) || self.spec.switch_after == Some(call);
+            self.ops.retire_oldest(keep);
         }
     }
 

@@ -10,6 +10,7 @@ mod core;
 mod event_ids;
 pub mod http;
 mod mrtr;
+mod ops;
 mod polling;
 mod reactions;
 mod reader;

@@ -50,7 +50,7 @@ impl Client {
             .unwrap_or_default();
         self.record(ClientRecord::InputRequired {
             client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
+            tag: self.ops.tag(op),
             rpc_id: rpc.clone(),
         });
         self.ops[op].answer = Some(Box::new(Answer {

@@ -384,7 +384,7 @@ impl Client {
     ) {
         self.record(ClientRecord::Status {
             client: self.spec.index,
-            tag: op.map(|o| self.ops[o].tag.clone()),
+            tag: op.map(|o| self.ops.tag(o)),
             session: self.session.clone(),
             status,
             hint,
@@ -396,6 +396,7 @@ impl Client {
     /// there (the hint only if we have none).
     pub(super) fn on_conflict(&mut self, op: usize, hint: u64, stream_first: Option<u64>) {
         let key = self.key_of(stream_first.unwrap_or(hint));
+        self.unretire(key);
         let known = self.streams.contains_key(&key);
         let st = self.streams.entry(key).or_insert(CStream {
             // A stream we never saw: nothing of it arrived, so resume from
@@ -509,7 +510,7 @@ impl Client {
         };
         self.record(ClientRecord::NoResponse {
             client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
+            tag: self.ops.tag(op),
             rpc_id: rpc.clone(),
             connected: ex.connected,
         });
@@ -518,7 +519,7 @@ impl Client {
             self.ops[op].interrupted = true;
             self.record(ClientRecord::Interrupted {
                 client: self.spec.index,
-                tag: self.ops[op].tag.clone(),
+                tag: self.ops.tag(op),
                 fault_us: ex.last_activity_us,
             });
         }
@@ -616,7 +617,7 @@ impl Client {
             self.ops[op].interrupted = true;
             self.record(ClientRecord::Interrupted {
                 client: self.spec.index,
-                tag: self.ops[op].tag.clone(),
+                tag: self.ops.tag(op),
                 fault_us,
             });
         }
@@ -652,6 +653,7 @@ impl Client {
             s.task.abort();
         }
         self.streams.clear();
+        self.retired.clear();
         self.names.clear();
         self.standalone = None;
         self.hold.on = None;
@@ -660,7 +662,7 @@ impl Client {
             self.handle(op, got);
         }
         self.io.timers.retain(|_, a| matches!(a, Timer::StartNext));
-        for o in &mut self.ops {
+        for o in self.ops.live_mut() {
             o.stream = None;
         }
         self.send_init();

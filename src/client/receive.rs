@@ -139,15 +139,9 @@ impl Client {
     /// request id (what the connection records name).
     fn slot_request(&self, slot: SlotId) -> (Option<Rc<str>>, Option<RequestId>) {
         match self.slots.get(&slot).map(|s| &s.kind) {
-            Some(SlotKind::Call { op }) => {
-                let o = &self.ops[*op];
-                (Some(o.tag.clone()), o.rpc.clone())
-            }
+            Some(SlotKind::Call { op }) => (Some(self.ops.tag(*op)), self.ops[*op].rpc.clone()),
             Some(SlotKind::Resume { stream }) => {
-                let tag = self
-                    .ops_on(*stream)
-                    .first()
-                    .map(|&op| self.ops[op].tag.clone());
+                let tag = self.ops_on(*stream).first().map(|&op| self.ops.tag(op));
                 (tag, None)
             }
             _ => (None, None),
@@ -341,7 +335,7 @@ impl Client {
             return;
         };
         let (tag, result) = match tag_of(m) {
-            Some((t, r)) => (self.op_by_tag(&t).map(|o| self.ops[o].tag.clone()), r),
+            Some((t, r)) => (self.op_by_tag(&t).map(|o| self.ops.tag(o)), r),
             None => (None, false),
         };
         let transport = if matches!(kind, SlotKind::LegacyOpen) {

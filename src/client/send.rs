@@ -228,9 +228,9 @@ impl Client {
         self.ops[op].started = true;
         self.record(ClientRecord::OpStarted {
             client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
+            tag: self.ops.tag(op),
         });
-        let tag = self.ops[op].tag.clone();
+        let tag = self.ops.tag(op);
         if let Some(&after) = self.spec.drops.get(&(op as u32)) {
             let tasked = self.tasked();
             let mut rules = self.planned.drop_rules.borrow_mut();
@@ -272,12 +272,12 @@ impl Client {
         if !self.take_attempt(op) {
             return;
         }
+        let tag = self.ops.tag(op);
         let o = &mut self.ops[op];
         o.posts += 1;
         o.stream = None;
-        let rpc = RequestId::Str(format!("{}#{}", o.tag, o.posts));
+        let rpc = RequestId::Str(format!("{}#{}", tag, o.posts));
         o.rpc = Some(rpc.clone());
-        let tag = o.tag.clone();
         let asks = self.modern() && self.g().asks_input;
         let mut msg = call_request(&tag, &rpc, self.g(), asks);
         let mut out = if self.modern() {
@@ -372,7 +372,7 @@ impl Client {
             }
         }
         let waiting = self.ops_on(stream);
-        let tag = waiting.first().map(|&o| self.ops[o].tag.clone());
+        let tag = waiting.first().map(|&o| self.ops.tag(o));
         self.record(ClientRecord::Sent {
             client: self.spec.index,
             what: Sent::Resume,

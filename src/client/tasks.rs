@@ -64,7 +64,7 @@ impl Client {
         let id: Rc<str> = id.into();
         self.record(ClientRecord::Task {
             client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
+            tag: self.ops.tag(op),
             task: id.clone(),
             rpc_id: rpc.clone(),
             event: TaskEvent::Created,
@@ -88,8 +88,8 @@ impl Client {
         }
         let deadline = self.g().task_deadline_ms;
         let now = self.io.history.now_us();
+        let tag = self.ops.tag(op);
         let o = &mut self.ops[op];
-        let tag = o.tag.clone();
         let Some(t) = o.task.as_mut() else {
             return;
         };
@@ -206,7 +206,7 @@ impl Client {
             client: self.spec.index,
             session,
             event: id,
-            tag: Some(self.ops[op].tag.clone()),
+            tag: Some(self.ops.tag(op)),
             chunk: crate::protocol::mcp::chunk_of(m),
             result: true,
             transport: crate::history::Transport::Streamable,
@@ -219,7 +219,7 @@ impl Client {
     fn task_over(&mut self, op: usize, t: &super::tasks::OpTask, rpc: RequestId, event: TaskEvent) {
         self.record(ClientRecord::Task {
             client: self.spec.index,
-            tag: self.ops[op].tag.clone(),
+            tag: self.ops.tag(op),
             task: t.id.clone(),
             rpc_id: rpc,
             event,

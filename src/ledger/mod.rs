@@ -17,7 +17,7 @@
 pub mod tasks;
 
 use crate::bounded::{Bounded, Budget};
-use crate::history::{History, LedgerRecord};
+use crate::history::{History, LedgerRecord, OpId};
 pub use crate::protocol::mcp::ChunkRef;
 use crate::protocol::Json;
 use crate::protocol::RequestId;
@@ -51,13 +51,60 @@ pub enum Commit {
 /// is held.
 pub const ENTRY_OVERHEAD: usize = 320;
 
+/// A tag as the ledger keys it: an operation's tag (`c{client}-op{call}`,
+/// what every simulated client sends) by its two numbers, without an
+/// allocation or a string comparison per lookup; any other tag (a real
+/// client's, under `serve`) by its text. [`OpId::of_tag`] reads only the
+/// canonical spelling, so two different strings are never one key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tag {
+    Op(OpId),
+    Text(Rc<str>),
+}
+
+impl Tag {
+    fn of(tag: &str) -> Tag {
+        OpId::of_tag(tag).map_or_else(|| Tag::Text(tag.into()), Tag::Op)
+    }
+
+    /// Its text.
+    fn text(&self) -> String {
+        match self {
+            Tag::Op(id) => id.tag(),
+            Tag::Text(t) => t.to_string(),
+        }
+    }
+
+    /// The bytes of its text, what the budget charges for it.
+    fn len(&self) -> usize {
+        match self {
+            Tag::Op(id) => {
+                let digits = |n: u32| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+                "c-op".len() + digits(id.client) + digits(id.call)
+            }
+            Tag::Text(t) => t.len(),
+        }
+    }
+}
+
+/// A tag's execution counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Executions begun (they number executions).
+    started: u32,
+    /// Executions that took their effect.
+    committed: u32,
+    /// Executions that emitted their result (whoever ran them).
+    finished: u32,
+}
+
 /// One thing a bounded ledger holds, charged to its [`Budget`].
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Held {
-    /// A tag's execution counters (`started`, `committed`).
-    Tag(Rc<str>),
+    /// A tag's execution counters.
+    Tag(Tag),
     /// A principal's effects of one tag.
-    Effect(Principal, Rc<str>),
+    Effect(Principal, Tag),
     /// A committed key's result.
     Committed(Scoped),
     /// A completed key kept beside the ledger (`durable_dedup`).
@@ -69,14 +116,10 @@ enum Held {
 
 #[derive(Default)]
 struct Inner {
-    /// Executions begun per tag (they number executions).
-    started: BTreeMap<Rc<str>, u32>,
-    /// Executions that took their effect, per tag.
-    committed: BTreeMap<Rc<str>, u32>,
-    /// Executions that emitted their result, per tag (whoever ran them).
-    finished: BTreeMap<Rc<str>, u32>,
+    /// Each tag's execution counters.
+    tags: BTreeMap<Tag, Counts>,
     /// Effects taken per principal, then per tag.
-    by_principal: BTreeMap<Principal, BTreeMap<Rc<str>, u32>>,
+    by_principal: BTreeMap<Principal, BTreeMap<Tag, u32>>,
     /// Keys under which a deferred execution committed, with its result:
     /// a key commits at most once.
     committed_keys: BTreeMap<Scoped, Json>,
@@ -168,12 +211,12 @@ impl Ledger {
         deferred: bool,
     ) -> u32 {
         let mut inner = self.inner.borrow_mut();
-        let tag_rc = inner.hold_tag(tag, principal);
-        let n = inner.started.entry(tag_rc.clone()).or_insert(0);
-        *n += 1;
-        let n = *n;
+        let held = inner.hold_tag(tag, principal);
+        let counts = inner.tags.entry(held.clone()).or_default();
+        counts.started += 1;
+        let n = counts.started;
         if !deferred {
-            inner.take_effect(&tag_rc, principal);
+            inner.take_effect(&held, principal);
         }
         drop(inner);
         self.history.record(LedgerRecord::Execution {
@@ -205,8 +248,8 @@ impl Ledger {
         if let Some(stored) = scoped.as_ref().and_then(|k| inner.committed_keys.get(k)) {
             return Commit::Refused(stored.clone());
         }
-        let tag_rc = inner.hold_tag(tag, principal);
-        let effects = inner.take_effect(&tag_rc, principal);
+        let held = inner.hold_tag(tag, principal);
+        let effects = inner.take_effect(&held, principal);
         let result = result(effects);
         if let Some(k) = scoped {
             let bytes = k.0.len() + k.1.len() + result.text().len();
@@ -226,7 +269,7 @@ impl Ledger {
             let mut inner = self.inner.borrow_mut();
             // Held already (its execution holds it), else nobody's.
             let t = inner.hold_tag(tag, &Principal::from(""));
-            *inner.finished.entry(t).or_insert(0) += 1;
+            inner.tags.entry(t).or_default().finished += 1;
         }
         self.history.record(LedgerRecord::Chunk {
             tag: tag.into(),
@@ -292,7 +335,8 @@ impl Ledger {
     /// Effects taken for one tag (executions that committed), whoever they
     /// ran for: the whole ledger's view, for tests and the oracle's side.
     pub fn executions(&self, tag: &str) -> u32 {
-        self.inner.borrow().committed.get(tag).copied().unwrap_or(0)
+        let inner = self.inner.borrow();
+        inner.tags.get(&Tag::of(tag)).map_or(0, |c| c.committed)
     }
 
     /// Effects of `tag` taken for `principal`: what a tool's result tells
@@ -300,20 +344,23 @@ impl Ledger {
     pub fn executions_for(&self, tag: &str, principal: &str) -> u32 {
         let inner = self.inner.borrow();
         let tags = inner.by_principal.get(principal);
-        tags.and_then(|t| t.get(tag)).copied().unwrap_or(0)
+        tags.and_then(|t| t.get(&Tag::of(tag)))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Effects taken for `principal`, per tag, in tag order.
     pub fn snapshot_for(&self, principal: &str) -> BTreeMap<String, u32> {
         let inner = self.inner.borrow();
         let tags = inner.by_principal.get(principal).into_iter().flatten();
-        tags.map(|(t, n)| (t.to_string(), *n)).collect()
+        tags.map(|(t, n)| (t.text(), *n)).collect()
     }
 
     /// Executions of `tag` that emitted their result (whoever ran them):
     /// with [`Ledger::executions_for`], whether a close stopped one.
     pub fn finished(&self, tag: &str) -> u32 {
-        self.inner.borrow().finished.get(tag).copied().unwrap_or(0)
+        let inner = self.inner.borrow();
+        inner.tags.get(&Tag::of(tag)).map_or(0, |c| c.finished)
     }
 
     /// A completed key kept beside the ledger: (call, result).
@@ -382,17 +429,16 @@ impl Ledger {
 }
 
 impl Inner {
-    /// `tag` as the ledger holds it, one `Rc` shared by every map that
-    /// names it; a tag neither counter holds yet is charged to the budget
-    /// before either does.
-    fn hold_tag(&mut self, tag: &str, who: &Principal) -> Rc<str> {
-        let held = self.started.get_key_value(tag);
-        if let Some((t, _)) = held.or_else(|| self.committed.get_key_value(tag)) {
+    /// `tag` as the ledger holds it (a text tag's `Rc` shared by every map
+    /// that names it); a tag not held yet is charged to the budget before
+    /// its counters are kept.
+    fn hold_tag(&mut self, tag: &str, who: &Principal) -> Tag {
+        let key = Tag::of(tag);
+        if let Some((t, _)) = self.tags.get_key_value(&key) {
             return t.clone();
         }
-        let t: Rc<str> = tag.into();
-        self.charge(Held::Tag(t.clone()), who, tag.len());
-        t
+        self.charge(Held::Tag(key.clone()), who, key.len());
+        key
     }
 
     /// Charges `held`, held for `who`, `bytes` and [`ENTRY_OVERHEAD`] when
@@ -404,9 +450,7 @@ impl Inner {
         for old in budget.charge(held, who.clone(), bytes + ENTRY_OVERHEAD) {
             match old {
                 Held::Tag(t) => {
-                    self.started.remove(&t);
-                    self.committed.remove(&t);
-                    self.finished.remove(&t);
+                    self.tags.remove(&t);
                 }
                 Held::Effect(p, t) => {
                     if let Some(tags) = self.by_principal.get_mut(&p) {
@@ -431,8 +475,8 @@ impl Inner {
 
     /// Counts one effect of `tag` (held: [`Inner::hold_tag`]) for
     /// `principal`; returns `principal`'s effects of it.
-    fn take_effect(&mut self, tag: &Rc<str>, principal: &Principal) -> u32 {
-        *self.committed.entry(tag.clone()).or_insert(0) += 1;
+    fn take_effect(&mut self, tag: &Tag, principal: &Principal) -> u32 {
+        self.tags.entry(tag.clone()).or_default().committed += 1;
         let mine = self
             .by_principal
             .entry(principal.clone())
@@ -633,6 +677,30 @@ mod tests {
         assert!(held <= limit);
         l.release_key(&k);
         assert_eq!(l.held_bytes(), held, "releasing an evicted key is a no-op");
+    }
+
+    #[test]
+    fn operation_tags_are_keyed_by_their_numbers_and_others_by_their_text() {
+        for t in ["c0-op0", "c12-op345", "c4294967295-op7"] {
+            let k = Tag::of(t);
+            assert!(matches!(k, Tag::Op(_)), "{t}");
+            assert_eq!((k.text(), k.len()), (t.to_string(), t.len()));
+        }
+        // Another spelling of the same numbers is another tag.
+        for t in ["c01-op2", "c1-op02", "c1-op", "x1-op2", "", "c1-op2 "] {
+            let k = Tag::of(t);
+            assert!(matches!(k, Tag::Text(_)), "{t:?}");
+            assert_eq!((k.text(), k.len()), (t.to_string(), t.len()));
+        }
+        let (l, _) = ledger();
+        let (a, id) = (Principal::from("a"), RequestId::Num(1));
+        l.execute("c1-op2", &a, None, &id, false);
+        l.execute("c01-op2", &a, None, &id, false);
+        assert_eq!((l.executions("c1-op2"), l.executions("c01-op2")), (1, 1));
+        assert_eq!(
+            l.snapshot_for("a"),
+            BTreeMap::from([("c01-op2".to_string(), 1), ("c1-op2".to_string(), 1)])
+        );
     }
 
     #[test]
