@@ -106,8 +106,10 @@ fn single() -> Topology {
 /// The rows, each with one cell per arm of `arms` and the scenarios it
 /// pools; empty when the summary holds neither a deployment nor several.
 /// The section's own style (only pages with the section carry it): the
-/// describing columns narrow, the arms' cells wide enough to read.
-const DEPLOYMENTS_STYLE: &str = "<style>table.deployments td{min-width:5em;max-width:16em;overflow-wrap:anywhere}table.deployments td.ok,table.deployments td.bad{min-width:12em}</style>";
+/// describing columns narrow (the balancer and the store on one line, a
+/// label broken after its commas, never inside a word), the arms' cells
+/// wide enough to read.
+const DEPLOYMENTS_STYLE: &str = "<style>table.deployments td{min-width:5em;max-width:16em;overflow-wrap:break-word}table.deployments td:nth-child(-n+2){white-space:nowrap}table.deployments td.ok,table.deployments td.bad{min-width:12em}</style>";
 
 fn table<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
     let labels: BTreeSet<&str> = s.runs.iter().map(|r| r.deployment.as_str()).collect();
@@ -187,7 +189,7 @@ fn leading(rows: &[Row<'_>]) -> (Vec<&'static str>, Vec<Vec<String>>) {
             for (on, val) in [
                 (dead, &k.on_dead_upstream),
                 (resume, &k.resume),
-                (label, &k.label),
+                (label, &k.label.replace(',', ", ")),
                 (profile, &k.profile),
             ] {
                 if on {
@@ -333,6 +335,7 @@ mod tests {
             migration_latency_hist_us: vec![],
             declared_hazards: vec![],
             operations: vec![],
+            operations_omitted: 0,
             failed_expectations: vec![],
             verdict: "pass".into(),
             not_applicable_clients: 0,

@@ -268,53 +268,77 @@ fn details(s: &Summary) -> String {
     for sc in scenarios {
         let cols = columns(s, sc);
         let runs = cols.first().map_or(0, |a| a.runs);
-        let _ = write!(out, "### {sc}\n\n{runs} seeds per column.\n\n| metric |");
-        for a in &cols {
-            let _ = write!(out, " {} |", heading(a));
+        // One table per client profile and deployment (a matrix of 4
+        // profiles × 6 arms is 24 columns: no page holds them side by side).
+        let groups: Vec<&[&Aggregate]> = cols
+            .chunk_by(|a, b| (&a.clients, &a.deployment) == (&b.clients, &b.deployment))
+            .collect();
+        let _ = write!(out, "### {sc}\n\n{runs} seeds per column.\n\n");
+        for g in &groups {
+            if groups.len() > 1 {
+                let _ = write!(out, "**{}**\n\n", group_title(g[0]));
+            }
+            metric_table(&mut out, g);
         }
-        let _ = writeln!(out, "\n|---|{}", "---|".repeat(cols.len()));
-        for name in SHOWN {
-            row(&mut out, name, &cols, |a| cell(Some(a), name));
-        }
-        keyed_rows(
-            &mut out,
-            &cols,
-            "failures_by_cause",
-            "failed by cause",
-            |m| &m.failures_by_cause,
-        );
-        keyed_rows(
-            &mut out,
-            &cols,
-            "failures_by_detail",
-            "of which (server records)",
-            |m| &m.failures_by_detail,
-        );
-        row(&mut out, "operations exposed, by hazard", &cols, |a| {
-            counts_line(&a.metrics.hazards)
-        });
-        row(
-            &mut out,
-            "migration latency p50 / p90 / p99 / max",
-            &cols,
-            |a| latency(&a.metrics),
-        );
-        row(&mut out, "rejections by reason", &cols, |a| {
-            counts_line(&a.metrics.rejections)
-        });
-        row(&mut out, "faults", &cols, |a| {
-            format!(
-                "planned: {}; applied: {}",
-                counts_line(&a.faults.planned),
-                counts_line(&a.faults.applied)
-            )
-        });
-        row(&mut out, "runs whose expectations broke", &cols, |a| {
-            a.failed_runs.to_string()
-        });
-        out.push('\n');
     }
     out
+}
+
+/// One table of every metric: a row per metric, a column per configuration.
+fn metric_table(out: &mut String, cols: &[&Aggregate]) {
+    out.push_str("| metric |");
+    for a in cols {
+        let _ = write!(out, " {} |", heading(a));
+    }
+    let _ = writeln!(out, "\n|---|{}", "---|".repeat(cols.len()));
+    for name in SHOWN {
+        row(out, name, cols, |a| cell(Some(a), name));
+    }
+    keyed_rows(out, cols, "failures_by_cause", "failed by cause", |m| {
+        &m.failures_by_cause
+    });
+    keyed_rows(
+        out,
+        cols,
+        "failures_by_detail",
+        "of which (server records)",
+        |m| &m.failures_by_detail,
+    );
+    row(out, "operations exposed, by hazard", cols, |a| {
+        counts_line(&a.metrics.hazards)
+    });
+    row(out, "migration latency p50 / p90 / p99 / max", cols, |a| {
+        latency(&a.metrics)
+    });
+    row(out, "rejections by reason", cols, |a| {
+        counts_line(&a.metrics.rejections)
+    });
+    row(out, "faults", cols, |a| {
+        format!(
+            "planned: {}; applied: {}",
+            counts_line(&a.faults.planned),
+            counts_line(&a.faults.applied)
+        )
+    });
+    row(out, "runs whose expectations broke", cols, |a| {
+        a.failed_runs.to_string()
+    });
+    out.push('\n');
+}
+
+/// What a table of [`details`] holds when a scenario has several: its
+/// client profile and deployment.
+fn group_title(a: &Aggregate) -> String {
+    let clients = if a.clients == crate::run::AS_WRITTEN {
+        "the scenario's own clients".to_string()
+    } else {
+        format!("`{}` clients", a.clients)
+    };
+    if a.deployment.is_empty() {
+        clients
+    } else {
+        format!("{clients}, deployment {}", a.deployment)
+    }
 }
 
 pub(crate) fn xml(s: &str) -> String {

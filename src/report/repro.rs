@@ -48,15 +48,16 @@ pub fn worth_a_look_markdown(s: &Summary) -> String {
         let Some(r) = run else {
             continue;
         };
-        let mut by_cause: BTreeMap<&str, (u64, &OpVerdict)> = BTreeMap::new();
+        // The first example of each cause; the count from the metrics (a
+        // summary keeps a few examples per cause, not every operation).
+        let mut by_cause: BTreeMap<&str, &OpVerdict> = BTreeMap::new();
         for op in &r.operations {
-            let Some(c) = op.cause.as_deref() else {
-                continue;
-            };
-            let e = by_cause.entry(c).or_insert((0, op));
-            e.0 += 1;
+            if let Some(c) = op.cause.as_deref() {
+                by_cause.entry(c).or_insert(op);
+            }
         }
-        for (cause, (n, op)) in by_cause {
+        for (cause, op) in by_cause {
+            let n = r.metrics.failures_by_cause.get(cause).copied().unwrap_or(0);
             let (repro, shrink) = commands(s, r, op);
             let _ = writeln!(
                 rows,

@@ -191,6 +191,9 @@ impl Summary {
     ) -> Result<Summary, String> {
         runs.sort_by_key(run_key);
         runs.dedup_by(|a, b| run_key(a) == run_key(b));
+        for r in &mut runs {
+            r.keep_examples(run::EXAMPLES);
+        }
         let mut groups: BTreeMap<GroupKey, Vec<&RunReport>> = BTreeMap::new();
         for r in &runs {
             let key = (
@@ -699,6 +702,68 @@ mod tests {
         assert!(!local.contains("store_round_trips"), "{local}");
         let shared = serde_json::to_string(&s.aggregates[1]).unwrap();
         assert!(shared.contains("\"store_round_trips\":7"), "{shared}");
+    }
+
+    #[test]
+    fn a_summary_keeps_a_few_examples_per_cause_and_kind_and_counts_the_rest() {
+        let sc = crate::scenario::Scenario::parse(
+            "name = \"e\"\nduration_ms = 4000\n[[clients]]\nbehaviour = \"resume\"\n",
+        )
+        .unwrap();
+        let mut r = RunReport::of(&sc, 0, "unguarded", &Default::default());
+        let op = |i: usize, cause: Option<&str>| oracle::OpVerdict {
+            tag: format!("c0-op{i}"),
+            client: 0,
+            failures: cause.map(|_| vec!["lost".to_string()]).unwrap_or_default(),
+            cause: cause.map(str::to_string),
+            detail: None,
+        };
+        r.operations = (0..25)
+            .map(|i| op(i, Some("eviction")))
+            .chain((25..28).map(|i| op(i, Some("fin_race"))))
+            .chain((28..40).map(|i| op(i, None)))
+            .collect();
+        let drop = |call: u32| run::NotApplied {
+            fault: crate::fault::Fault::Drop {
+                client: 0,
+                call,
+                after_event: 1,
+                close: Default::default(),
+            },
+            reason: "never ran".into(),
+        };
+        r.faults.planned.insert("drop".into(), 15);
+        r.faults.not_applied = (0..15).map(drop).collect();
+        let s = Summary::from_runs(vec![r]);
+        let kept = &s.runs[0];
+        let count = |c: Option<&str>| {
+            kept.operations
+                .iter()
+                .filter(|o| o.cause.as_deref() == c)
+                .count()
+        };
+        assert_eq!(
+            (
+                count(Some("eviction")),
+                count(Some("fin_race")),
+                count(None)
+            ),
+            (run::EXAMPLES, 3, run::EXAMPLES)
+        );
+        assert_eq!(kept.operations[0].tag, "c0-op0", "the first ones are kept");
+        assert_eq!(kept.operations_omitted, 15 + 2);
+        let f = &kept.faults;
+        assert_eq!(f.not_applied.len(), run::EXAMPLES);
+        assert_eq!(
+            f.planned["drop"],
+            f.not_applied.len() as u64 + f.not_applied_omitted,
+            "planned = applied + not applied + omitted"
+        );
+        let json = serde_json::to_string(kept).unwrap();
+        let back: RunReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(&back, kept, "the counts survive the file");
+        let again = Summary::from_runs(vec![back]);
+        assert_eq!(&again.runs[0], kept, "bounding twice changes nothing");
     }
 
     #[test]

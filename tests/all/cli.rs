@@ -340,6 +340,8 @@ fn check_committed(pick: impl Fn(&str) -> bool + Sync) -> usize {
                         )
                     })
                     .clone();
+                // What a summary holds of a run: a few examples per cause.
+                fresh.keep_examples(mcp_chaos::run::EXAMPLES);
                 fresh.meta = Default::default();
                 old.meta = Default::default();
                 assert_eq!(

@@ -121,7 +121,7 @@ fn two_deployments_are_two_aggregates_with_their_labels_and_round_trips() {
     );
     assert!(
         rows[1].starts_with(
-            "| round-robin | shared | repin | store=shared,on_dead_upstream=repin | scenario | deploy-small |"
+            "| round-robin | shared | repin | store=shared, on_dead_upstream=repin | scenario | deploy-small |"
         ),
         "{}",
         rows[1]

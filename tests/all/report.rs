@@ -156,13 +156,13 @@ fn no_failed_operations_is_said_not_drawn() {
     let svg = report::bars_svg(&s, run::AS_WRITTEN);
     assert!(svg.contains("No failed operations"), "{svg}");
     assert!(!svg.contains("class=\"bar\""), "{svg}");
-    // With failures, bars on a labelled log axis of rates, colours as
-    // the legend.
+    // With failures, bars on a labelled axis of rates (linear: one bar
+    // above 0), colours as the legend.
     s.aggregates[0].metrics.ops_failed = 7;
     let svg = report::bars_svg(&s, run::AS_WRITTEN);
     assert!(!svg.contains("No failed operations"));
     assert_eq!(svg.matches("class=\"bar\"").count(), 2, "{svg}");
-    assert!(svg.contains("log axis") && svg.contains(">failed per 1,000 operations<"));
+    assert!(svg.contains("linear axis") && svg.contains(">failed per 1,000 operations<"));
     for a in &s.aggregates {
         let bar_fill = svg
             .split("class=\"bar\"")

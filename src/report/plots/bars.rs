@@ -1,7 +1,9 @@
 //! Failed operations per 1,000 operations, per scenario and arm, as
-//! grouped bars on a log axis: a scenario of 6 operations reads beside
-//! one of 79,200. A not-applicable cell (no client could run against the
-//! arm) is a hatched box labelled "n/a", never a bar of 0.
+//! grouped bars: on a linear axis when every bar reads beside the tallest,
+//! else on a log axis of whole decades (0.28 beside 500). Each scenario's
+//! name stands slanted under its group, whole. A not-applicable cell (no
+//! client could run against the arm) is a hatched box labelled "n/a",
+//! never a bar of 0.
 
 use super::super::matrix::arms;
 use super::super::xml;
@@ -42,31 +44,6 @@ fn cell(a: Option<&Aggregate>) -> Cell {
     }
 }
 
-/// `name` cut into lines of at most `max` characters, after hyphens when
-/// it can be.
-fn wrap(name: &str, max: usize) -> Vec<String> {
-    let max = max.max(4);
-    let mut lines: Vec<String> = vec![String::new()];
-    for part in name.split_inclusive('-') {
-        let cur = lines.last_mut().expect("non-empty");
-        if !cur.is_empty() && cur.chars().count() + part.chars().count() > max {
-            lines.push(String::new());
-        }
-        let mut rest: Vec<char> = part.chars().collect();
-        while !rest.is_empty() {
-            let cur = lines.last_mut().expect("non-empty");
-            let room = max - cur.chars().count();
-            if room == 0 {
-                lines.push(String::new());
-                continue;
-            }
-            let take = room.min(rest.len());
-            cur.extend(rest.drain(..take));
-        }
-    }
-    lines
-}
-
 /// A deployment label without the `key=value` pairs every label of the
 /// axis shares (a bar group's name has little room): what sets it apart.
 fn short(label: &str, s: &Summary) -> String {
@@ -85,7 +62,7 @@ fn short(label: &str, s: &Summary) -> String {
 }
 
 /// Failed operations per 1,000 operations per scenario, as grouped bars
-/// on a log axis, one bar per arm (colours as the legend, which stands
+/// on the chart's [`Axis`], one bar per arm (colours as the legend, which stands
 /// right of the plot), for the runs with client profile `profile`. Each
 /// bar carries its rate above it, standing on its end so neighbours never
 /// collide; its tooltip gives the counts. A short note instead of a plot
@@ -169,66 +146,124 @@ fn empty_svg(title: &str, seeds: u64, profile: &str) -> String {
 }
 
 /// Where the chart's parts stand: the plot's left, top, width and
-/// height, one scenario's slot, the log axis's decades, the scenario
-/// names as wrapped, the picture's size.
+/// height, one scenario's slot, the axis, the scenario names (each on one
+/// line, slanted under its group), the picture's size.
 struct Frame {
     l: f64,
     t: f64,
     ph: f64,
     pw: f64,
     slot: f64,
-    lo: f64,
-    hi: f64,
+    axis: Axis,
     arms: usize,
-    names: Vec<Vec<String>>,
+    names: Vec<String>,
     w: f64,
     h: f64,
 }
 
-impl Frame {
-    /// The layout for `rates` (some above 0), the legend's labels, `arms`
-    /// bars per group and one group per scenario.
-    fn new(rates: &[f64], legend: &[String], arms: usize, scenarios: &[&str]) -> Frame {
-        // Log axis over whole decades, from at most 1 per 1,000 to the
-        // largest rate.
+/// The value axis: linear when every bar above 0 stands at least
+/// [`LINEAR_FLOOR`] of the tallest (each readable beside it), else log
+/// over whole decades.
+#[derive(Clone, Debug, PartialEq)]
+enum Axis {
+    /// Its ticks, from 0 to the top.
+    Linear(Vec<f64>),
+    /// The lowest and highest decade (powers of ten).
+    Log(f64, f64),
+}
+
+/// The smallest bar above 0 a linear axis leaves readable, as a share of
+/// the tallest (5 px of the plot's 240).
+const LINEAR_FLOOR: f64 = 0.02;
+
+/// The scenario names' slant: read upward to the right, each ending
+/// under its group, never broken.
+const SLANT_DEG: f64 = 40.0;
+
+impl Axis {
+    fn of(rates: &[f64]) -> Axis {
         let min_pos = rates
             .iter()
             .copied()
             .filter(|r| *r > 0.0)
             .fold(f64::MAX, f64::min);
         let max = rates.iter().copied().fold(0.0, f64::max);
+        if min_pos >= max * LINEAR_FLOOR {
+            return Axis::Linear(super::svg::linear_ticks(max, 5));
+        }
+        // Whole decades, from at most 1 per 1,000 to the largest rate.
         let lo = min_pos.log10().floor().min(0.0);
-        let hi = max.log10().ceil().max(lo + 1.0);
+        Axis::Log(lo, max.log10().ceil().max(lo + 1.0))
+    }
+
+    /// Where `v` stands, from 0 (the axis's foot) to 1 (its top).
+    fn share(&self, v: f64) -> f64 {
+        match self {
+            Axis::Linear(ticks) => v / ticks.last().copied().unwrap_or(1.0).max(1e-9),
+            Axis::Log(lo, hi) => (v.log10() - lo) / (hi - lo),
+        }
+        .clamp(0.0, 1.0)
+    }
+
+    /// The values its grid lines stand at.
+    fn ticks(&self) -> Vec<f64> {
+        match self {
+            Axis::Linear(ticks) => ticks.clone(),
+            Axis::Log(lo, hi) => (*lo as i32..=*hi as i32).map(|d| 10f64.powi(d)).collect(),
+        }
+    }
+
+    fn words(&self) -> &'static str {
+        match self {
+            Axis::Linear(_) => "linear axis",
+            Axis::Log(..) => "log axis (decades)",
+        }
+    }
+}
+
+impl Frame {
+    /// The layout for `rates` (some above 0), the legend's labels, `arms`
+    /// bars per group and one group per scenario.
+    fn new(rates: &[f64], legend: &[String], arms: usize, scenarios: &[&str]) -> Frame {
         let legend_w = legend
             .iter()
             .map(|t| text_width(t, 11.0))
             .fold(0.0, f64::max);
         let value_h = text_width("1,000", VALUE_FONT) + 6.0;
-        let (l, t, ph) = (64.0, 46.0 + value_h, 240.0);
+        let (t, ph) = (46.0 + value_h, 240.0);
         let r = 16.0 + 16.0 + legend_w + 8.0;
-        let slot = (BAR * arms as f64 + 22.0).max((720.0 - l - r) / scenarios.len().max(1) as f64);
+        let slot =
+            (BAR * arms as f64 + 22.0).max((720.0 - 64.0 - r) / scenarios.len().max(1) as f64);
+        let (cos, sin) = (SLANT_DEG.to_radians().cos(), SLANT_DEG.to_radians().sin());
+        // A slanted name reaches left of its group's middle by its width's
+        // cosine: the plot starts right enough for the first ones.
+        let l = scenarios
+            .iter()
+            .enumerate()
+            .map(|(i, sc)| text_width(sc, NAME_FONT) * cos - slot * (i as f64 + 0.5) + 8.0)
+            .fold(64.0, f64::max);
         let pw = slot * scenarios.len() as f64;
-        let per_line = ((slot - 6.0) / (NAME_FONT * super::svg::CHAR_EM)) as usize;
-        let names: Vec<Vec<String>> = scenarios.iter().map(|sc| wrap(sc, per_line)).collect();
-        let name_lines = names.iter().map(Vec::len).max().unwrap_or(1);
+        let longest = scenarios
+            .iter()
+            .map(|sc| text_width(sc, NAME_FONT))
+            .fold(0.0, f64::max);
         Frame {
             l,
             t,
             ph,
             pw,
             slot,
-            lo,
-            hi,
+            axis: Axis::of(rates),
             arms,
-            names,
+            names: scenarios.iter().map(|s| s.to_string()).collect(),
             w: l + pw + r,
-            h: t + ph + 8.0 + (NAME_FONT + 3.0) * name_lines as f64 + 8.0,
+            h: t + ph + 14.0 + longest * sin + NAME_FONT + 8.0,
         }
     }
 
-    /// The height of rate `v` on the log axis.
+    /// The height of rate `v` on the axis.
     fn y(&self, v: f64) -> f64 {
-        self.t + self.ph - ((v.log10() - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0) * self.ph
+        self.t + self.ph - self.axis.share(v) * self.ph
     }
 }
 
@@ -252,11 +287,12 @@ fn axes(out: &mut String, f: &Frame, profile: &str, seeds: u64) {
         11.0,
         "start",
         "",
-        &format!("clients {profile} · over {seeds} seeds · log axis · hover a bar for its counts"),
+        &format!(
+            "clients {profile} · over {seeds} seeds · {} · hover a bar for its counts",
+            f.axis.words()
+        ),
     );
-    let mut d = f.lo as i32;
-    while d <= f.hi as i32 {
-        let v = 10f64.powi(d);
+    for v in f.axis.ticks() {
         let yy = f.y(v);
         let _ = write!(
             out,
@@ -272,7 +308,6 @@ fn axes(out: &mut String, f: &Frame, profile: &str, seeds: u64) {
             "class=\"tick\"",
             &rate_label(v),
         );
-        d += 1;
     }
     let _ = write!(
         out,
@@ -284,7 +319,7 @@ fn axes(out: &mut String, f: &Frame, profile: &str, seeds: u64) {
     );
     vtext(
         out,
-        18.0,
+        l - 46.0,
         t + ph / 2.0,
         11.0,
         "middle",
@@ -344,18 +379,12 @@ fn group(out: &mut String, f: &Frame, i: usize, sc: &str, cells: &[(&str, Cell)]
             }
         }
     }
-    let cx = l + slot * i as f64 + slot / 2.0;
-    for (k, line) in f.names[i].iter().enumerate() {
-        text(
-            out,
-            cx,
-            t + ph + 8.0 + (NAME_FONT + 3.0) * (k + 1) as f64 - 3.0,
-            NAME_FONT,
-            "middle",
-            "",
-            line,
-        );
-    }
+    let (cx, cy) = (l + slot * i as f64 + slot / 2.0, t + ph + 14.0);
+    let _ = write!(
+        out,
+        "<text class=\"name\" x=\"{cx:.1}\" y=\"{cy:.1}\" transform=\"rotate(-{SLANT_DEG} {cx:.1} {cy:.1})\" font-size=\"{NAME_FONT}\" text-anchor=\"end\">{}</text>",
+        xml(&f.names[i])
+    );
 }
 
 /// The legend, right of the plot: one swatch per arm, then the hatch.
@@ -382,18 +411,36 @@ fn legend_svg(out: &mut String, f: &Frame, legend: &[String], arms: &[&str]) {
 
 #[cfg(test)]
 mod tests {
-    use super::wrap;
+    use super::{Axis, Frame, SLANT_DEG};
+    use crate::report::plots::svg::text_width;
 
     #[test]
-    fn names_wrap_after_hyphens_within_the_width() {
+    fn the_axis_is_linear_while_every_bar_reads_beside_the_tallest() {
         assert_eq!(
-            wrap("seed-000-resume-then-post", 16),
-            ["seed-000-resume-", "then-post"]
+            Axis::of(&[0.0, 9.3, 83.0]),
+            Axis::Linear(vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0])
         );
-        assert_eq!(wrap("eviction", 16), ["eviction"]);
-        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
-        for line in wrap("a-very-long-scenario-name-indeed", 7) {
-            assert!(line.chars().count() <= 7, "{line}");
+        assert_eq!(Axis::of(&[0.28, 500.0]), Axis::Log(-1.0, 3.0));
+        let log = Axis::of(&[0.28, 500.0]);
+        assert_eq!(log.ticks(), [0.1, 1.0, 10.0, 100.0, 1000.0]);
+        assert!((log.share(10.0) - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn slanted_names_stay_whole_and_inside_the_picture() {
+        let long = "deploy-balancer-restart · store=shared,on_dead_upstream=repin";
+        let names = [long, "eviction", long];
+        let f = Frame::new(&[1.0, 50.0], &["guarded".into()], 6, &names);
+        assert_eq!(f.names, names, "one line each, never cut");
+        let cos = SLANT_DEG.to_radians().cos();
+        for (i, n) in names.iter().enumerate() {
+            let left = f.l + f.slot * (i as f64 + 0.5) - text_width(n, super::NAME_FONT) * cos;
+            assert!(left >= 0.0, "{n} starts at {left}");
         }
+        let below = f.h - (f.t + f.ph);
+        assert!(
+            below >= text_width(long, super::NAME_FONT) * SLANT_DEG.to_radians().sin(),
+            "room under the plot: {below}"
+        );
     }
 }

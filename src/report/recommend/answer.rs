@@ -79,6 +79,17 @@ pub struct Row {
     pub baseline: Option<Candidate>,
 }
 
+impl Row {
+    /// Its best is the baseline itself: nothing this constraint allows
+    /// beats what runs today beyond the noise.
+    pub fn keeps_baseline(&self) -> bool {
+        match (&self.best, &self.baseline) {
+            (Some(x), Some(b)) => same(&x.standing, &b.standing),
+            _ => false,
+        }
+    }
+}
+
 /// The era a configuration ran in: its `era=` setting, else the default.
 fn era_of(x: &Standing) -> Era {
     x.settings
@@ -244,7 +255,16 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
             Some(_) => "the baseline fails nothing".into(),
             None => "baseline not run".into(),
         };
-        let mut deploy = x.configuration();
+        let mut deploy = if r.keeps_baseline() {
+            // Nothing this constraint allows beats the baseline beyond
+            // the noise: say so, rather than "deploy" what runs today.
+            format!(
+                "nothing beats the baseline here: keep {}",
+                x.configuration()
+            )
+        } else {
+            x.configuration()
+        };
         if r.control == Control::Everything && !r.deployment_ran {
             deploy.push_str(" (no deployment setting ran over these scenarios)");
         }
@@ -411,9 +431,14 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
                 } else {
                     format!(", tied with {} more", r.tied.len())
                 };
+                let keep = if r.keeps_baseline() {
+                    "nothing beats the baseline, keep "
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
-                    "    {} ({}): {} — {} per 1,000 ({}–{}){tied}; from {}",
+                    "    {} ({}): {keep}{} — {} per 1,000 ({}–{}){tied}; from {}",
                     r.control.words(),
                     r.era.as_str(),
                     flags(x),

@@ -288,20 +288,8 @@ fn every_cause_the_oracle_names_has_a_remedy() {
 fn the_answer_searches_by_what_the_user_controls() {
     let t = template();
     let here = summary(vec![
-        run_of(
-            &t,
-            ("a", "unguarded", 0),
-            (50, 1000),
-            "retry_without_key",
-            &[],
-        ),
-        run_of(
-            &t,
-            ("a", "guarded", 0),
-            (20, 1000),
-            "retry_without_key",
-            &[],
-        ),
+        retry_run(&t, "unguarded", 50),
+        retry_run(&t, "guarded", 20),
     ]);
     let mut keyed = run_of(&t, ("a", "guarded", 0), (1, 1000), "fin_race", &[]);
     keyed.clients = "keys".into();
@@ -354,4 +342,40 @@ fn the_answer_searches_by_what_the_user_controls() {
         md.contains("- server and clients, 2025-11-25: `mcp-chaos compare --servers guarded --clients keys --seeds"),
         "{md}"
     );
+}
+
+#[test]
+fn a_row_the_baseline_wins_says_to_keep_it() {
+    let t = template();
+    // One seed each: no interval, so the lower rate wins outright.
+    let answer_with_keys_failing = |failed: u64| {
+        let s = summary(vec![
+            retry_run(&t, "unguarded", 50),
+            retry_run(&t, "keys", failed),
+        ]);
+        answer::markdown(&s, &Beside::default())
+    };
+    let md = answer_with_keys_failing(60);
+    assert!(
+        md.contains("| the server only | nothing beats the baseline here: keep `unguarded` with the scenarios' own clients |"),
+        "{md}"
+    );
+    let md = answer_with_keys_failing(40);
+    assert!(
+        md.contains("| the server only | `keys` with the scenarios' own clients |"),
+        "{md}"
+    );
+    assert!(!md.contains("nothing beats the baseline"), "{md}");
+}
+
+/// A run of scenario `a`, seed 0, on `server`: `failed` of 1,000
+/// operations failed, all `retry_without_key`.
+fn retry_run(t: &RunReport, server: &str, failed: u64) -> RunReport {
+    run_of(
+        t,
+        ("a", server, 0),
+        (failed, 1000),
+        "retry_without_key",
+        &[],
+    )
 }
