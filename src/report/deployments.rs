@@ -109,7 +109,7 @@ fn single() -> Topology {
 /// describing columns narrow (the balancer and the store on one line, a
 /// label broken after its commas, never inside a word), the arms' cells
 /// wide enough to read.
-const DEPLOYMENTS_STYLE: &str = "<style>table.deployments td{min-width:5em;max-width:16em;overflow-wrap:break-word}table.deployments td:nth-child(-n+2){white-space:nowrap}table.deployments td.ok,table.deployments td.bad{min-width:12em}</style>";
+const DEPLOYMENTS_STYLE: &str = "<style>table.deployments td{min-width:5em;max-width:16em;overflow-wrap:break-word}table.deployments td:nth-child(-n+2){white-space:nowrap}table.deployments td.ok,table.deployments td.bad{min-width:10em}</style>";
 
 fn table<'a>(s: &'a Summary, arms: &[&str]) -> Vec<Row<'a>> {
     let labels: BTreeSet<&str> = s.runs.iter().map(|r| r.deployment.as_str()).collect();
