@@ -5,22 +5,27 @@
 //! keys that live in other maps, which evicts the oldest keys past its
 //! limit (what `serve` holds per principal: the ledger and the key table).
 
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::hash::Hash;
 
 /// At most `capacity` entries (at least 1); the oldest key goes first.
+/// Looked up by hashing (a key table holds tens of thousands of keys, and
+/// an ordered map would compare strings at every level of its tree);
+/// nothing walks the entries, so their order in memory reaches no output.
 pub(crate) struct Bounded<K, V> {
-    entries: BTreeMap<K, V>,
+    entries: FxHashMap<K, V>,
     /// Keys in insertion order.
     order: VecDeque<K>,
     capacity: usize,
 }
 
-impl<K: Ord + Clone, V> Bounded<K, V> {
+impl<K: Hash + Eq + Clone, V> Bounded<K, V> {
     /// An empty map of at most `capacity` entries (0 counts as 1).
     pub fn new(capacity: usize) -> Self {
         Bounded {
-            entries: BTreeMap::new(),
+            entries: FxHashMap::default(),
             order: VecDeque::new(),
             capacity: capacity.max(1),
         }

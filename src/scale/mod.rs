@@ -140,13 +140,14 @@ pub fn measure(side: &str, t: Traffic) -> Measured {
         "mcp-chaos" => chaos(t)?,
         "jobs-1" => jobs(1, t)?,
         "jobs-2" => jobs(2, t)?,
+        FLEET_BASELINE => baseline::run(fleet_baseline_traffic(t.keep_alive)?)?,
         fleet => match FLEETS.iter().find(|(name, _)| *name == fleet) {
             Some((_, text)) => mixed_fleet(text, t)?,
             None => {
                 let names: Vec<&str> = FLEETS.iter().map(|(name, _)| *name).collect();
                 return Err(format!(
-                    "unknown side {fleet:?}: use baseline, mcp-chaos, jobs-1, jobs-2 or a fleet \
-                     ({})",
+                    "unknown side {fleet:?}: use baseline, mcp-chaos, jobs-1, jobs-2, \
+                     {FLEET_BASELINE} or a fleet ({})",
                     names.join(", ")
                 ));
             }
@@ -159,6 +160,29 @@ pub fn measure(side: &str, t: Traffic) -> Measured {
         peak_mb: peak_rss_mb(),
         work,
         cpu_s: cpu_seconds(),
+    })
+}
+
+/// The side that runs the bare program with the largest fleet's traffic.
+pub const FLEET_BASELINE: &str = "baseline-mixed-fleet-10k";
+
+/// The largest fleet's traffic for the bare program: its clients, hosts
+/// and calls, its first group's events and pauses, no faults. Where this
+/// baseline itself takes over 20 s, the fleet's wall-time target is 1.5
+/// times it instead of 30 s: the bare program sets the floor of what the
+/// network can carry.
+pub fn fleet_baseline_traffic(keep_alive: bool) -> Result<Traffic, String> {
+    let (_, text) = FLEETS[FLEETS.len() - 1];
+    let s = crate::check::parse(text).map_err(|e| e.to_string())?;
+    let first = s.clients.first().ok_or("the fleet has no client group")?;
+    Ok(Traffic {
+        clients: s.clients.iter().map(|g| g.count).sum(),
+        hosts: s.network.client_hosts,
+        calls: first.calls,
+        chunks: first.chunks,
+        chunk_interval_ms: first.chunk_interval_ms,
+        think_ms: first.think_ms,
+        keep_alive,
     })
 }
 
@@ -303,6 +327,8 @@ pub struct Measurements {
     pub sizes: Vec<(bool, SizeRows)>,
     /// Per fleet: every run (the table reports the median wall time).
     pub fleets: Vec<(&'static str, Vec<Measured>)>,
+    /// The bare program carrying the largest fleet's traffic (no faults).
+    pub fleet_baseline: Option<Measured>,
     /// The soak's small and large run.
     pub soak: Option<(Traffic, Measured, Measured)>,
     /// The sweep on one worker and on two.
@@ -343,6 +369,7 @@ pub fn command(
         base,
         sizes: Vec::new(),
         fleets: Vec::new(),
+        fleet_baseline: None,
         soak: None,
         jobs: None,
     };
@@ -368,6 +395,9 @@ pub fn command(
             .map(|_| side(name, fleet_traffic))
             .collect();
         m.fleets.push((name, runs));
+    }
+    if parts.fleet_runs > 0 {
+        m.fleet_baseline = Some(side(FLEET_BASELINE, fleet_traffic));
     }
     if parts.soak_clients > 0 {
         let small = Traffic {

@@ -180,7 +180,7 @@ pub(super) fn expiry_period(shared: &Shared) -> Option<Duration> {
 /// holds would expire.
 pub(super) fn admit_anonymous(
     shared: &Shared,
-    sessions: &BTreeMap<SessionId, Session>,
+    sessions: &super::table::SessionTable,
     peer: Option<IpAddr>,
     id: Option<&jsonrpc::RequestId>,
 ) -> Result<(), Response<ServerBody>> {

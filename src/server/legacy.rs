@@ -429,9 +429,9 @@ pub(super) async fn tick_resources(shared: Rc<Shared>) {
         }
         .encode();
         let mut st = shared.state.borrow_mut();
-        for sess in st.sessions.values_mut() {
+        st.sessions.for_each_mut(|sess| {
             if !sess.subscriptions.contains(mcp::CLOCK_URI) {
-                continue;
+                return;
             }
             if let Some(s) = sess.notification_stream() {
                 sess.produce(
@@ -443,6 +443,6 @@ pub(super) async fn tick_resources(shared: Rc<Shared>) {
                     &shared.history,
                 );
             }
-        }
+        });
     }
 }

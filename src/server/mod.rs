@@ -45,6 +45,7 @@ mod session;
 mod shared_guard;
 mod stored;
 mod streams;
+mod table;
 mod tasks;
 mod tools;
 mod transport;
@@ -69,7 +70,6 @@ use dedup::DedupTable;
 use rand::{RngCore, SeedableRng, TryRngCore};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
-use session::Session;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -222,7 +222,7 @@ impl Replica {
 
 /// Mutable server state.
 pub(crate) struct State {
-    pub sessions: BTreeMap<SessionId, Session>,
+    pub sessions: table::SessionTable,
     /// The clock resource's version (`resources/read`).
     pub clock: u64,
     pub rng: ChaCha20Rng,
@@ -459,7 +459,7 @@ impl Server {
                 store: replica.as_ref().and_then(stored::OnStore::of),
                 exposure,
                 state: RefCell::new(State {
-                    sessions: BTreeMap::new(),
+                    sessions: table::SessionTable::default(),
                     clock: 0,
                     rng,
                     dedup,
