@@ -448,7 +448,12 @@ fn check_sizes(sizes: &[u32], base: Traffic) -> anyhow::Result<()> {
 /// memory is its own) and reads its figures; a child that fails gives its
 /// error, for its row.
 fn side_figures(exe: &Path, name: &str, t: Traffic) -> Measured {
-    if t.clients == 0 {
+    if name == FLEET_BASELINE {
+        errln!(
+            "mcp-chaos scale: baseline, mixed-fleet-10k's traffic, {}",
+            t.connections()
+        );
+    } else if t.clients == 0 {
         errln!(
             "mcp-chaos scale: {name}, its own clients, {}",
             t.connections()
