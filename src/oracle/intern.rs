@@ -5,61 +5,12 @@
 //! here, so no output depends on hash order.
 
 use crate::history::OpId;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
-/// A fast, non-keyed hasher (the Fx mix) for integer keys and short
-/// strings from the run's own records.
-#[derive(Clone, Copy, Default)]
-pub(super) struct Fx(u64);
-
-impl Fx {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for Fx {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A hash map with [`Fx`] hashing (lookups only: never iterated on an
-/// output path).
-pub(super) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+/// A hash map with rustc-hash's Fx hashing, fast and non-keyed, for
+/// integer keys and short strings from the run's own records (lookups
+/// only: never iterated on an output path).
+pub(super) type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Session ids as small integers, in order of first sight.
 #[derive(Default)]

@@ -8,7 +8,7 @@
 
 use super::intern::{FxMap, Sessions};
 use crate::history::{ClientRecord, Entry, EventKind, Rec, Record, StreamKind, Transport};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 /// Which events (by the server's id) clients received, and when first. A
 /// legacy client numbers the events of its stream 1, 2, 3…, the server in
@@ -21,11 +21,11 @@ pub(super) struct Receipts {
     /// Session ids as integers.
     pub sessions: Sessions,
     /// Legacy streams, (session, stream).
-    streams: HashSet<(u32, u32), std::hash::BuildHasherDefault<super::intern::Fx>>,
+    streams: rustc_hash::FxHashSet<(u32, u32)>,
     /// Session → the server ids of its legacy streams' events, in order.
     ids: FxMap<u32, Vec<u64>>,
     /// Sessions with a legacy stream.
-    legacy: HashSet<u32, std::hash::BuildHasherDefault<super::intern::Fx>>,
+    legacy: rustc_hash::FxHashSet<u32>,
     /// (session, server event id) → trace position of its first receipt.
     first: FxMap<(u32, u64), u64>,
 }
@@ -161,7 +161,7 @@ pub(super) struct Scan {
     receipts: Receipts,
     rejections: Vec<(u32, &'static str)>,
     facts: Vec<Facts>,
-    notifications: HashSet<(u32, u64), std::hash::BuildHasherDefault<super::intern::Fx>>,
+    notifications: rustc_hash::FxHashSet<(u32, u64)>,
     served_across: Vec<u32>,
     switch_cursor: BTreeMap<u32, Option<u64>>,
     /// (session, stream, conn, resume seq, replayed-from)
