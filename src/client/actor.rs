@@ -13,6 +13,7 @@
 
 use super::behaviour::{self, Policy};
 use super::core::{ClientSpec, SlotId};
+use super::ops::OpState;
 pub(super) use super::ops::{Op, Ops};
 use super::reader::{DropRules, Input, Pool, Spawner};
 use crate::history::{ClientRecord, History, Outcome, SessionId, Transport};
@@ -114,14 +115,6 @@ impl OpSet {
     pub(super) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.0.iter().map(|&op| op as usize)
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum OpState {
-    Pending,
-    Active,
-    Done,
-    Abandoned,
 }
 
 /// What a timer does when it fires.

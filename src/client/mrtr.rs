@@ -5,20 +5,12 @@
 //! other; the question goes on being answered on every later attempt.
 
 use super::actor::{Client, Timer};
+use super::ops::Answer;
 use crate::history::ClientRecord;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::Json;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
-
-/// What an operation answers on its retries.
-#[derive(Clone, Debug)]
-pub(super) struct Answer {
-    /// The answers, by the question's keys.
-    pub responses: Value,
-    /// The state to echo, if the question carried one.
-    pub state: Option<String>,
-}
 
 impl Client {
     /// A call's answer (`msg`, to `rpc`) asked for input: the operation

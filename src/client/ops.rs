@@ -7,7 +7,6 @@
 //! its tag is made again from its number, and a write to it lands in a
 //! scratch copy nobody reads.
 
-use super::actor::OpState;
 use crate::protocol::jsonrpc::RequestId;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::{Index, IndexMut};
@@ -36,13 +35,13 @@ pub(super) struct Op {
     pub(super) json_result: bool,
     /// The task its latest call created (tasks extension), while it waits
     /// on it.
-    pub(super) task: Option<Box<super::tasks::OpTask>>,
+    pub(super) task: Option<Box<OpTask>>,
     /// It cancelled a task once (a call cancels at most one).
     pub(super) cancelled_task: bool,
     /// A call of it was answered with a task.
     pub(super) ran_as_task: bool,
     /// What it answers on its retries, once a call of it asked for input.
-    pub(super) answer: Option<Box<super::mrtr::Answer>>,
+    pub(super) answer: Option<Box<Answer>>,
 }
 
 impl Op {
@@ -213,4 +212,34 @@ mod tests {
         assert!(ops.get(6).is_none());
         assert_eq!(ops.live_mut().count(), 4);
     }
+}
+
+/// Where an operation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OpState {
+    Pending,
+    Active,
+    Done,
+    Abandoned,
+}
+
+/// The task an operation waits on.
+#[derive(Clone, Debug)]
+pub(super) struct OpTask {
+    pub id: Rc<str>,
+    /// How often to poll it, ms.
+    pub poll_ms: u64,
+    /// When the client learnt of it, µs.
+    pub created_us: u64,
+    /// Polls and cancels sent for it (they number their request ids).
+    pub requests: u32,
+}
+
+/// What an operation answers on its retries.
+#[derive(Clone, Debug)]
+pub(super) struct Answer {
+    /// The answers, by the question's keys.
+    pub responses: serde_json::Value,
+    /// The state to echo, if the question carried one.
+    pub state: Option<String>,
 }

@@ -8,8 +8,9 @@
 //! lead to. What a broken stream leads to differs per behaviour
 //! ([`super::behaviour`]).
 
-use super::actor::{CStream, Client, Got, OpSet, OpState, Slot, SlotKind, Timer};
+use super::actor::{CStream, Client, Got, OpSet, Slot, SlotKind, Timer};
 use super::core::{self, Action, Answer, OnBreak, Request, SlotId, View};
+use super::ops::OpState;
 use crate::history::Delivery;
 use crate::history::{ClientRecord, Outcome, SessionId, Transport};
 use crate::protocol::headers;

@@ -4,7 +4,8 @@
 //! can be had. The reactions (`reactions.rs`) decide which; these carry it
 //! out on the client's timers.
 
-use super::actor::{Client, OpState, Timer};
+use super::actor::{Client, Timer};
+use super::ops::OpState;
 use crate::history::Outcome;
 use std::time::Duration;
 

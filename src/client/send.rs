@@ -2,10 +2,11 @@
 //! opens, subscribes), each on a slot of its own with a reader task, and
 //! the messages they carry.
 
-use super::actor::{Client, OpState, Slot, SlotKind};
+use super::actor::{Client, Slot, SlotKind};
 use super::behaviour::Policy;
 use super::core::SlotId;
 use super::http::Outgoing;
+use super::ops::OpState;
 use super::reader::Job;
 use crate::fault::At;
 use crate::history::{ClientRecord, Delivery, Sent, Transport};

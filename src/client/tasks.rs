@@ -10,7 +10,8 @@
 //! waited for). A poll that gets no answer is
 //! simply sent again: reading a task changes nothing.
 
-use super::actor::{Client, Got, OpState, SlotKind, Timer};
+use super::actor::{Client, Got, SlotKind, Timer};
+use super::ops::{OpState, OpTask};
 use super::reader::Input;
 use crate::history::{ClientRecord, Sent, TaskEvent};
 use crate::protocol::jsonrpc::{self, Message, RequestId};
@@ -18,18 +19,6 @@ use crate::protocol::modern as wire;
 use serde_json::{json, Value};
 use std::rc::Rc;
 use std::time::Duration;
-
-/// The task an operation waits on.
-#[derive(Clone, Debug)]
-pub(super) struct OpTask {
-    pub id: Rc<str>,
-    /// How often to poll it, ms.
-    pub poll_ms: u64,
-    /// When the client learnt of it, µs.
-    pub created_us: u64,
-    /// Polls and cancels sent for it (they number their request ids).
-    pub requests: u32,
-}
 
 /// How long a client polls when the server did not say, ms.
 const DEFAULT_POLL_MS: u64 = 500;
@@ -216,7 +205,7 @@ impl Client {
 
     /// `op`'s task is out of its reach (`event`): the call again, as a new
     /// task, after the backoff.
-    fn task_over(&mut self, op: usize, t: &super::tasks::OpTask, rpc: RequestId, event: TaskEvent) {
+    fn task_over(&mut self, op: usize, t: &OpTask, rpc: RequestId, event: TaskEvent) {
         self.record(ClientRecord::Task {
             client: self.spec.index,
             tag: self.ops.tag(op),

@@ -1,7 +1,8 @@
 //! The end-of-run report on planned faults: why a planned drop or switch
 //! did not happen, so that no planned fault goes missing silently.
 
-use super::actor::{Client, OpState};
+use super::actor::Client;
+use super::ops::OpState;
 use crate::history::{ClientRecord, FaultKind, Outcome};
 
 impl Client {

@@ -170,21 +170,6 @@ impl DeploymentSpec {
         }
     }
 
-    /// This table with the `deployment.KEY=VALUE` ones of `sets` applied
-    /// in order (others, and a value that does not apply, are skipped:
-    /// the run's own check refuses them).
-    pub fn with_sets(&self, sets: &[(String, String)]) -> DeploymentSpec {
-        let mut d = self.clone();
-        for (k, v) in sets {
-            if let Some(field) = k.strip_prefix("deployment.") {
-                if let Ok(next) = super::schema::set_deployment(&d, field, v) {
-                    d = next;
-                }
-            }
-        }
-        d
-    }
-
     /// What a report shows of this deployment, `None` for the one-server
     /// world.
     pub fn topology(&self) -> Option<Topology> {

@@ -204,6 +204,24 @@ pub fn set_client(g: &ClientGroup, key: &str, value: &str) -> Result<ClientGroup
     set_field("client", g, key, value)
 }
 
+impl DeploymentSpec {
+    /// This table with the `deployment.KEY=VALUE` ones of `sets` applied
+    /// in order (others, and a value that does not apply, are skipped:
+    /// the run's own check refuses them). Beside [`set_deployment`], so
+    /// the table's own file knows nothing of the `--set` syntax.
+    pub fn with_sets(&self, sets: &[(String, String)]) -> DeploymentSpec {
+        let mut d = self.clone();
+        for (k, v) in sets {
+            if let Some(field) = k.strip_prefix("deployment.") {
+                if let Ok(next) = set_deployment(&d, field, v) {
+                    d = next;
+                }
+            }
+        }
+        d
+    }
+}
+
 /// `d` with `deployment.KEY=VALUE` applied (`--set`), or one line naming
 /// the fix: an unknown key is told the nearest known one.
 pub fn set_deployment(

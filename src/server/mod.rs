@@ -37,6 +37,7 @@ mod polling;
 mod post;
 mod principal;
 mod replay;
+mod replica_hooks;
 mod reply;
 mod respond;
 mod routes;

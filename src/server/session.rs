@@ -128,7 +128,7 @@ pub(crate) struct Session {
     pub mirror: Option<crate::store::StoreClient>,
     /// What it knows of its shared Rule M record (a guarded replica on a
     /// shared store).
-    pub sync: super::shared_guard::GuardSync,
+    pub sync: super::replica_hooks::GuardSync,
     /// A 2026-07-28 request's context ([`super::modern`]): one request,
     /// its one stream, no priming event and no event ids on the wire,
     /// gone when the request is.
@@ -290,7 +290,7 @@ impl Session {
             b.used.set(b.used.get() + data.len());
         }
         if let Some(m) = &self.mirror {
-            super::stored::mirror(m, &self.id, s, id, &data, result);
+            super::replica_hooks::mirror(m, &self.id, s, id, &data, result);
         }
         self.store.push_back(Stored {
             stream: s,

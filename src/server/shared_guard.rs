@@ -16,12 +16,11 @@
 use super::body::ServerBody;
 use super::respond::error;
 use super::Shared;
-use crate::guard::{EventId, Limits, PostFacts, Reason, StreamIdx, Verdict};
+use crate::guard::{EventId, Limits, PostFacts, Reason, Verdict};
 use crate::history::{Record, SessionId, WordKind};
 use crate::protocol::jsonrpc;
 use crate::store::{Answer, Dropped, GuardRec, GuardWrite, Op, Word};
 use http::{Response, StatusCode};
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -42,55 +41,6 @@ const HOLDER_TICKS: u32 = 5;
 
 /// Loads and writes a decision may take before it gives up (503).
 const CAS_TRIES: u32 = 8;
-
-/// What a session on this replica knows of its shared record.
-#[derive(Default)]
-pub(crate) struct GuardSync {
-    /// The record's words applied so far.
-    applied: usize,
-    /// The version last loaded (a lower one: the store lost the record).
-    seen_version: u64,
-    /// The view as last published.
-    published: Vec<Dropped>,
-    /// The first event id of each foreign stream (how a 409 names it).
-    foreign_first: BTreeMap<StreamIdx, EventId>,
-    /// The client's words here about other replicas' streams, not yet
-    /// written.
-    pending: Vec<Word>,
-    /// The sequence number of the last view written: views are written
-    /// by decisions and by the publisher, concurrently, and may cross on
-    /// the way to the store, which keeps the latest.
-    view_seq: u64,
-    /// The publisher's last write of the view did not land: it writes
-    /// again at its next turn.
-    unsent: bool,
-}
-
-impl GuardSync {
-    /// The next view's sequence number: above the last one, and above
-    /// any an earlier incarnation of this replica gave (it grows with the
-    /// clock).
-    fn next_seq(&mut self, now_us: u64) -> u64 {
-        self.view_seq = (self.view_seq + 1).max(now_us << 8);
-        self.view_seq
-    }
-
-    /// The first event id of a foreign stream, as its replica published it.
-    pub fn foreign_first(&self, s: StreamIdx) -> Option<EventId> {
-        self.foreign_first.get(&s).copied()
-    }
-
-    /// A cursor the client presented here for an event another replica
-    /// gave: written with the next decision.
-    pub fn heard(&mut self, event: u64, lost: bool) {
-        let kind = if lost {
-            WordKind::Lost
-        } else {
-            WordKind::Cursor
-        };
-        self.pending.push(Word { event, kind });
-    }
-}
 
 /// Whether Rule M decides across replicas here.
 pub(super) fn on(shared: &Shared) -> bool {

@@ -224,26 +224,6 @@ pub(super) fn forget(shared: &Shared, sid: &SessionId) {
     }
 }
 
-/// One event produced here, for the store.
-pub(super) fn mirror(
-    client: &StoreClient,
-    sid: &SessionId,
-    s: StreamIdx,
-    id: EventId,
-    data: &Bytes,
-    result: bool,
-) {
-    client.write_behind(Op::Append {
-        sid: sid.to_string(),
-        events: vec![StoredEvent {
-            stream: s,
-            id,
-            data: String::from_utf8_lossy(data).into_owned(),
-            result,
-        }],
-    });
-}
-
 /// Whether a resume from `cursor` is for the store: the session is on a
 /// store and the cursor names no stream this incarnation holds.
 pub(super) fn resumes_elsewhere(shared: &Shared, sess: &Session, cursor: EventId) -> bool {

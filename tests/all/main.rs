@@ -7,6 +7,7 @@
 //! README's `cargo test --release` stays within minutes; `cargo test
 //! --release -- --ignored` runs them, and `.ci/run` runs both.
 
+mod architecture;
 mod bad_input;
 mod budgets;
 mod build;
