@@ -17,6 +17,7 @@
 
 use super::body::ServerBody;
 use super::dedup::{self, KeyState, Lookup};
+use super::life::release;
 use super::post::{self, Asked};
 use super::principal;
 use super::reply::{header_str, read_body, Reply};
@@ -623,19 +624,6 @@ fn open_context(shared: &Shared, owner: Option<Rc<str>>) -> SessionId {
     sess.protocol_version = Some(wire::VERSION.into());
     shared.state.borrow_mut().sessions.insert(sid.clone(), sess);
     sid
-}
-
-/// Ends a request's context once nothing runs in it and no connection
-/// writes it (a no-op for any other session).
-pub(super) fn release(shared: &Shared, sid: &SessionId) {
-    let mut st = shared.state.borrow_mut();
-    let done = st
-        .sessions
-        .get(sid)
-        .is_some_and(|s| s.modern && s.in_flight.is_empty() && s.conns().is_empty());
-    if done {
-        st.sessions.remove(sid);
-    }
 }
 
 /// A guarded re-issue that found its key executing: what it asked, so

@@ -6,7 +6,7 @@
 //! POST. Past it, the pause expires into a drop, as if the client had
 //! closed.
 
-use super::writer::{lost, send, with_session};
+use super::handover::{lost, send, with_session};
 use super::Shared;
 use crate::guard::StreamIdx;
 use crate::history::{ConnId, Record, SessionId};

@@ -4,7 +4,7 @@
 
 use super::dedup::{self, KeyState, Lookup};
 use super::principal;
-use super::reply::{admit_session, header_str, read_message, session_full, session_of, Reply};
+use super::reply::{admit_session, header_str, session_full, session_of, Reply};
 use super::respond::{accepted, error, error_with, json_response};
 use super::session::ToolCall;
 use super::tools::{self, Invocation};
@@ -16,21 +16,15 @@ use crate::history::{ConnId, Record, SessionId, StreamKind, Transport};
 use crate::protocol::jsonrpc::{self, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams, InitializeParams};
 use crate::protocol::{headers, Json};
-use http::{HeaderMap, HeaderValue, Request, StatusCode};
-use hyper::body::Incoming;
+use http::request::Parts;
+use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::json;
 use std::rc::Rc;
 
-pub(super) async fn post(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
-    let (parts, body) = req.into_parts();
+/// A POST on `/mcp` of the 2025-11-25 wire: its message read, and found
+/// not to be a 2026-07-28 one (`routes::post_by_body`).
+pub(super) async fn post(shared: &Rc<Shared>, parts: Parts, msg: Message, conn: ConnId) -> Reply {
     let h = &parts.headers;
-    let msg = match read_message(shared, h, body, true).await {
-        Ok(m) => m,
-        Err(r) => return r,
-    };
-    if super::modern::by_body(shared, h, &msg) {
-        return super::modern::answer(shared, &parts, msg, conn).await;
-    }
     if let Message::Request { id, method, params } = &msg {
         if method == mcp::INITIALIZE {
             let peer = principal::peer_of(&parts.extensions);

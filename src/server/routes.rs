@@ -5,11 +5,11 @@
 
 use super::body::ServerBody;
 use super::holds::SseSlot;
-use super::reply::{session_of, Reply};
+use super::reply::{read_message, session_of, Reply};
 use super::respond::error;
 use super::transport::transport_gate;
 use super::Shared;
-use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
+use crate::history::{ConnId, Record, SessionId, Transport};
 use crate::protocol::modern as wire;
 use crate::protocol::{headers, jsonrpc};
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
@@ -55,7 +55,7 @@ pub(crate) async fn handle(
         ("/mcp", m) if super::modern::names_2026(&shared, req.headers()) => {
             super::modern::not_allowed(m)
         }
-        ("/mcp", &Method::POST) => super::post::post(&shared, req, conn).await,
+        ("/mcp", &Method::POST) => post_by_body(&shared, req, conn).await,
         ("/mcp", &Method::GET) => super::get::get(&shared, req, conn).await,
         ("/mcp", &Method::DELETE) => delete(&shared, req),
         ("/sse", &Method::GET) => super::legacy::open(&shared, req, conn),
@@ -89,6 +89,20 @@ pub(crate) async fn handle(
     (reply.resp, reply.slot)
 }
 
+/// A POST on `/mcp` whose headers name no era: its message says which
+/// wire answers it. The one place, with the headers' check above, that
+/// knows there are two.
+async fn post_by_body(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId) -> Reply {
+    let (parts, body) = req.into_parts();
+    let msg = match read_message(shared, &parts.headers, body, true).await {
+        Ok(m) => m,
+        Err(r) => return r,
+    };
+    if super::modern::by_body(shared, &parts.headers, &msg) {
+        return super::modern::answer(shared, &parts, msg, conn).await;
+    }
+    super::post::post(shared, parts, msg, conn).await
+}
 /// The headers the protocol defines as one value: a gateway that reads
 /// another of two values than the server does authorizes another request
 /// than the one that runs.
@@ -131,37 +145,11 @@ fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
     if let Err(r) = transport_gate(shared, &sid, Transport::Streamable, None) {
         return Reply::new(r).about(Some(&sid), None);
     }
-    end_session(shared, &sid);
+    super::life::end_session(shared, &sid);
     super::stored::forget(shared, &sid);
     let mut r = Response::new(ServerBody::empty());
     *r.status_mut() = StatusCode::OK;
     Reply::new(r).about(Some(&sid), None)
-}
-
-/// Ends a session (DELETE, idle expiry): closes its connections, cancels
-/// its running tools; exposed, the ledger forgets what ran for it.
-pub(super) fn end_session(shared: &Shared, sid: &SessionId) {
-    let Some(sess) = shared.state.borrow_mut().sessions.remove(sid) else {
-        return;
-    };
-    for (s, c) in sess.conns() {
-        shared.history.record(Record::ServerClosed {
-            session: sid.clone(),
-            stream: s,
-            conn: c,
-            why: ServerClose::SessionDeleted,
-        });
-        shared.close_conn(c);
-    }
-    for f in sess.in_flight.values().flatten() {
-        f.cancelled.set(true);
-    }
-    if shared.exposure.ledger_bytes.is_some() {
-        shared.ledger.forget_principal(sid);
-    }
-    shared.history.record(Record::SessionDeleted {
-        session: sid.clone(),
-    });
 }
 
 /// Exposed: ends every session idle past its bound (no request naming it,
@@ -184,7 +172,7 @@ pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, every: Duration) {
             .map(|(k, _)| k.clone())
             .collect();
         for sid in idle_ones {
-            end_session(&shared, &sid);
+            super::life::end_session(&shared, &sid);
         }
         // Expired tasks go too, read or not: memory returns to its start.
         let us = shared.history.now_us();

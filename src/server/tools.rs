@@ -478,7 +478,7 @@ pub(super) fn ended(
         rpc_id: call.rpc_id,
         cancelled: !finished,
     });
-    super::modern::release(shared, &sid);
+    super::life::release(shared, &sid);
 }
 
 /// Waits until the session's store can take an event of `len` bytes

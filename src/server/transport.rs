@@ -29,7 +29,7 @@ fn release_moved_legacy(shared: &Shared, sid: &SessionId, issued: Transport, arr
         .get(sid)
         .is_some_and(|s| s.conns().is_empty() && s.in_flight.is_empty());
     if idle {
-        super::routes::end_session(shared, sid);
+        super::life::end_session(shared, sid);
     }
 }
 

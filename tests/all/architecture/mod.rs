@@ -8,7 +8,7 @@
 mod imports;
 
 use imports::{circles, graph, load, File};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The top-level modules of `src/`, bottom to top: a module may import
@@ -47,24 +47,6 @@ fn layer_of(module: &[String]) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&top.as_str()))
 }
 
-/// The import circles main still has, each a set of files, to be broken
-/// by the server's floors (one per role and per era, `routes.rs` the only
-/// file that knows there are eras). Any other circle fails the test, and
-/// so does a listed one that is gone (take it off the list).
-const KNOWN_CIRCLES: &[&[&str]] = &[&[
-    "server/fixtures/tasks.rs",
-    "server/get.rs",
-    "server/legacy.rs",
-    "server/modern.rs",
-    "server/polling.rs",
-    "server/post.rs",
-    "server/routes.rs",
-    "server/tasks.rs",
-    "server/tools.rs",
-    "server/transport.rs",
-    "server/writer.rs",
-]];
-
 /// A circle as the test prints it: its files, and each import inside it.
 fn describe(files: &[File], edges: &BTreeMap<(usize, usize), usize>, c: &[usize]) -> String {
     let mut text: Vec<String> = c.iter().map(|&i| files[i].rel.clone()).collect();
@@ -84,27 +66,14 @@ fn describe(files: &[File], edges: &BTreeMap<(usize, usize), usize>, c: &[usize]
 fn no_file_imports_in_a_circle() {
     let files = load();
     let edges = graph(&files);
-    let found = circles(files.len(), &edges);
-    let known: BTreeSet<Vec<&str>> = KNOWN_CIRCLES.iter().map(|c| c.to_vec()).collect();
-    let mut new = Vec::new();
-    let mut seen = BTreeSet::new();
-    for c in &found {
-        let names: Vec<&str> = c.iter().map(|&i| files[i].rel.as_str()).collect();
-        if known.contains(&names) {
-            seen.insert(names);
-        } else {
-            new.push(describe(&files, &edges, c));
-        }
-    }
+    let found: Vec<String> = circles(files.len(), &edges)
+        .iter()
+        .map(|c| describe(&files, &edges, c))
+        .collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "import circles between files (break each by moving what the lower file needs below it):\n{}",
-        new.join("\n")
-    );
-    let gone: Vec<_> = known.difference(&seen).collect();
-    assert!(
-        gone.is_empty(),
-        "these circles are gone: take them off KNOWN_CIRCLES: {gone:?}"
+        found.join("\n")
     );
 }
 
