@@ -2,7 +2,8 @@
 //! parsed (before anything runs). Every refusal is one line that names
 //! the flag, the value and the range it must be in, so a typo never
 //! becomes a million threads, a hang or an allocation the machine cannot
-//! make. README.md states each bound.
+//! make. docs/guide.md (and, for `serve`, docs/serve.md; for `scale`,
+//! CONTRIBUTING.md) states each bound.
 
 use std::time::Duration;
 

@@ -610,7 +610,7 @@ impl SessionGuard {
         self.queued
     }
 
-    /// Rule M, rows 0–5 in order (README: the two rules). Pure: no allocation, no
+    /// Rule M, rows 0–5 in order (docs/rules.md). Pure: no allocation, no
     /// mutation; commit the result with [`SessionGuard::apply`].
     pub fn check(&self, post: PostFacts, limits: Limits) -> Decision {
         let decide = |verdict, s: Option<StreamIdx>| Decision {

@@ -1,4 +1,4 @@
-//! Rule T — transport continuity (README: the two rules). Session identity (the token)
+//! Rule T — transport continuity (docs/rules.md). Session identity (the token)
 //! is not session continuity (capabilities, subscriptions, in-flight
 //! correlation, the event cursor): a request carrying a session id issued
 //! under transport T is served only under T, unless the server registered

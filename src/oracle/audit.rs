@@ -1,6 +1,6 @@
 //! Rebuilds the guard's view at every decision from the server's primitive
 //! records, and checks the logged view and verdict against the oracle's own
-//! statement of Rule M (README: the two rules). Written independently of `guard/`.
+//! statement of Rule M (docs/rules.md). Written independently of `guard/`.
 
 use super::intern::Sessions;
 use crate::history::{

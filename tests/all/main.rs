@@ -17,6 +17,7 @@ mod cli;
 mod cli_loop;
 mod deploy;
 mod deploy_matrix;
+mod docs;
 mod eras;
 mod explore;
 mod faults;

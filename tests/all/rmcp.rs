@@ -19,7 +19,7 @@ fn run(name: &str, seed: u64, arm: Arm) -> (RunReport, mcp_chaos::history::Histo
         .unwrap_or_else(|e| panic!("{name} seed {seed} {arm}: {e}"))
 }
 
-/// The README's line: the retried call runs twice on rmcp, and the same
+/// docs/guide.md's line: the retried call runs twice on rmcp, and the same
 /// command gives the same trace bytes.
 #[test]
 fn the_retry_runs_twice_on_rmcp_with_the_same_trace_every_time() {
