@@ -209,4 +209,14 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), HAZARDS.len() + HAZARDS_2026.len());
     }
+
+    #[test]
+    fn probe_help_names_every_hazard_of_both_wires() {
+        use clap::Args;
+        let mut cmd = super::super::ProbeArgs::augment_args(clap::Command::new("probe"));
+        let help = cmd.render_long_help().to_string();
+        for h in HAZARDS.iter().chain(HAZARDS_2026) {
+            assert!(help.contains(h.name), "probe --help lacks {}", h.name);
+        }
+    }
 }

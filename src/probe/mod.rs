@@ -69,16 +69,12 @@ pub struct ProbeArgs {
     /// The legacy HTTP+SSE endpoint (default: /sse on the same server).
     #[arg(long, value_name = "URL")]
     legacy_url: Option<String>,
-    /// Only this hazard (repeatable; all by default): retry-new-id,
-    /// retry-same-id, retry-after-completion, resume-inclusive,
-    /// resume-after-completion, resume-malformed, resume-foreign-session,
-    /// resume-then-post, legacy-session, second-get (docs/probe.md).
-    #[arg(long, value_name = "HAZARD")]
+    /// Only this hazard (repeatable; all by default); the help lists them
+    /// from the registry ([`hazards::HAZARDS`], [`hazards::HAZARDS_2026`]).
+    #[arg(long, value_name = "HAZARD", help = only_help())]
     only: Vec<String>,
-    /// The wire to speak: 2025-11-25 (sessions, resumption) or 2026-07-28
-    /// (no sessions; its own hazards: close-cancels, reissue-runs-twice,
-    /// mrtr-retry-runs-twice, task-create-retry).
-    #[arg(long, default_value = "2025-11-25", value_parser = parse_era)]
+    /// The wire to speak (its hazards listed from the registry).
+    #[arg(long, default_value = "2025-11-25", value_parser = parse_era, help = era_help())]
     era: crate::settings::Era,
     /// Output: text, markdown or json.
     #[arg(long, value_enum, default_value = "text")]
@@ -113,6 +109,28 @@ pub struct ProbeArgs {
     /// loopback address.
     #[arg(long)]
     allow_remote: bool,
+}
+
+/// The hazards' names, comma-separated, in the order the probe tries them.
+fn names(list: &[hazards::Hazard]) -> String {
+    list.iter().map(|h| h.name).collect::<Vec<_>>().join(", ")
+}
+
+/// `--only`'s help: every hazard of both wires, from the registry.
+fn only_help() -> String {
+    format!(
+        "Only this hazard (repeatable; all by default). On 2025-11-25: {}. On 2026-07-28: {} (docs/probe.md)",
+        names(hazards::HAZARDS),
+        names(hazards::HAZARDS_2026)
+    )
+}
+
+/// `--era`'s help, naming the 2026-07-28 wire's own hazards.
+fn era_help() -> String {
+    format!(
+        "The wire to speak: 2025-11-25 (sessions, resumption) or 2026-07-28 (no sessions; its own hazards: {})",
+        names(hazards::HAZARDS_2026)
+    )
 }
 
 fn parse_era(s: &str) -> Result<crate::settings::Era, String> {
