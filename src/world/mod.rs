@@ -291,7 +291,12 @@ pub fn run_watching<S: SystemUnderTest>(
             host_store(&mut sim, d, lag, store_answered.clone());
             store_link()
         });
-        let replicas = (d, added, &control, store);
+        let replicas = Replicas {
+            spec: d,
+            added,
+            control: &control,
+            store,
+        };
         host_replicas(&mut sim, sut, root_seed, replicas, &history, &ledger);
         let upstreams = (0..d.replicas + added).map(replica_host).collect();
         let spec = (d, &scenario.intermediary);
@@ -384,6 +389,15 @@ fn host_server<'a, S: SystemUnderTest>(
     host_sut(sim, sut, SERVER.to_string(), seed_of, None, history, ledger);
 }
 
+/// What [`host_replicas`] hosts: the deployment, the replicas a plan adds
+/// beyond it, the balancer's control and the shared store's link.
+struct Replicas<'d> {
+    spec: &'d DeploymentSpec,
+    added: u32,
+    control: &'d Control,
+    store: Option<StoreLink>,
+}
+
 /// The replica hosts of a deployment: each incarnation of replica `r`
 /// serves with its own seed, its connection ids apart from every other
 /// replica's and, behind a hash balancer, minting only the session ids
@@ -394,10 +408,16 @@ fn host_replicas<'a, S: SystemUnderTest>(
     sim: &mut turmoil::Sim<'a>,
     sut: &'a S,
     root_seed: u64,
-    (spec, added, control, store): (&DeploymentSpec, u32, &Control, Option<StoreLink>),
+    replicas: Replicas<'_>,
     history: &History,
     ledger: &Ledger,
 ) {
+    let Replicas {
+        spec,
+        added,
+        control,
+        store,
+    } = replicas;
     let hashed = spec.balancer == BalancerKind::Hash;
     for r in 0..spec.replicas + added {
         let control = control.clone();

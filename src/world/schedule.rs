@@ -216,8 +216,13 @@ impl Schedule {
             } else {
                 history.record(WorldRecord::FaultEnded { index: e.index });
             }
-            let window = (e.start, self.base_latency_ms, e.replica, e.index);
-            apply(sim, &e.act, window, &self.front);
+            let edge = Turn {
+                start: e.start,
+                base_latency_ms: self.base_latency_ms,
+                replica: e.replica,
+                index: e.index,
+            };
+            apply(sim, &e.act, &edge, &self.front);
             if let (Fault::ReplicaDrain { replica, .. }, false) = (&e.act, e.start) {
                 history.record(WorldRecord::ReplicaRestarted { replica: *replica });
             }
@@ -250,16 +255,29 @@ impl Schedule {
     }
 }
 
-/// Applies one edge of a timed fault (its start or end, the network's
-/// latency ceiling, the replica it acts on): partitions and latency act on
-/// the link between a client host and the front (the server, or the
+/// One edge of a timed fault (its start or its end), as [`apply`] acts
+/// on it.
+struct Turn {
+    /// Its start (else its end).
+    start: bool,
+    /// The network's latency ceiling, which a latency fault's end restores.
+    base_latency_ms: u64,
+    /// The replica it acts on (a replica added or removed).
+    replica: Option<u32>,
+    /// The fault's index in the plan (a connector toxic's slot).
+    index: u32,
+}
+
+/// Applies one edge of a timed fault: partitions and latency act on the
+/// link between a client host and the front (the server, or the
 /// balancer); a restart restarts every server host in the deployment.
-fn apply(
-    sim: &mut turmoil::Sim<'_>,
-    f: &Fault,
-    (start, base_latency_ms, replica, index): (bool, u64, Option<u32>, u32),
-    front: &Front,
-) {
+fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, edge: &Turn, front: &Front) {
+    let &Turn {
+        start,
+        base_latency_ms,
+        replica,
+        ..
+    } = edge;
     let front_host = &*front.name;
     match *f {
         Fault::Oneway { .. }
@@ -269,7 +287,7 @@ fn apply(
         | Fault::Bandwidth { .. }
         | Fault::SlowClose { .. }
         | Fault::Skew { .. }
-        | Fault::Stall { .. } => apply_new(sim, f, (start, index), front),
+        | Fault::Stall { .. } => apply_new(sim, f, edge, front),
         Fault::Partition { host, .. } => {
             if start {
                 sim.partition(front_host, client_host(host));
@@ -364,7 +382,8 @@ fn apply(
 
 /// Applies one edge of the kinds chaos tools add (docs/faults.md): a
 /// one-way cut, a hold, the connector's toxics, a clock step, a stall.
-fn apply_new(sim: &mut turmoil::Sim<'_>, f: &Fault, (start, index): (bool, u32), front: &Front) {
+fn apply_new(sim: &mut turmoil::Sim<'_>, f: &Fault, edge: &Turn, front: &Front) {
+    let &Turn { start, index, .. } = edge;
     let front_host = &*front.name;
     // Every server host: the server, or each replica in the deployment.
     let servers = || match &front.control {
