@@ -6,6 +6,7 @@
 //! to it), and no file over 800 lines, tests included.
 
 mod imports;
+mod recipes;
 
 use imports::{circles, graph, load, File};
 use std::collections::BTreeMap;
