@@ -67,3 +67,46 @@ fn every_file_of_the_fault_kind_recipe_names_every_kind() {
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
+
+/// Files every guard `Reason` appears in: the rule, its table, the
+/// server's logged decision, the history's copy and the wire contract.
+const EVERY_REASON: &[&str] = &[
+    "src/guard/mod.rs",
+    "src/guard/table.rs",
+    "src/server/rule_m.rs",
+    "src/history/server.rs",
+    "docs/wire.md",
+];
+
+#[test]
+fn every_file_of_the_guard_rule_recipe_names_every_reason() {
+    use mcp_chaos::guard::Reason;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    for file in EVERY_REASON {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        for r in Reason::ALL {
+            let (camel, name) = (format!("Reason::{r:?}"), r.as_str());
+            let named = text.contains(&camel)
+                || text.contains(&format!("\"{name}\""))
+                || text.contains(&format!("`{name}`"));
+            if !named {
+                missing.push(format!("{file} does not name the reason `{name}`"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn the_readme_table_names_every_arm() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for name in mcp_chaos::sut::Arm::NAMES {
+        let row = format!("| `{name}` |");
+        assert!(
+            readme.lines().any(|l| l.starts_with(&row)),
+            "README.md's arms table has no row for `{name}`"
+        );
+    }
+}
