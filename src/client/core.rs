@@ -219,7 +219,7 @@ pub(super) enum Action {
 use Action as A;
 
 /// What the client does when `answer` comes back to `request`, given
-/// `view`: the reaction table, row by row in `core/tests.rs`.
+/// `view`: the reaction table, row by row in `core/table.rs`.
 pub(super) fn react(view: &View, request: Request, answer: Answer) -> Vec<Action> {
     match answer {
         Answer::Stream { status, session } => on_stream(request, status, session),
@@ -390,5 +390,7 @@ fn on_no_answer(view: &View, request: Request) -> Vec<Action> {
     }
 }
 
+#[cfg(test)]
+mod table;
 #[cfg(test)]
 mod tests;

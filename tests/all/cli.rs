@@ -3,7 +3,7 @@
 
 use mcp_chaos::sweep::Summary;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 /// The binary, run from the repository's root, with no seed window from
 /// the environment (`MCP_CHAOS_SEEDS` would change what every command runs).
@@ -20,6 +20,10 @@ pub(crate) fn run(args: &[&str]) -> Output {
 
 pub(crate) fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
+}
+
+pub(crate) fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// An empty directory under the target's scratch space.
@@ -467,5 +471,55 @@ pub(crate) fn refused(o: &Output, needles: &[&str], what: &str) {
     assert_eq!(err.trim().lines().count(), 1, "{what}: one line: {err}");
     for n in needles {
         assert!(err.contains(n), "{what}: {n:?} not in {err}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let mut child = bin()
+        .args([
+            "run",
+            "--scenario",
+            "sims/half-open.toml",
+            "--server",
+            "unguarded",
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the run prints anything.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let c = code(&o);
+    assert!(c == 0 || c == 141, "exit {c}: {}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
+#[test]
+fn every_command_has_an_example() {
+    for cmd in [
+        "compare",
+        "sweep",
+        "calibrate",
+        "scale",
+        "merge",
+        "repro",
+        "shrink",
+        "rules",
+        "list",
+        "validate",
+        "run",
+        "serve",
+    ] {
+        let o = run(&[cmd, "--help"]);
+        assert_eq!(code(&o), 0);
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            help.contains(&format!("mcp-chaos {cmd}")) && help.contains("Example"),
+            "{cmd}: {help}"
+        );
     }
 }

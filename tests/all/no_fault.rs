@@ -21,7 +21,8 @@
 //! - the rmcp arms: they speak 2025-11-25 only, with no keys, tasks or
 //!   polling of ours; `tests/all/rmcp.rs` holds their no-fault runs.
 
-use mcp_chaos::run::{run_arm, Options, NOT_APPLICABLE};
+use crate::simulate::inline;
+use mcp_chaos::run::{self, run_arm, Options, NOT_APPLICABLE};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::sut::Arm;
 use proptest::prelude::*;
@@ -162,5 +163,48 @@ proptest! {
     #[ignore = "slow: `cargo test --release -- --ignored` runs it, as CI does"]
     fn with_no_fault_no_arm_loses_anything_1000(w in wings()) {
         check(&w)?;
+    }
+}
+
+/// A tool that outruns its event store on healthy connections (more chunks
+/// than the store holds, produced without pause) waits for its writer
+/// instead of evicting what the writer has not sent yet: with no fault,
+/// no event is lost or announced, on every arm and in both delivery modes.
+#[test]
+fn a_tool_that_outruns_its_store_loses_nothing_without_faults() {
+    for delivery in ["post-stream", "session-stream"] {
+        let text = format!(
+            r#"
+name = "outrun"
+description = "calls of more chunks than the store holds, at interval 0, no faults"
+duration_ms = 20000
+[server]
+delivery = "{delivery}"
+store_capacity = 64
+[[clients]]
+behaviour = "resume"
+count = 4
+calls = 3
+chunks = 300
+chunk_interval_ms = 0
+think_ms = 50
+[network]
+latency_ms = [1, 5]
+client_hosts = 1
+[heal]
+duration_ms = 10000
+"#
+        );
+        let sc = inline(&text);
+        for arm in mcp_chaos::sut::Arm::all() {
+            let (r, _) = run::run_arm(&sc, 0, arm, &Options::default()).unwrap();
+            let m = &r.metrics;
+            let what = format!("{arm} with {delivery} delivery (seed 0)");
+            assert_eq!(m.operations, 12, "{what}");
+            assert_eq!(m.ops_ok, 12, "{what}: {:?}", m.failures_by_cause);
+            assert_eq!(m.ops_degraded, 0, "{what}");
+            assert_eq!(m.announced_losses, 0, "{what}");
+            assert_eq!(m.silent_losses, 0, "{what}");
+        }
     }
 }

@@ -99,10 +99,10 @@ impl Alone {
         self.rt.metrics().num_alive_tasks()
     }
 
-    /// Waits up to 5 s for the server's tasks to fall to `at_most`; the
+    /// Waits up to 30 s for the server's tasks to fall to `at_most`; the
     /// count last seen.
     fn tasks_fall_to(&self, at_most: usize) -> usize {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let n = self.tasks();
             if n <= at_most || Instant::now() > deadline {

@@ -3,8 +3,8 @@
 //! is the true minimum, within its run budget, and the shrink command the
 //! report prints for a failing operation runs and reproduces its cause.
 
-use super::cli::{code, run, scratch};
-use mcp_chaos::scenario::Scenario;
+use super::cli::{code, run, scratch, seed_case, stderr};
+use mcp_chaos::scenario::{RegressionKind, Scenario};
 use std::path::Path;
 use std::process::Output;
 
@@ -252,4 +252,218 @@ fn the_shrink_command_the_report_prints_reproduces_its_cause() {
             "{row}"
         );
     }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn json_report(scenario: &str, seed: &str, server: &str) -> serde_json::Value {
+    let o = run(&[
+        "run",
+        "--scenario",
+        scenario,
+        "--seed",
+        seed,
+        "--server",
+        server,
+        "--format",
+        "json",
+    ]);
+    assert!(code(&o) <= 2, "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn shrink_until_needs_no_editing_and_each_kind_keeps_its_promise() {
+    let dir = scratch("shrink-until");
+    let original = Scenario::load(&root().join("sims/half-open.toml")).unwrap();
+    let before = original.fault_plan(0).faults.len();
+    for (kind, want) in [("hazard", 0), ("bug", 1)] {
+        let out = dir.join(format!("{kind}.toml"));
+        let o = run(&[
+            "shrink",
+            "--until",
+            "duplicate_side_effects",
+            "--scenario",
+            "sims/half-open.toml",
+            "--seed",
+            "0",
+            "--server",
+            "unguarded",
+            "--kind",
+            kind,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let shrunk = Scenario::load(&out).unwrap();
+        assert!(
+            shrunk.faults.explicit.len() < before,
+            "{kind}: {} faults, the original plan has {before}",
+            shrunk.faults.explicit.len()
+        );
+        let reg = shrunk.regression.as_ref().expect("a [regression] table");
+        assert_eq!(reg.kind, kind.parse::<RegressionKind>().unwrap());
+        assert_eq!(reg.metrics, ["duplicate_side_effects"]);
+        // The kind's promise: a hazard passes while the duplicates
+        // reproduce, a bug fails while they do.
+        let o = run(&[
+            "run",
+            "--scenario",
+            out.to_str().unwrap(),
+            "--server",
+            "unguarded",
+        ]);
+        assert_eq!(code(&o), want, "{kind}: {}", stderr(&o));
+        let r = json_report(out.to_str().unwrap(), "0", "unguarded");
+        assert!(r["metrics"]["duplicate_side_effects"].as_u64().unwrap() >= 1);
+    }
+    // Without --until the unedited scenario has nothing failed to keep: the
+    // error says what to do.
+    let o = run(&[
+        "shrink",
+        "--scenario",
+        "sims/half-open.toml",
+        "--seed",
+        "0",
+        "--server",
+        "unguarded",
+        "--out",
+        dir.join("x.toml").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("--until"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_hazard_regression_that_no_longer_reproduces_fails() {
+    let dir = scratch("stale-hazard");
+    // The seed case with its one fault removed: nothing duplicates.
+    let text = seed_case(
+        "[regression]\nkind = \"hazard\"\nserver = \"unguarded\"\nmetrics = [\"duplicate_side_effects\"]\n",
+    );
+    let cut = text.find("[[faults.explicit]]").unwrap();
+    let rest = &text[cut..];
+    let end = rest
+        .find("\n[network]")
+        .or(rest.find("\n[regression]"))
+        .unwrap();
+    let f = dir.join("stale.toml");
+    std::fs::write(&f, format!("{}{}", &text[..cut], &rest[end..])).unwrap();
+    let o = run(&[
+        "run",
+        "--scenario",
+        f.to_str().unwrap(),
+        "--server",
+        "unguarded",
+    ]);
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no longer reproduces"),
+        "{}",
+        stderr(&o)
+    );
+    // A regression whose bounds contradict its kind is refused at load.
+    let f = dir.join("contradicts.toml");
+    std::fs::write(
+        &f,
+        seed_case("[expect.unguarded.max]\nduplicate_side_effects = 0\n[regression]\nkind = \"hazard\"\nserver = \"unguarded\"\nmetrics = [\"duplicate_side_effects\"]\n"),
+    )
+    .unwrap();
+    let o = run(&["validate", f.to_str().unwrap()]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("hazard regression"), "{}", stderr(&o));
+}
+
+#[test]
+fn repro_emits_a_scenario_that_replays_the_same_trace() {
+    let dir = scratch("emit");
+    // flaky-mobile's faults are generated (drops, partitions, latency);
+    // half-open mixes explicit and generated partitions.
+    for (sc, seed) in [("flaky-mobile", "3"), ("half-open", "1")] {
+        let file = dir.join(format!("{sc}.toml"));
+        let path = format!("sims/{sc}.toml");
+        let o = run(&[
+            "repro",
+            "--scenario",
+            &path,
+            "--seed",
+            seed,
+            "--server",
+            "unguarded",
+            "--trace",
+            dir.join(format!("{sc}.jsonl")).to_str().unwrap(),
+            "--emit-scenario",
+            file.to_str().unwrap(),
+        ]);
+        assert!(code(&o) <= 2, "{}", stderr(&o));
+        let printed = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            printed.lines().filter(|l| l.trim() == "[faults]").count(),
+            1,
+            "one [faults] table:\n{printed}"
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().filter(|l| l.trim() == "[faults]").count(), 1);
+        let emitted = Scenario::load(&file).unwrap();
+        let original = Scenario::load(&root().join(&path)).unwrap();
+        let plan = original.fault_plan(seed.parse().unwrap());
+        assert_eq!(
+            emitted.faults.explicit, plan.faults,
+            "{sc}: the plan, explicit"
+        );
+        assert_eq!(emitted.faults.drop_rate, 0.0);
+        assert_eq!(emitted.faults.partitions, 0);
+        assert!(emitted.faults.explicit.len() > original.faults.explicit.len());
+        let a = json_report(&path, seed, "unguarded");
+        let b = json_report(file.to_str().unwrap(), seed, "unguarded");
+        assert_eq!(a["trace_sha256"], b["trace_sha256"], "{sc} seed {seed}");
+        assert!(!a["trace_sha256"].as_str().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn compare_shrink_writes_each_failure_pinned_as_a_bug() {
+    let dir = scratch("compare-shrink");
+    let sims = dir.join("sims");
+    std::fs::create_dir_all(&sims).unwrap();
+    std::fs::write(
+        sims.join("failing.toml"),
+        seed_case("[expect.unguarded.max]\nduplicate_side_effects = 0\n"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = run(&[
+        "compare",
+        "--sims",
+        sims.to_str().unwrap(),
+        "--seeds",
+        "2",
+        "--servers",
+        "unguarded,guarded",
+        "--shrink",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let shrunk = out.join("shrunk");
+    let files: Vec<_> = std::fs::read_dir(&shrunk).unwrap().collect();
+    assert_eq!(files.len(), 1, "one failing scenario x arm: {files:?}");
+    let f = files[0].as_ref().unwrap().path();
+    assert!(
+        stderr(&o).contains(&f.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+    let s = Scenario::load(&f).unwrap();
+    assert_eq!(s.regression.unwrap().kind, RegressionKind::Bug);
+    let o = run(&[
+        "run",
+        "--scenario",
+        f.to_str().unwrap(),
+        "--server",
+        "unguarded",
+    ]);
+    assert_eq!(code(&o), 1, "a bug fails until fixed: {}", stderr(&o));
 }
