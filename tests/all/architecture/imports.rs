@@ -19,7 +19,9 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Rust files under `dir`, in path order, leaving out installed packages
+/// (`node_modules`) and build output (`target`).
+pub(super) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -27,7 +29,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            rust_files(&p, out);
+            if !p.ends_with("node_modules") && !p.ends_with("target") {
+                rust_files(&p, out);
+            }
         } else if p.extension().is_some_and(|x| x == "rs") {
             out.push(p);
         }
