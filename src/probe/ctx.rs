@@ -52,18 +52,13 @@ pub enum Counter {
     None,
 }
 
-/// Timing of the probe's ledger calls: chunks and the pause before each.
+/// Timing of the probe's ledger calls: chunks, and the pause before each
+/// at `--time-scale 1` ([`Ctx::interval`]).
 pub(super) const CHUNKS: u32 = 5;
-pub(super) const INTERVAL: Duration = Duration::from_millis(200);
-/// A client's pause after losing a connection, before it acts again: more
-/// than the server needs to see the close on loopback (a retry sent
-/// sooner races the close, which is a different hazard).
-pub(super) const BACKOFF: Duration = Duration::from_millis(250);
-/// Long enough for a call of `CHUNKS` chunks to have finished.
+const INTERVAL_MS: u64 = 200;
 /// How many polling closes (`retry:`, then the end before the result) a
 /// read follows before it gives up.
 pub(super) const MAX_POLLS: u32 = 16;
-pub(super) const SETTLE: Duration = Duration::from_millis(CHUNKS as u64 * 200 + 600);
 
 pub(super) type Step<T> = Result<T, String>;
 
@@ -79,6 +74,10 @@ pub struct Ctx<'a> {
     pub legacy: Target,
     /// How long to wait for a response or a result.
     pub wait: Duration,
+    /// What every real-time window of the probe is multiplied by
+    /// (`--time-scale`): its calls' pacing, its pauses, how long it waits
+    /// for a close to be seen or a call to finish.
+    pub scale: u32,
 }
 
 /// A call whose connection the probe dropped.
@@ -112,6 +111,28 @@ impl Dropped {
 }
 
 impl Ctx<'_> {
+    /// `ms` milliseconds of real time, stretched by `--time-scale`.
+    pub(super) fn ms(&self, ms: u64) -> Duration {
+        Duration::from_millis(ms.saturating_mul(u64::from(self.scale.max(1))))
+    }
+
+    /// The pause before each chunk of the probe's ledger calls.
+    pub(super) fn interval(&self) -> Duration {
+        self.ms(INTERVAL_MS)
+    }
+
+    /// A client's pause after losing a connection, before it acts again:
+    /// more than the server needs to see the close on loopback (a retry
+    /// sent sooner races the close, which is a different hazard).
+    pub(super) fn backoff(&self) -> Duration {
+        self.ms(250)
+    }
+
+    /// Long enough for a call of `CHUNKS` chunks to have finished.
+    pub(super) fn settle_window(&self) -> Duration {
+        self.ms(CHUNKS as u64 * INTERVAL_MS + 600)
+    }
+
     /// Refuses a test that needs a tool to call when there is none.
     pub(super) fn need_tool(&self) -> Step<()> {
         match self.counter {
@@ -175,7 +196,7 @@ impl Ctx<'_> {
                 break;
             };
             end = g
-                .read_until(self.peer.within(self.wait + SETTLE), answered)
+                .read_until(self.peer.within(self.wait + self.settle_window()), answered)
                 .await;
             let mut seen = std::mem::take(&mut r.seen);
             from = seen.len();
@@ -204,7 +225,7 @@ impl Ctx<'_> {
     /// Reads a stream whose result arrived to its end, as a client does
     /// (a connection closed before the stream's end is a drop), briefly.
     pub(super) async fn drain(&self, r: &mut Reply) {
-        r.read_until(self.peer.within(Duration::from_secs(1)), |_| false)
+        r.read_until(self.peer.within(self.ms(1000)), |_| false)
             .await;
     }
 
@@ -306,17 +327,17 @@ impl Ctx<'_> {
         let id = self.peer.fresh_id();
         let tag = self.peer.tag(name);
         let key = self.key_for(&tag);
-        let msg = self.op(&id, &tag, chunks, INTERVAL);
+        let msg = self.op(&id, &tag, chunks, self.interval());
         if let Counter::Tool { .. } = self.counter {
             // A tool of unknown duration: lose the connection before any
             // answer is read.
             self.peer
-                .fire(s, &msg, key.as_deref(), BACKOFF)
+                .fire(s, &msg, key.as_deref(), self.backoff())
                 .await
                 .map_err(|e| format!("the call failed: {e}"))?;
             return Ok(Dropped::unanswered(id, tag, key));
         }
-        let drop_at = self.peer.within(INTERVAL * 3 / 2);
+        let drop_at = self.peer.within(self.interval() * 3 / 2);
         let sent = tokio::time::timeout_at(drop_at, self.peer.post(s, &msg, key.as_deref())).await;
         let mut reply = match sent {
             // No head in time: the connection goes (a lost response head).
@@ -335,7 +356,7 @@ impl Ctx<'_> {
         let status = Some(reply.status);
         let seen = std::mem::take(&mut reply.seen);
         drop(reply);
-        tokio::time::sleep(BACKOFF).await;
+        tokio::time::sleep(self.backoff()).await;
         Ok(Dropped {
             id,
             tag,

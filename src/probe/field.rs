@@ -2,7 +2,7 @@
 //! second resume, a replay dropped mid-way, two calls under one request
 //! id, and a polling close's `retry:` honoured to the millisecond.
 
-use super::ctx::{Ctx, Step, Verdict, CHUNKS, INTERVAL, MAX_POLLS, SETTLE};
+use super::ctx::{Ctx, Step, Verdict, CHUNKS, MAX_POLLS};
 use super::peer::{Failure, Got, Reply, Session};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp::ChunkRef;
@@ -78,7 +78,12 @@ impl Ctx<'_> {
             Err(e) => return Err(e.to_string()),
             Ok(g) => {
                 let (g, _) = self
-                    .read_answer(&s, g, std::slice::from_ref(&d.id), self.wait + SETTLE)
+                    .read_answer(
+                        &s,
+                        g,
+                        std::slice::from_ref(&d.id),
+                        self.wait + self.settle_window(),
+                    )
                     .await;
                 let story = format!(
                     "GET Last-Event-ID {forged} (last real {last}): {}",
@@ -116,10 +121,15 @@ impl Ctx<'_> {
         };
         let first = g1.describe();
         drop(g1);
-        tokio::time::sleep(INTERVAL / 2).await;
+        tokio::time::sleep(self.interval() / 2).await;
         let g2 = self.resumed(&s, &cursor).await?;
         let (g2, _) = self
-            .read_answer(&s, g2, std::slice::from_ref(&d.id), self.wait + SETTLE)
+            .read_answer(
+                &s,
+                g2,
+                std::slice::from_ref(&d.id),
+                self.wait + self.settle_window(),
+            )
             .await;
         self.peer.end(&s).await;
         let story = format!(
@@ -133,7 +143,7 @@ impl Ctx<'_> {
         let (s, d, last) = self.dropped_with_cursor("replay-dropped", CHUNKS).await?;
         // The tool finishes meanwhile: the resume is a replay of several
         // events, and the probe drops it after the first.
-        tokio::time::sleep_until(self.peer.within(SETTLE)).await;
+        tokio::time::sleep_until(self.peer.within(self.settle_window())).await;
         let had = chunks(&d.seen);
         let g1 = self.resume_one_more(&s, &last, &had).await?;
         if g1.response(&d.id).is_some() {
@@ -152,7 +162,7 @@ impl Ctx<'_> {
         };
         let first = g1.describe();
         drop(g1);
-        tokio::time::sleep(INTERVAL / 2).await;
+        tokio::time::sleep(self.interval() / 2).await;
         let g2 = self
             .peer
             .get(&s, Some(&cursor))
@@ -190,7 +200,7 @@ impl Ctx<'_> {
             self.peer.tag("duplicate-inflight-a"),
             self.peer.tag("duplicate-inflight-b"),
         );
-        let a_msg = self.op(&id, &tag_a, CHUNKS, INTERVAL);
+        let a_msg = self.op(&id, &tag_a, CHUNKS, self.interval());
         let mut a = self
             .peer
             .post(&s, &a_msg, self.key_for(&tag_a).as_deref())
@@ -213,7 +223,7 @@ impl Ctx<'_> {
             .post(&s, &b_msg, self.key_for(&tag_b).as_deref())
             .await
             .map_err(|e| e.to_string())?;
-        let until = self.peer.within(self.wait + SETTLE);
+        let until = self.peer.within(self.wait + self.settle_window());
         let (a_end, _) = tokio::join!(a.read_response(&id, until), b.read_response(&id, until));
         // A server that polls may have closed A's stream after `retry:`:
         // follow it, as a client must, before judging.
@@ -268,13 +278,14 @@ impl Ctx<'_> {
         let s = self.session().await?;
         let id = self.peer.fresh_id();
         let tag = self.peer.tag("retry-honoured");
-        let msg = self.op(&id, &tag, CHUNKS * 2, INTERVAL / 2);
+        let msg = self.op(&id, &tag, CHUNKS * 2, self.interval() / 2);
         let mut r = self
             .peer
             .post(&s, &msg, self.key_for(&tag).as_deref())
             .await
             .map_err(|e| e.to_string())?;
-        self.to_result(&mut r, &id, self.wait + SETTLE).await;
+        self.to_result(&mut r, &id, self.wait + self.settle_window())
+            .await;
         let mut had = chunks(&r.seen);
         let mut path = vec![format!("POST {}", r.describe())];
         let mut polls = 0;
@@ -313,7 +324,8 @@ impl Ctx<'_> {
                     format!("the resume made exactly {wait} ms after `retry: {wait}` was refused"),
                 )));
             }
-            self.to_result(&mut r, &id, self.wait + SETTLE).await;
+            self.to_result(&mut r, &id, self.wait + self.settle_window())
+                .await;
             path.push(format!("after {wait} ms GET {}", r.describe()));
             let again = chunks(&r.seen).into_iter().find(|c| had.contains(c));
             if let Some(c) = again {

@@ -82,6 +82,12 @@ pub struct ProbeArgs {
     /// Bound on the whole probe, seconds, 1 to 3600.
     #[arg(long, default_value_t = 120, value_parser = crate::flags::whole("--timeout", 1, 3_600))]
     timeout: u64,
+    /// Multiply every real-time window the hazard tests rely on by N, 1 to
+    /// 20: the pacing of their calls, their pauses after a drop, how long
+    /// they wait for a close to be seen or a call to finish. For a server
+    /// far away or slow to notice a close, or a loaded machine.
+    #[arg(long, default_value_t = 1, value_parser = crate::flags::whole32("--time-scale", 1, 20))]
+    time_scale: u32,
     /// Bound on one response or result, milliseconds, 100 to 600000.
     #[arg(long, default_value_t = 10_000, value_parser = crate::flags::whole("--request-timeout-ms", 100, 600_000))]
     request_timeout_ms: u64,
@@ -151,6 +157,7 @@ pub fn main(args: &ProbeArgs) -> anyhow::Result<(String, u8, Option<String>)> {
         era: args.era,
         timeout: Duration::from_secs(args.timeout),
         request_timeout: Duration::from_millis(args.request_timeout_ms),
+        time_scale: args.time_scale,
         max_requests: args.max_requests,
         limits: ReadLimits {
             head_bytes: usize::try_from(args.max_header_bytes).unwrap_or(usize::MAX),
@@ -204,6 +211,8 @@ pub struct Options {
     pub timeout: Duration,
     /// One response's time bound.
     pub request_timeout: Duration,
+    /// What the hazard tests' real-time windows are multiplied by.
+    pub time_scale: u32,
     /// Most requests sent.
     pub max_requests: u32,
     /// Bounds on what the probe reads.
@@ -440,6 +449,7 @@ async fn probe(opts: &Options, checked: Checked) -> Result<Report, UsageError> {
         keys: opts.profile == Profile::Keys,
         legacy,
         wait: opts.request_timeout,
+        scale: opts.time_scale,
     };
     let mut findings = Vec::new();
     for h in hazards::of(opts.era)

@@ -1,7 +1,7 @@
 //! The resume hazards: GET with `Last-Event-ID` after a drop, and a POST
 //! right behind it.
 
-use super::ctx::{dropped_at, Counter, Ctx, Dropped, Step, Verdict, CHUNKS, SETTLE};
+use super::ctx::{dropped_at, Counter, Ctx, Dropped, Step, Verdict, CHUNKS};
 use super::peer::{End, Failure, Got, Reply, Session};
 use crate::protocol::jsonrpc::RequestId;
 use ::http::StatusCode;
@@ -50,7 +50,12 @@ impl Ctx<'_> {
         let (s, d, last) = self.dropped_with_cursor("resume-inclusive", CHUNKS).await?;
         let g = self.resumed(&s, &last).await?;
         let (g, _) = self
-            .read_answer(&s, g, std::slice::from_ref(&d.id), self.wait + SETTLE)
+            .read_answer(
+                &s,
+                g,
+                std::slice::from_ref(&d.id),
+                self.wait + self.settle_window(),
+            )
             .await;
         self.peer.end(&s).await;
         let had: Vec<_> = d.seen.iter().filter_map(Got::chunk).collect();
@@ -62,7 +67,7 @@ impl Ctx<'_> {
         let (s, d, last) = self
             .dropped_with_cursor("resume-after-completion", CHUNKS)
             .await?;
-        tokio::time::sleep_until(self.peer.within(SETTLE)).await;
+        tokio::time::sleep_until(self.peer.within(self.settle_window())).await;
         let g = self
             .peer
             .get(&s, Some(&last))
@@ -106,7 +111,7 @@ impl Ctx<'_> {
             ),
             Err(e) => return Err(e.to_string()),
             Ok(mut g) => {
-                g.read_until(self.peer.within(Duration::from_secs(1)), |_| false)
+                g.read_until(self.peer.within(self.ms(1000)), |_| false)
                     .await;
                 let story = format!("GET Last-Event-ID {bad}: {}", g.describe());
                 if g.status.is_client_error() {
@@ -125,13 +130,13 @@ impl Ctx<'_> {
         let a = self.session().await?;
         let id = self.peer.fresh_id();
         let tag = self.peer.tag("resume-foreign-session");
-        let msg = self.op(&id, &tag, 3, Duration::from_millis(50));
+        let msg = self.op(&id, &tag, 3, self.ms(50));
         let mut r = self
             .peer
             .post(&a, &msg, self.key_for(&tag).as_deref())
             .await
             .map_err(|e| e.to_string())?;
-        r.read_response(&id, self.peer.within(self.wait + SETTLE))
+        r.read_response(&id, self.peer.within(self.wait + self.settle_window()))
             .await;
         let Some(first) = r.seen.iter().find_map(|g| g.id.clone()) else {
             self.peer.end(&a).await;
@@ -146,7 +151,7 @@ impl Ctx<'_> {
             .get(&b, Some(&first))
             .await
             .map_err(|e| e.to_string())?;
-        g.read_until(self.peer.within(Duration::from_secs(1)), |_| false)
+        g.read_until(self.peer.within(self.ms(1000)), |_| false)
             .await;
         self.peer.end(&a).await;
         self.peer.end(&b).await;
@@ -183,14 +188,14 @@ impl Ctx<'_> {
             .post(&s, &msg2, self.key_for(&tag2).as_deref())
             .await
             .map_err(|e| e.to_string())?;
-        let until = self.peer.within(self.wait + SETTLE);
+        let until = self.peer.within(self.wait + self.settle_window());
         let (id1, both) = (d.id.clone(), [d.id.clone(), id2.clone()]);
         tokio::join!(
             g.read_until(until, |e| e.answers(&id1)),
             p.read_until(until, |e| both.iter().any(|i| e.answers(i)))
         );
         // Let anything sent after the results show up too.
-        let linger = self.peer.within(Duration::from_millis(300));
+        let linger = self.peer.within(self.ms(300));
         tokio::join!(
             g.read_until(linger, |_| false),
             p.read_until(linger, |_| false)

@@ -1,11 +1,10 @@
 //! The retry hazards: a call re-sent by POST after its connection dropped.
 
-use super::ctx::{dropped_at, Ctx, Dropped, Step, Verdict, CHUNKS, INTERVAL, SETTLE};
+use super::ctx::{dropped_at, Ctx, Dropped, Step, Verdict, CHUNKS};
 use super::peer::{End, Reply, Session};
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use ::http::StatusCode;
-use std::time::Duration;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Retry {
@@ -37,7 +36,7 @@ impl Ctx<'_> {
             return Err("the call finished before the probe could drop it".into());
         }
         if how == Retry::AfterCompletion {
-            tokio::time::sleep_until(self.peer.within(SETTLE)).await;
+            tokio::time::sleep_until(self.peer.within(self.settle_window())).await;
         }
         let id = match how {
             Retry::SameId => d.id.clone(),
@@ -73,7 +72,7 @@ impl Ctx<'_> {
         let mut path = Vec::new();
         let mut id = id;
         for _ in 0..20 {
-            let msg = self.op(&id, &d.tag, CHUNKS, INTERVAL);
+            let msg = self.op(&id, &d.tag, CHUNKS, self.interval());
             let mut r = match self.peer.post(s, &msg, d.key.as_deref()).await {
                 Ok(r) => r,
                 Err(e) => {
@@ -83,7 +82,9 @@ impl Ctx<'_> {
             };
             let ids = [id.clone(), d.id.clone()];
             if r.status.is_success() {
-                let (mut r, end) = self.read_answer(s, r, &ids, self.wait + SETTLE).await;
+                let (mut r, end) = self
+                    .read_answer(s, r, &ids, self.wait + self.settle_window())
+                    .await;
                 self.drain(&mut r).await;
                 path.push(format!("POST {}", r.describe()));
                 return Settled {
@@ -100,8 +101,9 @@ impl Ctx<'_> {
                         let hint = hint.to_string();
                         match self.peer.get(s, Some(&hint)).await {
                             Ok(g) => {
-                                let (mut g, end) =
-                                    self.read_answer(s, g, &ids, self.wait + SETTLE).await;
+                                let (mut g, end) = self
+                                    .read_answer(s, g, &ids, self.wait + self.settle_window())
+                                    .await;
                                 self.drain(&mut g).await;
                                 path.push(format!("GET Last-Event-ID {hint}: {}", g.describe()));
                                 if end == End::Found && is_result(&g, &ids) {
@@ -112,7 +114,7 @@ impl Ctx<'_> {
                         }
                         id = self.peer.fresh_id();
                     }
-                    _ => tokio::time::sleep(Duration::from_millis(200)).await,
+                    _ => tokio::time::sleep(self.ms(200)).await,
                 },
                 // The result is gone: re-issue under a new id, same key.
                 StatusCode::GONE => id = self.peer.fresh_id(),

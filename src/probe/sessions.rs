@@ -5,7 +5,6 @@ use super::ctx::{Ctx, Step, Verdict};
 use super::peer::{clip, initialize_request, Session};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::mcp;
-use std::time::Duration;
 
 impl Ctx<'_> {
     pub(super) async fn legacy_session(&self) -> Step<(Verdict, String)> {
@@ -20,10 +19,8 @@ impl Ctx<'_> {
             }
             Err(e) => return Err(format!("no legacy HTTP+SSE endpoint at {legacy}: {e}")),
         };
-        sse.read_until(self.peer.within(Duration::from_secs(2)), |g| {
-            g.event == "endpoint"
-        })
-        .await;
+        sse.read_until(self.peer.within(self.ms(2000)), |g| g.event == "endpoint")
+            .await;
         let Some(endpoint) = sse.seen.iter().find(|g| g.event == "endpoint") else {
             return Err(format!("GET {legacy} sent no endpoint event"));
         };

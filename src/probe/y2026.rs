@@ -6,7 +6,7 @@
 //! ledger tools (a counter tool cannot tell a stopped execution, nor ask
 //! for input).
 
-use super::ctx::{dropped_at, Counter, Ctx, Step, Verdict, BACKOFF, CHUNKS, INTERVAL, SETTLE};
+use super::ctx::{dropped_at, Counter, Ctx, Step, Verdict, CHUNKS};
 use super::peer::{call, clip, Session};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::mcp;
@@ -46,7 +46,7 @@ impl Ctx<'_> {
         if d.finished() {
             return Err("the call finished before the probe could drop it".into());
         }
-        tokio::time::sleep_until(self.peer.within(SETTLE)).await;
+        tokio::time::sleep_until(self.peer.within(self.settle_window())).await;
         let (n, finished) = self.ledger_counts(&s, &d.tag).await?;
         let seen = format!("dropped {}", dropped_at(&d));
         Ok(match (n, finished) {
@@ -148,15 +148,14 @@ impl Ctx<'_> {
         };
         let tag = self.peer.tag("task-create-retry");
         let key = self.key_for(&tag);
-        let args =
-            json!({"tag": tag, "chunks": 2, "chunk_interval_ms": INTERVAL.as_millis() as u64});
+        let args = json!({"tag": tag, "chunks": 2, "chunk_interval_ms": self.interval().as_millis() as u64});
         let first = self.peer.fresh_id();
         self.peer
             .fire(
                 &s,
                 &call(&first, mcp::LEDGER_APPEND, args.clone()),
                 key.as_deref(),
-                BACKOFF,
+                self.backoff(),
             )
             .await
             .map_err(|e| format!("the call failed: {e}"))?;
@@ -188,7 +187,7 @@ impl Ctx<'_> {
             if !matches!(status.as_str(), "working" | "input_required") {
                 break;
             }
-            tokio::time::sleep(INTERVAL).await;
+            tokio::time::sleep(self.interval()).await;
         }
         let (n, _) = self.ledger_counts(&s, &tag).await?;
         let story = format!(

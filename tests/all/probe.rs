@@ -27,11 +27,20 @@ const HAZARDS: [&str; 15] = [
     "second-get",
 ];
 
+/// The probe's `--time-scale` in these tests: 1 unless the environment
+/// variable `MCP_CHAOS_TIME_SCALE` widens every real-time window on a
+/// loaded machine (CONTRIBUTING.md).
+pub(crate) fn time_scale() -> String {
+    std::env::var("MCP_CHAOS_TIME_SCALE").unwrap_or_else(|_| "1".into())
+}
+
 /// `probe --url <served> --format json ARGS`: exit code and verdict per
 /// hazard (evidence printed on failure).
 fn probe(s: &Served, args: &[&str]) -> (i32, BTreeMap<String, String>, String) {
     let url = format!("http://{}/mcp", s.addr);
+    let scale = time_scale();
     let mut all = vec!["probe", "--url", url.as_str(), "--format", "json"];
+    all.extend_from_slice(&["--time-scale", scale.as_str()]);
     all.extend_from_slice(args);
     let out = run(&all);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
@@ -248,6 +257,10 @@ fn usage_and_connection_errors_exit_3_with_one_line() {
                 "[1]",
             ],
             "not a JSON object",
+        ),
+        (
+            vec!["--url", served.as_str(), "--time-scale", "21"],
+            "--time-scale takes a whole number from 1 to 20",
         ),
     ] {
         let mut all = vec!["probe"];

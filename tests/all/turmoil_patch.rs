@@ -276,3 +276,48 @@ fn a_host_bounced_before_its_first_step_reads_the_time() {
         "{starts:?}"
     );
 }
+
+/// Stamps `turmoil::sim_elapsed()` into its cell when dropped, as a
+/// server's records do when a crash or a restart drops its tasks.
+struct StampOnDrop(std::rc::Rc<std::cell::Cell<Option<Duration>>>);
+
+impl Drop for StampOnDrop {
+    fn drop(&mut self) {
+        self.0.set(turmoil::sim_elapsed());
+    }
+}
+
+/// Patch 9: a crashed or bounced host's software is dropped at the host's
+/// time. An unpatched turmoil read the host's instant against the wall
+/// clock there (no runtime is current), so once the run had taken longer
+/// in real time than in simulated time (a loaded machine, or here a pause
+/// of the driver), what its destructors stamped moved with the wall
+/// clock, and so did the trace.
+#[test]
+fn a_restarted_hosts_destructors_read_the_simulated_time() {
+    for crash in [false, true] {
+        let stamp = std::rc::Rc::new(std::cell::Cell::new(None));
+        let mut sim = turmoil::Builder::new().build();
+        let held = stamp.clone();
+        sim.host("server", move || {
+            let guard = StampOnDrop(held.clone());
+            async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        });
+        for _ in 0..5 {
+            sim.step().expect("a step");
+        }
+        let simulated = sim.elapsed();
+        // The wall clock overtakes the simulation's 5 ms.
+        std::thread::sleep(Duration::from_millis(60));
+        if crash {
+            sim.crash("server");
+        } else {
+            sim.bounce("server");
+        }
+        assert_eq!(stamp.get(), Some(simulated), "crash: {crash}");
+    }
+}

@@ -184,6 +184,14 @@ impl HostTimer {
         self.now.replace(now);
     }
 
+    /// Forgets the current iteration's instant (mcp-chaos patch 9): the
+    /// host's software is about to be dropped outside any iteration, where
+    /// an instant of its runtime is compared with the wall clock, and the
+    /// host's time is the ticks it was given.
+    pub(crate) fn forget_instant(&mut self) {
+        self.now = None;
+    }
+
     /// Returns how long the host has been executing for in virtual time.
     pub(crate) fn elapsed(&self) -> Duration {
         // mcp-chaos patch 7: a host that has not run an iteration yet (one

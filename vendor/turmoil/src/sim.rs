@@ -195,6 +195,9 @@ impl<'a> Sim<'a> {
             self.world.borrow_mut().current = Some(h);
 
             World::enter(&self.world, || {
+                // mcp-chaos patch 9: the software's destructors stamp the
+                // host's time, not the wall clock's.
+                World::current(|world| world.current_host_mut().timer.forget_instant());
                 rt.crash();
 
                 // Discard pending filesystem operations
@@ -216,6 +219,8 @@ impl<'a> Sim<'a> {
     /// Bounces the resolved hosts. The software is restarted.
     pub fn bounce(&mut self, addrs: impl ToIpAddrs) {
         self.run_with_hosts(addrs, |addr, rt| {
+            // mcp-chaos patch 9: as in `crash`.
+            World::current(|world| world.current_host_mut().timer.forget_instant());
             rt.bounce();
 
             tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Bounce");
