@@ -7,14 +7,14 @@
 //! what both transports share about keys: the principal a request acts
 //! for, the two looks, the 422 and 409 refusals, a replayed result.
 
-use super::body::ServerBody;
-use super::respond::error;
-use super::Shared;
 use crate::bounded::Bounded;
 use crate::history::{Record, SessionId};
 use crate::ledger::{Ledger, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, RequestId};
 use crate::protocol::{mcp, Json};
+use crate::server::http::body::ServerBody;
+use crate::server::http::respond::error;
+use crate::server::Shared;
 use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::rc::Rc;

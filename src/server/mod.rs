@@ -21,47 +21,23 @@
 //! Everything runs on one thread (a `LocalSet`): state is `Rc<RefCell<_>>`,
 //! and no borrow is ever held across an `.await`.
 
-mod body;
-mod cancel;
-mod conn;
+mod calls;
 mod dedup;
-mod edges;
-mod exposure;
-mod fixtures;
-mod get;
-mod handover;
-mod holds;
-mod legacy;
-mod life;
-mod modern;
-mod mrtr;
-mod polling;
-mod post;
-mod principal;
-mod replay;
-mod replica_hooks;
-mod reply;
-mod respond;
+mod http;
+mod replica;
 mod routes;
-mod rule_m;
 mod session;
-mod shared_guard;
-mod stored;
-mod streams;
-mod table;
-mod tasks;
-mod tools;
-mod transport;
-mod writer;
+mod y2025;
+mod y2026;
 
 pub use crate::settings::{
     CompletedResume, Delivery, Effects, Era, Replay, Sdk, ServerConfig, Wire,
 };
-pub use body::ServerBody;
-pub use edges::{parse_host, EdgeRefusal, HOST_REFUSED};
-pub use exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
-pub use fixtures::Fixtures;
-pub use stored::StoreLink;
+pub use calls::fixtures::Fixtures;
+pub use http::body::ServerBody;
+pub use http::edges::{parse_host, EdgeRefusal, HOST_REFUSED};
+pub use http::exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
+pub use replica::stored::StoreLink;
 
 /// The longest pause between chunks a `ledger_append` call may ask for, ms
 /// (longer ones are refused with invalid params).
@@ -225,7 +201,7 @@ impl Replica {
 
 /// Mutable server state.
 pub(crate) struct State {
-    pub sessions: table::SessionTable,
+    pub sessions: session::table::SessionTable,
     /// The clock resource's version (`resources/read`).
     pub clock: u64,
     pub rng: ChaCha20Rng,
@@ -233,9 +209,9 @@ pub(crate) struct State {
     pub next_conn: ConnId,
     /// Live connection tasks, so the server can close one itself, with
     /// the number of requests each is serving (0: idle).
-    pub conns: BTreeMap<ConnId, (AbortHandle, Rc<conn::Activity>)>,
+    pub conns: BTreeMap<ConnId, (AbortHandle, Rc<session::conn::Activity>)>,
     /// The tasks this incarnation is running (the tasks extension), by id.
-    pub task_runs: BTreeMap<Rc<str>, Rc<tasks::TaskRun>>,
+    pub task_runs: BTreeMap<Rc<str>, Rc<y2026::tasks::TaskRun>>,
 }
 
 /// What every handler shares.
@@ -250,15 +226,15 @@ pub(crate) struct Shared {
     pub store_budget: Option<Rc<session::StoreBudget>>,
     /// SSE responses open now, per session and per principal (counted
     /// only under the `Exposure` caps).
-    pub open_streams: Rc<holds::OpenStreams>,
+    pub open_streams: Rc<session::holds::OpenStreams>,
     /// Requests fixture tools sent to clients, awaiting their answers
     /// (empty unless `serve --fixtures`).
-    pub asks: fixtures::Asks,
+    pub asks: calls::fixtures::Asks,
     /// Which session ids this server may issue (a replica behind a hash
     /// balancer issues only ids the ring maps to itself); `None`: any.
     pub mints: Option<Mints>,
     /// The shared store, when the replica is on one.
-    pub store: Option<stored::OnStore>,
+    pub store: Option<replica::stored::OnStore>,
     pub state: RefCell<State>,
 }
 
@@ -457,12 +433,12 @@ impl Server {
                 pacing,
                 store_budget: exposure.store_bytes.map(session::StoreBudget::new),
                 open_streams: Rc::default(),
-                asks: fixtures::Asks::default(),
+                asks: calls::fixtures::Asks::default(),
                 mints: replica.as_ref().and_then(|r| r.mints.clone()),
-                store: replica.as_ref().and_then(stored::OnStore::of),
+                store: replica.as_ref().and_then(replica::stored::OnStore::of),
                 exposure,
                 state: RefCell::new(State {
-                    sessions: table::SessionTable::default(),
+                    sessions: session::table::SessionTable::default(),
                     clock: 0,
                     rng,
                     dedup,
@@ -472,7 +448,7 @@ impl Server {
                 }),
             }),
         };
-        tasks::on_start(&server.shared);
+        y2026::tasks::on_start(&server.shared);
         server
     }
 
@@ -488,13 +464,13 @@ impl Server {
     /// connection, waits a moment and accepts again: it never returns.
     pub async fn serve<L: Listener>(self, mut listener: L) -> io::Result<()> {
         if self.shared.cfg.resource_interval_ms > 0 {
-            tokio::task::spawn_local(legacy::tick_resources(self.shared.clone()));
+            tokio::task::spawn_local(y2025::legacy::tick_resources(self.shared.clone()));
         }
-        if let Some(every) = holds::expiry_period(&self.shared) {
+        if let Some(every) = session::holds::expiry_period(&self.shared) {
             tokio::task::spawn_local(routes::expire_idle_sessions(self.shared.clone(), every));
         }
-        if shared_guard::on(&self.shared) {
-            tokio::task::spawn_local(shared_guard::publish(self.shared.clone()));
+        if replica::shared_guard::on(&self.shared) {
+            tokio::task::spawn_local(replica::shared_guard::publish(self.shared.clone()));
         }
         let mut failing = false;
         loop {
@@ -505,8 +481,8 @@ impl Server {
                         eprintln!("mcp-chaos: accepting a connection failed ({e}); closing idle connections and retrying");
                     }
                     failing = true;
-                    conn::close_oldest_idle(&self.shared);
-                    tokio::time::sleep(conn::ACCEPT_BACKOFF).await;
+                    session::conn::close_oldest_idle(&self.shared);
+                    tokio::time::sleep(session::conn::ACCEPT_BACKOFF).await;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -514,8 +490,8 @@ impl Server {
             failing = false;
             if let Some(cap) = self.shared.exposure.max_connections {
                 if self.shared.state.borrow().conns.len() >= cap {
-                    if !conn::close_oldest_idle(&self.shared) {
-                        conn::refuse(io);
+                    if !session::conn::close_oldest_idle(&self.shared) {
+                        session::conn::refuse(io);
                         continue;
                     }
                     // Let the closed connection's task go (and its socket
@@ -546,16 +522,16 @@ impl Server {
             st.next_conn += 1;
             st.next_conn
         };
-        let busy = Rc::new(conn::Activity::default());
+        let busy = Rc::new(session::conn::Activity::default());
         let task_shared = shared.clone();
         let task_busy = busy.clone();
         let idle_busy = busy.clone();
         let handle = tokio::task::spawn_local(async move {
             let svc_shared = task_shared.clone();
-            let service = hyper::service::service_fn(move |mut req: http::Request<_>| {
+            let service = hyper::service::service_fn(move |mut req: ::http::Request<_>| {
                 let s = svc_shared.clone();
-                let busy = conn::Busy::enter(&task_busy);
-                req.extensions_mut().insert(principal::Peer(peer));
+                let busy = session::conn::Busy::enter(&task_busy);
+                req.extensions_mut().insert(http::principal::Peer(peer));
                 async move {
                     let no_buffering = s.cfg.no_buffering;
                     let logged = s.exposure.log.then(|| request_line(&req));
@@ -570,10 +546,10 @@ impl Server {
                         );
                     }
                     if no_buffering {
-                        respond::say_no_buffering(&mut resp);
+                        http::respond::say_no_buffering(&mut resp);
                     }
                     Ok::<_, std::convert::Infallible>(
-                        resp.map(|b| conn::Tracked::new(b, busy, slot)),
+                        resp.map(|b| session::conn::Tracked::new(b, busy, slot)),
                     )
                 }
             });
@@ -591,7 +567,7 @@ impl Server {
             tokio::select! {
                 biased;
                 _ = served => {}
-                _ = conn::idle_for(&idle_busy, idle) => {
+                _ = session::conn::idle_for(&idle_busy, idle) => {
                     task_shared.history.record(Record::IdleClosed { conn });
                 }
             }
@@ -606,7 +582,7 @@ impl Server {
 }
 
 /// A request as `serve --log` names it: method, path, session.
-fn request_line<B>(req: &http::Request<B>) -> String {
+fn request_line<B>(req: &::http::Request<B>) -> String {
     let session = req
         .headers()
         .get("mcp-session-id")
@@ -616,10 +592,10 @@ fn request_line<B>(req: &http::Request<B>) -> String {
 }
 
 /// A response as `serve --log` names it: status, content type.
-fn response_line<B>(resp: &http::Response<B>) -> String {
+fn response_line<B>(resp: &::http::Response<B>) -> String {
     let kind = resp
         .headers()
-        .get(http::header::CONTENT_TYPE)
+        .get(::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("-");
     format!("{} {kind}", resp.status().as_u16())

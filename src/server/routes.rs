@@ -1,17 +1,17 @@
-//! Routing: the edge checks ([`super::edges`]), then every HTTP request to
+//! Routing: the edge checks ([`crate::server::http::edges`]), then every HTTP request to
 //! its handler (`/mcp` POST, GET and DELETE; the legacy `/sse` and
 //! `/messages`), and the one `Responded` record per request. DELETE ends a
 //! session here.
 
-use super::body::ServerBody;
-use super::holds::SseSlot;
-use super::reply::{read_message, session_of, Reply};
-use super::respond::error;
-use super::transport::transport_gate;
-use super::Shared;
 use crate::history::{ConnId, Record, SessionId, Transport};
 use crate::protocol::modern as wire;
 use crate::protocol::{headers, jsonrpc};
+use crate::server::http::body::ServerBody;
+use crate::server::http::respond::error;
+use crate::server::session::holds::SseSlot;
+use crate::server::session::reply::{read_message, session_of, Reply};
+use crate::server::y2025::transport::transport_gate;
+use crate::server::Shared;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use std::rc::Rc;
@@ -34,7 +34,7 @@ pub(crate) async fn handle(
         .flatten();
     // On a shared store, a session this replica lacks is loaded first.
     let loaded = match (&refused, &twice) {
-        (None, None) => super::stored::adopt(&shared, req.headers()).await,
+        (None, None) => crate::server::replica::stored::adopt(&shared, req.headers()).await,
         _ => Ok(()),
     };
     let reply = match (req.uri().path(), req.method()) {
@@ -49,17 +49,21 @@ pub(crate) async fn handle(
             }
             Reply::new(r)
         }
-        ("/mcp", &Method::POST) if super::modern::by_headers(&shared, req.headers()) => {
-            super::modern::post(&shared, req, conn).await
+        ("/mcp", &Method::POST)
+            if crate::server::y2026::modern::by_headers(&shared, req.headers()) =>
+        {
+            crate::server::y2026::modern::post(&shared, req, conn).await
         }
-        ("/mcp", m) if super::modern::names_2026(&shared, req.headers()) => {
-            super::modern::not_allowed(m)
+        ("/mcp", m) if crate::server::y2026::modern::names_2026(&shared, req.headers()) => {
+            crate::server::y2026::modern::not_allowed(m)
         }
         ("/mcp", &Method::POST) => post_by_body(&shared, req, conn).await,
-        ("/mcp", &Method::GET) => super::get::get(&shared, req, conn).await,
+        ("/mcp", &Method::GET) => crate::server::y2025::get::get(&shared, req, conn).await,
         ("/mcp", &Method::DELETE) => delete(&shared, req),
-        ("/sse", &Method::GET) => super::legacy::open(&shared, req, conn),
-        ("/messages", &Method::POST) => super::legacy::post(&shared, req, conn).await,
+        ("/sse", &Method::GET) => crate::server::y2025::legacy::open(&shared, req, conn),
+        ("/messages", &Method::POST) => {
+            crate::server::y2025::legacy::post(&shared, req, conn).await
+        }
         ("/mcp", _) => {
             let mut r = error(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -98,10 +102,10 @@ async fn post_by_body(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId)
         Ok(m) => m,
         Err(r) => return r,
     };
-    if super::modern::by_body(shared, &parts.headers, &msg) {
-        return super::modern::answer(shared, &parts, msg, conn).await;
+    if crate::server::y2026::modern::by_body(shared, &parts.headers, &msg) {
+        return crate::server::y2026::modern::answer(shared, &parts, msg, conn).await;
     }
-    super::post::post(shared, parts, msg, conn).await
+    crate::server::y2025::post::post(shared, parts, msg, conn).await
 }
 /// The headers the protocol defines as one value: a gateway that reads
 /// another of two values than the server does authorizes another request
@@ -122,7 +126,7 @@ fn duplicated(shared: &Shared, h: &http::HeaderMap) -> Option<Reply> {
     let name = SINGLE_VALUED
         .iter()
         .find(|n| h.get_all(**n).iter().nth(1).is_some())?;
-    let code = match super::modern::by_headers(shared, h) {
+    let code = match crate::server::y2026::modern::by_headers(shared, h) {
         true => wire::HEADER_MISMATCH,
         false => jsonrpc::TRANSPORT_ERROR,
     };
@@ -145,15 +149,15 @@ fn delete(shared: &Rc<Shared>, req: Request<Incoming>) -> Reply {
     if let Err(r) = transport_gate(shared, &sid, Transport::Streamable, None) {
         return Reply::new(r).about(Some(&sid), None);
     }
-    super::life::end_session(shared, &sid);
-    super::stored::forget(shared, &sid);
+    crate::server::session::life::end_session(shared, &sid);
+    crate::server::replica::stored::forget(shared, &sid);
     let mut r = Response::new(ServerBody::empty());
     *r.status_mut() = StatusCode::OK;
     Reply::new(r).about(Some(&sid), None)
 }
 
 /// Exposed: ends every session idle past its bound (no request naming it,
-/// no connection attached; [`super::holds::idle_limit`]), and every task
+/// no connection attached; [`crate::server::session::holds::idle_limit`]), and every task
 /// past its time to live, checking `every` so often.
 pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, every: Duration) {
     loop {
@@ -165,14 +169,14 @@ pub(super) async fn expire_idle_sessions(shared: Rc<Shared>, every: Duration) {
             .sessions
             .iter()
             .filter(|(_, s)| {
-                super::holds::idle_limit(&shared, s)
+                crate::server::session::holds::idle_limit(&shared, s)
                     .is_some_and(|idle| now.duration_since(s.last_active.get()) >= idle)
                     && s.conns().is_empty()
             })
             .map(|(k, _)| k.clone())
             .collect();
         for sid in idle_ones {
-            super::life::end_session(&shared, &sid);
+            crate::server::session::life::end_session(&shared, &sid);
         }
         // Expired tasks go too, read or not: memory returns to its start.
         let us = shared.history.now_us();

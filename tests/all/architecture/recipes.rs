@@ -73,7 +73,7 @@ fn every_file_of_the_fault_kind_recipe_names_every_kind() {
 const EVERY_REASON: &[&str] = &[
     "src/guard/mod.rs",
     "src/guard/table.rs",
-    "src/server/rule_m.rs",
+    "src/server/y2025/rule_m.rs",
     "src/history/server.rs",
     "docs/wire.md",
 ];

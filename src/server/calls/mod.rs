@@ -1,0 +1,2 @@
+pub(in crate::server) mod fixtures;
+pub(in crate::server) mod tools;
