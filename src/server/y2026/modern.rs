@@ -20,13 +20,13 @@ use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams};
 use crate::protocol::modern::{self as wire};
 use crate::protocol::{headers, sse, Json};
+use crate::server::calls::start::{self, Asked};
 use crate::server::dedup::{self, KeyState, Lookup};
 use crate::server::http::body::ServerBody;
 use crate::server::http::principal;
 use crate::server::http::respond::{accepted, error, error_with, event_stream, json_response};
 use crate::server::session::life::release;
 use crate::server::session::reply::{header_str, read_body, Reply};
-use crate::server::y2025::post::{self, Asked};
 use crate::server::Shared;
 use http::request::Parts;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
@@ -296,7 +296,7 @@ fn tools_list(shared: &Shared) -> Json {
         if shared.exposure.fixtures.offered() {
             tools.extend(crate::server::calls::fixtures::stateless::tools());
             tools.extend(crate::server::calls::fixtures::input_required::tools());
-            tools.extend(crate::server::calls::fixtures::tasks::tools());
+            tools.extend(super::task_fixtures::tools());
         }
     }
     v.into()
@@ -466,7 +466,7 @@ async fn call(
                 return join(shared.clone(), asked);
             }
         }
-        if let Err(r) = post::key_look(shared, &sid, &id, &who, k, &cv).await {
+        if let Err(r) = start::key_look(shared, &sid, &id, &who, k, &cv).await {
             release(shared, &sid);
             return r;
         }
@@ -476,7 +476,7 @@ async fn call(
         release(shared, &sid);
         return reply;
     }
-    let slot = match post::call_stream_slot(shared, &sid, &id) {
+    let slot = match start::call_stream_slot(shared, &sid, &id) {
         Ok(slot) => slot,
         Err(r) => {
             release(shared, &sid);
@@ -491,7 +491,7 @@ async fn call(
         key,
         who,
     };
-    let mut reply = post::start_call(shared, asked).holding(slot);
+    let mut reply = start::start_call(shared, asked).holding(slot);
     reply.resp = modern_stream(reply.resp);
     reply.about(Some(&sid), None)
 }
@@ -611,12 +611,12 @@ async fn fixture_call(
     if let Some(r) = crate::server::calls::fixtures::input_required::call(name, &v, key) {
         return Some(fixture_result(r, id));
     }
-    if crate::server::calls::fixtures::tasks::makes_task(name, &v) {
+    if super::task_fixtures::makes_task(name, &v) {
         if let Some(r) = super::tasks::refusal(shared, creator) {
             return Some(r);
         }
     }
-    let r = crate::server::calls::fixtures::tasks::call(shared, name, &v, creator).await?;
+    let r = super::task_fixtures::call(shared, name, &v, creator).await?;
     Some(fixture_result(r, id))
 }
 
@@ -752,7 +752,7 @@ async fn run_joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Send
         .borrow_mut()
         .dedup
         .begin(&j.who, &j.key, j.cv.clone());
-    let slot = match post::call_stream_slot(shared, &j.sid, &j.id) {
+    let slot = match start::call_stream_slot(shared, &j.sid, &j.id) {
         Ok(slot) => slot,
         Err(_) => {
             // No stream may open here now: the key goes back.
@@ -772,7 +772,7 @@ async fn run_joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Send
     // The slot is held for as long as the forwarding lasts.
     let Reply {
         resp, slot: _held, ..
-    } = post::start_call(shared, asked).holding(slot);
+    } = start::start_call(shared, asked).holding(slot);
     let ServerBody::Sse(mut rx) = resp.into_body() else {
         return;
     };

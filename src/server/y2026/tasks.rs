@@ -13,7 +13,7 @@
 //!
 //! What a task's execution does is its tool's: `ledger_append` here
 //! ([`run_append`]), the conformance fixtures in
-//! `fixtures::tasks`; both drive it through a [`TaskCtx`].
+//! `task_fixtures.rs`; both drive it through a [`TaskCtx`].
 
 use crate::history::{ConnId, Record};
 use crate::ledger::tasks::{Task, TaskStatus};

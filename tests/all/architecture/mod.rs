@@ -113,6 +113,69 @@ fn no_module_imports_one_above_it() {
     );
 }
 
+/// The server's floors, bottom to top (ARCHITECTURE.md's `server/`): a
+/// file imports only from its own floor and those below. The two eras
+/// share a floor and never import each other, so `routes.rs`, above both,
+/// is the one file that tells them apart. The server's `mod.rs` (`Shared`,
+/// `Server`) is the root every floor reads, outside the order.
+const SERVER_FLOORS: &[&[&str]] = &[
+    &["http"],
+    &["session"],
+    &["dedup"],
+    &["replica"],
+    &["calls"],
+    &["y2025", "y2026"],
+    &["routes"],
+];
+
+fn server_floor(module: &[String]) -> Option<(usize, &str)> {
+    let (top, floor) = (module.first()?, module.get(1)?);
+    if top != "server" {
+        return None;
+    }
+    SERVER_FLOORS
+        .iter()
+        .position(|f| f.contains(&floor.as_str()))
+        .map(|i| (i, floor.as_str()))
+}
+
+#[test]
+fn every_server_file_stands_on_a_floor() {
+    let files = load();
+    let lost: Vec<_> = files
+        .iter()
+        .filter(|f| f.module.first().is_some_and(|m| m == "server") && f.module.len() > 1)
+        .filter(|f| server_floor(&f.module).is_none())
+        .map(|f| f.rel.clone())
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "server files on no floor of SERVER_FLOORS: {lost:?}"
+    );
+}
+
+#[test]
+fn no_server_floor_imports_one_above_it_nor_the_other_era() {
+    let files = load();
+    let mut bad = Vec::new();
+    for (&(a, b), line) in &graph(&files) {
+        let (Some((fa, na)), Some((fb, nb))) = (
+            server_floor(&files[a].module),
+            server_floor(&files[b].module),
+        ) else {
+            continue;
+        };
+        if fb > fa || (fa == fb && na != nb) {
+            bad.push(format!("{}:{line} imports {}", files[a].rel, files[b].rel));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "imports against SERVER_FLOORS:\n{}",
+        bad.join("\n")
+    );
+}
+
 /// Pairs of top-level modules that must not meet, whatever their layers:
 /// the server and the oracle meet only in history records; the probe
 /// judges our server as it judges anyone's.
