@@ -364,11 +364,11 @@ impl<C> Shared<C> {
     /// tasks wait, or go elsewhere under `on_dead_upstream = "repin"`).
     fn task_owner(&self, parts: &http::request::Parts) -> Option<Route> {
         let h = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-        let method = h(crate::protocol::modern::MCP_METHOD)?;
+        let method = h(crate::protocol::y2026::MCP_METHOD)?;
         if !method.starts_with("tasks/") {
             return None;
         }
-        let owner = crate::store::replica_of_task(h(crate::protocol::modern::MCP_NAME)?.trim())?;
+        let owner = crate::store::replica_of_task(h(crate::protocol::y2026::MCP_NAME)?.trim())?;
         self.control
             .borrow()
             .members

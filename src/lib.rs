@@ -30,11 +30,11 @@ pub mod probe;
 pub mod profile;
 pub mod protocol;
 pub mod report;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
 pub mod run;
 pub mod scale;
 pub mod scenario;
-#[cfg(feature = "rmcp")]
-pub mod sdk;
 pub mod seed;
 pub mod serve;
 pub mod server;

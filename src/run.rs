@@ -27,7 +27,7 @@ macro_rules! with_arm {
             }
             #[cfg(feature = "rmcp")]
             Arm::Rmcp | Arm::RmcpEs => {
-                let $sut = crate::sdk::Rmcp {
+                let $sut = crate::rmcp::Rmcp {
                     event_store: $arm == Arm::RmcpEs,
                     cfg: $scenario.server_config(),
                     exposure: crate::server::Exposure::simulated(),

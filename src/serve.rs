@@ -182,7 +182,7 @@ async fn serve_sdk(
         "mcp-chaos: {arm} server (rmcp) on http://{}/mcp (post-stream)",
         listener.local_addr().context("reading the bound address")?
     );
-    let sut = crate::sdk::Rmcp {
+    let sut = crate::rmcp::Rmcp {
         event_store: arm == Arm::RmcpEs,
         cfg,
         exposure,

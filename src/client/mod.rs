@@ -9,7 +9,7 @@ mod behaviour;
 mod core;
 mod event_ids;
 pub mod http;
-mod mrtr;
+
 mod ops;
 mod polling;
 mod reactions;
@@ -17,8 +17,8 @@ mod reader;
 mod receive;
 mod retries;
 mod send;
-mod tasks;
 mod unapplied;
 pub mod virtual_client;
+mod y2026;
 
 pub use virtual_client::{ClientSpec, Connector, Reports, Tap, TcpConnector};

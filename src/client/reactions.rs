@@ -176,7 +176,7 @@ impl Client {
     /// a marker the wire never carries.
     fn discovered(&self, s: &Slot, ok: bool) -> Option<&'static str> {
         (self.modern() && ok && matches!(s.kind, SlotKind::Init))
-            .then_some(crate::protocol::modern::VERSION)
+            .then_some(crate::protocol::y2026::VERSION)
     }
 
     /// SSE response headers on `slot`.

@@ -13,7 +13,7 @@ use crate::history::{ClientRecord, Delivery, Sent, Transport};
 use crate::protocol::headers::{self, CursorEntry, CursorList};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
-use crate::protocol::modern as wire;
+use crate::protocol::y2026 as wire;
 use crate::scenario::ClientGroup;
 use serde_json::json;
 use std::cell::Cell;

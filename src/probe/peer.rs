@@ -8,7 +8,7 @@ use crate::protocol::headers;
 use crate::protocol::json::Json;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
-use crate::protocol::modern as y2026;
+use crate::protocol::y2026;
 use ::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::json;
 use std::cell::{Cell, RefCell};

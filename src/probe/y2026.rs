@@ -10,7 +10,7 @@ use super::ctx::{dropped_at, Counter, Ctx, Step, Verdict, CHUNKS};
 use super::peer::{call, clip, Session};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::mcp;
-use crate::protocol::modern as y2026;
+use crate::protocol::y2026;
 use crate::protocol::Json;
 use serde_json::{json, Value};
 

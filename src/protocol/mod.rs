@@ -6,8 +6,8 @@ pub mod headers;
 pub mod json;
 pub mod jsonrpc;
 pub mod mcp;
-pub mod modern;
 pub mod sse;
+pub mod y2026;
 
 pub use headers::{CursorEntry, CursorList};
 pub use json::Json;

@@ -4,7 +4,7 @@
 //! session here.
 
 use crate::history::{ConnId, Record, SessionId, Transport};
-use crate::protocol::modern as wire;
+use crate::protocol::y2026 as wire;
 use crate::protocol::{headers, jsonrpc};
 use crate::server::http::body::ServerBody;
 use crate::server::http::respond::error;
@@ -50,12 +50,12 @@ pub(crate) async fn handle(
             Reply::new(r)
         }
         ("/mcp", &Method::POST)
-            if crate::server::y2026::modern::by_headers(&shared, req.headers()) =>
+            if crate::server::y2026::request::by_headers(&shared, req.headers()) =>
         {
-            crate::server::y2026::modern::post(&shared, req, conn).await
+            crate::server::y2026::request::post(&shared, req, conn).await
         }
-        ("/mcp", m) if crate::server::y2026::modern::names_2026(&shared, req.headers()) => {
-            crate::server::y2026::modern::not_allowed(m)
+        ("/mcp", m) if crate::server::y2026::request::names_2026(&shared, req.headers()) => {
+            crate::server::y2026::request::not_allowed(m)
         }
         ("/mcp", &Method::POST) => post_by_body(&shared, req, conn).await,
         ("/mcp", &Method::GET) => crate::server::y2025::get::get(&shared, req, conn).await,
@@ -102,8 +102,8 @@ async fn post_by_body(shared: &Rc<Shared>, req: Request<Incoming>, conn: ConnId)
         Ok(m) => m,
         Err(r) => return r,
     };
-    if crate::server::y2026::modern::by_body(shared, &parts.headers, &msg) {
-        return crate::server::y2026::modern::answer(shared, &parts, msg, conn).await;
+    if crate::server::y2026::request::by_body(shared, &parts.headers, &msg) {
+        return crate::server::y2026::request::answer(shared, &parts, msg, conn).await;
     }
     crate::server::y2025::post::post(shared, parts, msg, conn).await
 }
@@ -126,7 +126,7 @@ fn duplicated(shared: &Shared, h: &http::HeaderMap) -> Option<Reply> {
     let name = SINGLE_VALUED
         .iter()
         .find(|n| h.get_all(**n).iter().nth(1).is_some())?;
-    let code = match crate::server::y2026::modern::by_headers(shared, h) {
+    let code = match crate::server::y2026::request::by_headers(shared, h) {
         true => wire::HEADER_MISMATCH,
         false => jsonrpc::TRANSPORT_ERROR,
     };

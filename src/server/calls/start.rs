@@ -37,7 +37,7 @@ pub(in crate::server) struct Asked<'a> {
 /// decides: begun there, or found running — a lease still held — or
 /// done; a key still executing is 409). `Err`: the answer the request
 /// gets instead (the stored result, a refusal). Guarded on the 2026-07-28
-/// wire joins a running key before it comes here (`modern::join`).
+/// wire joins a running key before it comes here (`request::join`).
 pub(in crate::server) async fn key_look(
     shared: &Rc<Shared>,
     sid: &SessionId,

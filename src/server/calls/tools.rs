@@ -278,7 +278,7 @@ async fn run(
                 }
             };
             let result = if call.modern {
-                crate::protocol::modern::complete(&sent)
+                crate::protocol::y2026::complete(&sent)
             } else {
                 sent
             };

@@ -142,7 +142,7 @@ pub(crate) struct Session {
     /// What it knows of its shared Rule M record (a guarded replica on a
     /// shared store).
     pub sync: self::replica_hooks::GuardSync,
-    /// A 2026-07-28 request's context ([`crate::server::y2026::modern`]): one request,
+    /// A 2026-07-28 request's context ([`crate::server::y2026::request`]): one request,
     /// its one stream, no priming event and no event ids on the wire,
     /// gone when the request is.
     pub modern: bool,

@@ -20,7 +20,7 @@ use crate::ledger::tasks::{Task, TaskStatus};
 use crate::ledger::{Commit, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, LedgerAppendArgs};
-use crate::protocol::modern as wire;
+use crate::protocol::y2026 as wire;
 use crate::protocol::Json;
 use crate::server::http::respond::{error_with, json_response};
 use crate::server::session::reply::Reply;

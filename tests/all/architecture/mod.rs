@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["ledger", "settings", "fault", "oracle"],
     &["server", "scenario", "explain", "intermediary", "profile"],
     &[
-        "client", "sut", "balancer", "sdk", "probe", "world", "check",
+        "client", "sut", "balancer", "rmcp", "probe", "world", "check",
     ],
     &[
         "run",
@@ -182,7 +182,7 @@ fn no_server_floor_imports_one_above_it_nor_the_other_era() {
 const APART: &[(&str, &[&str])] = &[
     ("server", &["sut", "world", "oracle", "client"]),
     ("sut", &["oracle"]),
-    ("sdk", &["oracle"]),
+    ("rmcp", &["oracle"]),
     ("oracle", &["server", "guard", "client", "ledger"]),
     ("probe", &["server", "guard", "oracle"]),
     ("guard", &["history", "server", "protocol"]),
@@ -220,7 +220,7 @@ fn the_parts_kept_apart_stay_apart() {
                     "balancer",
                     "intermediary",
                     "probe",
-                    "sdk",
+                    "rmcp",
                     "serve",
                     "scale",
                     "run",
@@ -250,7 +250,7 @@ fn the_parts_kept_apart_stay_apart() {
                     "balancer",
                     "intermediary",
                     "probe",
-                    "sdk",
+                    "rmcp",
                     "serve",
                     "scale",
                     "sut",

@@ -4,8 +4,8 @@
 //! `requestState` it carried. The retry is an attempt of the call like any
 //! other; the question goes on being answered on every later attempt.
 
-use super::actor::{Client, Timer};
-use super::ops::Answer;
+use crate::client::actor::{Client, Timer};
+use crate::client::ops::Answer;
 use crate::history::ClientRecord;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::Json;
@@ -15,7 +15,12 @@ use std::time::Duration;
 impl Client {
     /// A call's answer (`msg`, to `rpc`) asked for input: the operation
     /// retries with its answers now. False when it did not ask.
-    pub(super) fn on_input_required(&mut self, op: usize, rpc: &RequestId, msg: &Message) -> bool {
+    pub(in crate::client) fn on_input_required(
+        &mut self,
+        op: usize,
+        rpc: &RequestId,
+        msg: &Message,
+    ) -> bool {
         let Message::Result { result, .. } = msg else {
             return false;
         };
@@ -57,7 +62,7 @@ impl Client {
     }
 
     /// `params` of a call with `op`'s answers, when it has some.
-    pub(super) fn with_answers(&self, op: usize, params: &mut Option<Json>) {
+    pub(in crate::client) fn with_answers(&self, op: usize, params: &mut Option<Json>) {
         let Some(a) = &self.ops[op].answer else {
             return;
         };

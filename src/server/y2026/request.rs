@@ -18,7 +18,7 @@
 use crate::history::{ConnId, SessionId, Transport};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams};
-use crate::protocol::modern::{self as wire};
+use crate::protocol::y2026::{self as wire};
 use crate::protocol::{headers, sse, Json};
 use crate::server::calls::start::{self, Asked};
 use crate::server::dedup::{self, KeyState, Lookup};

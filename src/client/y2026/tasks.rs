@@ -10,12 +10,12 @@
 //! waited for). A poll that gets no answer is
 //! simply sent again: reading a task changes nothing.
 
-use super::actor::{Client, Got, SlotKind, Timer};
-use super::ops::{OpState, OpTask};
-use super::reader::Input;
+use crate::client::actor::{Client, Got, SlotKind, Timer};
+use crate::client::ops::{OpState, OpTask};
+use crate::client::reader::Input;
 use crate::history::{ClientRecord, Sent, TaskEvent};
 use crate::protocol::jsonrpc::{self, Message, RequestId};
-use crate::protocol::modern as wire;
+use crate::protocol::y2026 as wire;
 use serde_json::{json, Value};
 use std::rc::Rc;
 use std::time::Duration;
@@ -25,12 +25,12 @@ const DEFAULT_POLL_MS: u64 = 500;
 
 impl Client {
     /// Whether this client declares the tasks extension (2026-07-28 only).
-    pub(super) fn tasked(&self) -> bool {
+    pub(in crate::client) fn tasked(&self) -> bool {
         self.modern() && self.g().tasked()
     }
 
     /// The capabilities its requests' `_meta` declares.
-    pub(super) fn capabilities(&self) -> Value {
+    pub(in crate::client) fn capabilities(&self) -> Value {
         if self.tasked() {
             json!({"extensions": {wire::TASKS_EXTENSION: {}}})
         } else {
@@ -40,7 +40,12 @@ impl Client {
 
     /// A call's answer (`msg`, to request `rpc`) was a `CreateTaskResult`:
     /// the operation waits on the task. False when it was not one.
-    pub(super) fn on_created(&mut self, op: usize, rpc: &RequestId, msg: &Message) -> bool {
+    pub(in crate::client) fn on_created(
+        &mut self,
+        op: usize,
+        rpc: &RequestId,
+        msg: &Message,
+    ) -> bool {
         let Message::Result { result, .. } = msg else {
             return false;
         };
@@ -71,7 +76,7 @@ impl Client {
     }
 
     /// Polls `op`'s task, or cancels it once past the group's deadline.
-    pub(super) fn poll_task(&mut self, op: usize) {
+    pub(in crate::client) fn poll_task(&mut self, op: usize) {
         if self.ops[op].state != OpState::Active {
             return;
         }
@@ -113,7 +118,7 @@ impl Client {
     }
 
     /// What a reader saw on a task exchange.
-    pub(super) fn on_task_input(&mut self, input: Input) {
+    pub(in crate::client) fn on_task_input(&mut self, input: Input) {
         let slot = input.slot();
         let (status, msg) = match input {
             Input::Json { status, msg, .. } => (status, msg),
@@ -185,7 +190,7 @@ impl Client {
     /// The record that `op`'s result arrived, read from its task: one event
     /// with an id of the client's own (the task wire numbers nothing), on
     /// a stream of its own.
-    fn received_from_task(&mut self, op: usize, slot: super::core::SlotId, m: &Message) {
+    fn received_from_task(&mut self, op: usize, slot: crate::client::core::SlotId, m: &Message) {
         self.local_ids += 1;
         let id = self
             .event_ids

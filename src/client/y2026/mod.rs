@@ -1,0 +1,5 @@
+//! The 2026-07-28 wire's client side: input-required retries (`mrtr.rs`)
+//! and tasks (`tasks.rs`), as methods of the client's actor.
+
+mod mrtr;
+mod tasks;
