@@ -1,7 +1,7 @@
 //! A tool call starts, on either wire: the key table's look before a
 //! keyed call runs, the slot its POST stream takes, and the stream (or
 //! the attached standalone stream) its events go on. The 2025-11-25 POST
-//! (`y2025/post.rs`) and the 2026-07-28 request (`y2026/modern.rs`) both
+//! (`y2025/post.rs`) and the 2026-07-28 request (`y2026/request.rs`) both
 //! end here once they have admitted the call.
 
 use super::tools::{self, Invocation};
@@ -109,12 +109,12 @@ pub(in crate::server) fn start_call(shared: &Rc<Shared>, asked: Asked) -> Reply 
         progress_token: p.progress_token().cloned(),
         dedup_key: key,
         principal: who,
-        modern: false,
+        dress: None,
     };
     let mut st = shared.state.borrow_mut();
     let sess = st.sessions.get_mut(sid).expect("checked by the caller");
     let call = ToolCall {
-        modern: sess.modern,
+        dress: sess.dress,
         ..call
     };
     if shared.cfg.delivery == Delivery::SessionStream {

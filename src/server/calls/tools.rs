@@ -11,7 +11,7 @@ use crate::protocol::jsonrpc::{ErrorObject, Message, INVALID_PARAMS};
 use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
 use crate::protocol::Json;
 use crate::server::dedup;
-use crate::server::session::{InFlight, ToolCall};
+use crate::server::session::{InFlight, Scope, ToolCall};
 use crate::server::{Effects, Pacing, Shared};
 use serde_json::{json, Value};
 use std::cell::Cell;
@@ -166,9 +166,9 @@ pub(in crate::server) fn register(
                 });
             }
         }
-        // Guarded on the 2026-07-28 wire: an execution under a key whose
+        // Guarded, in a request's context: an execution under a key whose
         // effect is taken at its start is not undone by a close.
-        let outlives_close = sess.modern
+        let outlives_close = sess.scope == Scope::Request
             && shared.guarded()
             && call.dedup_key.is_some()
             && shared.cfg.effects == Effects::Immediate;
@@ -277,10 +277,9 @@ async fn run(
                     (r.clone(), r)
                 }
             };
-            let result = if call.modern {
-                crate::protocol::y2026::complete(&sent)
-            } else {
-                sent
+            let result = match call.dress {
+                Some(dress) => dress(&sent),
+                None => sent,
             };
             if let Some(key) = &call.dedup_key {
                 crate::server::replica::stored::key_done(&shared, &call.principal, key, &stored);

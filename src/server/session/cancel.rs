@@ -13,7 +13,7 @@
 //! answer on, and no resume brings them back).
 
 use super::reply::Reply;
-use super::Session;
+use super::{Scope, Session};
 use crate::guard::StreamIdx;
 use crate::history::{ConnId, Record, SessionId, StreamKind};
 use crate::protocol::jsonrpc::{self, RequestId};
@@ -49,9 +49,9 @@ pub(in crate::server) fn on_close_seen(
     s: StreamIdx,
     conn: ConnId,
 ) {
-    // Every arm cancels on close on the 2026-07-28 wire (its transport
-    // says a close MUST be treated as cancellation).
-    if !shared.variant.cancels_on_close() && !sess.modern {
+    // Every arm cancels a request's context on close (the 2026-07-28
+    // transport says a close MUST be treated as cancellation).
+    if !shared.variant.cancels_on_close() && sess.scope != Scope::Request {
         return;
     }
     let kind = sess.streams[s].kind;

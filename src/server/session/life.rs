@@ -2,6 +2,7 @@
 //! idle past its bound ([`end_session`]), or, for a 2026-07-28 request's
 //! context, released once nothing runs in it ([`release`]).
 
+use super::Scope;
 use crate::history::{Record, ServerClose, SessionId};
 use crate::server::Shared;
 
@@ -35,10 +36,9 @@ pub(in crate::server) fn end_session(shared: &Shared, sid: &SessionId) {
 /// writes it (a no-op for any other session).
 pub(in crate::server) fn release(shared: &Shared, sid: &SessionId) {
     let mut st = shared.state.borrow_mut();
-    let done = st
-        .sessions
-        .get(sid)
-        .is_some_and(|s| s.modern && s.in_flight.is_empty() && s.conns().is_empty());
+    let done = st.sessions.get(sid).is_some_and(|s| {
+        s.scope == Scope::Request && s.in_flight.is_empty() && s.conns().is_empty()
+    });
     if done {
         st.sessions.remove(sid);
     }

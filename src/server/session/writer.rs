@@ -8,7 +8,7 @@
 //! backlog events.
 
 use super::handover::{lost, on_close, send, with_session, Lost};
-use super::Sent;
+use super::{Scope, Sent};
 use crate::guard::{EventId, StreamIdx};
 use crate::history::{ConnId, Record, ServerClose, SessionId, Transport};
 use crate::protocol::sse;
@@ -281,7 +281,8 @@ impl Writer {
             && !(self.interleave && at.last < self.plan.replay_until)
             && self.plan.transport == Transport::Streamable
             && !self.shared.variant.cancels_on_close()
-            && with_session(&self.shared, &self.sid, |sess| !sess.modern).unwrap_or(false)
+            && with_session(&self.shared, &self.sid, |sess| sess.scope == Scope::Named)
+                .unwrap_or(false)
     }
 
     /// What to do next from `at`, as the store stands now.
@@ -427,8 +428,8 @@ fn encode(
     retry_ms: Option<u64>,
 ) -> Bytes {
     let text = std::str::from_utf8(data).expect("stored messages are JSON text");
-    if sess.modern {
-        // The 2026-07-28 wire resumes nothing: its events carry no ids.
+    if sess.scope == Scope::Request {
+        // A request's context resumes nothing: its events carry no ids.
         return sse::encode(None, Some("message"), text, None);
     }
     match transport {

@@ -372,7 +372,7 @@ impl Answering<'_> {
             progress_token: p.progress_token().cloned(),
             dedup_key: key,
             principal,
-            modern: false,
+            dress: None,
         };
         tools::start(shared.clone(), sid.clone(), s, call, inv);
         Ok(())

@@ -27,6 +27,7 @@ use crate::server::http::principal;
 use crate::server::http::respond::{accepted, error, error_with, event_stream, json_response};
 use crate::server::session::life::release;
 use crate::server::session::reply::{header_str, read_body, Reply};
+use crate::server::session::Scope;
 use crate::server::Shared;
 use http::request::Parts;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
@@ -625,7 +626,8 @@ async fn fixture_call(
 fn open_context(shared: &Shared, owner: Option<Rc<str>>) -> SessionId {
     let sid = shared.new_session_id();
     let mut sess = shared.new_session(sid.clone(), Transport::Streamable);
-    sess.modern = true;
+    sess.scope = Scope::Request;
+    sess.dress = Some(wire::complete);
     sess.mirror = None;
     sess.owner = owner;
     sess.protocol_version = Some(wire::VERSION.into());
