@@ -134,7 +134,8 @@ fn finish(
     summary: &Summary,
     files: &[(String, Scenario)],
     junit: Option<&Path>,
-    (gate, step): (&crate::gate::Gate, (&str, &str, &str)),
+    gate: &crate::gate::Gate,
+    step: crate::gate::StepHead<'_>,
 ) -> anyhow::Result<u8> {
     if let Some(j) = junit {
         write(j, &report::junit(summary, &repro_for(files)))?;
@@ -371,7 +372,12 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         &summary,
         &files,
         c.junit.as_deref(),
-        (&select.gate, (&title, &answer, &table)),
+        &select.gate,
+        crate::gate::StepHead {
+            title: &title,
+            answer: &answer,
+            table: &table,
+        },
     )
 }
 
@@ -578,7 +584,12 @@ pub fn sweep(w: &Sweep) -> anyhow::Result<u8> {
         &summary,
         &files,
         w.junit.as_deref(),
-        (&w.gate, (&title, "", &table)),
+        &w.gate,
+        crate::gate::StepHead {
+            title: &title,
+            answer: "",
+            table: &table,
+        },
     )
 }
 

@@ -93,6 +93,18 @@ pub struct Failed<'a> {
     pub first: &'a RunReport,
 }
 
+/// What a step summary opens with: its title, the answer (`compare`'s
+/// recommendation, or nothing) and the table, each as given.
+#[derive(Clone, Copy, Debug)]
+pub struct StepHead<'a> {
+    /// The heading.
+    pub title: &'a str,
+    /// The answer, Markdown (empty: none).
+    pub answer: &'a str,
+    /// The table, Markdown (empty: none).
+    pub table: &'a str,
+}
+
 impl Gate {
     /// Every configuration of `runs` the gate judges that failed an
     /// operation, in the order they first appear. `Err`: the gate names a
@@ -177,12 +189,12 @@ impl Gate {
     /// at [`STEP_SUMMARY_BYTES`] with a line saying so.
     pub fn step_summary(
         &self,
-        (title, answer, table): (&str, &str, &str),
+        head: StepHead<'_>,
         runs: &[RunReport],
         repro: impl Fn(&RunReport) -> String,
     ) -> String {
-        let mut s = format!("# {title}\n\n");
-        for part in [answer, table] {
+        let mut s = format!("# {}\n\n", head.title);
+        for part in [head.answer, head.table] {
             if !part.trim().is_empty() {
                 s.push_str(part.trim_end());
                 s.push_str("\n\n");
@@ -300,13 +312,18 @@ mod tests {
             run("unguarded", "scenario", 0, 10),
             run("guarded", "keys", 10, 0),
         ];
-        let s = gate(None).step_summary(("t", "Deploy guarded.", "| a |"), &runs, |_| "cmd".into());
+        let head = |answer, table| StepHead {
+            title: "t",
+            answer,
+            table,
+        };
+        let s = gate(None).step_summary(head("Deploy guarded.", "| a |"), &runs, |_| "cmd".into());
         assert!(
             s.starts_with("# t\n\nDeploy guarded.\n\n| a |\n\n## Failing runs (1)"),
             "{s}"
         );
         assert!(s.contains("unguarded (clients: scenario) · seed 0: 10 of 10 operations failed (retry_without_key 10)\n  `cmd`"), "{s}");
-        let off = Gate::default().step_summary(("t", "", ""), &runs, |_| "cmd".into());
+        let off = Gate::default().step_summary(head("", ""), &runs, |_| "cmd".into());
         assert!(
             off.ends_with("No run failed: every expectation holds.\n"),
             "{off}"
@@ -314,7 +331,7 @@ mod tests {
         let many: Vec<RunReport> = (0..20_000)
             .map(|_| run("unguarded", "scenario", 0, 1))
             .collect();
-        let big = gate(None).step_summary(("t", "", ""), &many, |_| "x".repeat(100));
+        let big = gate(None).step_summary(head("", ""), &many, |_| "x".repeat(100));
         assert!(big.len() <= STEP_SUMMARY_BYTES, "{}", big.len());
         assert!(big.ends_with("every run is in the summary JSON.\n"));
     }

@@ -470,8 +470,12 @@ pub(super) fn call_request(tag: &str, rpc: &RequestId, g: &ClientGroup, asks: bo
         id: rpc.clone(),
         method: mcp::TOOLS_CALL.into(),
         params: Some(mcp::append_call_params(
-            tag,
-            (g.chunks, g.chunk_interval_ms, asks),
+            mcp::AppendArgs {
+                tag,
+                chunks: g.chunks,
+                chunk_interval_ms: g.chunk_interval_ms,
+                asks_input: asks,
+            },
             rpc,
         )),
     }

@@ -332,14 +332,22 @@ pub fn render_text(s: &Summary) -> String {
     out
 }
 
-/// The regression scenario of a failing placement: the scenario as run
-/// (options applied), its plan explicit, its arm expected to fail with
-/// its first cause.
-fn regression(
-    (setup, effective, baseline): (&Setup, &Scenario, &[Fault]),
-    f: &Failing,
-    name: &str,
-) -> Result<String, String> {
+/// What every regression of one exploration is written from: its setup,
+/// the scenario as run (options applied) and the baseline's drawn faults.
+struct Base<'a> {
+    setup: &'a Setup,
+    effective: &'a Scenario,
+    baseline: &'a [Fault],
+}
+
+/// The regression scenario of a failing placement: the scenario as run,
+/// its plan explicit, its arm expected to fail with its first cause.
+fn regression(base: &Base<'_>, f: &Failing, name: &str) -> Result<String, String> {
+    let Base {
+        setup,
+        effective,
+        baseline,
+    } = *base;
     let mut s = super::with_plan(effective, baseline, &f.faults);
     let cause = f.causes.first().cloned().unwrap_or_default();
     let arm = setup.arm.as_str();
@@ -414,7 +422,11 @@ pub fn write_outputs(
     std::fs::create_dir_all(&regs).map_err(|e| io(&regs, e))?;
     // The scenario as run, once for every regression it writes.
     let effective = crate::run::effective(&setup.scenario, &setup.opts)?;
-    let base = (setup, &effective, &x.baseline_plan[..]);
+    let base = Base {
+        setup,
+        effective: &effective,
+        baseline: &x.baseline_plan,
+    };
     let written: Vec<bool> = if all {
         vec![true; x.failing.len()]
     } else {
@@ -425,7 +437,7 @@ pub fn write_outputs(
     for (i, f) in x.failing.iter().enumerate() {
         if written[i] {
             let name = regression_name(setup, i);
-            let text = regression(base, f, &name)?;
+            let text = regression(&base, f, &name)?;
             let path = regs.join(format!("{name}.toml"));
             std::fs::write(&path, &text).map_err(|e| io(&path, e))?;
         }
@@ -438,7 +450,7 @@ pub fn write_outputs(
         std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
         for (cause, i) in first_of {
             let name = format!("{}-{}-{cause}", stem(setup), setup.arm.as_str());
-            let text = regression(base, &x.failing[i], &name)?;
+            let text = regression(&base, &x.failing[i], &name)?;
             let path = to.join(format!("{name}.toml"));
             std::fs::write(&path, text).map_err(|e| io(&path, e))?;
             written.push(path);

@@ -375,33 +375,30 @@ struct ProgressMeta<'a> {
     progress_token: &'a RequestId,
 }
 
-#[derive(Serialize)]
-struct AppendArgs<'a> {
+/// The arguments of a `ledger_append` call: operation `tag`, in `chunks`
+/// chunks `chunk_interval_ms` apart; `asks_input`: it asks for input
+/// after its effect (the 2026-07-28 wire).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct AppendArgs<'a> {
+    /// It asks for input after its effect.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    asks_input: bool,
-    chunk_interval_ms: u64,
-    chunks: u32,
-    tag: &'a str,
+    pub asks_input: bool,
+    /// The pause before each chunk, ms.
+    pub chunk_interval_ms: u64,
+    /// How many chunks.
+    pub chunks: u32,
+    /// The operation's tag.
+    pub tag: &'a str,
 }
 
-/// The params of a `ledger_append` call of operation `tag` in `chunks`
-/// chunks (`asks_input`: it asks for input after its effect), its
-/// progress on token `rpc` (the request id).
-pub fn append_call_params(
-    tag: &str,
-    (chunks, chunk_interval_ms, asks_input): (u32, u64, bool),
-    rpc: &RequestId,
-) -> Json {
+/// The params of a `ledger_append` call with `arguments`, its progress
+/// on token `rpc` (the request id).
+pub fn append_call_params(arguments: AppendArgs<'_>, rpc: &RequestId) -> Json {
     Json::ser(&AppendCall {
         meta: ProgressMeta {
             progress_token: rpc,
         },
-        arguments: AppendArgs {
-            asks_input,
-            chunk_interval_ms,
-            chunks,
-            tag,
-        },
+        arguments,
         name: LEDGER_APPEND,
     })
 }
@@ -569,7 +566,16 @@ mod tests {
         assert!(!is_replayed(&msg));
         let rpc = RequestId::Str("c3-op1#2".into());
         assert_eq!(
-            append_call_params("c3-op1", (4, 250, false), &rpc).text(),
+            append_call_params(
+                AppendArgs {
+                    tag: "c3-op1",
+                    chunks: 4,
+                    chunk_interval_ms: 250,
+                    asks_input: false
+                },
+                &rpc
+            )
+            .text(),
             json!({
                 "name": LEDGER_APPEND,
                 "arguments": {"tag": "c3-op1", "chunks": 4, "chunk_interval_ms": 250},

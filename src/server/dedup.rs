@@ -19,6 +19,23 @@ use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use std::rc::Rc;
 
+/// Who a call acts for and the idempotency key it presents (none without
+/// one, or on an arm that ignores keys): what the key table is read by.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Keyed<'a> {
+    /// The principal: the bearer token, else the session.
+    pub who: &'a Rc<str>,
+    /// The key.
+    pub key: Option<&'a str>,
+}
+
+impl<'a> Keyed<'a> {
+    /// `who`, presenting `key`.
+    pub(crate) fn new(who: &'a Rc<str>, key: Option<&'a str>) -> Self {
+        Keyed { who, key }
+    }
+}
+
 /// Where a key's execution stands.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum KeyState {

@@ -3,7 +3,7 @@
 //! key table, the holds and session admission all ask; none of them owns
 //! the answer.
 
-use crate::history::SessionId;
+use crate::history::{ConnId, SessionId};
 use http::HeaderMap;
 use std::net::IpAddr;
 use std::rc::Rc;
@@ -26,6 +26,14 @@ pub(in crate::server) fn bearer(h: &HeaderMap) -> Option<Rc<str>> {
 /// extension (`None` when the listener does not know it).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Peer(pub Option<IpAddr>);
+
+/// Where a request came from: the connection it arrived on and that
+/// connection's peer address (`None` when the listener does not know it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Origin {
+    pub conn: ConnId,
+    pub peer: Option<IpAddr>,
+}
 
 /// The peer address a request's extensions carry.
 pub(in crate::server) fn peer_of(ext: &http::Extensions) -> Option<IpAddr> {

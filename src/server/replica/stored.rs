@@ -321,13 +321,7 @@ pub(in crate::server) async fn resume_elsewhere(
         },
     );
     let (tx, body) = ServerBody::sse();
-    tokio::task::spawn_local(follow(
-        shared.clone(),
-        (sid, cursor),
-        conn,
-        tx,
-        (events, ended),
-    ));
+    tokio::task::spawn_local(follow(shared.clone(), sid, cursor, conn, tx, events, ended));
     crate::server::http::respond::event_stream(body)
 }
 
@@ -345,10 +339,12 @@ fn gone(shared: &Shared, sid: &SessionId, cursor: EventId) {
 /// is written or the client leaves.
 async fn follow(
     shared: Rc<Shared>,
-    (sid, mut cursor): (SessionId, EventId),
+    sid: SessionId,
+    mut cursor: EventId,
     conn: ConnId,
     tx: tokio::sync::mpsc::Sender<Bytes>,
-    (mut events, mut ended): (Vec<StoredEvent>, bool),
+    mut events: Vec<StoredEvent>,
+    mut ended: bool,
 ) {
     let on = shared.store.as_ref().expect("resumes_elsewhere checked");
     let mut replay = true;

@@ -14,7 +14,7 @@
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp::LedgerAppendArgs;
 use crate::protocol::Json;
-use crate::server::dedup::{self, KeyState, Lookup};
+use crate::server::dedup::{self, KeyState, Keyed, Lookup};
 use crate::server::http::respond::json_response;
 use crate::server::session::reply::Reply;
 use crate::server::Shared;
@@ -58,7 +58,8 @@ pub(in crate::server) fn round(
     id: &RequestId,
     params: &Value,
     a: &LedgerAppendArgs,
-    (who, key, call): (&Rc<str>, Option<&str>, &Value),
+    Keyed { who, key }: Keyed<'_>,
+    call: &Value,
 ) -> Round {
     let guarded_key = key.filter(|_| shared.guarded());
     if params.get("inputResponses").is_none() {

@@ -15,30 +15,27 @@
 //! re-issue whose key is still executing join it: its stream stays open
 //! (keep-alive comments) until the result is there.
 
+use super::join::{join, Joining};
+use super::modern_stream;
 use crate::history::{ConnId, SessionId, Transport};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams};
 use crate::protocol::y2026::{self as wire};
 use crate::protocol::{headers, sse, Json};
 use crate::server::calls::start::{self, Asked};
-use crate::server::dedup::{self, KeyState, Lookup};
+use crate::server::dedup::{self, KeyState, Keyed, Lookup};
 use crate::server::http::body::ServerBody;
-use crate::server::http::principal;
+use crate::server::http::principal::{self, Origin};
 use crate::server::http::respond::{accepted, error, error_with, event_stream, json_response};
 use crate::server::session::life::release;
 use crate::server::session::reply::{header_str, read_body, Reply};
 use crate::server::session::Scope;
 use crate::server::Shared;
 use http::request::Parts;
-use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Request, StatusCode};
 use hyper::body::Incoming;
 use serde_json::json;
-use std::net::IpAddr;
 use std::rc::Rc;
-use std::time::Duration;
-
-/// How often a stream waiting on a joined execution says it is alive.
-const KEEP_ALIVE: Duration = Duration::from_millis(250);
 
 /// Whether a request whose headers are `h` takes the 2026 path before its
 /// body is read: always on a 2026-only server; on a dual-era one, when its
@@ -157,13 +154,19 @@ pub(in crate::server) async fn answer(
         wire::SERVER_DISCOVER => done(Ok(discover(shared))),
         mcp::TOOLS_LIST => done(Ok(tools_list(shared))),
         mcp::TOOLS_CALL => {
-            let peer = principal::peer_of(&parts.extensions);
-            call(shared, h, id.clone(), params, (conn, peer)).await
+            let from = Origin {
+                conn,
+                peer: principal::peer_of(&parts.extensions),
+            };
+            call(shared, h, id.clone(), params, from).await
         }
         wire::SUBSCRIPTIONS_LISTEN => listen(&id),
         wire::TASKS_GET | wire::TASKS_UPDATE | wire::TASKS_CANCEL => {
-            let peer = principal::peer_of(&parts.extensions);
-            super::tasks::request(shared, (h, conn, peer), &id, &method, params.as_ref())
+            let from = Origin {
+                conn,
+                peer: principal::peer_of(&parts.extensions),
+            };
+            super::tasks::request(shared, h, from, &id, &method, params.as_ref())
         }
         "prompts/get"
             if shared.exposure.fixtures.offered()
@@ -367,13 +370,6 @@ fn listen(id: &RequestId) -> Reply {
     Reply::new(modern_stream(event_stream(body)))
 }
 
-/// A 2026 SSE response: proxies must not buffer it.
-fn modern_stream(mut r: Response<ServerBody>) -> Response<ServerBody> {
-    r.headers_mut()
-        .insert(wire::X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
-    r
-}
-
 /// `tools/call`: validated, its key looked up (arms that honour keys, a
 /// request with a bearer token), then run in a context of its own.
 async fn call(
@@ -381,8 +377,9 @@ async fn call(
     h: &HeaderMap,
     id: RequestId,
     params: Option<Json>,
-    (conn, peer): (ConnId, Option<IpAddr>),
+    from: Origin,
 ) -> Reply {
+    let conn = from.conn;
     let bad = |e: ErrorObject| Reply::new(error_with(StatusCode::OK, Some(id.clone()), e));
     let p: CallToolParams = match params.as_ref().map(Json::parse_as_value) {
         Some(Ok(p)) => p,
@@ -394,7 +391,7 @@ async fn call(
             ))
         }
     };
-    let creator = super::tasks::Creator::new(principal::bearer(h), conn, peer, id.clone());
+    let creator = super::tasks::Creator::new(principal::bearer(h), from, id.clone());
     if let Some(r) = fixture_call(shared, &p.name, &creator, params.as_ref()).await {
         return r;
     }
@@ -433,7 +430,7 @@ async fn call(
         params.as_ref(),
         inv,
         &p,
-        (&who, key.as_deref()),
+        Keyed::new(&who, key.as_deref()),
     ) {
         Ok(inv) => inv,
         Err(r) => {
@@ -441,9 +438,8 @@ async fn call(
             return r;
         }
     };
-    let makes_task = as_task && matches!(inv, crate::server::calls::tools::Invocation::Append(_));
-    let task = (as_task, makes_task, &creator);
-    if let Some(r) = task_answer(shared, task, &who, key.as_ref()) {
+    let task = TaskAsk::of(as_task, &inv, &creator);
+    if let Some(r) = task_answer(shared, task, Keyed::new(&who, key.as_deref())) {
         release(shared, &sid);
         return r;
     }
@@ -497,22 +493,43 @@ async fn call(
     reply.about(Some(&sid), None)
 }
 
-/// A call asked as a task (`as_task`), answered before anything runs: the
-/// task a re-sent creation's key created, or, when it would create one
-/// (`makes_task`), the table's refusal (429).
-fn task_answer(
-    shared: &Shared,
-    (as_task, makes_task, creator): (bool, bool, &super::tasks::Creator),
-    who: &Rc<str>,
-    key: Option<&String>,
-) -> Option<Reply> {
-    if let (true, Some(k)) = (as_task, key) {
-        if let Some(t) = super::tasks::by_key(shared, &(who.clone(), k.clone())) {
-            return Some(super::tasks::created_reply(shared, &creator.rpc_id, &t));
+/// How a call asks for a task: declared as one (`as_task`, the client
+/// declares the extension), and whether it would create one (`makes_task`:
+/// a ledger call asked as a task), by `creator`.
+struct TaskAsk<'a> {
+    as_task: bool,
+    makes_task: bool,
+    creator: &'a super::tasks::Creator,
+}
+
+impl<'a> TaskAsk<'a> {
+    /// A call `inv` declared as a task or not: only a ledger call makes one.
+    fn of(
+        as_task: bool,
+        inv: &crate::server::calls::tools::Invocation,
+        creator: &'a super::tasks::Creator,
+    ) -> Self {
+        let makes_task =
+            as_task && matches!(inv, crate::server::calls::tools::Invocation::Append(_));
+        TaskAsk {
+            as_task,
+            makes_task,
+            creator,
         }
     }
-    makes_task
-        .then(|| super::tasks::refusal(shared, creator))
+}
+
+/// A call asked as a task, answered before anything runs: the task a
+/// re-sent creation's key created, or, when it would create one, the
+/// table's refusal (429).
+fn task_answer(shared: &Shared, ask: TaskAsk<'_>, by: Keyed<'_>) -> Option<Reply> {
+    if let (true, Some(k)) = (ask.as_task, by.key) {
+        if let Some(t) = super::tasks::by_key(shared, &(by.who.clone(), k.into())) {
+            return Some(super::tasks::created_reply(shared, &ask.creator.rpc_id, &t));
+        }
+    }
+    ask.makes_task
+        .then(|| super::tasks::refusal(shared, ask.creator))
         .flatten()
 }
 
@@ -528,7 +545,7 @@ fn input_round(
     params: Option<&Json>,
     inv: crate::server::calls::tools::Invocation,
     p: &CallToolParams,
-    (who, key): (&Rc<str>, Option<&str>),
+    by: Keyed<'_>,
 ) -> Result<crate::server::calls::tools::Invocation, Reply> {
     let a = match &inv {
         crate::server::calls::tools::Invocation::Append(a) if a.asks_input => a.clone(),
@@ -536,7 +553,7 @@ fn input_round(
     };
     let v = params.map_or(serde_json::Value::Null, Json::to_value);
     let cv = json!({"name": p.name, "arguments": p.arguments});
-    match super::mrtr::round(shared, id, &v, &a, (who, key, &cv)) {
+    match super::mrtr::round(shared, id, &v, &a, by, &cv) {
         super::mrtr::Round::Answer(q) => Err(super::mrtr::answer(id, q)),
         super::mrtr::Round::Resume(n) => Ok(crate::server::calls::tools::Invocation::Resumed(a, n)),
         super::mrtr::Round::Run => Ok(inv),
@@ -633,160 +650,4 @@ fn open_context(shared: &Shared, owner: Option<Rc<str>>) -> SessionId {
     sess.protocol_version = Some(wire::VERSION.into());
     shared.state.borrow_mut().sessions.insert(sid.clone(), sess);
     sid
-}
-
-/// A guarded re-issue that found its key executing: what it asked, so
-/// that it can run the call itself if the execution it joined ends
-/// without a result.
-struct Joining {
-    sid: SessionId,
-    id: RequestId,
-    conn: ConnId,
-    call: (CallToolParams, crate::server::calls::tools::Invocation),
-    who: Rc<str>,
-    key: String,
-    cv: serde_json::Value,
-}
-
-/// Guarded: a re-issue whose key is still executing joins it. Its stream
-/// opens at once and stays alive with comments while the key's execution
-/// runs, wherever it runs: the key is followed where every replica sees
-/// it (the shared store, else this replica's table), so its result, its
-/// runner's lease lapsing and its being dropped all reach the joiner
-/// ([`key_fate`]). The stored result answers the re-issue (marked
-/// replayed); a key nobody runs any more is run here under transactional
-/// effects (the gone execution committed nothing) and otherwise refused
-/// with the reason, so the client sends again.
-fn join(shared: Rc<Shared>, j: Joining) -> Reply {
-    let (tx, body) = ServerBody::sse();
-    let reply = Reply::new(modern_stream(event_stream(body))).about(Some(&j.sid), None);
-    tokio::task::spawn_local(async move {
-        let sid = j.sid.clone();
-        joined(&shared, j, tx).await;
-        release(&shared, &sid);
-    });
-    reply
-}
-
-/// Where a joined key stands now.
-enum Fate {
-    /// Its execution runs (its runner's lease holds).
-    Running,
-    /// It completed: its stored result.
-    Done(Json),
-    /// Nobody runs it any more (dropped, or its runner's lease lapsed),
-    /// and this replica now holds it.
-    Free,
-    /// It cannot be followed: the reason, for the refusal.
-    Unknowable(&'static str),
-}
-
-/// The key's fate, read where every replica that can run it writes it:
-/// on a shared store a begin (compare-and-set) that either finds the
-/// execution running under a live lease, finds its result, or takes the
-/// key for this replica; without a store, this replica's own table.
-async fn key_fate(shared: &Shared, who: &Rc<str>, key: &str, cv: &serde_json::Value) -> Fate {
-    let look = if shared.store.is_some() {
-        match crate::server::replica::stored::begin_key(shared, who, key, cv).await {
-            Ok(look) => look,
-            Err(_) => return Fate::Unknowable("the key store did not answer"),
-        }
-    } else {
-        dedup::key_lookup(shared, who, key, cv)
-    };
-    match look {
-        Lookup::Known(KeyState::InFlight) => Fate::Running,
-        Lookup::Known(KeyState::Done(result)) => Fate::Done(result),
-        Lookup::Unknown => Fate::Free,
-        Lookup::OtherArguments => {
-            Fate::Unknowable("the key was reused with other arguments meanwhile")
-        }
-    }
-}
-
-/// The joined execution's wait, then its answer on `tx`: the stored
-/// result, the call run here, or a refusal naming why.
-async fn joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
-    let msg = loop {
-        let refused = |why: &str| Message::Error {
-            id: Some(j.id.clone()),
-            error: ErrorObject::new(jsonrpc::CONFLICT, why, None),
-        };
-        match key_fate(shared, &j.who, &j.key, &j.cv).await {
-            Fate::Running => {}
-            Fate::Done(result) => {
-                let result = dedup::replayed_result(shared, &j.sid, &j.id, &j.key, result);
-                break Message::Result {
-                    id: j.id.clone(),
-                    result: wire::complete(&result),
-                };
-            }
-            Fate::Free if shared.cfg.effects == crate::server::Effects::Transactional => {
-                return run_joined(shared, j, tx).await;
-            }
-            Fate::Free => {
-                // Held here now: let it go, so the re-issue can begin it.
-                crate::server::replica::stored::key_dropped(shared, &j.who, &j.key);
-                break refused("the execution this request joined ended without its result, and its effect may be taken (effects are immediate): send it again with the same Idempotency-Key to run it again");
-            }
-            Fate::Unknowable(why) => break refused(why),
-        }
-        tokio::select! {
-            biased;
-            _ = tx.closed() => return,
-            _ = tokio::time::sleep(KEEP_ALIVE) => {}
-        }
-        if tx.send(sse::encode_comment("joined")).await.is_err() {
-            return;
-        }
-    };
-    let _ = tx
-        .send(sse::encode(None, Some("message"), &msg.encode(), None))
-        .await;
-}
-
-/// The joined key is free and held here (transactional effects: the
-/// execution that held it committed nothing): the call runs as a new
-/// execution under the key, its stream forwarded onto the joiner's.
-async fn run_joined(shared: &Rc<Shared>, j: Joining, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
-    shared
-        .state
-        .borrow_mut()
-        .dedup
-        .begin(&j.who, &j.key, j.cv.clone());
-    let slot = match start::call_stream_slot(shared, &j.sid, &j.id) {
-        Ok(slot) => slot,
-        Err(_) => {
-            // No stream may open here now: the key goes back.
-            shared.state.borrow_mut().dedup.abandon(&j.who, &j.key);
-            crate::server::replica::stored::key_dropped(shared, &j.who, &j.key);
-            return;
-        }
-    };
-    let asked = Asked {
-        sid: &j.sid,
-        id: j.id,
-        conn: j.conn,
-        call: Some(j.call),
-        key: Some(j.key),
-        who: j.who,
-    };
-    // The slot is held for as long as the forwarding lasts.
-    let Reply {
-        resp, slot: _held, ..
-    } = start::start_call(shared, asked).holding(slot);
-    let ServerBody::Sse(mut rx) = resp.into_body() else {
-        return;
-    };
-    loop {
-        let frame = tokio::select! {
-            biased;
-            _ = tx.closed() => return,
-            f = rx.recv() => f,
-        };
-        let Some(frame) = frame else { return };
-        if tx.send(frame).await.is_err() {
-            return;
-        }
-    }
 }

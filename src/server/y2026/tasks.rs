@@ -15,13 +15,14 @@
 //! ([`run_append`]), the conformance fixtures in
 //! `task_fixtures.rs`; both drive it through a [`TaskCtx`].
 
-use crate::history::{ConnId, Record};
+use crate::history::Record;
 use crate::ledger::tasks::{Task, TaskStatus};
 use crate::ledger::{Commit, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, LedgerAppendArgs};
 use crate::protocol::y2026 as wire;
 use crate::protocol::Json;
+use crate::server::http::principal::Origin;
 use crate::server::http::respond::{error_with, json_response};
 use crate::server::session::reply::Reply;
 use crate::server::{Effects, Shared};
@@ -30,7 +31,6 @@ use serde_json::{json, Map, Value};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -62,17 +62,12 @@ pub(in crate::server) struct Creator {
 
 impl Creator {
     /// The creator of a task asked for by request `rpc_id` with bearer
-    /// `owner`, on `conn` from `peer`.
-    pub fn new(
-        owner: Option<Rc<str>>,
-        conn: ConnId,
-        peer: Option<IpAddr>,
-        rpc_id: RequestId,
-    ) -> Creator {
-        let principal = match (&owner, peer) {
+    /// `owner`, from `from`.
+    pub fn new(owner: Option<Rc<str>>, from: Origin, rpc_id: RequestId) -> Creator {
+        let principal = match (&owner, from.peer) {
             (Some(t), _) => t.clone(),
             (None, Some(ip)) => format!("peer:{ip}").into(),
-            (None, None) => format!("conn:{conn}").into(),
+            (None, None) => format!("conn:{}", from.conn).into(),
         };
         Creator {
             owner,
@@ -436,7 +431,8 @@ pub(in crate::server) fn by_key(shared: &Shared, key: &Scoped) -> Option<Task> {
 /// is looked up), an unknown, expired or another owner's task is -32602.
 pub(in crate::server) fn request(
     shared: &Shared,
-    (h, conn, peer): (&HeaderMap, ConnId, Option<IpAddr>),
+    h: &HeaderMap,
+    from: Origin,
     id: &RequestId,
     method: &str,
     params: Option<&Json>,
@@ -458,12 +454,7 @@ pub(in crate::server) fn request(
             ),
         );
     };
-    let asker = Creator::new(
-        crate::server::http::principal::bearer(h),
-        conn,
-        peer,
-        id.clone(),
-    );
+    let asker = Creator::new(crate::server::http::principal::bearer(h), from, id.clone());
     let token = asker.owner.as_ref();
     let us = now(shared);
     let mut table = shared.ledger.tasks();
