@@ -21,6 +21,21 @@ pub enum Format {
     Json,
 }
 
+/// What `run` writes and how it exits: the trace file, the output format,
+/// the `--fail-on` gate, and whether a fault the file writes may go
+/// unapplied because the run ended first (`--allow-late-faults`).
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome<'a> {
+    /// Where the trace goes (none: not written).
+    pub trace: Option<&'a Path>,
+    /// Text or JSON.
+    pub format: Format,
+    /// `--fail-on`.
+    pub fail_on: Option<FailOn>,
+    /// `--allow-late-faults`.
+    pub allow_late: bool,
+}
+
 /// Runs one scenario; returns the run's exit code (with `--fail-on ops`,
 /// at least 1 when an operation failed; 3 when a fault the file writes
 /// never applied because the run ended first, unless `allow_late`).
@@ -28,10 +43,15 @@ pub fn run_one(
     path: &Path,
     seed: u64,
     variant: Arm,
-    (trace, format): (Option<&Path>, Format),
+    out: Outcome<'_>,
     opts: &Options,
-    (fail_on, allow_late): (Option<FailOn>, bool),
 ) -> anyhow::Result<u8> {
+    let Outcome {
+        trace,
+        format,
+        fail_on,
+        allow_late,
+    } = out;
     let scenario = catalog::load(path)?;
     catalog::check_options(&path.display().to_string(), &scenario, opts)?;
     let repro = run::repro_command(&path.display().to_string(), seed, variant, opts);
@@ -149,14 +169,13 @@ pub fn repro(
             variant.as_str()
         ))
     });
-    let code = run_one(
-        path,
-        seed,
-        variant,
-        (Some(&trace), Format::Text),
-        opts,
-        (None, true),
-    )?;
+    let out = Outcome {
+        trace: Some(&trace),
+        format: Format::Text,
+        fail_on: None,
+        allow_late: true,
+    };
+    let code = run_one(path, seed, variant, out, opts)?;
     outln!(
         "trace: {t}\none operation's story, record by record: mcp-chaos explain --trace {t} --op TAG \
          (TAG: an operation's tag, e.g. from `run --format json`'s operations)\n",

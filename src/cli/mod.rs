@@ -125,14 +125,13 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
         Cmd::Run(a) => {
             let o = a.run.options()?;
             let path = config::scenario_arg(&a.scenario)?;
-            crate::one_run::run_one(
-                &path,
-                a.seed,
-                a.server,
-                (a.trace.as_deref(), a.format),
-                &o,
-                (a.fail_on, a.allow_late_faults),
-            )
+            let out = crate::one_run::Outcome {
+                trace: a.trace.as_deref(),
+                format: a.format,
+                fail_on: a.fail_on,
+                allow_late: a.allow_late_faults,
+            };
+            crate::one_run::run_one(&path, a.seed, a.server, out, &o)
         }
         Cmd::Serve(a) => {
             let mut exposure = a.exposure();
