@@ -30,7 +30,7 @@ const HAZARDS: [&str; 15] = [
 /// The probe's `--time-scale` in these tests: 1 unless the environment
 /// variable `MCP_CHAOS_TIME_SCALE` widens every real-time window on a
 /// loaded machine (CONTRIBUTING.md).
-pub(crate) fn time_scale() -> String {
+fn time_scale() -> String {
     std::env::var("MCP_CHAOS_TIME_SCALE").unwrap_or_else(|_| "1".into())
 }
 

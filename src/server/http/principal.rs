@@ -35,6 +35,16 @@ pub(crate) struct Origin {
     pub peer: Option<IpAddr>,
 }
 
+impl Origin {
+    /// A request on `conn` whose extensions are `ext` (its peer address).
+    pub(in crate::server) fn of(conn: ConnId, ext: &http::Extensions) -> Origin {
+        Origin {
+            conn,
+            peer: peer_of(ext),
+        }
+    }
+}
+
 /// The peer address a request's extensions carry.
 pub(in crate::server) fn peer_of(ext: &http::Extensions) -> Option<IpAddr> {
     ext.get::<Peer>().and_then(|p| p.0)

@@ -154,18 +154,12 @@ pub(in crate::server) async fn answer(
         wire::SERVER_DISCOVER => done(Ok(discover(shared))),
         mcp::TOOLS_LIST => done(Ok(tools_list(shared))),
         mcp::TOOLS_CALL => {
-            let from = Origin {
-                conn,
-                peer: principal::peer_of(&parts.extensions),
-            };
+            let from = Origin::of(conn, &parts.extensions);
             call(shared, h, id.clone(), params, from).await
         }
         wire::SUBSCRIPTIONS_LISTEN => listen(&id),
         wire::TASKS_GET | wire::TASKS_UPDATE | wire::TASKS_CANCEL => {
-            let from = Origin {
-                conn,
-                peer: principal::peer_of(&parts.extensions),
-            };
+            let from = Origin::of(conn, &parts.extensions);
             super::tasks::request(shared, h, from, &id, &method, params.as_ref())
         }
         "prompts/get"
