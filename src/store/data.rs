@@ -1,7 +1,7 @@
 //! What the store holds, every write with its time (so a lagging read
 //! sees the store as it was), and the connection loop that applies ops.
 
-use super::{Answer, GuardRec, KeyRec, Op, SessionRec, StoredEvent};
+use super::{Answer, GuardRec, GuardWrite, KeyRec, Op, SessionRec, StoredEvent};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -158,7 +158,8 @@ impl StoreData {
                 }
                 Answer::Done
             }
-            op @ (Op::GuardLoad { .. } | Op::GuardPut { .. }) => self.guard(op, now),
+            Op::GuardLoad { sid } => self.guard_load(&sid, now),
+            Op::GuardPut { sid, write } => self.guard_put(sid, write, now),
             Op::Batch { ops } => {
                 for op in ops {
                     if let Ok(Answer::Refused { why }) = self.apply(op, now, lag) {
@@ -170,26 +171,25 @@ impl StoreData {
         })
     }
 
-    /// The shared Rule M record's ops (read from the primary: a
-    /// compare-and-set needs the version the primary holds).
-    fn guard(&mut self, op: Op, now: u64) -> Answer {
-        match op {
-            Op::GuardLoad { sid } => Answer::Guard {
-                rec: self
-                    .guards
-                    .get(&sid)
-                    .map(|r| r.live(now))
-                    .unwrap_or_default(),
-            },
-            Op::GuardPut { sid, write } => {
-                let rec = self.guards.entry(sid).or_default();
-                let written = rec.put(now, write);
-                Answer::GuardPut {
-                    written,
-                    version: rec.version,
-                }
-            }
-            _ => unreachable!("only guard ops come here"),
+    /// The shared Rule M record, read from the primary: a
+    /// compare-and-set needs the version the primary holds.
+    fn guard_load(&self, sid: &str, now: u64) -> Answer {
+        Answer::Guard {
+            rec: self
+                .guards
+                .get(sid)
+                .map(|r| r.live(now))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Writes the shared Rule M record if its version is the one expected.
+    fn guard_put(&mut self, sid: String, write: GuardWrite, now: u64) -> Answer {
+        let rec = self.guards.entry(sid).or_default();
+        let written = rec.put(now, write);
+        Answer::GuardPut {
+            written,
+            version: rec.version,
         }
     }
 

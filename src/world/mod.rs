@@ -28,6 +28,7 @@ use std::io;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
+mod act;
 mod fates;
 mod schedule;
 mod toxic;
@@ -107,7 +108,7 @@ struct Front {
 impl Front {
     fn of(scenario: &Scenario, plan: &FaultPlan, shared_store: bool) -> Front {
         let d = &scenario.deployment;
-        let toxic = |f: &Fault| toxic::is_toxic(f.acting());
+        let toxic = |f: &Fault| toxic::Toxic::of(f.acting()).is_some();
         let toxics = plan.faults.iter().any(toxic).then(Rc::default);
         if d.is_single() {
             // An intermediary is a proxy host in front of the one server.

@@ -4,12 +4,12 @@
 //! to the simulation (a partition, a latency window, a restart, a replica's
 //! crash or drain, the balancer's restart, the store's faults).
 
-use super::{client_host, replica_host, Front, Placed, BALANCER, SERVER, STORE};
-use crate::fault::{kind_of, CrashMode, Direction, Fate, Fault, FaultPlan, PlannedFault, SkewOn};
+use super::act::{apply, Act, HostAct, Turn};
+use super::{Front, Placed};
+use crate::fault::{kind_of, Fate, Fault, FaultPlan, PlannedFault};
 use crate::history::{History, WorldRecord};
 use crate::scenario::Scenario;
 use std::collections::{BTreeSet, VecDeque};
-use std::time::Duration;
 
 /// One edge of a timed fault: its start or its end.
 struct Edge {
@@ -20,9 +20,11 @@ struct Edge {
     index: u32,
     /// The planned fault.
     fault: Fault,
-    /// What this edge does: the fault itself, or one step of it (a
+    /// What this edge does: the fault's act, or one step of it (a
     /// rolling deploy is a drain of each replica in turn).
-    act: Fault,
+    act: Act,
+    /// The client host it acts on, for its record.
+    host: Option<u32>,
     /// This start edge decides the planned fault's fate (a deploy's
     /// first step).
     decides: bool,
@@ -32,13 +34,14 @@ struct Edge {
 }
 
 impl Edge {
-    fn of(at_ms: u64, start: bool, index: u32, fault: &Fault) -> Edge {
+    fn of(at_ms: u64, start: bool, index: u32, fault: &Fault, act: &Act) -> Edge {
         Edge {
             at_ms,
             start,
             index,
             fault: fault.clone(),
-            act: fault.clone(),
+            act: act.clone(),
+            host: fault.host(),
             decides: start,
             replica: match *fault {
                 Fault::ReplicaCrash { replica, .. }
@@ -119,7 +122,7 @@ impl Schedule {
         if let Fault::ReplicaAdd { .. } = f {
             // The k-th added replica, in time order, whether it joins or
             // not: the world made a dormant host for each.
-            let mut e = Edge::of(at, true, index, f);
+            let mut e = Edge::of(at, true, index, f, &Act::Hosts(HostAct::ReplicaAdd));
             e.replica = Some(self.added);
             self.added += 1;
             if at < fault_ms {
@@ -158,36 +161,36 @@ impl Schedule {
                     if from >= fault_ms {
                         break;
                     }
-                    let act = Fault::ReplicaDrain {
-                        replica: r,
-                        at_ms: from,
-                        grace_ms: *grace_ms,
-                    };
                     for (at_ms, start) in [(from, true), (from + grace_ms, false)] {
                         edges.push(Edge {
                             at_ms: at_ms.min(fault_ms),
                             start,
                             index,
                             fault: f.clone(),
-                            act: act.clone(),
+                            act: Act::Hosts(HostAct::ReplicaDrain { replica: r }),
+                            host: None,
                             decides: start && r == 0,
                             replica: Some(r),
                         });
                     }
                 }
             }
-            // A replica down for good has no end: it stays down.
-            Fault::ReplicaCrash { duration_ms: 0, .. } => {
-                edges.push(Edge::of(at, true, index, f));
+            f => {
+                // A drop or a switch is the clients' to apply.
+                let Some(act) = Act::of(f) else {
+                    let why = "the clients apply it, not the world".to_string();
+                    self.fates.push(PlannedFault::not_applied(planned, why));
+                    return;
+                };
+                let window = f.timing().map_or(0, |(_, len)| len);
+                // A replica down for good (no length) has no end: it
+                // stays down. Every window has a start and an end edge.
+                if window > 0 {
+                    let end = at.saturating_add(window).min(fault_ms);
+                    edges.push(Edge::of(end, false, index, f, &act));
+                }
+                edges.push(Edge::of(at, true, index, f, &act));
             }
-            // Every window: a start and an end edge.
-            f if f.timing().is_some_and(|(_, len)| len > 0) => {
-                let len = f.timing().map_or(0, |(_, len)| len);
-                let end = at.saturating_add(len).min(fault_ms);
-                edges.push(Edge::of(end, false, index, f));
-                edges.push(Edge::of(at, true, index, f));
-            }
-            _ => edges.push(Edge::of(at, true, index, f)),
         }
         for mut e in edges {
             e.fault = planned.clone();
@@ -206,11 +209,10 @@ impl Schedule {
             };
             let replica = e.replica;
             if e.start {
-                let host = e.act.host();
                 history.record(WorldRecord::FaultStarted {
                     index: e.index,
                     kind: kind_of(&e.fault),
-                    host,
+                    host: e.host,
                     replica,
                 });
             } else {
@@ -223,7 +225,7 @@ impl Schedule {
                 index: e.index,
             };
             apply(sim, &e.act, &edge, &self.front);
-            if let (Fault::ReplicaDrain { replica, .. }, false) = (&e.act, e.start) {
+            if let (Act::Hosts(HostAct::ReplicaDrain { replica }), false) = (&e.act, e.start) {
                 history.record(WorldRecord::ReplicaRestarted { replica: *replica });
             }
             if e.decides {
@@ -252,208 +254,5 @@ impl Schedule {
             fates.push(PlannedFault::not_applied(e.fault, reason));
         }
         fates
-    }
-}
-
-/// One edge of a timed fault (its start or its end), as [`apply`] acts
-/// on it.
-struct Turn {
-    /// Its start (else its end).
-    start: bool,
-    /// The network's latency ceiling, which a latency fault's end restores.
-    base_latency_ms: u64,
-    /// The replica it acts on (a replica added or removed).
-    replica: Option<u32>,
-    /// The fault's index in the plan (a connector toxic's slot).
-    index: u32,
-}
-
-/// Applies one edge of a timed fault: partitions and latency act on the
-/// link between a client host and the front (the server, or the
-/// balancer); a restart restarts every server host in the deployment.
-fn apply(sim: &mut turmoil::Sim<'_>, f: &Fault, edge: &Turn, front: &Front) {
-    let &Turn {
-        start,
-        base_latency_ms,
-        replica,
-        ..
-    } = edge;
-    let front_host = &*front.name;
-    match *f {
-        Fault::Oneway { .. }
-        | Fault::Hold { .. }
-        | Fault::Truncate { .. }
-        | Fault::Slice { .. }
-        | Fault::Bandwidth { .. }
-        | Fault::SlowClose { .. }
-        | Fault::Skew { .. }
-        | Fault::Stall { .. } => apply_new(sim, f, edge, front),
-        Fault::Partition { host, .. } => {
-            if start {
-                sim.partition(front_host, client_host(host));
-            } else {
-                sim.repair(front_host, client_host(host));
-            }
-        }
-        Fault::Latency { host, max_ms, .. } => {
-            let ms = if start { max_ms } else { base_latency_ms };
-            sim.set_link_max_message_latency(
-                front_host,
-                client_host(host),
-                Duration::from_millis(ms),
-            );
-        }
-        Fault::Restart { .. } => match &front.control {
-            Some(c) => {
-                let members: Vec<u32> = c.borrow().members.iter().copied().collect();
-                for r in members {
-                    sim.bounce(replica_host(r));
-                }
-            }
-            None => sim.bounce(SERVER),
-        },
-        Fault::ReplicaAdd { .. } | Fault::ReplicaRemove { .. } => {
-            let (Some(r), Some(c)) = (replica, &front.control) else {
-                return;
-            };
-            if matches!(f, Fault::ReplicaAdd { .. }) {
-                sim.bounce(replica_host(r));
-                c.borrow_mut().join(r);
-            } else {
-                c.borrow_mut().leave(r);
-                sim.crash(replica_host(r));
-            }
-        }
-        Fault::ReplicaCrash { replica, mode, .. } => {
-            let host = replica_host(replica);
-            match (mode, start) {
-                (CrashMode::Kill, true) => sim.crash(host),
-                // Frozen: nothing in or out, then the process stops (its
-                // closes wait on the held link like everything else).
-                (CrashMode::Hang, true) => {
-                    sim.hold(front_host, host.as_str());
-                    sim.crash(host);
-                }
-                (CrashMode::Kill, false) => sim.bounce(host),
-                (CrashMode::Hang, false) => {
-                    sim.bounce(host.as_str());
-                    sim.release(front_host, host);
-                }
-            }
-        }
-        Fault::ReplicaDrain { replica, .. } => {
-            if let Some(control) = &front.control {
-                let mut m = control.borrow_mut();
-                if start {
-                    m.draining.insert(replica);
-                } else {
-                    m.draining.remove(&replica);
-                }
-            }
-            // The grace is over: it exits, and starts afresh.
-            if !start {
-                sim.bounce(replica_host(replica));
-            }
-        }
-        Fault::BalancerRestart { .. } => sim.bounce(BALANCER),
-        Fault::StorePartition { .. } => {
-            for r in 0..front.replica_hosts {
-                if start {
-                    sim.partition(STORE, replica_host(r));
-                } else {
-                    sim.repair(STORE, replica_host(r));
-                }
-            }
-        }
-        Fault::StoreLagWindow { lag_ms, .. } => {
-            if let Some((lag, base)) = &front.store_lag {
-                let ms = if start { lag_ms.max(*base) } else { *base };
-                lag.set(Duration::from_millis(ms));
-            }
-        }
-        Fault::StoreRestart { .. } => sim.bounce(STORE),
-        Fault::Deploy { .. } => unreachable!("a deploy is applied as its drains"),
-        Fault::Drop { .. } | Fault::Switch { .. } => {
-            unreachable!("drops and switches are applied by the clients")
-        }
-        Fault::Placed { .. } => unreachable!("a placed fault is applied as what it places"),
-    }
-}
-
-/// Applies one edge of the kinds chaos tools add (docs/faults.md): a
-/// one-way cut, a hold, the connector's toxics, a clock step, a stall.
-fn apply_new(sim: &mut turmoil::Sim<'_>, f: &Fault, edge: &Turn, front: &Front) {
-    let &Turn { start, index, .. } = edge;
-    let front_host = &*front.name;
-    // Every server host: the server, or each replica in the deployment.
-    let servers = || match &front.control {
-        Some(c) => c
-            .borrow()
-            .members
-            .iter()
-            .map(|&r| replica_host(r))
-            .collect(),
-        None => vec![SERVER.to_string()],
-    };
-    match *f {
-        Fault::Oneway {
-            host, direction, ..
-        } => {
-            let client = client_host(host);
-            let (from, to) = match direction {
-                Direction::ToServer => (client.as_str(), front_host),
-                Direction::ToClient => (front_host, client.as_str()),
-            };
-            if start {
-                sim.partition_oneway(from, to);
-            } else {
-                sim.repair_oneway(from, to);
-            }
-        }
-        Fault::Hold { host, .. } => {
-            if start {
-                sim.hold(front_host, client_host(host));
-            } else {
-                sim.release(front_host, client_host(host));
-            }
-        }
-        Fault::Truncate { .. }
-        | Fault::Slice { .. }
-        | Fault::Bandwidth { .. }
-        | Fault::SlowClose { .. } => {
-            if let Some(t) = &front.toxics {
-                t.set(index, f, start);
-            }
-        }
-        Fault::Skew {
-            offset_ms,
-            on,
-            host,
-            ..
-        } => {
-            let hosts = match on {
-                SkewOn::Server => servers(),
-                SkewOn::Balancer => vec![BALANCER.to_string()],
-                SkewOn::Client => vec![client_host(host)],
-            };
-            let by = Duration::from_millis(offset_ms.unsigned_abs());
-            for h in hosts {
-                sim.step_clock(h, by, offset_ms > 0);
-            }
-        }
-        Fault::Stall { replica, .. } => {
-            let hosts = match replica {
-                Some(r) => vec![replica_host(r)],
-                None => servers(),
-            };
-            for h in hosts {
-                if start {
-                    sim.pause(h);
-                } else {
-                    sim.resume(h);
-                }
-            }
-        }
-        _ => unreachable!("not one of the kinds chaos tools add"),
     }
 }

@@ -54,21 +54,51 @@ pub(super) struct Toxics {
     linger: Notify,
 }
 
-/// Whether `f` is a kind the connector applies.
-pub(super) fn is_toxic(f: &Fault) -> bool {
-    matches!(
-        f,
-        Fault::Truncate { .. }
-            | Fault::Slice { .. }
-            | Fault::Bandwidth { .. }
-            | Fault::SlowClose { .. }
-    )
+/// A toxic the connector applies, with what it needs: the byte-level
+/// kinds of [`Fault`].
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Toxic {
+    /// A cut after `bytes` in `direction`, closing with `close`.
+    Truncate {
+        bytes: u64,
+        direction: Direction,
+        close: Close,
+    },
+    /// Reads in pieces of at most `bytes`, `delay_ms` apart.
+    Slice { bytes: u64, delay_ms: u64 },
+    /// Reads at no more than `bytes_per_s`.
+    Bandwidth { bytes_per_s: u64 },
+    /// A close reaches the other side `delay_ms` late.
+    SlowClose { delay_ms: u64 },
+}
+
+impl Toxic {
+    /// The toxic `f` is, if it is one the connector applies.
+    pub(super) fn of(f: &Fault) -> Option<Toxic> {
+        Some(match *f {
+            Fault::Truncate {
+                bytes,
+                direction,
+                close,
+                ..
+            } => Toxic::Truncate {
+                bytes,
+                direction,
+                close,
+            },
+            Fault::Slice {
+                bytes, delay_ms, ..
+            } => Toxic::Slice { bytes, delay_ms },
+            Fault::Bandwidth { bytes_per_s, .. } => Toxic::Bandwidth { bytes_per_s },
+            Fault::SlowClose { delay_ms, .. } => Toxic::SlowClose { delay_ms },
+            _ => return None,
+        })
+    }
 }
 
 impl Toxics {
-    /// Turns toxic `f` (plan index `index`) on or off for its host.
-    pub(super) fn set(&self, index: u32, f: &Fault, start: bool) {
-        let Some(host) = f.host() else { return };
+    /// Turns `toxic` (plan index `index`) on or off for client host `host`.
+    pub(super) fn set(&self, host: u32, index: u32, toxic: Toxic, start: bool) {
         let mut hosts = self.hosts.borrow_mut();
         let t = hosts.entry(host).or_default();
         fn toggle<T: Copy>(slot: &mut Option<T>, on: Option<T>, mine: impl Fn(&T) -> bool) {
@@ -78,12 +108,11 @@ impl Toxics {
                 None => {}
             }
         }
-        match *f {
-            Fault::Truncate {
+        match toxic {
+            Toxic::Truncate {
                 bytes,
                 direction,
                 close,
-                ..
             } => {
                 let on = start.then_some(Cut {
                     index,
@@ -93,24 +122,21 @@ impl Toxics {
                 });
                 toggle(&mut t.cut, on, |c| c.index == index);
             }
-            Fault::Slice {
-                bytes, delay_ms, ..
-            } => toggle(
+            Toxic::Slice { bytes, delay_ms } => toggle(
                 &mut t.slice,
                 start.then_some((index, bytes, delay_ms)),
                 |s| s.0 == index,
             ),
-            Fault::Bandwidth { bytes_per_s, .. } => toggle(
+            Toxic::Bandwidth { bytes_per_s } => toggle(
                 &mut t.bandwidth,
                 start.then_some((index, bytes_per_s)),
                 |b| b.0 == index,
             ),
-            Fault::SlowClose { delay_ms, .. } => {
+            Toxic::SlowClose { delay_ms } => {
                 toggle(&mut t.slow_close, start.then_some((index, delay_ms)), |s| {
                     s.0 == index
                 })
             }
-            _ => {}
         }
     }
 

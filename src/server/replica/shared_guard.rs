@@ -70,7 +70,7 @@ pub(in crate::server) async fn settle(
     let mut unheard = None;
     for _ in 0..CAS_TRIES {
         let rec = load(shared, sid).await.ok_or_else(busy)?;
-        let Some(op) = ({
+        let Some((op, (words, view))) = ({
             let mut st = shared.state.borrow_mut();
             st.sessions.get_mut(sid).map(|sess| {
                 absorb(shared, sid, sess, &rec);
@@ -90,17 +90,19 @@ pub(in crate::server) async fn settle(
                     (Verdict::Reject(Reason::StreamLost), Some(s)) => vec![s],
                     _ => Vec::new(),
                 };
-                put(
-                    sid,
-                    GuardWrite {
-                        expect: Some(rec.version),
-                        view: Some(own_view(sess)),
-                        seq: sess.sync.next_seq(shared.history.now_us()),
-                        words: sess.sync.pending.clone(),
-                        reported,
-                        ..write(on.replica)
-                    },
-                )
+                let view = own_view(sess);
+                let words = sess.sync.pending.clone();
+                // What a landed write publishes: this view, these words.
+                let sent = (words.len(), view.clone());
+                let write = GuardWrite {
+                    expect: Some(rec.version),
+                    view: Some(view),
+                    seq: sess.sync.next_seq(shared.history.now_us()),
+                    words,
+                    reported,
+                    ..write(on.replica)
+                };
+                (put(sid, write), sent)
             })
         }) else {
             // The session ended meanwhile: the decision says so.
@@ -109,11 +111,8 @@ pub(in crate::server) async fn settle(
         match on.client.call(&op).await {
             Ok(Answer::GuardPut { written: true, .. }) => {
                 if let Some(sess) = shared.state.borrow_mut().sessions.get_mut(sid) {
-                    let Op::GuardPut { write, .. } = op else {
-                        unreachable!("built above")
-                    };
-                    sess.sync.pending.drain(..write.words.len());
-                    sess.sync.published = write.view.unwrap_or_default();
+                    sess.sync.pending.drain(..words);
+                    sess.sync.published = view;
                     sess.sync.unsent = false;
                 }
                 if let Some(id) = unheard {

@@ -19,10 +19,7 @@ const EVERY_KIND: &[(&str, &str)] = &[
     ("src/fault/fields.rs", "its common fields"),
     ("src/scenario/schema.rs", "its [faults] keys"),
     ("src/scenario/bounds.rs", "its ranges"),
-    (
-        "src/world/schedule.rs",
-        "how the world applies it, or why not",
-    ),
+    ("src/world/act.rs", "how the world applies it, or why not"),
     ("sims/README.md", "its keys, for scenario writers"),
     ("docs/faults.md", "what it does on the wire"),
 ];
