@@ -8,10 +8,10 @@
 //! [`validate`]; each refusal is one line naming the key and the fix.
 
 use crate::client::virtual_client::largest_request_body;
+use crate::hosts::sut::Arm;
 use crate::oracle::{ops::HAZARDS, Metrics};
 use crate::scenario::{Scenario, ScenarioError};
 use crate::server::MAX_CHUNK_INTERVAL_MS;
-use crate::sut::Arm;
 use std::path::Path;
 
 /// Reads a scenario file and checks it: on its own (the loader), then

@@ -4,15 +4,15 @@
 //! standard error and, with `--shrink`, shrunk. It stands above `sweep`,
 //! `shrink` and `report`: the one place a batch meets its reports.
 
-use crate::catalog;
-use crate::console::{errln, outln, write};
-use crate::deployments::AS_WRITTEN;
+use crate::base::console::{errln, outln, write};
+use crate::hosts::sut::Arm;
 use crate::report;
+use crate::run::catalog;
+use crate::run::deployments::AS_WRITTEN;
 use crate::run::{self, RunReport};
 use crate::scenario::{RegressionKind, Scenario};
 use crate::server::Variant;
 use crate::shrink;
-use crate::sut::Arm;
 use crate::sweep::{self, Control, Job, Seeds, Summary};
 use anyhow::{bail, Context};
 use std::io::IsTerminal;
@@ -134,8 +134,8 @@ fn finish(
     summary: &Summary,
     files: &[(String, Scenario)],
     junit: Option<&Path>,
-    gate: &crate::gate::Gate,
-    step: crate::gate::StepHead<'_>,
+    gate: &crate::run::gate::Gate,
+    step: crate::run::gate::StepHead<'_>,
 ) -> anyhow::Result<u8> {
     if let Some(j) = junit {
         write(j, &report::junit(summary, &repro_for(files)))?;
@@ -188,7 +188,7 @@ pub struct Select {
     /// `--coverage`: which cells the runs reached, printed and written.
     pub coverage: bool,
     /// `--fail-on ops` and the configuration it judges.
-    pub gate: crate::gate::Gate,
+    pub gate: crate::run::gate::Gate,
 }
 
 /// A comparison as the command line chose it.
@@ -278,7 +278,7 @@ fn selected_files(dir: &Path, only: &[String]) -> anyhow::Result<Vec<(String, Sc
     let mut paths: Vec<PathBuf> = Vec::new();
     let mut seen = Vec::new();
     for value in only {
-        let p = crate::locate::scenario(value, dir).map_err(anyhow::Error::msg)?;
+        let p = crate::run::locate::scenario(value, dir).map_err(anyhow::Error::msg)?;
         let same = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
         if !seen.contains(&same) {
             seen.push(same);
@@ -373,7 +373,7 @@ pub fn compare(c: &Comparison) -> anyhow::Result<u8> {
         &files,
         c.junit.as_deref(),
         &select.gate,
-        crate::gate::StepHead {
+        crate::run::gate::StepHead {
             title: &title,
             answer: &answer,
             table: &table,
@@ -529,7 +529,7 @@ fn warn_uncovered(summary: &Summary, files: &[(String, Scenario)]) {
             .find(|(_, s)| s.name == name)
             .map(|(_, s)| s.clone())
     };
-    for w in crate::never_applied::uncovered_warnings(summary, scenario) {
+    for w in crate::run::never_applied::uncovered_warnings(summary, scenario) {
         errln!("warning: {w}");
     }
 }
@@ -548,7 +548,7 @@ pub struct Sweep {
     /// `--fail-fast` and `--timeout`.
     pub control: Control,
     /// `--fail-on ops` and the configuration it judges.
-    pub gate: crate::gate::Gate,
+    pub gate: crate::run::gate::Gate,
     /// Where to write JUnit XML too.
     pub junit: Option<PathBuf>,
     /// Arms x the one profile x overrides.
@@ -585,7 +585,7 @@ pub fn sweep(w: &Sweep) -> anyhow::Result<u8> {
         &files,
         w.junit.as_deref(),
         &w.gate,
-        crate::gate::StepHead {
+        crate::run::gate::StepHead {
             title: &title,
             answer: "",
             table: &table,

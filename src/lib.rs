@@ -3,31 +3,20 @@
 
 #![warn(clippy::too_many_lines)]
 
-pub mod balancer;
-mod bounded;
-pub mod catalog;
+pub mod base;
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod compare;
-pub mod console;
-pub mod deployments;
-pub mod explain;
 pub mod explore;
 pub mod fault;
-pub mod flags;
-pub mod gate;
 pub mod guard;
 pub mod history;
-pub mod intermediary;
+pub mod hosts;
 pub mod ledger;
-pub mod locate;
-pub mod merge;
-pub mod never_applied;
-pub mod one_run;
 pub mod oracle;
 pub mod probe;
-pub mod profile;
 pub mod protocol;
 pub mod report;
 #[cfg(feature = "rmcp")]
@@ -35,13 +24,9 @@ pub mod rmcp;
 pub mod run;
 pub mod scale;
 pub mod scenario;
-pub mod seed;
-pub mod serve;
 pub mod server;
 pub mod settings;
 pub mod shrink;
-pub mod stop;
 pub mod store;
-pub mod sut;
 pub mod sweep;
 pub mod world;

@@ -3,12 +3,12 @@
 //! [`ControlArgs`]), the list parsers, and the help texts' `{arms}` filled
 //! from [`Arm::NAMES`].
 
-use crate::flags;
-use crate::one_run::Format;
+use crate::base::flags;
+use crate::commands::one_run::Format;
+use crate::hosts::sut::Arm;
 use crate::run::{self, Options};
 use crate::scenario::RegressionKind;
 use crate::server::{self, Delivery};
-use crate::sut::Arm;
 use anyhow::bail;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -90,10 +90,10 @@ pub struct Profiles(pub Vec<Option<run::Profile>>);
 
 /// Deployments from `--deployments` (one argument, `;`-separated sets).
 #[derive(Clone, Debug)]
-pub struct Deployments(pub Vec<crate::deployments::DeploymentSet>);
+pub struct Deployments(pub Vec<crate::run::deployments::DeploymentSet>);
 
 fn parse_deployments(s: &str) -> Result<Deployments, String> {
-    crate::deployments::parse(s).map(Deployments)
+    crate::run::deployments::parse(s).map(Deployments)
 }
 
 fn parse_arms(s: &str) -> Result<Arms, String> {
@@ -582,7 +582,7 @@ pub struct RunOneArgs {
     /// Also fail (exit 1) when an operation failed, whatever the
     /// scenario's expectations allow: `ops`.
     #[arg(long, value_enum, value_name = "ops")]
-    pub fail_on: Option<crate::gate::FailOn>,
+    pub fail_on: Option<crate::run::gate::FailOn>,
     /// Run a scenario whose written faults start after its workload ends
     /// (a warning instead of exit 3).
     #[arg(long)]

@@ -2,7 +2,7 @@
 //! scheduled (`--fail-fast`, `--timeout`) and the CI gate beside the
 //! expectations (`--fail-on`, `--fail-on-config`, `--step-summary`).
 
-use crate::flags;
+use crate::base::flags;
 use crate::sweep::Control;
 use std::path::PathBuf;
 
@@ -27,12 +27,12 @@ pub struct GateArgs {
     /// scenarios' expectations allow: `ops`. Judges every configuration
     /// run, or the one --fail-on-config names.
     #[arg(long, value_enum, value_name = "ops")]
-    pub fail_on: Option<crate::gate::FailOn>,
+    pub fail_on: Option<crate::run::gate::FailOn>,
     /// The configuration --fail-on judges: ARM[,PROFILE][,KEY=VALUE...],
     /// e.g. guarded,keys+cursors (PROFILE `scenario`: the clients as
     /// written).
     #[arg(long, value_name = "ARM[,PROFILE][,SET...]", requires = "fail_on")]
-    pub fail_on_config: Option<crate::gate::Config>,
+    pub fail_on_config: Option<crate::run::gate::Config>,
     /// Append a Markdown summary here (at most 1 MiB: the answer, the
     /// table, the failing runs with their repro commands), e.g.
     /// "$GITHUB_STEP_SUMMARY".
@@ -42,8 +42,8 @@ pub struct GateArgs {
 
 impl GateArgs {
     /// The gate.
-    pub fn gate(&self) -> crate::gate::Gate {
-        crate::gate::Gate {
+    pub fn gate(&self) -> crate::run::gate::Gate {
+        crate::run::gate::Gate {
             on: self.fail_on,
             config: self.fail_on_config.clone(),
             step_summary: self.step_summary.clone(),

@@ -4,16 +4,16 @@
 
 use super::args::{CompareArgs, ScaleArgs, ServeArgs, ShrinkArgs, SweepArgs};
 use crate::compare::{Comparison, Matrix, Select, Sweep};
+use crate::hosts::sut::Arm;
 use crate::run::Options;
 use crate::server::Exposure;
-use crate::sut::Arm;
 use crate::sweep::Seeds;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The file a `--scenario` value names (a path, or a name in sims/).
 pub fn scenario_arg(value: &str) -> anyhow::Result<PathBuf> {
-    crate::locate::scenario(value, Path::new("sims")).map_err(anyhow::Error::msg)
+    crate::run::locate::scenario(value, Path::new("sims")).map_err(anyhow::Error::msg)
 }
 
 impl CompareArgs {
@@ -28,7 +28,8 @@ impl CompareArgs {
         if self.swarm {
             sets.push(("swarm".into(), "on".into()));
         }
-        crate::deployments::check_against_sets(&deployments, &sets).map_err(anyhow::Error::msg)?;
+        crate::run::deployments::check_against_sets(&deployments, &sets)
+            .map_err(anyhow::Error::msg)?;
         Ok(Comparison {
             dir: self.sims,
             seeds,
@@ -149,7 +150,7 @@ impl ServeArgs {
         exposure.allowed_hosts = Some(self.allow_host.clone());
         exposure.max_connections = Some(
             self.max_connections
-                .map_or_else(crate::serve::default_max_connections, |n| {
+                .map_or_else(crate::commands::serve::default_max_connections, |n| {
                     usize::try_from(n).unwrap_or(usize::MAX)
                 }),
         );
@@ -173,7 +174,7 @@ impl ServeArgs {
         }
         self.state_key_file
             .as_deref()
-            .map(crate::serve::state_key_file)
+            .map(crate::commands::serve::state_key_file)
             .transpose()
     }
 }
@@ -182,8 +183,8 @@ impl ServeArgs {
 pub fn explore(a: super::args::ExploreArgs) -> anyhow::Result<u8> {
     let opts = a.run.options()?;
     let path = scenario_arg(&a.scenario)?;
-    let scenario = crate::catalog::load(&path)?;
-    crate::catalog::check_options(&path.display().to_string(), &scenario, &opts)?;
+    let scenario = crate::run::catalog::load(&path)?;
+    crate::run::catalog::check_options(&path.display().to_string(), &scenario, &opts)?;
     let shard = match a.shard.as_deref() {
         Some(s) => crate::sweep::parse_shard(s).map_err(anyhow::Error::msg)?,
         None => (1, 1),
@@ -226,8 +227,8 @@ pub fn explore(a: super::args::ExploreArgs) -> anyhow::Result<u8> {
     };
     let regressions = (a.regressions.as_os_str() != "-").then_some(a.regressions.as_path());
     let format = match a.format {
-        crate::one_run::Format::Text => crate::explore::Format::Text,
-        crate::one_run::Format::Json => crate::explore::Format::Json,
+        crate::commands::one_run::Format::Text => crate::explore::Format::Text,
+        crate::commands::one_run::Format::Json => crate::explore::Format::Json,
     };
     crate::explore::command(&setup, (&out, a.all_regressions), regressions, format)
 }

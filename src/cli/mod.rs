@@ -9,11 +9,11 @@ mod args;
 mod batch;
 mod config;
 
-use crate::console::{errln, out, outln};
+use crate::base::console::{errln, out, outln};
 use args::{Cli, Cmd};
 use std::process::ExitCode;
 
-pub use crate::catalog::scenario_files;
+pub use crate::run::catalog::scenario_files;
 
 /// The command line as clap reads it, help texts filled in.
 pub fn command() -> clap::Command {
@@ -79,7 +79,9 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Compare(a) => crate::compare::compare(&a.config()?),
         Cmd::Sweep(a) => crate::compare::sweep(&a.config()?),
-        Cmd::Merge(a) => crate::merge::merge(&a.files, a.out.as_deref(), a.report.as_deref()),
+        Cmd::Merge(a) => {
+            crate::commands::merge::merge(&a.files, a.out.as_deref(), a.report.as_deref())
+        }
         Cmd::Scale(a) => {
             let (sizes, traffic) = a.config();
             crate::scale::command(
@@ -94,7 +96,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
         Cmd::Repro(a) => {
             let o = a.run.options()?;
             let path = config::scenario_arg(&a.scenario)?;
-            crate::one_run::repro(
+            crate::commands::one_run::repro(
                 &path,
                 a.seed,
                 a.server,
@@ -112,12 +114,12 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
             out!("{}", crate::guard::table::decision_table());
             Ok(0)
         }
-        Cmd::List(a) => crate::catalog::list(&a.dir),
-        Cmd::Validate(a) => crate::catalog::validate(&a.paths),
+        Cmd::List(a) => crate::run::catalog::list(&a.dir),
+        Cmd::Validate(a) => crate::run::catalog::validate(&a.paths),
         Cmd::Explain(a) => {
             out!(
                 "{}",
-                crate::explain::explain(&a.trace, &a.op).map_err(anyhow::Error::msg)?
+                crate::commands::explain::explain(&a.trace, &a.op).map_err(anyhow::Error::msg)?
             );
             Ok(0)
         }
@@ -125,18 +127,18 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
         Cmd::Run(a) => {
             let o = a.run.options()?;
             let path = config::scenario_arg(&a.scenario)?;
-            let out = crate::one_run::Outcome {
+            let out = crate::commands::one_run::Outcome {
                 trace: a.trace.as_deref(),
                 format: a.format,
                 fail_on: a.fail_on,
                 allow_late: a.allow_late_faults,
             };
-            crate::one_run::run_one(&path, a.seed, a.server, out, &o)
+            crate::commands::one_run::run_one(&path, a.seed, a.server, out, &o)
         }
         Cmd::Serve(a) => {
             let mut exposure = a.exposure();
             exposure.state_key = a.state_key()?;
-            crate::serve::serve(
+            crate::commands::serve::serve(
                 a.server,
                 &a.addr,
                 a.delivery,

@@ -9,7 +9,6 @@ mod behaviour;
 mod core;
 mod event_ids;
 pub mod http;
-
 mod ops;
 mod polling;
 mod reactions;

@@ -2,12 +2,13 @@
 //! client profile x deployment, each run's options, the jobs for the
 //! sweep's pool, and the checks made before any of them runs.
 
-use crate::deployments::DeploymentSet;
+use crate::hosts::sut::Arm;
+use crate::report;
+use crate::run::catalog;
+use crate::run::deployments::DeploymentSet;
 use crate::run::{self, Options};
 use crate::scenario::Scenario;
-use crate::sut::Arm;
 use crate::sweep::{self, Job, Seeds};
-use crate::{catalog, report};
 use anyhow::bail;
 
 /// The runs a comparison or sweep makes of each scenario and seed: every
@@ -130,10 +131,10 @@ impl Matrix {
     }
 
     /// Refuses, before any job is built, more runs than a summary holds
-    /// ([`MAX_RUNS`](crate::flags::MAX_RUNS)): `scenarios` x the seeds of
+    /// ([`MAX_RUNS`](crate::base::flags::MAX_RUNS)): `scenarios` x the seeds of
     /// this shard x [`Matrix::runs_per_seed`].
     pub fn check_runs(&self, seeds: &Seeds, scenarios: usize) -> anyhow::Result<()> {
-        use crate::flags::MAX_RUNS;
+        use crate::base::flags::MAX_RUNS;
         let per = self.runs_per_seed().saturating_mul(scenarios.max(1) as u64);
         let runs = seeds.count().saturating_mul(per);
         if runs > MAX_RUNS {
@@ -146,7 +147,7 @@ impl Matrix {
                 seeds.count(),
                 scenarios.max(1),
                 self.describe(),
-                crate::flags::RUN_SUMMARY_KB,
+                crate::base::flags::RUN_SUMMARY_KB,
                 seeds.start,
                 seeds.start.saturating_add(fit)
             );

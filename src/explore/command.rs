@@ -3,7 +3,7 @@
 //! placement failed.
 
 use super::{explore, render_text, write_outputs, Kind, Setup};
-use crate::console::{errln, outln};
+use crate::base::console::{errln, outln};
 use std::path::Path;
 
 /// How `explore` prints its report.

@@ -24,9 +24,9 @@ pub use command::{command, parse_kinds, Format, Kinds};
 pub use report::{render_text, write_outputs, Summary};
 
 use crate::fault::{At, Boundary, Close, Direction, Fault, FaultSpec};
+use crate::hosts::sut::Arm;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::{Behaviour, Scenario};
-use crate::sut::Arm;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -647,6 +647,6 @@ pub fn describe(f: &Fault) -> String {
         Fault::Switch { client, after_call } => {
             format!("switch of client {client} after its call {after_call}")
         }
-        other => crate::never_applied::describe(other),
+        other => crate::run::never_applied::describe(other),
     }
 }

@@ -4,8 +4,8 @@
 //! before the run, the same for every server. Below the scenario file,
 //! which writes these types, and above nothing but the seed.
 
+use crate::base::seed;
 use crate::history::FaultKind;
-use crate::seed;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};

@@ -6,7 +6,7 @@
 //! occur in some seeds instead of never.
 
 use super::FaultSpec;
-use crate::seed;
+use crate::base::seed;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};

@@ -16,7 +16,7 @@
 
 pub mod tasks;
 
-use crate::bounded::{Bounded, Budget};
+use crate::base::bounded::{Bounded, Budget};
 use crate::history::{History, LedgerRecord, OpId};
 pub use crate::protocol::mcp::ChunkRef;
 use crate::protocol::Json;

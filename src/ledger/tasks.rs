@@ -8,7 +8,7 @@
 //! and the next one fails the tasks they left working ([`TaskTable::interrupt`]).
 
 use super::Scoped;
-use crate::bounded::Budget;
+use crate::base::bounded::Budget;
 use crate::protocol::Json;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

@@ -80,36 +80,36 @@ pub struct ProbeArgs {
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// Bound on the whole probe, seconds, 1 to 3600.
-    #[arg(long, default_value_t = 120, value_parser = crate::flags::whole("--timeout", 1, 3_600))]
+    #[arg(long, default_value_t = 120, value_parser = crate::base::flags::whole("--timeout", 1, 3_600))]
     timeout: u64,
     /// Multiply every real-time window the hazard tests rely on by N, 1 to
     /// 20: the pacing of their calls, their pauses after a drop, how long
     /// they wait for a close to be seen or a call to finish. For a server
     /// far away or slow to notice a close, or a loaded machine.
-    #[arg(long, default_value_t = 1, value_parser = crate::flags::whole32("--time-scale", 1, 20))]
+    #[arg(long, default_value_t = 1, value_parser = crate::base::flags::whole32("--time-scale", 1, 20))]
     time_scale: u32,
     /// Bound on one response or result, milliseconds, 100 to 600000.
-    #[arg(long, default_value_t = 10_000, value_parser = crate::flags::whole("--request-timeout-ms", 100, 600_000))]
+    #[arg(long, default_value_t = 10_000, value_parser = crate::base::flags::whole("--request-timeout-ms", 100, 600_000))]
     request_timeout_ms: u64,
     /// Most requests the probe sends, 1 to 1000000.
-    #[arg(long, default_value_t = 500, value_parser = crate::flags::whole32("--max-requests", 1, crate::flags::MAX_PROBE_REQUESTS as u32))]
+    #[arg(long, default_value_t = 500, value_parser = crate::base::flags::whole32("--max-requests", 1, crate::base::flags::MAX_PROBE_REQUESTS as u32))]
     max_requests: u32,
     /// Most bytes of one response head (status line and fields; at most
     /// 100 fields).
-    #[arg(long, default_value_t = 65_536, value_parser = crate::flags::whole("--max-header-bytes", 8192, 16 << 20))]
+    #[arg(long, default_value_t = 65_536, value_parser = crate::base::flags::whole("--max-header-bytes", 8192, 16 << 20))]
     max_header_bytes: u64,
     /// Most bytes of one response body: a JSON body or a whole SSE stream.
-    #[arg(long, default_value_t = 4 << 20, value_parser = crate::flags::whole("--max-body-bytes", 1024, 1 << 30))]
+    #[arg(long, default_value_t = 4 << 20, value_parser = crate::base::flags::whole("--max-body-bytes", 1024, 1 << 30))]
     max_body_bytes: u64,
     /// Most bytes of one SSE line or event.
-    #[arg(long, default_value_t = 1 << 20, value_parser = crate::flags::whole("--max-event-bytes", 1024, 1 << 30))]
+    #[arg(long, default_value_t = 1 << 20, value_parser = crate::base::flags::whole("--max-event-bytes", 1024, 1 << 30))]
     max_event_bytes: u64,
     /// Most SSE events on one response.
-    #[arg(long, default_value_t = 10_000, value_parser = crate::flags::whole("--max-events", 1, 10_000_000))]
+    #[arg(long, default_value_t = 10_000, value_parser = crate::base::flags::whole("--max-events", 1, 10_000_000))]
     max_events: u64,
     /// Most bytes the probe reads from the server in all (heads and
     /// bodies).
-    #[arg(long, default_value_t = 64 << 20, value_parser = crate::flags::whole("--max-total-bytes", 1024, 1 << 36))]
+    #[arg(long, default_value_t = 64 << 20, value_parser = crate::base::flags::whole("--max-total-bytes", 1024, 1 << 36))]
     max_total_bytes: u64,
     /// Allow a --url, --legacy-url or server-sent endpoint that is not a
     /// loopback address.

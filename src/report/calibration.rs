@@ -8,7 +8,7 @@ use super::SHOWN;
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
 
-pub use crate::console::{notes_of, NOTES_MARKER};
+pub use crate::base::console::{notes_of, NOTES_MARKER};
 
 /// The calibration of `model` against `sdk` over the summary's runs (as
 /// the scenarios wrote their clients), with a third column when `quirks`

@@ -2,9 +2,9 @@
 //! (its scenario file as the provenance records it) and, for a failing
 //! operation, the one that shrinks the run to that operation's cause.
 
+use crate::hosts::sut::Arm;
 use crate::oracle::OpVerdict;
 use crate::run::{self, RunReport};
-use crate::sut::Arm;
 use crate::sweep::Summary;
 
 /// Run `r`'s scenario file as the summary's provenance records it (else

@@ -157,7 +157,7 @@ impl Coverage {
 /// Writes `out/coverage.md` for `summary`; returns its text.
 pub fn write(out: &Path, summary: &Summary) -> anyhow::Result<String> {
     let md = of(&summary.runs).markdown();
-    crate::console::write(&out.join("coverage.md"), &md)?;
+    crate::base::console::write(&out.join("coverage.md"), &md)?;
     Ok(md)
 }
 

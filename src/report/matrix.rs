@@ -7,8 +7,8 @@
 //! capability buys.
 
 use super::{causes_line, ms, xml};
+use crate::hosts::sut::ArmEntry;
 use crate::run::{Profile, AS_WRITTEN};
-use crate::sut::ArmEntry;
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
 

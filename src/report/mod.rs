@@ -250,7 +250,7 @@ fn timelines_markdown(ts: &[Timeline]) -> String {
 /// one sentence each (with the times when the runs ended before the
 /// faults meant to exercise them).
 fn warnings(s: &Summary) -> Vec<String> {
-    crate::never_applied::uncovered_warnings(s, |_| None)
+    crate::run::never_applied::uncovered_warnings(s, |_| None)
 }
 
 /// The scenarios of a summary, in summary order.

@@ -42,7 +42,10 @@ pub fn run_outcome(r: &RunReport) -> String {
         m.ops_ok, m.ops_degraded, m.ops_failed, m.operations
     );
     if m.ops_failed > 0 {
-        ops.push_str(&format!(" ({})", crate::gate::causes(&m.failures_by_cause)));
+        ops.push_str(&format!(
+            " ({})",
+            crate::run::gate::causes(&m.failures_by_cause)
+        ));
     }
     let verdict = match r.verdict.as_str() {
         "pass" if m.ops_failed == 0 => "the run passes: its expectations hold".to_string(),
@@ -115,10 +118,10 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
     // few; `--format json` lists them all.
     const SHOWN: usize = 20;
     for n in r.faults.not_applied.iter().take(SHOWN) {
-        match crate::never_applied::sentence(n, r.sim_ms, Some(scenario)) {
+        match crate::run::never_applied::sentence(n, r.sim_ms, Some(scenario)) {
             Some(said) => out.push_str(&format!("  not applied: {said}\n")),
             None => {
-                let fault = crate::never_applied::label(&n.fault, Some(scenario));
+                let fault = crate::run::never_applied::label(&n.fault, Some(scenario));
                 out.push_str(&format!("  not applied: {fault}: {}\n", n.reason));
             }
         }

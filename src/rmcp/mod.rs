@@ -23,10 +23,10 @@ mod sessions;
 mod store;
 mod tools;
 
+use crate::base::seed;
+use crate::hosts::sut::{Arm, Host, SystemUnderTest};
 use crate::protocol::headers::MCP_SESSION_ID;
-use crate::seed;
 use crate::server::{Listener, ServerConfig};
-use crate::sut::{Arm, Host, SystemUnderTest};
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response};
 use http_body_util::combinators::BoxBody;

@@ -18,11 +18,11 @@ mod table;
 
 pub use table::{targets, Target};
 
-use crate::console::{errln, outln};
+use crate::base::console::{errln, outln};
+use crate::hosts::sut::Arm;
 use crate::run::{self, Options};
 use crate::scenario::Scenario;
 use crate::server::Variant;
-use crate::sut::Arm;
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! they are held to.
 
 use super::{Figures, Measured, Measurements, Traffic};
-use crate::console::{notes_of, write, NOTES_MARKER};
+use crate::base::console::{notes_of, write, NOTES_MARKER};
 use std::fmt::Write as _;
 use std::path::Path;
 

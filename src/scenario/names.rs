@@ -55,7 +55,7 @@ pub fn fit_name(name: &str) -> String {
     if check_name(&clean).is_ok() {
         return clean;
     }
-    let hash = format!("{:08x}", crate::seed::fnv1a(name.as_bytes()) as u32);
+    let hash = format!("{:08x}", crate::base::seed::fnv1a(name.as_bytes()) as u32);
     let keep = MAX_NAME_LEN - hash.len() - 1;
     format!("{}-{hash}", &clean[..clean.len().min(keep)])
 }

@@ -7,7 +7,7 @@
 //! what both transports share about keys: the principal a request acts
 //! for, the two looks, the 422 and 409 refusals, a replayed result.
 
-use crate::bounded::Bounded;
+use crate::base::bounded::Bounded;
 use crate::history::{Record, SessionId};
 use crate::ledger::{Ledger, Principal, Scoped};
 use crate::protocol::jsonrpc::{self, RequestId};

@@ -2,11 +2,11 @@
 //! the command line's options baked in, shrunk, written as a scenario
 //! whose header says the command that wrote it and what it pins.
 
-use crate::catalog;
-use crate::console::{errln, outln, write};
+use crate::base::console::{errln, outln, write};
+use crate::hosts::sut::Arm;
+use crate::run::catalog;
 use crate::run::{self, Options};
 use crate::scenario::{RegressionKind, Scenario};
-use crate::sut::Arm;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 

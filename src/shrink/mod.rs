@@ -12,9 +12,9 @@ pub mod command;
 mod reduce;
 
 use crate::fault::FaultSpec;
+use crate::hosts::sut::Arm;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::{Expect, Regression, RegressionKind, Scenario};
-use crate::sut::Arm;
 pub use reduce::DEFAULT_MAX_RUNS;
 use std::collections::BTreeSet;
 

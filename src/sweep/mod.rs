@@ -554,7 +554,7 @@ pub struct Seeds {
 impl Seeds {
     /// Parses `A..B` (B exclusive) or a bare `N` (= `0..N`), the one
     /// meaning `--seeds` has in every command, of at most
-    /// [`MAX_SEEDS`](crate::flags::MAX_SEEDS) seeds; a one-line error names
+    /// [`MAX_SEEDS`](crate::base::flags::MAX_SEEDS) seeds; a one-line error names
     /// the input, the bound and the fix.
     pub fn parse(range: &str, shard: Option<&str>) -> Result<Seeds, String> {
         Self::parse_as("--seeds", range, shard)
@@ -563,7 +563,7 @@ impl Seeds {
     /// [`Seeds::parse`], errors naming the range's source (`label`: the
     /// flag or the environment variable).
     fn parse_as(label: &str, range: &str, shard: Option<&str>) -> Result<Seeds, String> {
-        use crate::flags::MAX_SEEDS;
+        use crate::base::flags::MAX_SEEDS;
         let bad = || {
             format!(
                 "{label}: bad seeds {range:?}: write A..B (B exclusive, A < B), e.g. 0..20, \
@@ -638,7 +638,7 @@ impl Seeds {
 
 /// `--shard K/N`: (K, N), 1 <= K <= N <= the largest shard count.
 pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    use crate::flags::MAX_SEEDS;
+    use crate::base::flags::MAX_SEEDS;
     let bad = || {
         format!(
             "--shard {s:?}: write K/N with 1 <= K <= N <= {MAX_SEEDS} (the maximum \

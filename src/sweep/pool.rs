@@ -4,9 +4,9 @@
 //! draws from a run's history comes through the same pool.
 
 use crate::history::History;
+use crate::hosts::sut::Arm;
 use crate::run::{self, Options, RunReport};
 use crate::scenario::Scenario;
-use crate::sut::Arm;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -46,7 +46,7 @@ pub struct Control {
 pub const TIMEOUT: &str = "timeout";
 
 /// Runs one job, on its own thread when a timeout bounds it. A run past
-/// its timeout is told to stop ([`crate::stop`]) and its thread joined, so
+/// its timeout is told to stop ([`crate::base::stop`]) and its thread joined, so
 /// no simulation outlives the verdict that says it timed out.
 fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport, String> {
     let repro = || run::repro_command(&job.path, job.seed, job.variant, &job.opts);
@@ -59,7 +59,7 @@ fn run_job(job: &Job, timeout: Option<std::time::Duration>) -> Result<RunReport,
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
     let thread = std::thread::spawn(move || {
-        let r = crate::stop::with(flag, || {
+        let r = crate::base::stop::with(flag, || {
             run::run_arm_streaming(&owned.scenario, owned.seed, owned.variant, &owned.opts)
         })
         .map_err(|e| e.to_string());

@@ -10,16 +10,16 @@
 //! the plan's timed faults, tick them through the fault phase, heal, and
 //! account for every planned fault (applied, or not with why).
 
-use crate::balancer::{Balancer, Control, Membership};
+use crate::base::seed;
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{Fault, FaultPlan, PlannedFault};
 use crate::history::{History, Recording, SharedStoreFacts, WorldRecord};
+use crate::hosts::balancer::{Balancer, Control, Membership};
+use crate::hosts::sut::{Host, Replica, SystemUnderTest};
 use crate::ledger::Ledger;
 use crate::scenario::{BalancerKind, DeploymentSpec, Intermediary, Scenario, StoreKind};
-use crate::seed;
 use crate::server::{Listener, Mints, StoreLink};
 use crate::store::{StoreData, StoreIo, StoreState};
-use crate::sut::{Host, Replica, SystemUnderTest};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
@@ -731,7 +731,7 @@ impl Driver<'_> {
             Err(e) => return Err(WorldError(e.to_string())),
         }
         // Its caller's --timeout passed: the run ends here, its report unwritten.
-        if crate::stop::requested() {
+        if crate::base::stop::requested() {
             return Err(WorldError(
                 "stopped: the run took longer than --timeout".into(),
             ));

@@ -5,10 +5,10 @@
 //! one another, each pairing the recommended configuration's run with the
 //! worst run on the same seed.
 
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::report::{self, recommend::recommend};
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
-use mcp_chaos::sut::Arm;
 use mcp_chaos::sweep::Summary;
 use std::path::Path;
 

@@ -171,7 +171,7 @@ fn exit_codes_pass_safety_liveness_and_junit() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(
         xml.matches("<testcase").count(),
-        mcp_chaos::sut::Arm::all().len(),
+        mcp_chaos::hosts::sut::Arm::all().len(),
         "one per arm: {xml}"
     );
     assert_eq!(xml.matches("<failure").count(), 1, "{xml}");
@@ -242,7 +242,7 @@ fn sharded_sweep_merges_to_the_unsharded_summary() {
     );
     assert_eq!(
         a.runs.len(),
-        5 * mcp_chaos::sut::Arm::all().len(),
+        5 * mcp_chaos::hosts::sut::Arm::all().len(),
         "5 seeds x every arm"
     );
     assert_eq!(a, b, "merging shards gives the unsharded summary");
@@ -315,7 +315,7 @@ fn check_committed(pick: impl Fn(&str) -> bool + Sync) -> usize {
     for f in mcp_chaos::cli::scenario_files(&root.join("sims")).unwrap() {
         let scenario = mcp_chaos::scenario::Scenario::load(&f).unwrap();
         if pick(&scenario.name) {
-            for v in mcp_chaos::sut::Arm::all() {
+            for v in mcp_chaos::hosts::sut::Arm::all() {
                 jobs.push((scenario.clone(), v));
             }
         }
@@ -394,7 +394,7 @@ fn committed_results_account_for_every_operation_once() {
         .len();
     assert_eq!(
         committed.runs.len(),
-        scenarios * 6 * mcp_chaos::sut::Arm::all().len(),
+        scenarios * 6 * mcp_chaos::hosts::sut::Arm::all().len(),
         "6 seeds x every arm each"
     );
     for r in &committed.runs {

@@ -3,10 +3,10 @@
 //! are deterministic like everything else; the balancer's routing decides
 //! whether a session meets a replica that does not hold it.
 
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
-use mcp_chaos::sut::Arm;
 
 /// A small fleet named `name`: resume and dedup-retry clients, a few
 /// drops, the `[deployment]` table given; no expectations.

@@ -5,10 +5,10 @@
 //! keeping its own memory, and Rule M on every replica's dropped streams.
 
 use crate::deploy::{fleet, gateway, seen, sets, wrong_replica};
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
-use mcp_chaos::sut::Arm;
 
 /// The settings under which the zero across replicas is claimed: the
 /// guarded arm's clients send keys and cursors, completed keys are

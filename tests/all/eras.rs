@@ -5,10 +5,10 @@
 //! --eras`.
 
 use crate::cli::{code, run, scratch};
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::run::{run_arm, Options, Profile, RunReport, NOT_APPLICABLE};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::settings::Era;
-use mcp_chaos::sut::Arm;
 use std::path::Path;
 
 fn scenario(path: &str) -> Scenario {

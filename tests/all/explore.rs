@@ -9,16 +9,16 @@ use super::cli::{bin, scratch};
 use mcp_chaos::explore::{self, Kind, Setup};
 use mcp_chaos::fault::{At, Boundary, Fault};
 use mcp_chaos::history::{ClientRecord, Rec, WorldRecord};
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::run::{self, Options, Profile};
 use mcp_chaos::scenario::Scenario;
-use mcp_chaos::sut::Arm;
 use std::path::Path;
 
 fn scenario(name: &str) -> Scenario {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("sims/explore")
         .join(name);
-    mcp_chaos::catalog::load(&p).unwrap()
+    mcp_chaos::run::catalog::load(&p).unwrap()
 }
 
 fn arm(s: &str) -> Arm {
@@ -229,7 +229,7 @@ fn a_failing_placement_replays_its_trace_from_its_regression() {
         "this space has causes with more than ten placements"
     );
     for (line, f) in summary.failing.iter().zip(&x.failing).take(6) {
-        let loaded = mcp_chaos::catalog::load(Path::new(&line.regression)).unwrap();
+        let loaded = mcp_chaos::run::catalog::load(Path::new(&line.regression)).unwrap();
         let r = run::run_arm_streaming(&loaded, 0, s.arm, &Options::default()).unwrap();
         assert_eq!(r.trace_sha256, f.verdict.trace, "{}", line.placement);
         assert!(

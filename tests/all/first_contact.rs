@@ -5,7 +5,7 @@
 //! all of them.
 
 use super::cli::{code, refused, run, scratch};
-use mcp_chaos::sut::Arm;
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::sweep::Summary;
 use std::process::Output;
 

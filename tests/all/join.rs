@@ -6,8 +6,8 @@
 //! something nobody runs. And a task whose replica is gone fails when it
 //! is next read, so its client re-issues instead of polling forever.
 
+use mcp_chaos::base::profile::Profile;
 use mcp_chaos::history::{Rec, Record};
-use mcp_chaos::profile::Profile;
 use mcp_chaos::run::{self, Options, RunReport};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;

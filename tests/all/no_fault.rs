@@ -22,9 +22,9 @@
 //!   polling of ours; `tests/all/rmcp.rs` holds their no-fault runs.
 
 use crate::simulate::inline;
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::run::{self, run_arm, Options, NOT_APPLICABLE};
 use mcp_chaos::scenario::Scenario;
-use mcp_chaos::sut::Arm;
 use proptest::prelude::*;
 
 /// One drawn combination of the wings.
@@ -196,7 +196,7 @@ duration_ms = 10000
 "#
         );
         let sc = inline(&text);
-        for arm in mcp_chaos::sut::Arm::all() {
+        for arm in mcp_chaos::hosts::sut::Arm::all() {
             let (r, _) = run::run_arm(&sc, 0, arm, &Options::default()).unwrap();
             let m = &r.metrics;
             let what = format!("{arm} with {delivery} delivery (seed 0)");

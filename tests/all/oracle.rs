@@ -213,7 +213,7 @@ fn finality_bounds_the_operations_open_at_once() {
 /// at once over the runs, and the operations judged.
 fn stream_matches_batch(
     cases: &[(String, Scenario)],
-    arms: &[mcp_chaos::sut::Arm],
+    arms: &[mcp_chaos::hosts::sut::Arm],
 ) -> (usize, u64) {
     let (mut peak, mut judged) = (0usize, 0u64);
     let mut wrong = Vec::new();
@@ -244,10 +244,10 @@ fn stream_matches_batch(
 fn the_streaming_judge_judges_as_the_batch_judge() {
     stream_matches_batch(
         &committed_scenarios("sims/causes"),
-        &mcp_chaos::sut::Arm::all(),
+        &mcp_chaos::hosts::sut::Arm::all(),
     );
     let random = random_scenarios(0x57ea, 200);
-    let both = Variant::BOTH.map(mcp_chaos::sut::Arm::BuiltIn);
+    let both = Variant::BOTH.map(mcp_chaos::hosts::sut::Arm::BuiltIn);
     stream_matches_batch(&random, &both);
 }
 
@@ -255,7 +255,10 @@ fn the_streaming_judge_judges_as_the_batch_judge() {
 #[test]
 #[ignore = "slow: every sims/*.toml scenario x 6 arms, each judged twice; run with --ignored"]
 fn the_streaming_judge_judges_as_the_batch_judge_on_every_committed_scenario() {
-    stream_matches_batch(&committed_scenarios("sims"), &mcp_chaos::sut::Arm::all());
+    stream_matches_batch(
+        &committed_scenarios("sims"),
+        &mcp_chaos::hosts::sut::Arm::all(),
+    );
 }
 
 /// The interleave cause where it is the reason for a loss: the seed case 2

@@ -144,7 +144,7 @@ fn missing(argv: &[String]) -> Vec<String> {
     for w in argv.windows(2) {
         match w[0].as_str() {
             "--scenario" => {
-                let found = mcp_chaos::locate::scenario(&w[1], &sims)
+                let found = mcp_chaos::run::locate::scenario(&w[1], &sims)
                     .is_ok_and(|p| root().join(p).exists());
                 if !found {
                     gone.push(w[1].clone());

@@ -2,10 +2,10 @@
 //! and every scenario of `sims/regressions/` holds its expectations.
 
 use crate::simulate::{path, scenario, simulate_scenario};
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
-use mcp_chaos::sut::Arm;
 use std::collections::BTreeSet;
 
 #[test]

@@ -3,10 +3,10 @@
 //! bytes from the same summary.
 
 use super::cli::{bin, scratch};
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::report;
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
-use mcp_chaos::sut::Arm;
 use mcp_chaos::sweep::Summary;
 use sha2::{Digest, Sha256};
 use std::path::Path;

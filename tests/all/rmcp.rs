@@ -3,9 +3,9 @@
 //! clients are reported not applicable.
 
 use mcp_chaos::history::{ClientRecord, Rec};
+use mcp_chaos::hosts::sut::Arm;
 use mcp_chaos::run::{run_arm, Options, RunReport, NOT_APPLICABLE};
 use mcp_chaos::scenario::Scenario;
-use mcp_chaos::sut::Arm;
 use std::path::Path;
 use std::process::Command;
 

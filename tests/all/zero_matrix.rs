@@ -4,7 +4,7 @@
 //! (sims/residuals/README.md), held to what the README says of them, so
 //! that a change that removes one says so.
 
-use mcp_chaos::profile::Profile;
+use mcp_chaos::base::profile::Profile;
 use mcp_chaos::run::{self, Options, RunReport};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;

@@ -20,7 +20,7 @@ pub use era_bars::{era_bars_svg, EraBar};
 pub use timeline::{share_lanes, FaultWindow, Lane, OpBar, Timeline};
 pub use timeline_svg::{timeline_group_svg, timeline_svg};
 
-use crate::sut::ArmEntry;
+use crate::hosts::sut::ArmEntry;
 use crate::sweep::Summary;
 
 /// An arm's colour in every plot and legend ([`ArmEntry::colour`]; grey

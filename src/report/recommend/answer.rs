@@ -349,8 +349,11 @@ fn glossary(named: &[&Standing]) -> String {
     let mut lines = Vec::new();
     for (kind, t) in terms {
         let words = match kind {
-            0 => crate::sut::ArmEntry::named(&t).map(|e| e.glossary),
-            1 => t.parse::<crate::profile::Profile>().ok().map(|p| p.words()),
+            0 => crate::hosts::sut::ArmEntry::named(&t).map(|e| e.glossary),
+            1 => t
+                .parse::<crate::base::profile::Profile>()
+                .ok()
+                .map(|p| p.words()),
             _ => setting_words(&t),
         };
         let label = if kind == 1 {

@@ -22,7 +22,7 @@
 //! setting to deploy).
 
 use super::Standing;
-use crate::sut::ArmEntry;
+use crate::hosts::sut::ArmEntry;
 
 /// Fewer seeds than this, and a page says the seeds are too few to
 /// separate configurations.

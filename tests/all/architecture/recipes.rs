@@ -99,7 +99,7 @@ fn every_file_of_the_guard_rule_recipe_names_every_reason() {
 fn the_readme_table_names_every_arm() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    for name in mcp_chaos::sut::Arm::NAMES {
+    for name in mcp_chaos::hosts::sut::Arm::NAMES {
         let row = format!("| `{name}` |");
         assert!(
             readme.lines().any(|l| l.starts_with(&row)),

@@ -3,11 +3,11 @@
 //! official SDK's server (`sdk`). It stands above both, so `server/`
 //! never imports `sdk`.
 
-use crate::console::errln;
+use crate::base::console::errln;
 use crate::history::History;
+use crate::hosts::sut::Arm;
 use crate::ledger::Ledger;
 use crate::server::{Delivery, Exposure, Pacing, Server, ServerConfig, Wire};
-use crate::sut::Arm;
 use anyhow::Context;
 
 /// The connection cap when `--max-connections` is not given: 1024, or the
@@ -176,7 +176,7 @@ async fn serve_sdk(
     ledger: Ledger,
     exposure: Exposure,
 ) -> anyhow::Result<()> {
-    use crate::sut::{Host, SystemUnderTest};
+    use crate::hosts::sut::{Host, SystemUnderTest};
     let seed = cfg.session_seed;
     errln!(
         "mcp-chaos: {arm} server (rmcp) on http://{}/mcp (post-stream)",

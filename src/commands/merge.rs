@@ -2,7 +2,7 @@
 //! aggregates recomputed, reports written when asked) or `explore`'s
 //! `explore.json` files (spaces, runs and failing placements added up).
 
-use crate::console::{errln, outln, write};
+use crate::base::console::{errln, outln, write};
 use crate::report;
 use crate::sweep::Summary;
 use anyhow::Context;

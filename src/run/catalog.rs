@@ -2,7 +2,7 @@
 //! files naming one scenario refused), the options a run applies checked
 //! against them; and the `list` and `validate` commands over them.
 
-use crate::console::outln;
+use crate::base::console::outln;
 use crate::run::{self, Options};
 use crate::scenario::Scenario;
 use anyhow::{bail, Context};

@@ -6,13 +6,13 @@
 /// Writes to standard output; a closed pipe (`| head`) ends the program
 /// quietly with 141 (as a shell reports SIGPIPE), never a panic.
 macro_rules! outln {
-    () => { $crate::console::say("\n") };
-    ($($t:tt)*) => { $crate::console::say(&format!("{}\n", format_args!($($t)*))) };
+    () => { $crate::base::console::say("\n") };
+    ($($t:tt)*) => { $crate::base::console::say(&format!("{}\n", format_args!($($t)*))) };
 }
 
 /// `print!` through [`say`].
 macro_rules! out {
-    ($($t:tt)*) => { $crate::console::say(&format!($($t)*)) };
+    ($($t:tt)*) => { $crate::base::console::say(&format!($($t)*)) };
 }
 
 /// Writes to standard error, ignoring a closed one (`eprintln!` would panic).

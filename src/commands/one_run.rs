@@ -2,13 +2,13 @@
 //! report printed (text or JSON), its trace written, the failure said on
 //! standard error with the command that reproduces it.
 
-use crate::catalog;
-use crate::console::{errln, out, outln, write};
-use crate::gate::{FailOn, Gate};
+use crate::base::console::{errln, out, outln, write};
+use crate::base::seed;
+use crate::hosts::sut::Arm;
 use crate::report;
+use crate::run::catalog;
+use crate::run::gate::{FailOn, Gate};
 use crate::run::{self, Options};
-use crate::seed;
-use crate::sut::Arm;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
@@ -72,7 +72,7 @@ pub fn run_one(
     if let Some(t) = trace {
         let written = history.finish_stream().and_then(|()| {
             let f = std::fs::OpenOptions::new().append(true).open(t)?;
-            crate::explain::write_verdicts(
+            crate::commands::explain::write_verdicts(
                 std::io::BufWriter::new(f),
                 &report.operations,
                 &report.verdict,
@@ -94,7 +94,9 @@ pub fn run_one(
     let mut late = false;
     for n in &report.faults.not_applied {
         if scenario.faults.explicit.contains(&n.fault) {
-            if let Some(said) = crate::never_applied::sentence(n, report.sim_ms, Some(&scenario)) {
+            if let Some(said) =
+                crate::run::never_applied::sentence(n, report.sim_ms, Some(&scenario))
+            {
                 if allow_late {
                     errln!("mcp-chaos: warning: {said}");
                 } else {

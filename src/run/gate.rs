@@ -6,8 +6,8 @@
 //! `sweep` and `compare` every configuration they ran, or the one
 //! `--fail-on-config` names.
 
+use crate::hosts::sut::Arm;
 use crate::run::{self, Options, RunReport};
-use crate::sut::Arm;
 use std::collections::BTreeMap;
 
 /// What, beside a broken expectation, fails the command. The variant
@@ -52,7 +52,7 @@ impl std::str::FromStr for Config {
                 ));
             } else {
                 if p != run::AS_WRITTEN {
-                    p.parse::<crate::profile::Profile>()
+                    p.parse::<crate::base::profile::Profile>()
                         .map_err(|e| format!("--fail-on-config {s:?}: {e}"))?;
                 }
                 config.profile = Some(p.to_string());
@@ -168,7 +168,7 @@ impl Gate {
     ) -> Result<u8, String> {
         let failed = self.failed(runs)?;
         for f in &failed {
-            crate::console::errln!(
+            crate::base::console::errln!(
                 "mcp-chaos: --fail-on ops: {} failed {} of {} operations ({}); first in {} seed {}\n  reproduce with: {}",
                 f.label,
                 f.failed,

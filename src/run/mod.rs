@@ -3,10 +3,10 @@
 use crate::fault::kind_name;
 use crate::history::History;
 pub use crate::history::Recording;
+use crate::hosts::sut::{Arm, BuiltIn, SystemUnderTest};
 use crate::oracle::{self, MetricEntry, Metrics};
 use crate::scenario::Scenario;
 use crate::server::Variant;
-use crate::sut::{Arm, BuiltIn, SystemUnderTest};
 use crate::world::{self, WorldError};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -47,7 +47,12 @@ macro_rules! with_arm {
 /// its unit; version 2 files' `migration_latency_hist` still reads).
 pub const SCHEMA_VERSION: u32 = 3;
 
+pub mod catalog;
+pub mod deployments;
 mod faults;
+pub mod gate;
+pub mod locate;
+pub mod never_applied;
 use faults::fault_accounts;
 pub use faults::{Faults, NotApplied, EXAMPLES};
 
@@ -147,7 +152,7 @@ pub struct RunReport {
     pub reached: Vec<crate::fault::Boundary>,
 }
 
-pub use crate::profile::Profile;
+pub use crate::base::profile::Profile;
 
 /// What a run's report calls the clients as the scenario wrote them.
 pub const AS_WRITTEN: &str = "scenario";
@@ -569,7 +574,7 @@ fn run_effective<S: SystemUnderTest>(
     // runs the scenario on a deployment its expectations were not written
     // for: measured, not judged.
     let overridden =
-        !opts.deployment.is_empty() && opts.deployment != crate::deployments::AS_WRITTEN;
+        !opts.deployment.is_empty() && opts.deployment != crate::run::deployments::AS_WRITTEN;
     let failed = if overridden {
         Vec::new()
     } else {

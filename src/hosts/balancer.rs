@@ -14,15 +14,15 @@
 //! clients; it runs on a host's `LocalSet` and keeps its state in one
 //! `RefCell`, never borrowed across an `.await`.
 
+use crate::base::seed;
 use crate::client::Connector;
 use crate::history::{History, WorldRecord};
-use crate::intermediary::{self, ConnGuard, Relay};
+use crate::hosts::intermediary::{self, ConnGuard, Relay};
 use crate::protocol::headers::{AUTHORIZATION, LAST_EVENT_ID, MCP_SESSION_ID};
 use crate::protocol::jsonrpc::{ErrorObject, Message, INTERNAL_ERROR, SESSION_ERROR};
 use crate::scenario::{
     BalancerKind, DeploymentSpec, Intermediary, OnDeadUpstream, PinKey, ResumeRouting, StoreKind,
 };
-use crate::seed;
 use crate::server::Listener;
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
