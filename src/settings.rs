@@ -51,8 +51,10 @@ pub struct ServerConfig {
     /// The clock resource changes this often, ms (0: never).
     pub resource_interval_ms: u64,
     /// Every SSE response says `X-Accel-Buffering: no`, so a buffering
-    /// intermediary that honours it (as nginx does) streams it.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    /// intermediary that honours it (as nginx does) streams it. On by
+    /// default, as every SDK's server does; `false` models a server that
+    /// does not.
+    #[serde(skip_serializing_if = "is_true")]
     pub no_buffering: bool,
     /// A stream's connection silent this long gets a `:` comment, ms (0:
     /// never): a sign of life for the client and any intermediary.
@@ -290,7 +292,7 @@ impl Default for ServerConfig {
             legacy_session_ttl_ms: 30_000,
             cross_transport_mapping: false,
             resource_interval_ms: 0,
-            no_buffering: false,
+            no_buffering: true,
             keepalive_ms: 0,
             replay_retry_after: false,
             release_moved_legacy: false,
@@ -312,6 +314,10 @@ impl Default for ServerConfig {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 fn is_zero_u32(v: &u32) -> bool {

@@ -8,6 +8,7 @@ mod actor;
 mod behaviour;
 mod core;
 mod event_ids;
+mod field;
 pub mod http;
 mod ops;
 mod polling;

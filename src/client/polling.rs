@@ -40,6 +40,9 @@ impl Client {
             stream,
             retry_ms,
         });
+        if self.ignores_retry() {
+            return;
+        }
         self.schedule_resume(Duration::from_millis(retry_ms), stream, false);
     }
 

@@ -332,7 +332,7 @@ impl Client {
                 .for_each(|s| self.resume_accepted(s, ex)),
             Action::RetryResume => ex.stream().into_iter().for_each(|s| self.retry_resume(s)),
             Action::Interrupt { clean } => self.interrupt(ex, clean),
-            Action::Reinit => self.reinit(),
+            Action::Reinit => self.session_gone(),
             Action::ReinitNow => self.reinit_now(),
             Action::RetryInit => self.retry_init(),
             Action::RetryOpen => {

@@ -299,7 +299,7 @@ impl Client {
         };
         let keyed = self.keyed();
         if keyed {
-            out = out.header(headers::IDEMPOTENCY_KEY, &tag);
+            out = out.header(headers::IDEMPOTENCY_KEY, &self.key_for(op, &tag));
         }
         let cursor = self.cursor_on_post().then(|| self.cursor_list()).flatten();
         if let Some(c) = &cursor {

@@ -261,6 +261,14 @@ pub enum ClientRecord {
         /// When the request went out, µs.
         sent_us: u64,
     },
+    /// A re-sent call carries an `Idempotency-Key` other than its earlier
+    /// attempts' (a field client's `key-per-attempt`), recorded before it.
+    KeyChanged {
+        /// Client index.
+        client: u32,
+        /// Operation tag.
+        tag: Rc<str>,
+    },
     /// How an operation ended.
     Outcome {
         /// Client index.
@@ -300,6 +308,7 @@ impl ClientRecord {
             | ClientRecord::NoResponse { tag, .. }
             | ClientRecord::Task { tag, .. }
             | ClientRecord::InputRequired { tag, .. }
+            | ClientRecord::KeyChanged { tag, .. }
             | ClientRecord::Outcome { tag, .. } => Some(tag),
             ClientRecord::Sent { tag, .. }
             | ClientRecord::Reused { tag, .. }

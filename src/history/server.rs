@@ -232,6 +232,10 @@ pub enum EmptyResume {
     /// The stream's result was produced already (`completed_resume =
     /// "empty"`, rmcp).
     Completed,
+    /// `Last-Event-ID` is past every id the session issued (unguarded and
+    /// keys, as every SDK's server answers: the client believes it caught
+    /// up).
+    PastEnd,
     /// The shared store this replica reads lacks the cursor (restarted
     /// without keeping its contents, or lagging behind it).
     Cold,

@@ -100,6 +100,10 @@ pub enum Cause {
     /// The client re-sent the operation without an `Idempotency-Key` after
     /// losing its stream, and the server ran it again.
     RetryWithoutKey,
+    /// The client re-sent the operation with a new `Idempotency-Key` (a
+    /// key per attempt), and the server ran it again: by its key, no
+    /// server can tell that retry from a new call.
+    KeyChanged,
     /// Every attempt carried the same `Idempotency-Key`, and the server ran
     /// the operation again anyway (keys ignored, or the key forgotten).
     KeyNotHonored,
@@ -130,8 +134,18 @@ pub enum Cause {
     /// key that would make sending it again safe, gave it up there, with
     /// attempts left.
     GatewayGaveUp,
+    /// The server answered 404 (it no longer has the session) and the
+    /// client gave the operation up there instead of opening a new session
+    /// (a stale session kept: the field behaviour
+    /// `never-reinit-after-404`).
+    StaleSession,
     /// The client used up its attempts and gave the operation up.
     GaveUp,
+    /// The server paused a stream of the client while the operation was
+    /// open (`retry:` advice, then a close: polling), the client sent no
+    /// resume after, and the operation's result never came (a client that
+    /// ignores `retry:`: the field behaviour `ignore-retry-field`).
+    RetryIgnored,
     /// The run (fault phase plus heal phase) ended with the operation still
     /// unresolved.
     RunEnded,
@@ -162,12 +176,15 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::FinRace,
     Cause::CancelledAfterEffect,
     Cause::RetryWithoutKey,
+    Cause::KeyChanged,
     Cause::KeyNotHonored,
     Cause::ReplayLiveInterleave,
     Cause::ReconnectLoop,
     Cause::KeyRequired,
     Cause::GatewayGaveUp,
+    Cause::StaleSession,
     Cause::GaveUp,
+    Cause::RetryIgnored,
     Cause::RunEnded,
 ];
 
@@ -193,12 +210,15 @@ impl Cause {
             Cause::LostResponseHead => "lost_response_head",
             Cause::CancelledAfterEffect => "cancelled_after_effect",
             Cause::RetryWithoutKey => "retry_without_key",
+            Cause::KeyChanged => "key_changed",
             Cause::KeyNotHonored => "key_not_honored",
             Cause::ReplayLiveInterleave => "replay_live_interleave",
             Cause::FinRace => "fin_race",
             Cause::ReconnectLoop => "reconnect_loop",
             Cause::KeyRequired => "key_required",
             Cause::GatewayGaveUp => "gateway_gave_up",
+            Cause::StaleSession => "stale_session",
+            Cause::RetryIgnored => "retry_ignored",
             Cause::GaveUp => "gave_up",
             Cause::RunEnded => "run_ended",
         }
@@ -265,6 +285,9 @@ impl Cause {
             Cause::RetryWithoutKey => {
                 "the client re-sent the call without an `Idempotency-Key` after losing its stream, and the server ran it again."
             }
+            Cause::KeyChanged => {
+                "the client re-sent the call with a new `Idempotency-Key` (one per attempt), so the server took the retry for a new call and ran it again."
+            }
             Cause::KeyNotHonored => {
                 "every attempt carried the same key and the server ran the call again anyway."
             }
@@ -280,8 +303,14 @@ impl Cause {
             Cause::GatewayGaveUp => {
                 "a gateway answered 502 or 504 (its replica broke off or did not answer in time) and the client, with no key to make a re-send safe, gave the call up with attempts left."
             }
+            Cause::StaleSession => {
+                "the server no longer had the session (404) and the client gave the call up there, keeping its stale session id instead of opening a new one."
+            }
             Cause::GaveUp => {
                 "the client used up its attempts."
+            }
+            Cause::RetryIgnored => {
+                "the server paused the stream (`retry:`, then a close) and the client never resumed it: it reconnected without `Last-Event-ID`, and the result never came."
             }
             Cause::RunEnded => {
                 "the run (faults, then the heal phase) ended with the call unresolved."
@@ -330,7 +359,8 @@ impl Cause {
                     .any(|x| x.committed && x.result_us.is_none())
             }
             Cause::RetryWithoutKey => dup && op.keyless_retry,
-            Cause::KeyNotHonored => dup && !op.keyless_retry,
+            Cause::KeyChanged => dup && op.key_changed,
+            Cause::KeyNotHonored => dup && !op.keyless_retry && !op.key_changed,
             Cause::ReplayLiveInterleave => {
                 (op.failures.contains(Failure::OutOfOrder) && op.resumed)
                     || (op.failures.contains(Failure::Lost) && op.cursor_past_result)
@@ -341,7 +371,9 @@ impl Cause {
             Cause::GatewayGaveUp => {
                 op.gave_up && !op.keyed && matches!(op.last_status, Some(502 | 504))
             }
+            Cause::StaleSession => op.gave_up && op.last_status == Some(404),
             Cause::GaveUp => op.gave_up,
+            Cause::RetryIgnored => op.failures.contains(Failure::Lost) && op.retry_ignored,
             Cause::RunEnded => op.failures.contains(Failure::Lost) && !run.clients_finished,
         }
     }

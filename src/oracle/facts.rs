@@ -141,6 +141,8 @@ pub struct OpFacts {
     pub calls_sent: u32,
     /// A re-sent POST carried no `Idempotency-Key`.
     pub keyless_retry: bool,
+    /// A re-sent POST carried a key other than the earlier attempts'.
+    pub key_changed: bool,
     /// When each keyed re-issue of the call went out (every call attempt
     /// after the first that carried an `Idempotency-Key`), µs.
     pub keyed_reissues_us: Vec<u64>,
@@ -187,6 +189,9 @@ pub struct OpFacts {
     pub reinit_after_switch: bool,
     /// Its client was refused (404: session not found) during it.
     pub refused_404: bool,
+    /// The server paused a stream of its client during it (`retry:`), and
+    /// no resume of it went out after.
+    pub retry_ignored: bool,
     /// One of those refusals came after the replica its client's calls
     /// last ran on went down.
     pub home_died: bool,
@@ -414,6 +419,9 @@ pub struct ClientFacts {
     pub switched_us: Option<u64>,
     /// 404s it got, µs.
     pub refused_404_us: Vec<u64>,
+    /// When the server paused one of its streams (`retry:` then a close),
+    /// µs.
+    pub paused_us: Vec<u64>,
     /// Migration latency samples, µs: transport switches (switch to the
     /// next handled result) and replica moves (the start of the call that
     /// first ran on the new replica to the next handled result).

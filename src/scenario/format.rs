@@ -45,6 +45,47 @@ impl Behaviour {
     }
 }
 
+/// A field client behaviour: a way clients users run do not honour the
+/// server, on purpose, as reported since mid-2026 (sims/README.md, each
+/// with its source; sims/field/ shows each against every arm).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Field {
+    /// A retry mints a new `Idempotency-Key` for each attempt, which
+    /// defeats every key-honouring server (square-mcp-server #31,
+    /// KeeperHub #2207).
+    KeyPerAttempt,
+    /// After a 404 the client keeps its stale `Mcp-Session-Id` and never
+    /// re-initializes: each operation on it fails with the 404
+    /// (anthropics/claude-code #50450, #46533). The 2026-07-28 wire has no
+    /// session to go stale.
+    #[serde(rename = "never-reinit-after-404")]
+    NeverReinitAfter404,
+    /// A stream the server closed with `retry:` advice (polling) is
+    /// reconnected at once, without `Last-Event-ID`: a plain GET, so the
+    /// rest of the paused stream never comes (the Java SDK's failing
+    /// `sse-retry` conformance scenario).
+    IgnoreRetryField,
+}
+
+impl Field {
+    /// Every field behaviour, in the order sims/README.md lists them.
+    pub const ALL: [Field; 3] = [
+        Field::KeyPerAttempt,
+        Field::NeverReinitAfter404,
+        Field::IgnoreRetryField,
+    ];
+
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Field::KeyPerAttempt => "key-per-attempt",
+            Field::NeverReinitAfter404 => "never-reinit-after-404",
+            Field::IgnoreRetryField => "ignore-retry-field",
+        }
+    }
+}
+
 /// How a client holds its connections to the server (sims/README.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -134,6 +175,10 @@ pub struct ClientGroup {
     /// end).
     #[serde(skip_serializing_if = "Reconnect::is_default")]
     pub reconnect: Reconnect,
+    /// Field behaviours these clients show (none: a client that honours
+    /// the server).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub field: Vec<Field>,
 }
 
 /// A client's policy for a resume answered 200 with nothing (`reconnect`).
@@ -166,6 +211,11 @@ impl ClientGroup {
         self.keys.unwrap_or(self.behaviour == Behaviour::DedupRetry)
     }
 
+    /// Whether these clients show field behaviour `f`.
+    pub fn shows(&self, f: Field) -> bool {
+        self.field.contains(&f)
+    }
+
     /// Whether these clients declare the tasks extension.
     pub fn tasked(&self) -> bool {
         self.tasks.unwrap_or(false)
@@ -196,6 +246,7 @@ impl Default for ClientGroup {
             pool_idle_ms: 4_000,
             require_event_field: false,
             reconnect: Reconnect::Backoff,
+            field: Vec::new(),
         }
     }
 }

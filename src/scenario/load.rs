@@ -166,7 +166,7 @@ pub fn check_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCon
             format!("server settings are named with their table: --set server.{key}={value}")
         } else {
             "only the era, [server], [deployment] and [intermediary] settings and \
-             client.connections / client.pool_idle_ms / client.reconnect can be set (--set \
+             client.connections / client.pool_idle_ms / client.reconnect / client.field can be set (--set \
              server.KEY=VALUE, e.g. server.store_capacity=64, deployment.replicas=3 or \
              intermediary.buffer=true); other tables are edited in the scenario file"
                 .to_string()

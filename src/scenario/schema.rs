@@ -187,7 +187,7 @@ pub fn set_server(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerCo
 
 /// The `[[clients]]` keys `--set client.KEY=VALUE` may set (for every
 /// group at once): how clients hold connections, not what they do.
-pub const CLIENT_SETTABLE: &[&str] = &["connections", "pool_idle_ms", "reconnect"];
+pub const CLIENT_SETTABLE: &[&str] = &["connections", "pool_idle_ms", "reconnect", "field"];
 
 /// `g` with `client.KEY=VALUE` applied (`--set`), or one line naming the
 /// fix: only [`CLIENT_SETTABLE`] keys, each with its type.
@@ -202,6 +202,15 @@ pub fn set_client(g: &ClientGroup, key: &str, value: &str) -> Result<ClientGroup
             CLIENT_SETTABLE.join(" or client.")
         ));
     }
+    // `client.field=key-per-attempt` names one behaviour; a TOML list
+    // names several (`[]`: none).
+    let one;
+    let value = if key == "field" && !value.trim_start().starts_with('[') {
+        one = format!("[{:?}]", value.trim_matches('"'));
+        one.as_str()
+    } else {
+        value
+    };
     set_field("client", g, key, value)
 }
 

@@ -111,7 +111,7 @@ fn a_bad_set_is_one_line_naming_the_fix_in_every_command() {
             "client.conections=keep-alive",
             "mcp-chaos: invalid value 'client.conections=keep-alive' for '--set \
              <server.KEY=VALUE>': no client setting \"conections\": did you mean \
-             client.connections? --set takes client.connections or client.pool_idle_ms or client.reconnect (other \
+             client.connections? --set takes client.connections or client.pool_idle_ms or client.reconnect or client.field (other \
              [[clients]] keys are edited in the scenario file)",
         ),
     ];

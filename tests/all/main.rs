@@ -23,6 +23,7 @@ mod eras;
 mod explore;
 mod fault_accounting;
 mod faults;
+mod field;
 mod first_contact;
 mod fleet;
 mod gate;

@@ -74,13 +74,15 @@ fn the_unguarded_server_has_the_models_hazards() {
         "{out}"
     );
     // The unguarded arm models today's SDKs: a retry by POST runs the tool
-    // again whatever its id, a malformed cursor gets an empty 200, and a
-    // legacy session id is served on the streamable endpoint.
+    // again whatever its id, a malformed cursor and one past the stream's
+    // end get an empty 200, and a legacy session id is served on the
+    // streamable endpoint.
     for h in [
         "retry-new-id",
         "retry-same-id",
         "retry-after-completion",
         "resume-malformed",
+        "resume-future-cursor",
         "legacy-session",
         "duplicate-inflight-id",
     ] {
@@ -93,7 +95,6 @@ fn the_unguarded_server_has_the_models_hazards() {
         "resume-after-completion",
         "resume-foreign-session",
         "second-get",
-        "resume-future-cursor",
         "resume-twice",
         "replay-dropped",
     ] {

@@ -418,3 +418,28 @@ fn transfer_codings_other_than_chunked_are_refused() {
     c.r.get_mut().write_all(ok.as_bytes()).unwrap();
     assert_eq!(c.read().status, 200);
 }
+
+/// A `Last-Event-ID` past every id the session issued: unguarded and keys
+/// answer 200 and an empty stream, as every SDK's server does (the client
+/// believes it caught up), and say `X-Accel-Buffering: no` as every SSE
+/// response does by default; guarded refuses an id it never issued.
+#[test]
+fn a_cursor_past_the_end_gets_an_empty_stream_except_on_guarded() {
+    for (arm, status) in [("unguarded", 200), ("keys", 200), ("guarded", 400)] {
+        let s = Served::start(&["--server", arm]);
+        let sid = initialize(&mut s.connect(), &[]);
+        let r = raw(
+            &s,
+            get_stream(&sid, "last-event-id: 1000000\r\n").as_bytes(),
+        );
+        assert_eq!(r.status, status, "{arm}: {r:?}");
+        if status == 200 {
+            let sse = r.header("content-type").unwrap_or_default();
+            assert!(sse.starts_with("text/event-stream"), "{arm}: {r:?}");
+            assert_eq!(r.header("x-accel-buffering"), Some("no"), "{arm}");
+            assert!(r.body.trim().is_empty(), "{arm}: {r:?}");
+        } else {
+            assert!(r.body.contains("never issued"), "{arm}: {}", r.body);
+        }
+    }
+}

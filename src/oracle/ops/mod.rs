@@ -393,6 +393,12 @@ impl Builder {
                     }
                 }
             }
+            ClientRecord::Paused { client, .. } => self.client(*client).paused_us.push(t),
+            ClientRecord::KeyChanged { client, tag } => {
+                if let Some(op) = self.op_or_new(*client, tag, t) {
+                    op.key_changed = true;
+                }
+            }
             ClientRecord::Outcome {
                 client,
                 tag,

@@ -42,6 +42,10 @@ pub(super) fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>,
         .refused_404_us
         .iter()
         .any(|&t| t >= op.start_us && t <= end);
+    op.retry_ignored = client
+        .paused_us
+        .iter()
+        .any(|&p| p >= op.start_us && p <= end && !op.resumes_us.iter().any(|&r| r >= p));
     op.refused_lagging = client
         .refused_404_us
         .iter()

@@ -322,123 +322,6 @@ pub fn recommend(s: &Summary) -> Option<Recommendation> {
     })
 }
 
-/// What removes each cause, and where the report's arms and profiles
-/// show it. Ordered as the oracle's causes.
-pub const REMEDIES: &[(&str, &str)] = &[
-    (
-        "owner_dead",
-        "effects that commit with their key when the tool finishes (`--set server.effects=transactional`) and keys every replica sees (`--set deployment.store=shared`, with `deployment.on_dead_upstream=repin`), so the re-issue on another replica gets the stored result or runs once the dead runner's lease ran out; with local stores no replica knows the dead one's keys",
-    ),
-    (
-        "restart_mid_execution",
-        "effects that commit with their key when the tool finishes (`--set server.effects=transactional`), keys kept across restarts (`--set server.durable_dedup=true`) and clients that send keys",
-    ),
-    (
-        "restart_lost_session",
-        "keys kept across restarts (`--set server.durable_dedup=true`) and clients that send keys, so the re-issue after the 404 gets the stored result",
-    ),
-    (
-        "task_create_lost",
-        "task creation under an `Idempotency-Key` (the `tasks+keys` profile) on an arm that honours it (`keys`, `guarded`): the re-sent creation gets the task its key created",
-    ),
-    (
-        "mrtr_reexecution",
-        "the `guarded` arm with keyed clients, which continues the execution the signed `requestState` names instead of running the tool again; or `effects = \"transactional\"` (the asking execution commits nothing)",
-    ),
-    (
-        "task_cancel_race",
-        "keyed tasks (`tasks+keys`) on `guarded`, which lets a keyed execution whose effect is taken run on past the cancel, so the re-issue under the key gets that task; or `effects = \"transactional\"` (a cancelled execution commits nothing)",
-    ),
-    (
-        "cold_resume",
-        "a shared store that keeps its contents (`--set deployment.store_durable=true`), resumes sent to the replica that gave the cursor (`--set deployment.resume=pin-owner`) and clients that send keys, so the re-issue is answered from the key table",
-    ),
-    (
-        "eviction",
-        "the guard's announced gaps (the `guarded` arm turns the loss into a degraded operation) or a larger `server.store_capacity`",
-    ),
-    (
-        "task_expired",
-        "a `task_ttl_ms` longer than the longest a client may be away (partitions, backoff), and keyed tasks (`tasks+keys`) on an arm that keeps the key's result after its task expired (`keys`, `guarded`, with `server.durable_dedup` across restarts)",
-    ),
-    (
-        "transport_reissue",
-        "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it: the re-issue after re-initializing is answered from the key table",
-    ),
-    (
-        "affinity_lost",
-        "pins that outlive the sessions they keep (`deployment.affinity_ttl_ms` 0, or longer than a session) and a balancer whose routing survives its restart (`--set deployment.balancer=hash`: the ring needs no table)",
-    ),
-    (
-        "store_lag",
-        "a store whose reads do not lag (a session read from the primary), or routing that keeps a session on the replica that opened it (`--set deployment.balancer=sticky` or `hash`)",
-    ),
-    (
-        "wrong_replica",
-        "a shared store every replica loads the session from (`--set deployment.store=shared`), or a balancer that keeps a session on the replica that issued it (`--set deployment.balancer=sticky`, or `hash`)",
-    ),
-    (
-        "join_lost",
-        "the `guarded` arm, whose joined re-issue follows the key's execution where every replica sees it (its result, its runner's lease) and answers with the stored result or runs the call once the runner is gone; a keyed client that keeps retrying a 409 for a key in flight long enough for the execution to end",
-    ),
-    (
-        "stale_connection",
-        "clients whose pool retires an idle connection before the server closes it (`pool_idle_ms` below `server.server_idle_ms`) and whose read timeout leaves attempts to retry on a fresh one; no server mechanism sees a request that never arrived",
-    ),
-    (
-        "lost_response_head",
-        "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it",
-    ),
-    (
-        "fin_race",
-        "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it",
-    ),
-    (
-        "cancelled_after_effect",
-        "the `guarded` arm with keyed clients (a keyed execution whose effect is taken runs on past the close and its key answers the re-issue), or `effects = \"transactional\"` (a cancelled execution commits nothing)",
-    ),
-    (
-        "retry_without_key",
-        "clients that send an `Idempotency-Key` on every non-idempotent call (the `keys` profile) to an arm that honours it (`keys`, `guarded`)",
-    ),
-    (
-        "key_not_honored",
-        "a server that honours `Idempotency-Key` (the `keys` or `guarded` arm)",
-    ),
-    (
-        "replay_live_interleave",
-        "Rule M (the `guarded` arm): a POST waits for the replay its client is owed",
-    ),
-    (
-        "key_required",
-        "clients that send an `Idempotency-Key` and a bearer token on every non-idempotent call (`keys` or `tasks+keys`): guarded refuses the rest by design",
-    ),
-    (
-        "gateway_gave_up",
-        "keyed clients (`keys`), which send a call again after a 502 or 504, to an arm that honours keys; and a gateway that repins a dead upstream (`deployment.on_dead_upstream = \"repin\"`)",
-    ),
-    (
-        "gave_up",
-        "a longer client budget, or the server settings docs/causes.md names for the residual",
-    ),
-    (
-        "reconnect_loop",
-        "the guarded arm's replay of the stream's tail (a resume never gets 200 and nothing), or a client that re-issues after an empty resume instead of resuming again forever (`reconnect = \"backoff\"`)",
-    ),
-    (
-        "run_ended",
-        "a longer heal phase, or the server settings docs/causes.md names for the residual",
-    ),
-];
-
-/// The mechanism that removes `cause`.
-pub fn remedy(cause: &str) -> &'static str {
-    REMEDIES
-        .iter()
-        .find(|(c, _)| *c == cause)
-        .map_or("no mechanism known to this version", |(_, r)| r)
-}
-
 /// Configurations run beside this summary, as evidence: the standings of
 /// `OUT/matrix/summary.json` and `OUT/zero/summary.json` when they exist.
 #[derive(Clone, Debug, Default)]
@@ -506,15 +389,26 @@ impl Beside {
 fn evidence<'a>(
     cause: &str,
     best: &Standing,
-    here: &'a [Standing],
+    here: &Here<'a>,
     beside: &'a Beside,
 ) -> Option<(Option<&'a str>, &'a Standing)> {
     let share = |x: &Standing| per_1000(x.of_cause(cause), x.operations);
-    let here = here.iter().map(|x| (None, x));
+    // A comparison beside that ran none of this one's scenarios shows
+    // nothing about them (the matrix never ran `sims/field/`).
+    let ran_here = |d: &str| {
+        beside.sources.iter().any(|(name, s)| {
+            name == d && {
+                let there = super::scenarios(s);
+                here.scenarios.iter().any(|sc| there.contains(sc))
+            }
+        })
+    };
     let there = beside
         .dirs
         .iter()
+        .filter(|(d, _)| ran_here(d))
         .flat_map(|(d, v)| v.iter().map(move |x| (Some(d.as_str()), x)));
+    let here = here.ranked.iter().map(|x| (None, x));
     here.chain(there)
         .filter(|(_, x)| x.operations > 0 && share(x) <= share(best) / 2.0)
         .min_by(|a, b| {
@@ -609,7 +503,11 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
             best.not_applicable.join(", ")
         );
     }
-    remaining(&mut out, best, &rec.ranked, beside);
+    let here = Here {
+        ranked: &rec.ranked,
+        scenarios: &super::scenarios(s),
+    };
+    remaining(&mut out, best, &here, beside);
     out.push_str(&ranked_markdown(&rec));
     out
 }
@@ -647,7 +545,15 @@ fn interval_text(x: &Standing) -> String {
 }
 
 /// What remains under `best`, cause by cause, with what removes it.
-fn remaining(out: &mut String, best: &Standing, here: &[Standing], beside: &Beside) {
+/// This comparison, as [`remaining`] reads it: its configurations ranked,
+/// and the scenarios it ran (a comparison beside that ran none of them is
+/// no evidence).
+struct Here<'a> {
+    ranked: &'a [Standing],
+    scenarios: &'a [&'a str],
+}
+
+fn remaining(out: &mut String, best: &Standing, here: &Here, beside: &Beside) {
     if best.failed == 0 {
         out.push_str("No operation failed under it: nothing remains to remove.\n\n");
         return;
@@ -772,6 +678,8 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
 
 pub mod answer;
 pub mod decide;
+mod remedies;
+pub use remedies::{remedy, REMEDIES};
 
 #[cfg(test)]
 pub(super) mod tests;

@@ -379,3 +379,31 @@ fn retry_run(t: &RunReport, server: &str, failed: u64) -> RunReport {
         &[],
     )
 }
+
+/// A comparison beside that ran none of this one's scenarios is no
+/// evidence of a remedy, however little of the cause it had; one that
+/// ran them is.
+#[test]
+fn a_comparison_beside_that_ran_other_scenarios_is_not_evidence() {
+    let t = template();
+    let s = summary(vec![
+        run_of(&t, ("field", "unguarded", 0), (9, 10), "stale_session", &[]),
+        run_of(&t, ("field", "guarded", 0), (9, 10), "stale_session", &[]),
+    ]);
+    let line_with = |beside: &Beside| {
+        let md = markdown(&s, beside);
+        md.lines()
+            .find(|l| l.starts_with("- `stale_session`"))
+            .map(String::from)
+            .unwrap()
+    };
+    for (scenario, shown) in [("other", false), ("field", true)] {
+        let there = summary(vec![run_of(&t, (scenario, "keys", 0), (0, 1000), "", &[])]);
+        let beside = Beside {
+            dirs: vec![("results/matrix".into(), standings(&there))],
+            sources: vec![("results/matrix".into(), there)],
+        };
+        let line = line_with(&beside);
+        assert_eq!(line.contains("shown by"), shown, "{scenario}: {line}");
+    }
+}

@@ -46,10 +46,9 @@ pub(in crate::server) fn accepted() -> Response<ServerBody> {
     r
 }
 
-/// 200 `text/event-stream` over `body` (an SSE stream, or an empty body:
-/// a stream that ends at once), not to be cached.
-/// An SSE response says `X-Accel-Buffering: no` (`no_buffering`): a
-/// buffering proxy that honours it streams the response.
+/// An SSE response says `X-Accel-Buffering: no` (`no_buffering`, on by
+/// default as on every SDK's server): a buffering proxy that honours it
+/// streams the response.
 pub(in crate::server) fn say_no_buffering<B>(r: &mut Response<B>) {
     let sse = r
         .headers()
@@ -61,6 +60,8 @@ pub(in crate::server) fn say_no_buffering<B>(r: &mut Response<B>) {
     }
 }
 
+/// 200 `text/event-stream` over `body` (an SSE stream, or an empty body:
+/// a stream that ends at once), not to be cached.
 pub(in crate::server) fn event_stream(body: ServerBody) -> Response<ServerBody> {
     let mut r = Response::new(body);
     r.headers_mut().insert(

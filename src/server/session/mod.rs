@@ -438,6 +438,11 @@ impl Session {
         }
     }
 
+    /// Whether `id` is past every id this session issued.
+    pub fn past_issued(&self, id: EventId) -> bool {
+        id >= self.next_event_id
+    }
+
     /// Whether `id` was issued in this session on a stream since released.
     pub fn released(&self, id: EventId) -> bool {
         (self.first_event_id..self.next_event_id).contains(&id) && self.stream_of(id).is_none()

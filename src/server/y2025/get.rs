@@ -146,7 +146,8 @@ fn open_standalone(shared: &Rc<Shared>, sid: &SessionId, conn: ConnId) -> Reply 
 /// the stream over, then continues live. A legacy cursor on a session with a
 /// registered mapping is translated (and the response says so); the
 /// unguarded server reads any cursor as a streamable id, as the observed
-/// dual-transport server did. Past evicted events, the guarded server first
+/// dual-transport server did; a cursor past every id issued gets an empty
+/// stream there (400 on guarded). Past evicted events, the guarded server first
 /// sends a `gap` event naming them (410 only when the result itself is
 /// gone); the other arms replay from the oldest event left, silently.
 fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mapped: bool) -> Reply {
@@ -170,6 +171,13 @@ fn resume(shared: &Rc<Shared>, sid: &SessionId, cursor: u64, conn: ConnId, mappe
     }
     let target = resume_target(shared, sess, cursor, translate);
     let Some((s, at)) = target else {
+        // Past the end of what the session issued: 200 and an empty
+        // stream, as every SDK's server answers (unguarded and keys); the
+        // guarded server refuses an id it never issued.
+        if !shared.guarded() && sess.past_issued(cursor) {
+            drop(st);
+            return empty_resume(shared, sid, None, conn, EmptyResume::PastEnd);
+        }
         return Reply::new(error(
             StatusCode::BAD_REQUEST,
             None,

@@ -1,0 +1,134 @@
+//! The field client behaviours (`[[clients]] field`): clients users run
+//! that do not honour the server, on purpose. Each has its scenario in
+//! `sims/field/`, whose expectations hold on every built-in arm; on some
+//! arm it fails where the same clients honouring the server (`--set
+//! client.field=[]`) lose nothing, they never lose more, and the remedy
+//! the report names removes the failure.
+
+use mcp_chaos::run::{self, Options};
+use mcp_chaos::scenario::{Field, Scenario};
+use mcp_chaos::server::Variant;
+use std::path::PathBuf;
+
+fn load(f: Field) -> (String, Scenario) {
+    let label = format!("sims/field/{}.toml", f.as_str());
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&label);
+    let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{label}: {e}"));
+    (label, s)
+}
+
+fn failed(s: &Scenario, v: Variant) -> u64 {
+    let (r, _) = run::run(s, 0, v, &Options::default()).unwrap();
+    r.metrics.ops_failed
+}
+
+#[test]
+fn each_field_behaviour_fails_where_honouring_clients_lose_nothing() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sims/field");
+    let files = std::fs::read_dir(dir).unwrap().count();
+    assert_eq!(files, Field::ALL.len(), "one scenario per field behaviour");
+    for f in Field::ALL {
+        let (label, s) = load(f);
+        assert!(
+            s.clients.iter().any(|g| g.shows(f)),
+            "{label} shows {}",
+            f.as_str()
+        );
+        let mut honouring = s.clone();
+        honouring.set("client.field", "[]").unwrap();
+        // The arms where the behaviour alone makes the failure.
+        let mut alone = Vec::new();
+        for v in Variant::ALL {
+            let (r, _) = crate::run_expecting(&label, &s, v);
+            let honest = failed(&honouring, v);
+            assert!(
+                honest <= r.metrics.ops_failed,
+                "{label} under {}: honouring clients fail {honest}, these {}",
+                v.as_str(),
+                r.metrics.ops_failed
+            );
+            if r.metrics.ops_failed > 0 && honest == 0 {
+                alone.push(v.as_str());
+            }
+        }
+        assert!(
+            !alone.is_empty(),
+            "{label}: on some arm the behaviour fails where honouring clients lose nothing"
+        );
+    }
+}
+
+/// key-per-attempt: keys cannot help (each attempt is a new call by its
+/// key); guarded's Rule M answers the re-POST on the session that holds
+/// the call's stream, whatever its key.
+#[test]
+fn a_key_per_attempt_defeats_keys_and_rule_m_holds() {
+    let (_, s) = load(Field::KeyPerAttempt);
+    let (r, _) = run::run(&s, 0, Variant::Keys, &Options::default()).unwrap();
+    assert_eq!(
+        r.metrics.failures_by_cause.get("key_changed"),
+        Some(&1),
+        "{:?}",
+        r.metrics.failures_by_cause
+    );
+    assert_eq!(failed(&s, Variant::Guarded), 0);
+}
+
+/// never-reinit-after-404: every arm fails alike (a server that lost the
+/// session can only answer 404); sessions that outlive the restart in a
+/// durable shared store, or the 2026-07-28 wire, remove it.
+#[test]
+fn a_stale_session_fails_on_every_arm_until_sessions_outlive_the_restart() {
+    let (_, s) = load(Field::NeverReinitAfter404);
+    for v in Variant::ALL {
+        let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap();
+        assert!(
+            r.metrics.failures_by_cause.get("stale_session") > Some(&0),
+            "{}: {:?}",
+            v.as_str(),
+            r.metrics.failures_by_cause
+        );
+    }
+    let mut durable = s.clone();
+    for (k, v) in [
+        ("deployment.replicas", "2"),
+        ("deployment.balancer", "round-robin"),
+        ("deployment.store", "shared"),
+        ("deployment.store_durable", "true"),
+    ] {
+        durable.set(k, v).unwrap();
+    }
+    let mut y2026 = s.clone();
+    y2026.set("era", "2026-07-28").unwrap();
+    for v in Variant::ALL {
+        assert_eq!(failed(&durable, v), 0, "{} on a durable store", v.as_str());
+        // Guarded on the 2026-07-28 wire refuses these keyless calls by
+        // design (`key_required`), whatever their session.
+        if v != Variant::Guarded {
+            let n = failed(&y2026, v);
+            assert_eq!(n, 0, "{} on the 2026-07-28 wire", v.as_str());
+        }
+    }
+}
+
+/// ignore-retry-field: every arm that polls loses the paused stream's
+/// result (`retry_ignored`); a server that does not poll never pauses one.
+#[test]
+fn a_client_that_ignores_retry_loses_a_polled_stream_unless_the_server_does_not_poll() {
+    let (_, s) = load(Field::IgnoreRetryField);
+    for v in [Variant::Unguarded, Variant::Keys, Variant::Guarded] {
+        let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap();
+        assert_eq!(
+            r.metrics.failures_by_cause.get("retry_ignored"),
+            Some(&1),
+            "{}: {:?}",
+            v.as_str(),
+            r.metrics.failures_by_cause
+        );
+    }
+    let mut no_polling = s.clone();
+    no_polling.set("server.poll_after", "0").unwrap();
+    for v in Variant::ALL {
+        assert_eq!(failed(&no_polling, v), 0, "{} without polling", v.as_str());
+    }
+}
