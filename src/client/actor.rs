@@ -70,6 +70,8 @@ pub(super) struct Slot {
     /// A standalone stream open before any event named it (its priming
     /// event had no id).
     pub(super) open_unnamed: bool,
+    /// An event with an id (a priming event, a message, a marker) arrived.
+    pub(super) id_seen: bool,
     /// An initialize answered with a stream: the session its headers
     /// named, until the result arrives on it.
     pub(super) init_session: Option<SessionId>,

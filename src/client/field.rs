@@ -3,7 +3,8 @@
 //! is one decision the actor asks here; a client without any behaves as
 //! every other file of the client says.
 
-use super::actor::Client;
+use super::actor::{Client, Slot, SlotKind};
+use super::core::SlotId;
 use crate::history::{ClientRecord, Outcome};
 use crate::scenario::Field;
 use std::borrow::Cow;
@@ -49,5 +50,37 @@ impl Client {
         for op in active {
             self.finish(op, Outcome::Abandoned);
         }
+    }
+
+    /// A resume answered and then ended before any event with an id came
+    /// on it: under `no-cursor-on-second-resume` the client reconnects
+    /// with a plain GET (no `Last-Event-ID`), records that it dropped the
+    /// cursor of every operation waiting on the stream, and nothing
+    /// resumes the stream again.
+    pub(super) fn drops_cursor(&mut self, slot: SlotId, s: &Slot) -> bool {
+        let SlotKind::Resume { stream } = s.kind else {
+            return false;
+        };
+        if !self.g().shows(Field::NoCursorOnSecondResume) || s.id_seen || !s.answered {
+            return false;
+        }
+        let waiting = self.resuming_for(stream);
+        if waiting.is_empty() {
+            return false;
+        }
+        for op in waiting {
+            self.record(ClientRecord::CursorDropped {
+                client: self.spec.index,
+                tag: self.ops.tag(op),
+            });
+        }
+        if let Some(st) = self.streams.get_mut(&stream) {
+            if st.live == Some(slot) {
+                st.live = None;
+            }
+        }
+        self.end_hold(stream);
+        self.send_open();
+        true
     }
 }

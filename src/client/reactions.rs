@@ -235,6 +235,9 @@ impl Client {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
+        if self.drops_cursor(slot, &s) {
+            return;
+        }
         // Ended before any event, it is a failed exchange: after connecting.
         let ex = Exchange {
             connected: true,

@@ -212,6 +212,7 @@ impl Client {
             return self.on_init_event(slot, msg.as_ref());
         }
         s.messages += u32::from(msg.is_some());
+        s.id_seen |= id.is_some();
         let kind = s.kind.clone();
         // A standalone stream whose priming event carries no id (a server
         // that numbers only stored events) is open all the same.

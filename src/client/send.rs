@@ -72,6 +72,7 @@ impl Client {
                 answered: false,
                 messages: 0,
                 open_unnamed: false,
+                id_seen: false,
                 init_session: None,
                 retry_ms: None,
             },

@@ -269,6 +269,15 @@ pub enum ClientRecord {
         /// Operation tag.
         tag: Rc<str>,
     },
+    /// A resumed stream of the operation broke before any event with an
+    /// id, and the client reconnected without `Last-Event-ID` (a field
+    /// client's `no-cursor-on-second-resume`): nothing resumes it again.
+    CursorDropped {
+        /// Client index.
+        client: u32,
+        /// Operation tag.
+        tag: Rc<str>,
+    },
     /// How an operation ended.
     Outcome {
         /// Client index.
@@ -309,6 +318,7 @@ impl ClientRecord {
             | ClientRecord::Task { tag, .. }
             | ClientRecord::InputRequired { tag, .. }
             | ClientRecord::KeyChanged { tag, .. }
+            | ClientRecord::CursorDropped { tag, .. }
             | ClientRecord::Outcome { tag, .. } => Some(tag),
             ClientRecord::Sent { tag, .. }
             | ClientRecord::Reused { tag, .. }

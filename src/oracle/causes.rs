@@ -146,6 +146,11 @@ pub enum Cause {
     /// resume after, and the operation's result never came (a client that
     /// ignores `retry:`: the field behaviour `ignore-retry-field`).
     RetryIgnored,
+    /// A resumed stream of the operation broke before any event with an
+    /// id arrived on it, and the client reconnected without
+    /// `Last-Event-ID` (a cursor kept only by the broken stream: the field
+    /// behaviour `no-cursor-on-second-resume`), so the result never came.
+    CursorDropped,
     /// The run (fault phase plus heal phase) ended with the operation still
     /// unresolved.
     RunEnded,
@@ -185,6 +190,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::StaleSession,
     Cause::GaveUp,
     Cause::RetryIgnored,
+    Cause::CursorDropped,
     Cause::RunEnded,
 ];
 
@@ -219,6 +225,7 @@ impl Cause {
             Cause::GatewayGaveUp => "gateway_gave_up",
             Cause::StaleSession => "stale_session",
             Cause::RetryIgnored => "retry_ignored",
+            Cause::CursorDropped => "cursor_dropped",
             Cause::GaveUp => "gave_up",
             Cause::RunEnded => "run_ended",
         }
@@ -312,6 +319,9 @@ impl Cause {
             Cause::RetryIgnored => {
                 "the server paused the stream (`retry:`, then a close) and the client never resumed it: it reconnected without `Last-Event-ID`, and the result never came."
             }
+            Cause::CursorDropped => {
+                "a resumed stream broke before any event with an id came on it, and the client reconnected without `Last-Event-ID`: nothing resumed the call's stream again, and the result never came."
+            }
             Cause::RunEnded => {
                 "the run (faults, then the heal phase) ended with the call unresolved."
             }
@@ -374,6 +384,7 @@ impl Cause {
             Cause::StaleSession => op.gave_up && op.last_status == Some(404),
             Cause::GaveUp => op.gave_up,
             Cause::RetryIgnored => op.failures.contains(Failure::Lost) && op.retry_ignored,
+            Cause::CursorDropped => op.failures.contains(Failure::Lost) && op.cursor_dropped,
             Cause::RunEnded => op.failures.contains(Failure::Lost) && !run.clients_finished,
         }
     }

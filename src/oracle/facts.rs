@@ -143,6 +143,9 @@ pub struct OpFacts {
     pub keyless_retry: bool,
     /// A re-sent POST carried a key other than the earlier attempts'.
     pub key_changed: bool,
+    /// Its client reconnected a broken resume of it without
+    /// `Last-Event-ID` (the resumed stream had brought no id yet).
+    pub cursor_dropped: bool,
     /// When each keyed re-issue of the call went out (every call attempt
     /// after the first that carried an `Idempotency-Key`), µs.
     pub keyed_reissues_us: Vec<u64>,

@@ -37,7 +37,7 @@ pub const HAZARDS: &[Hazard] = &[
     Hazard {
         name: "resume-inclusive",
         title: "a resume re-delivers events the client had",
-        rule: "Drop a call's stream after its first event, then GET with Last-Event-ID = the last id received. Present when the replay contains that id again or a chunk the client already had (inclusive replay); absent when it does not. Untestable when events carry no ids or the resume is refused.",
+        rule: "Drop a call's stream after its first event, then GET with Last-Event-ID = the last id received. Present when the replay brings a message under that id again or a chunk the client already had (inclusive replay); absent when it does not. Untestable when events carry no ids or the resume is refused.",
     },
     Hazard {
         name: "resume-after-completion",

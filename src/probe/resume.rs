@@ -272,7 +272,11 @@ pub(super) fn redelivered(
     had: &[crate::protocol::mcp::ChunkRef],
     story: &str,
 ) -> (Verdict, String) {
-    let again_id = seen.iter().any(|e| e.id.as_deref() == Some(cursor));
+    // An event that restates the position (a priming event, a replay's
+    // end marker) re-delivers nothing: only a message counts.
+    let again_id = seen
+        .iter()
+        .any(|e| e.msg.is_some() && e.id.as_deref() == Some(cursor));
     let again = seen.iter().filter_map(Got::chunk).find(|c| had.contains(c));
     match (again_id, again) {
         (true, _) => (

@@ -51,6 +51,7 @@ pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> Stri
         "<section class=\"deploy\">{}</section>",
         md_html(answer).replacen("<p><b>Deploy", "<p class=\"answer\"><b>Deploy", 1)
     );
+    out.push_str(&md_html(&super::field::markdown(s)));
     out.push_str(&md_html(&super::repro::worth_a_look_markdown(s)));
     for w in warnings(s) {
         let _ = write!(out, "<p class=\"warn\">Warning: {}</p>", xml(&w));

@@ -31,6 +31,11 @@ pub fn provenance(
                     sha256: std::fs::read(path)
                         .map_or_else(|_| "unreadable".to_string(), |b| sha256_hex(&b)),
                     description: sc.description.trim().to_string(),
+                    field: crate::scenario::Field::ALL
+                        .iter()
+                        .filter(|f| sc.clients.iter().any(|g| g.shows(**f)))
+                        .map(|f| f.as_str().to_string())
+                        .collect(),
                 },
             )
         })

@@ -66,14 +66,20 @@ pub enum Field {
     /// rest of the paused stream never comes (the Java SDK's failing
     /// `sse-retry` conformance scenario).
     IgnoreRetryField,
+    /// A resumed stream that breaks before any event with an id arrived on
+    /// it is reconnected without `Last-Event-ID` (the cursor lived only in
+    /// the broken stream's reader): a plain GET, and the request hangs to
+    /// its timeout (typescript-sdk PR #2509).
+    NoCursorOnSecondResume,
 }
 
 impl Field {
     /// Every field behaviour, in the order sims/README.md lists them.
-    pub const ALL: [Field; 3] = [
+    pub const ALL: [Field; 4] = [
         Field::KeyPerAttempt,
         Field::NeverReinitAfter404,
         Field::IgnoreRetryField,
+        Field::NoCursorOnSecondResume,
     ];
 
     /// The kebab-case name.
@@ -82,6 +88,7 @@ impl Field {
             Field::KeyPerAttempt => "key-per-attempt",
             Field::NeverReinitAfter404 => "never-reinit-after-404",
             Field::IgnoreRetryField => "ignore-retry-field",
+            Field::NoCursorOnSecondResume => "no-cursor-on-second-resume",
         }
     }
 }

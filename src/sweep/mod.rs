@@ -153,6 +153,10 @@ pub struct ScenarioInfo {
     pub sha256: String,
     /// The scenario's `description`.
     pub description: String,
+    /// The field client behaviours its clients show (`[[clients]]
+    /// field`), in `Field::ALL` order (not written when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub field: Vec<String>,
 }
 
 /// What identifies a run in a summary: scenario, server, client profile,

@@ -132,3 +132,29 @@ fn a_client_that_ignores_retry_loses_a_polled_stream_unless_the_server_does_not_
         assert_eq!(failed(&no_polling, v), 0, "{} without polling", v.as_str());
     }
 }
+
+/// no-cursor-on-second-resume: a resumed stream that breaks before any id
+/// leaves this client without a cursor on the unguarded arms
+/// (`cursor_dropped`); guarded's `replay-end` names the stream's position
+/// at once, so the client reconnects with a cursor there, as one that
+/// keeps its cursor does everywhere.
+#[test]
+fn a_cursor_kept_only_by_the_broken_stream_is_lost_unless_the_replay_names_its_position() {
+    let (_, s) = load(Field::NoCursorOnSecondResume);
+    for v in [Variant::Unguarded, Variant::Keys] {
+        let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap();
+        assert_eq!(
+            r.metrics.failures_by_cause.get("cursor_dropped"),
+            Some(&1),
+            "{}: {:?}",
+            v.as_str(),
+            r.metrics.failures_by_cause
+        );
+    }
+    assert_eq!(failed(&s, Variant::Guarded), 0);
+    let mut keeping = s.clone();
+    keeping.set("client.field", "[]").unwrap();
+    for v in [Variant::Unguarded, Variant::Keys, Variant::Guarded] {
+        assert_eq!(failed(&keeping, v), 0, "{} keeping its cursor", v.as_str());
+    }
+}

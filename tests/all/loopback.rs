@@ -207,6 +207,16 @@ pub(crate) fn event_id(e: &SseEvent) -> Option<u64> {
     e.id.as_deref().and_then(|i| i.parse().ok())
 }
 
+/// The ids of a stream's events that are not guarded's `replay-end`
+/// marker (which carries the stream's position as its id).
+pub(crate) fn message_ids(events: &[SseEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e.event != "replay-end")
+        .filter_map(event_id)
+        .collect()
+}
+
 /// How long a test waits for what the server is bound to do (an event, a
 /// record, a stream's end): long, so that a loaded machine makes a test
 /// slower, never wrong; a test that meets it has found the server stuck.

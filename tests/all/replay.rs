@@ -5,7 +5,8 @@
 //! inclusive replay and a completed stream's empty resume, arm by arm.
 
 use crate::loopback::{
-    both, decode, drain, event_id, evict_a_result, next, rpc_error, with_server, Harness, PATIENCE,
+    both, decode, drain, event_id, evict_a_result, message_ids, next, rpc_error, with_server,
+    Harness, PATIENCE,
 };
 use mcp_chaos::client::http::Outgoing;
 use mcp_chaos::history::{EmptyResume, EventKind, Rec, Record};
@@ -41,7 +42,7 @@ fn drop_then_resume_delivers_exactly_the_tail() {
             let mut resumed = h.send(Outgoing::get(&sid, Some(cursor))).await;
             assert_eq!(resumed.status, 200);
             let events = drain(&mut resumed).await;
-            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            let ids = message_ids(&events);
             let produced: Vec<u64> = h
                 .produced_ids(EventKind::Progress)
                 .into_iter()
@@ -65,7 +66,7 @@ fn drop_then_resume_delivers_exactly_the_tail() {
                 events
                     .iter()
                     .rev()
-                    .find(|e| e.id.is_some())
+                    .find(|e| e.id.is_some() && e.event != "replay-end")
                     .unwrap()
                     .data
                     .as_bytes(),
@@ -75,9 +76,17 @@ fn drop_then_resume_delivers_exactly_the_tail() {
                 matches!(last, Message::Result { .. }),
                 "the tail ends with the result"
             );
-            let markers = events.iter().filter(|e| e.event == "replay-end").count();
+            let markers: Vec<_> = events.iter().filter(|e| e.event == "replay-end").collect();
             let want = usize::from(variant == Variant::Guarded);
-            assert_eq!(markers, want, "{variant:?}: replay-end marker count");
+            assert_eq!(markers.len(), want, "{variant:?}: replay-end marker count");
+            // The marker names the stream's position: the replay's last id.
+            for m in markers {
+                assert_eq!(
+                    event_id(m),
+                    ids.last().copied(),
+                    "{variant:?}: replay-end's id"
+                );
+            }
             assert_eq!(h.ledger.executions("op-1"), 1);
         })
     });
@@ -103,7 +112,7 @@ fn resume_takes_the_stream_over() {
         );
         h.release(3);
         let events = drain(&mut resumed).await;
-        assert_eq!(events.iter().filter(|e| e.id.is_some()).count(), 3);
+        assert_eq!(message_ids(&events).len(), 3);
         assert!(
             !h.history
                 .entries()
@@ -132,7 +141,7 @@ fn unguarded_resume_past_eviction_is_a_silent_gap() {
                 events.iter().all(|e| e.event != "gap"),
                 "{variant:?}: no gap event: {events:?}"
             );
-            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            let ids = message_ids(&events);
             assert_eq!(ids.len(), 4, "{variant:?}: only what the store kept");
             assert_eq!(
                 ids[0],
@@ -185,7 +194,7 @@ fn guarded_resume_past_eviction_announces_a_gap() {
             json!({"missing": [[priming + 1, priming + 4]]}),
             "exactly the evicted ids owed after the cursor"
         );
-        let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+        let ids = message_ids(&events);
         assert_eq!(ids, (priming + 5..=priming + 8).collect::<Vec<_>>());
         let last = Message::decode(events[4].data.as_bytes()).unwrap();
         assert!(
@@ -341,7 +350,7 @@ fn inclusive_replay_resends_the_named_event() {
             h.release(2);
             let mut events = vec![first];
             events.extend(drain(&mut resumed).await);
-            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            let ids = message_ids(&events);
             let mut want: Vec<u64> = h
                 .produced_ids(EventKind::Progress)
                 .into_iter()
@@ -352,7 +361,13 @@ fn inclusive_replay_resends_the_named_event() {
             assert_eq!(ids, want, "{variant:?} resends={resends}");
             assert_eq!(ids.first() == Some(&cursor), resends, "{variant:?}");
             assert!(matches!(
-                decode(events.iter().rev().find(|e| e.id.is_some()).unwrap()),
+                decode(
+                    events
+                        .iter()
+                        .rev()
+                        .find(|e| e.id.is_some() && e.event != "replay-end")
+                        .unwrap()
+                ),
                 Message::Result { .. }
             ));
             let from = h.history.entries().iter().find_map(|e| match &e.record {
@@ -400,7 +415,7 @@ fn completed_resume_empty_loses_the_tail() {
             assert_eq!(resumed.status, 200, "{variant:?}");
             assert!(resumed.is_sse());
             let events = drain(&mut resumed).await;
-            let ids: Vec<u64> = events.iter().filter_map(event_id).collect();
+            let ids = message_ids(&events);
             let completed = h
                 .history
                 .entries()
@@ -422,7 +437,13 @@ fn completed_resume_empty_loses_the_tail() {
             } else {
                 assert_eq!(ids.len(), 3, "{variant:?}: the whole tail");
                 assert!(matches!(
-                    decode(events.iter().rev().find(|e| e.id.is_some()).unwrap()),
+                    decode(
+                        events
+                            .iter()
+                            .rev()
+                            .find(|e| e.id.is_some() && e.event != "replay-end")
+                            .unwrap()
+                    ),
                     Message::Result { .. }
                 ));
                 assert_eq!(completed, 0);

@@ -380,23 +380,16 @@ impl Builder {
                 tag, rpc_id, event, ..
             } => self.task(tag, rpc_id, *event),
             ClientRecord::InputRequired { tag, rpc_id, .. } => self.asked(tag, rpc_id),
-            ClientRecord::Switched { client, .. } => {
-                let c = self.client(*client);
-                let first = c.switched_us.is_none();
-                c.switched_us.get_or_insert(t);
-                self.pending_switch[*client as usize] = Some(t);
-                // Streaming: an operation begun at this instant, before the
-                // switch's record, is the first at or after it.
-                if let (true, Some(live)) = (first, &self.live) {
-                    if live[*client as usize].last_start == Some(t) {
-                        self.clients[*client as usize].first_after_switch = Some(t);
-                    }
-                }
-            }
+            ClientRecord::Switched { client, .. } => self.switched(*client, t),
             ClientRecord::Paused { client, .. } => self.client(*client).paused_us.push(t),
             ClientRecord::KeyChanged { client, tag } => {
                 if let Some(op) = self.op_or_new(*client, tag, t) {
                     op.key_changed = true;
+                }
+            }
+            ClientRecord::CursorDropped { client, tag } => {
+                if let Some(op) = self.op_or_new(*client, tag, t) {
+                    op.cursor_dropped = true;
                 }
             }
             ClientRecord::Outcome {
@@ -412,6 +405,21 @@ impl Builder {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `client` left the legacy transport at `t`.
+    fn switched(&mut self, client: u32, t: u64) {
+        let c = self.client(client);
+        let first = c.switched_us.is_none();
+        c.switched_us.get_or_insert(t);
+        self.pending_switch[client as usize] = Some(t);
+        // Streaming: an operation begun at this instant, before the
+        // switch's record, is the first at or after it.
+        if let (true, Some(live)) = (first, &self.live) {
+            if live[client as usize].last_start == Some(t) {
+                self.clients[client as usize].first_after_switch = Some(t);
+            }
         }
     }
 

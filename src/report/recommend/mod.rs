@@ -678,7 +678,7 @@ pub fn text(s: &Summary, beside: &Beside) -> String {
 
 pub mod answer;
 pub mod decide;
-mod remedies;
+pub(super) mod remedies;
 pub use remedies::{remedy, REMEDIES};
 
 #[cfg(test)]

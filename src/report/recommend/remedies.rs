@@ -117,6 +117,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "a server that does not poll (`poll_after = 0`, the default), which never pauses a stream; no arm resumes a stream the client never asks for: fix the client (wait the advised `retry:`, then resume with `Last-Event-ID`)",
     ),
     (
+        "cursor_dropped",
+        "the `guarded` arm, whose resumed stream names its position at once (its `replay-end` marker carries the stream's last id), so even a client that keeps its cursor only from the current stream's events has one when the stream breaks again; fix the client too (keep the cursor across reconnects: typescript-sdk PR #2509)",
+    ),
+    (
         "run_ended",
         "a longer heal phase, or the server settings docs/causes.md names for the residual",
     ),

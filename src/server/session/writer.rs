@@ -374,7 +374,6 @@ impl Writer {
         });
     }
 
-    /// The guarded replay's `replay-end` frame.
     /// Ready once the connection has been silent for `keepalive_ms`
     /// (never when it is 0): time for a `:` comment.
     async fn keepalive(&self) {
@@ -384,10 +383,16 @@ impl Writer {
         }
     }
 
+    /// The guarded replay's `replay-end` frame. It carries the id of the
+    /// last event the replay brought (the cursor, when it brought none):
+    /// a resumed stream names its position at once, so a client whose
+    /// reader keeps the cursor only from the stream's own events
+    /// (typescript-sdk PR #2509) still has one if the stream breaks again
+    /// before its next event.
     fn marker(&self) -> Bytes {
         let data = serde_json::json!({"stream": self.s, "lastEventId": self.plan.replay_until})
             .to_string();
-        sse::encode(None, Some("replay-end"), &data, None)
+        sse::encode(self.plan.replay_until, Some("replay-end"), &data, None)
     }
 
     /// The stream is done and every event written: the connection is no

@@ -1,0 +1,205 @@
+//! The field's clients: per field client behaviour a run's scenarios
+//! show (`[[clients]] field`), failed operations per 1,000 on each
+//! configuration, with the top cause, and per behaviour the configuration
+//! that fails fewest and what removes the rest. "Which of the clients
+//! your users run lose work against which server."
+
+use super::recommend::decide::{arm_mechanisms, profile_mechanisms};
+use super::recommend::remedies::remedy;
+use super::{columns, heading, numbers};
+use crate::sweep::{Aggregate, Summary};
+use std::fmt::Write;
+
+/// One behaviour's row: its scenarios' aggregates pooled per column.
+struct Row {
+    behaviour: String,
+    scenarios: Vec<String>,
+    /// Per column heading: (failed, operations, causes).
+    cells: Vec<Cell>,
+}
+
+#[derive(Clone, Default)]
+struct Cell {
+    heading: String,
+    server: String,
+    clients: String,
+    failed: u64,
+    operations: u64,
+    causes: std::collections::BTreeMap<String, u64>,
+}
+
+impl Cell {
+    fn rate(&self) -> f64 {
+        1000.0 * self.failed as f64 / self.operations.max(1) as f64
+    }
+
+    fn text(&self) -> String {
+        if self.operations == 0 {
+            return "–".into();
+        }
+        match numbers::most_first(&self.causes).first() {
+            Some((c, _)) => format!("{:.1} ({c})", self.rate()),
+            None => format!("{:.1}", self.rate()),
+        }
+    }
+}
+
+/// The rows: one per behaviour, in sims/README.md's order of names as
+/// first met in the summary's scenarios.
+fn rows(s: &Summary) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for (name, info) in &s.provenance.scenarios {
+        for b in &info.field {
+            let at = match rows.iter().position(|r| &r.behaviour == b) {
+                Some(i) => i,
+                None => {
+                    rows.push(Row {
+                        behaviour: b.clone(),
+                        scenarios: Vec::new(),
+                        cells: Vec::new(),
+                    });
+                    rows.len() - 1
+                }
+            };
+            rows[at].scenarios.push(name.clone());
+            for a in columns(s, name) {
+                add(&mut rows[at].cells, a);
+            }
+        }
+    }
+    rows.sort_by_key(|r| {
+        crate::scenario::Field::ALL
+            .iter()
+            .position(|f| f.as_str() == r.behaviour)
+    });
+    rows
+}
+
+fn add(cells: &mut Vec<Cell>, a: &Aggregate) {
+    let h = heading(a);
+    let at = match cells.iter().position(|c| c.heading == h) {
+        Some(i) => i,
+        None => {
+            cells.push(Cell {
+                heading: h,
+                server: a.server.clone(),
+                clients: a.clients.clone(),
+                ..Cell::default()
+            });
+            cells.len() - 1
+        }
+    };
+    let c = &mut cells[at];
+    c.failed += a.metrics.ops_failed;
+    c.operations += a.metrics.operations;
+    for (k, v) in &a.metrics.failures_by_cause {
+        *c.causes.entry(k.clone()).or_default() += v;
+    }
+}
+
+/// The cell that fails fewest per 1,000 (ties: fewest mechanisms, then
+/// column order).
+fn best(cells: &[Cell]) -> Option<&Cell> {
+    cells.iter().filter(|c| c.operations > 0).min_by(|a, b| {
+        a.rate()
+            .total_cmp(&b.rate())
+            .then(arm_mechanisms(&a.server).cmp(&arm_mechanisms(&b.server)))
+            .then(profile_mechanisms(&a.clients).cmp(&profile_mechanisms(&b.clients)))
+    })
+}
+
+/// What the row recommends: the best configuration, and for each cause it
+/// still fails, what removes it.
+fn verdict(cells: &[Cell]) -> String {
+    let Some(b) = best(cells) else {
+        return "–".into();
+    };
+    let mut out = format!("`{}` ({:.1})", b.heading, b.rate());
+    let rest = numbers::most_first(&b.causes);
+    if rest.is_empty() {
+        out.push_str(": loses nothing here");
+    }
+    for (cause, _) in rest {
+        let _ = write!(out, "; `{cause}` remains: {}", remedy(cause));
+    }
+    out
+}
+
+/// `## The field's clients` (empty when no scenario shows a field
+/// behaviour).
+pub fn markdown(s: &Summary) -> String {
+    let rows = rows(s);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut headings: Vec<String> = Vec::new();
+    for r in &rows {
+        for c in &r.cells {
+            if !headings.contains(&c.heading) {
+                headings.push(c.heading.clone());
+            }
+        }
+    }
+    let mut out = String::from("## The field's clients\n\nClients users run that do not honour the server, on purpose (each behaviour with its source in sims/README.md): which of them lose work against which server. Per behaviour, failed operations per 1,000 on each configuration, pooled over the scenarios whose clients show it and every seed, with the top cause; then the configuration that fails fewest (ties: fewest mechanisms) and what removes what it still fails.\n\n| behaviour (scenarios) |");
+    for h in &headings {
+        let _ = write!(out, " {h} |");
+    }
+    out.push_str(" fewest failed, and what removes the rest |\n|---|");
+    out.push_str(&"---|".repeat(headings.len() + 1));
+    out.push('\n');
+    for r in &rows {
+        let _ = write!(out, "| `{}` ({}) |", r.behaviour, r.scenarios.join(", "));
+        for h in &headings {
+            let cell = r.cells.iter().find(|c| &c.heading == h);
+            let _ = write!(out, " {} |", cell.map_or("–".into(), Cell::text));
+        }
+        let _ = writeln!(out, " {} |", verdict(&r.cells));
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(server: &str, failed: u64, cause: &str) -> Cell {
+        Cell {
+            heading: server.into(),
+            server: server.into(),
+            clients: crate::run::AS_WRITTEN.into(),
+            failed,
+            operations: 10,
+            causes: if failed > 0 {
+                [(cause.to_string(), failed)].into()
+            } else {
+                Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_fewest_failed_wins_and_ties_go_to_fewer_mechanisms() {
+        let cells = [
+            cell("unguarded", 3, "key_changed"),
+            cell("guarded", 0, ""),
+            cell("keys", 0, ""),
+        ];
+        assert_eq!(best(&cells).unwrap().server, "keys");
+        assert_eq!(verdict(&cells), "`keys` (0.0): loses nothing here");
+    }
+
+    #[test]
+    fn what_remains_under_the_best_is_named_with_its_remedy() {
+        let cells = [
+            cell("unguarded", 5, "stale_session"),
+            cell("guarded", 5, "stale_session"),
+        ];
+        let v = verdict(&cells);
+        assert!(
+            v.starts_with("`unguarded` (500.0); `stale_session` remains: "),
+            "{v}"
+        );
+        assert!(v.contains(remedy("stale_session")), "{v}");
+    }
+}
