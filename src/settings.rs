@@ -88,6 +88,12 @@ pub struct ServerConfig {
     /// A kept-alive connection that serves nothing for this long is
     /// closed by the server, ms.
     pub server_idle_ms: u64,
+    /// A session with no open connection and nothing done for this long
+    /// is ended by the server, ms (0: never; `serve` bounds it itself).
+    /// Its client's next request gets 404 and a client that honours the
+    /// server opens a new session.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub session_idle_ms: u64,
     /// Completed keys survive a restart: the key table's completed entries
     /// are kept beside the ledger (in-flight ones are not). Off: the table
     /// is lost on restart.
@@ -300,6 +306,7 @@ impl Default for ServerConfig {
             poll_retry_ms: DEFAULT_POLL_RETRY_MS,
             poll_grace_ms: DEFAULT_POLL_GRACE_MS,
             server_idle_ms: 5_000,
+            session_idle_ms: 0,
             durable_dedup: false,
             effects: Effects::Immediate,
             task_ttl_ms: 300_000,

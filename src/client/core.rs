@@ -274,6 +274,10 @@ fn on_json(
         Request::Subscribe if status == 404 => vec![A::Reinit],
         Request::Subscribe => vec![],
         Request::Initialize if status == 200 && session => vec![A::Initialized],
+        // A server that holds all the sessions it may (or drains) says
+        // 503: on the record, so a call it keeps from ever starting has
+        // its cause.
+        Request::Initialize if status == 503 => vec![status_only, A::RetryInit],
         Request::Initialize => vec![A::RetryInit],
         Request::Call if !view.op_active => vec![],
         Request::Call => on_call(view, status, result, hint),

@@ -5,6 +5,7 @@
 
 use super::actor::{Client, Slot, SlotKind};
 use super::core::SlotId;
+use crate::history::Transport;
 use crate::history::{ClientRecord, Outcome};
 use crate::scenario::Field;
 use std::borrow::Cow;
@@ -81,6 +82,26 @@ impl Client {
         }
         self.end_hold(stream);
         self.send_open();
+        true
+    }
+
+    /// Under `fresh-session-per-call`, every call after the first starts
+    /// on a session of its own: a fresh `initialize` (on the 2026-07-28
+    /// wire, a fresh `server/discover`) goes out first, the old session
+    /// left as it is (no DELETE), and the call starts once it is answered.
+    /// The fresh initialize is not an attempt; a failed one, retried, is.
+    pub(super) fn fresh_session_first(&mut self) -> bool {
+        let next = self.next_op;
+        if !self.g().shows(Field::FreshSessionPerCall)
+            || next == 0
+            || self.fresh.0 == Some(next)
+            || self.transport == Transport::Legacy
+            || !self.active.is_empty()
+        {
+            return false;
+        }
+        self.fresh = (Some(next), true);
+        self.reinit();
         true
     }
 }

@@ -86,7 +86,9 @@ impl Client {
         if self.inits_exhausted() {
             return self.give_up();
         }
-        self.init_attempts += 1;
+        if !std::mem::take(&mut self.fresh.1) {
+            self.init_attempts += 1;
+        }
         if self.transport == Transport::Legacy {
             // Legacy: the session is born with its stream; initialize goes
             // to /messages once the endpoint event names it.
@@ -222,6 +224,9 @@ impl Client {
             {
                 self.send_open();
             }
+            return;
+        }
+        if self.fresh_session_first() {
             return;
         }
         let op = self.next_op;

@@ -139,6 +139,12 @@ pub enum Cause {
     /// (a stale session kept: the field behaviour
     /// `never-reinit-after-404`).
     StaleSession,
+    /// The operation never ran because its client could get no session:
+    /// its last initialize was answered 503 (the server held all the
+    /// sessions it may, or was draining) and none came after (a client
+    /// that opens a session per call and closes none: the field behaviour
+    /// `fresh-session-per-call`).
+    SessionRefused,
     /// The client used up its attempts and gave the operation up.
     GaveUp,
     /// The server paused a stream of the client while the operation was
@@ -188,6 +194,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::KeyRequired,
     Cause::GatewayGaveUp,
     Cause::StaleSession,
+    Cause::SessionRefused,
     Cause::GaveUp,
     Cause::RetryIgnored,
     Cause::CursorDropped,
@@ -226,6 +233,7 @@ impl Cause {
             Cause::StaleSession => "stale_session",
             Cause::RetryIgnored => "retry_ignored",
             Cause::CursorDropped => "cursor_dropped",
+            Cause::SessionRefused => "session_refused",
             Cause::GaveUp => "gave_up",
             Cause::RunEnded => "run_ended",
         }
@@ -313,6 +321,9 @@ impl Cause {
             Cause::StaleSession => {
                 "the server no longer had the session (404) and the client gave the call up there, keeping its stale session id instead of opening a new one."
             }
+            Cause::SessionRefused => {
+                "the client could get no session: its last initialize was answered 503 (the server held all the sessions it may, or was draining), so the call never ran."
+            }
             Cause::GaveUp => {
                 "the client used up its attempts."
             }
@@ -382,6 +393,7 @@ impl Cause {
                 op.gave_up && !op.keyed && matches!(op.last_status, Some(502 | 504))
             }
             Cause::StaleSession => op.gave_up && op.last_status == Some(404),
+            Cause::SessionRefused => op.failures.contains(Failure::Lost) && op.session_refused,
             Cause::GaveUp => op.gave_up,
             Cause::RetryIgnored => op.failures.contains(Failure::Lost) && op.retry_ignored,
             Cause::CursorDropped => op.failures.contains(Failure::Lost) && op.cursor_dropped,

@@ -195,6 +195,9 @@ pub struct OpFacts {
     /// The server paused a stream of its client during it (`retry:`), and
     /// no resume of it went out after.
     pub retry_ignored: bool,
+    /// Its client ended the run refused a session: its last initialize
+    /// was answered 503, and none succeeded after.
+    pub session_refused: bool,
     /// One of those refusals came after the replica its client's calls
     /// last ran on went down.
     pub home_died: bool,
@@ -425,6 +428,9 @@ pub struct ClientFacts {
     /// When the server paused one of its streams (`retry:` then a close),
     /// µs.
     pub paused_us: Vec<u64>,
+    /// Its last initialize was answered 503 (no new session to be had),
+    /// and no session came after it.
+    pub session_refused: bool,
     /// Migration latency samples, µs: transport switches (switch to the
     /// next handled result) and replica moves (the start of the call that
     /// first ran on the new replica to the next handled result).

@@ -339,7 +339,7 @@ impl Findings {
         // names beyond it).
         for (c, cf) in clients.iter().enumerate() {
             let t = classes.of(c as u32);
-            self.never_begun(t, world, c, cf.never_begun);
+            self.never_begun(t, world, c, cf);
             let m = &mut t.m;
             m.reinitializations += cf.inits.saturating_sub(1);
             for &v in &cf.switch_latency_us {
@@ -357,8 +357,11 @@ impl Findings {
     }
 
     /// Client `c`'s operations never begun, with no record at all: lost.
-    /// If the run still had time, nothing explains them.
-    fn never_begun(&mut self, t: &mut Tally, world: World<'_>, c: usize, never_begun: u64) {
+    /// A client refused every session since its last one had none to
+    /// begin them on; otherwise, if the run still had time, nothing
+    /// explains them.
+    fn never_begun(&mut self, t: &mut Tally, world: World<'_>, c: usize, cf: &ops::ClientFacts) {
+        let never_begun = cf.never_begun;
         let m = &mut t.m;
         m.operations += never_begun;
         m.ops_failed += never_begun;
@@ -374,8 +377,13 @@ impl Findings {
             ));
             None
         } else {
-            t.causes[causes::Cause::RunEnded as usize] += never_begun;
-            Some(causes::Cause::RunEnded.as_str().to_string())
+            let cause = if cf.session_refused {
+                causes::Cause::SessionRefused
+            } else {
+                causes::Cause::RunEnded
+            };
+            t.causes[cause as usize] += never_begun;
+            Some(cause.as_str().to_string())
         };
         // Clients begin their operations in order: the last ones.
         let calls = world.calls.get(c).copied().unwrap_or(0);

@@ -1,12 +1,15 @@
 //! Hazards reported from the field: a forged cursor past a stream's end, a
 //! second resume, a replay dropped mid-way, two calls under one request
-//! id, and a polling close's `retry:` honoured to the millisecond.
+//! id, a polling close's `retry:` honoured to the millisecond, and a
+//! `notifications/cancelled` the server drops.
 
 use super::ctx::{Ctx, Step, Verdict, CHUNKS, MAX_POLLS};
 use super::peer::{Failure, Got, Reply, Session};
 use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::mcp;
 use crate::protocol::mcp::ChunkRef;
 use ::http::StatusCode;
+use serde_json::json;
 use std::time::Duration;
 
 /// `id` with its last run of digits moved far past where the stream
@@ -347,6 +350,73 @@ impl Ctx<'_> {
             Some(Ok((v, why))) => Ok((v, format!("{why} ({story})"))),
             Some(Err(why)) => Err(format!("{why} ({story})")),
         }
+    }
+
+    /// cancel-ignored: a call the client cancels with
+    /// `notifications/cancelled` after its first event.
+    pub(super) async fn cancel_ignored(&self) -> Step<(Verdict, String)> {
+        self.need_ledger()?;
+        let s = self.session().await?;
+        let id = self.peer.fresh_id();
+        let tag = self.peer.tag("cancel-ignored");
+        let msg = self.op(&id, &tag, CHUNKS, self.interval());
+        let mut reply = self
+            .peer
+            .post(&s, &msg, None)
+            .await
+            .map_err(|e| format!("the call failed: {e}"))?;
+        if !reply.status.is_success() {
+            self.peer.end(&s).await;
+            return Err(format!("the call was refused: {}", reply.describe()));
+        }
+        reply
+            .read_until(self.peer.within(self.wait), |g| {
+                g.chunk().is_some() || g.answers(&id)
+            })
+            .await;
+        if reply.seen.iter().any(|g| g.answers(&id)) {
+            self.peer.end(&s).await;
+            return Err("the call finished before the probe could cancel it".into());
+        }
+        let note = Message::Notification {
+            method: mcp::CANCELLED.into(),
+            params: Some(json!({"requestId": id, "reason": "mcp-chaos probe"}).into()),
+        };
+        let ack = match self.peer.post(&s, &note, None).await {
+            Ok(a) => a.status,
+            Err(e) => {
+                self.peer.end(&s).await;
+                return Err(format!("the cancellation failed: {e}"));
+            }
+        };
+        reply
+            .read_response(&id, self.peer.within(self.wait + self.settle_window()))
+            .await;
+        let answered = reply.seen.iter().any(|g| g.answers(&id));
+        drop(reply);
+        tokio::time::sleep_until(self.peer.within(self.settle_window())).await;
+        let counts = self.ledger_counts(&s, &tag).await;
+        self.peer.end(&s).await;
+        let (n, finished) = counts?;
+        let seen = format!("the cancellation got {}", ack.as_u16());
+        Ok(match (answered, finished) {
+            (true, _) => (
+                Verdict::Present,
+                format!("{seen}; the call's result arrived after it"),
+            ),
+            (false, Some(f)) if f > 0 => (
+                Verdict::Present,
+                format!("{seen}; no result came, but {f} of {n} executions ran to their result"),
+            ),
+            (false, Some(_)) => (
+                Verdict::Absent,
+                format!("{seen}; the stream ended without the result and no execution finished"),
+            ),
+            (false, None) => (
+                Verdict::Untestable,
+                format!("{seen}; no result came, and ledger_read gives no finished count"),
+            ),
+        })
     }
 }
 

@@ -90,6 +90,11 @@ pub const HAZARDS: &[Hazard] = &[
         rule: "Open a session on the legacy HTTP+SSE transport (GET --legacy-url, initialize through its endpoint), then POST tools/list to the streamable endpoint with that session id. Present when it is served (2xx with a result): the session's continuity (cursor, subscriptions) does not carry across transports; absent on 4xx or a JSON-RPC error. Untestable without a legacy endpoint.",
     },
     Hazard {
+        name: "cancel-ignored",
+        title: "a call told to stop by notifications/cancelled runs on",
+        rule: "Call ledger_append, and after its first event POST notifications/cancelled naming its request id; read the call's stream until its end, wait until the tool would have finished, then ledger_read the tag. Present when the call's result arrived after the cancellation or its execution reached its result (the server dropped the cancellation: the work it was told to stop ran on); absent when the stream ended without the result and no execution finished. Untestable without the ledger tools, or when the call finished before the cancellation went out.",
+    },
+    Hazard {
         name: "second-get",
         title: "a second standalone GET stream is accepted",
         rule: "Open the session's standalone GET stream, then a second one. Present when both are 2xx (a server message may go to either, or be lost on the one the client is not reading); absent when the second is refused (409 or another 4xx). Untestable when the first GET is refused (no standalone stream).",
@@ -162,6 +167,7 @@ impl Ctx<'_> {
             "retry-honoured" => self.retry_honoured().await,
             "legacy-session" => self.legacy_session().await,
             "second-get" => self.second_get().await,
+            "cancel-ignored" => self.cancel_ignored().await,
             "close-cancels" => self.close_cancels().await,
             "reissue-runs-twice" => self.retry(Retry::NewId).await,
             "mrtr-retry-runs-twice" => self.mrtr_retry().await,

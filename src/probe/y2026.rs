@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 impl Ctx<'_> {
     /// Refuses a test that needs the ledger tools.
-    fn need_ledger(&self) -> Step<()> {
+    pub(super) fn need_ledger(&self) -> Step<()> {
         match self.counter {
             Counter::Ledger => Ok(()),
             _ => Err("needs ledger_append and ledger_read (a counter tool cannot show whether an execution stopped, nor ask for input)".into()),
@@ -24,7 +24,7 @@ impl Ctx<'_> {
     }
 
     /// `ledger_read {tag}`: (executions, those that emitted their result).
-    async fn ledger_counts(&self, s: &Session, tag: &str) -> Step<(u64, Option<u64>)> {
+    pub(super) async fn ledger_counts(&self, s: &Session, tag: &str) -> Step<(u64, Option<u64>)> {
         let id = self.peer.fresh_id();
         let msg = call(&id, mcp::LEDGER_READ, json!({"tag": tag}));
         let text = self.result_text(s, &msg, &id).await?;

@@ -71,15 +71,21 @@ pub enum Field {
     /// the broken stream's reader): a plain GET, and the request hangs to
     /// its timeout (typescript-sdk PR #2509).
     NoCursorOnSecondResume,
+    /// Every call after the first goes out on a session of its own: a
+    /// fresh `initialize` (no `Mcp-Session-Id`) before it, the old session
+    /// never closed (anthropics/claude-ai-mcp #583; ChatGPT per SEP-2567).
+    /// On the 2026-07-28 wire, a `server/discover` before every call.
+    FreshSessionPerCall,
 }
 
 impl Field {
     /// Every field behaviour, in the order sims/README.md lists them.
-    pub const ALL: [Field; 4] = [
+    pub const ALL: [Field; 5] = [
         Field::KeyPerAttempt,
         Field::NeverReinitAfter404,
         Field::IgnoreRetryField,
         Field::NoCursorOnSecondResume,
+        Field::FreshSessionPerCall,
     ];
 
     /// The kebab-case name.
@@ -89,6 +95,7 @@ impl Field {
             Field::NeverReinitAfter404 => "never-reinit-after-404",
             Field::IgnoreRetryField => "ignore-retry-field",
             Field::NoCursorOnSecondResume => "no-cursor-on-second-resume",
+            Field::FreshSessionPerCall => "fresh-session-per-call",
         }
     }
 }

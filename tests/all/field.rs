@@ -158,3 +158,42 @@ fn a_cursor_kept_only_by_the_broken_stream_is_lost_unless_the_replay_names_its_p
         assert_eq!(failed(&keeping, v), 0, "{} keeping its cursor", v.as_str());
     }
 }
+
+/// fresh-session-per-call: a session per call, none closed, fills a
+/// bounded session table (`session_refused`) on every built-in arm; a
+/// server that ends idle sessions takes the leftovers back, and the
+/// 2026-07-28 wire has no session to leave.
+#[test]
+fn a_session_per_call_runs_a_bounded_server_out_of_sessions_unless_idle_ones_end() {
+    let (_, s) = load(Field::FreshSessionPerCall);
+    for v in [
+        Variant::Unguarded,
+        Variant::Keys,
+        Variant::Guarded,
+        Variant::Cancel,
+    ] {
+        let (r, _) = run::run(&s, 0, v, &Options::default()).unwrap();
+        assert!(
+            r.metrics.failures_by_cause.get("session_refused") > Some(&0),
+            "{}: {:?}",
+            v.as_str(),
+            r.metrics.failures_by_cause
+        );
+        assert!(r.metrics.reinitializations >= 3, "a session per call");
+    }
+    let mut idle = s.clone();
+    idle.set("server.session_idle_ms", "50").unwrap();
+    let mut y2026 = s.clone();
+    y2026.set("era", "2026-07-28").unwrap();
+    for v in [Variant::Unguarded, Variant::Keys, Variant::Guarded] {
+        assert_eq!(failed(&idle, v), 0, "{} ending idle sessions", v.as_str());
+    }
+    for v in [Variant::Unguarded, Variant::Keys] {
+        assert_eq!(
+            failed(&y2026, v),
+            0,
+            "{} on the 2026-07-28 wire",
+            v.as_str()
+        );
+    }
+}

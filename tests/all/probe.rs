@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Every hazard the probe knows, as `probe --help` and the docs name them.
-const HAZARDS: [&str; 15] = [
+const HAZARDS: [&str; 16] = [
     "retry-new-id",
     "retry-same-id",
     "retry-after-completion",
@@ -24,6 +24,7 @@ const HAZARDS: [&str; 15] = [
     "duplicate-inflight-id",
     "retry-honoured",
     "legacy-session",
+    "cancel-ignored",
     "second-get",
 ];
 
@@ -89,8 +90,10 @@ fn the_unguarded_server_has_the_models_hazards() {
         assert_eq!(v[h], "present", "{h}: {out}");
     }
     // Its replay is exclusive, per session, and keeps the result; a second
-    // standalone GET gets 409.
+    // standalone GET gets 409; a `notifications/cancelled` stops the call
+    // (every arm honours it).
     for h in [
+        "cancel-ignored",
         "resume-inclusive",
         "resume-after-completion",
         "resume-foreign-session",

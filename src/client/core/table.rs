@@ -60,10 +60,15 @@ pub(super) fn initialize_rows() -> Vec<Row> {
         R::Gone410,
         R::TooLarge413,
         R::Unprocessable422,
-        R::Unavailable503,
         R::BadGateway502,
     ];
     rows.extend(each(K::Initialize, &refusals, UNNAMED, &[A::RetryInit]));
+    rows.push(row(
+        K::Initialize,
+        R::Unavailable503,
+        UNNAMED,
+        &[STATUS, A::RetryInit],
+    ));
     rows
 }
 

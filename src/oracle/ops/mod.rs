@@ -296,9 +296,12 @@ impl Builder {
 
     fn client_record(&mut self, r: &ClientRecord, t: u64, seq: u64) {
         match r {
-            ClientRecord::Session { client, session } if self.run.deployed => {
-                let s = self.sessions.id(session);
-                self.client(*client).sessions.push((t, s));
+            ClientRecord::Session { client, session } => {
+                self.client(*client).session_refused = false;
+                if self.run.deployed {
+                    let s = self.sessions.id(session);
+                    self.client(*client).sessions.push((t, s));
+                }
             }
             ClientRecord::OpStarted { client, tag } => {
                 if let Some(op) = self.op_or_new(*client, tag, t) {
@@ -310,10 +313,15 @@ impl Builder {
                 client,
                 tag,
                 status,
+                session,
                 ..
             } => {
                 if *status == 404 {
                     self.client(*client).refused_404_us.push(t);
+                }
+                if tag.is_none() && session.is_none() {
+                    // An initialize's answer (no session yet).
+                    self.client(*client).session_refused = *status == 503;
                 }
                 if let Some(op) = tag.as_ref().and_then(|tag| self.op(tag)) {
                     op.refused_410 |= *status == 410;

@@ -42,6 +42,7 @@ pub(super) fn outcome(op: &mut OpFacts, client: &ClientFacts, host: Option<u32>,
         .refused_404_us
         .iter()
         .any(|&t| t >= op.start_us && t <= end);
+    op.session_refused = client.session_refused;
     op.retry_ignored = client
         .paused_us
         .iter()

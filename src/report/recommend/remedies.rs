@@ -105,6 +105,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "a deployment whose sessions outlive a replica's restart (`deployment.store = \"shared\"` with `store_durable = true`), or the 2026-07-28 wire, which has no session to go stale; in one process no server helps (a server that lost a session can only answer 404): fix the client, which must open a new session",
     ),
     (
+        "session_refused",
+        "a server that ends idle sessions (`server.session_idle_ms`), so a client's leftover sessions go back, or the 2026-07-28 wire, which has no session; fix the client too (keep one session across calls, or DELETE the one it leaves)",
+    ),
+    (
         "gave_up",
         "a longer client budget, or the server settings docs/causes.md names for the residual",
     ),

@@ -153,10 +153,17 @@ pub(in crate::server) fn too_many(
 /// session without a token gets the shorter of the two bounds.
 pub(in crate::server) fn idle_limit(shared: &Shared, sess: &Session) -> Option<Duration> {
     let e = &shared.exposure;
+    let idle = shorter(e.session_idle, configured_idle(shared));
     match &sess.owner {
-        Some(_) => e.session_idle,
-        None => shorter(e.session_idle, e.anonymous_session_idle),
+        Some(_) => idle,
+        None => shorter(idle, e.anonymous_session_idle),
     }
+}
+
+/// `server.session_idle_ms` (0: off).
+fn configured_idle(shared: &Shared) -> Option<Duration> {
+    let ms = shared.cfg.session_idle_ms;
+    (ms > 0).then(|| Duration::from_millis(ms))
 }
 
 /// The shorter of two bounds, either of which may be off (`None`).
@@ -171,7 +178,10 @@ fn shorter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 /// bound, between 10 ms and 30 s (`None`: never).
 pub(in crate::server) fn expiry_period(shared: &Shared) -> Option<Duration> {
     let e = &shared.exposure;
-    let shortest = shorter(e.session_idle, e.anonymous_session_idle)?;
+    let shortest = shorter(
+        shorter(e.session_idle, configured_idle(shared)),
+        e.anonymous_session_idle,
+    )?;
     Some((shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(30)))
 }
 

@@ -18,6 +18,7 @@ import {
 
 const port = Number(process.argv[2] ?? process.env.PORT ?? 8080);
 const executions = new Map(); // tag -> executions started, across sessions
+const finished = new Map(); // tag -> executions that reached their result
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const int = (lo, hi) => ({ type: "integer", minimum: lo, maximum: hi });
 
@@ -33,7 +34,7 @@ const tools = [
   },
   {
     name: "ledger_read",
-    description: "How many times each tag's ledger_append ran.",
+    description: "How many times each tag's ledger_append ran, and how many of those reached their result.",
     inputSchema: { type: "object", properties: { tag: { type: "string" } } },
     annotations: { idempotentHint: true, readOnlyHint: true },
   },
@@ -60,6 +61,7 @@ async function ledgerAppend(args, request, extra) {
     ).catch(() => {});
   }
   await sleep(interval);
+  finished.set(tag, (finished.get(tag) ?? 0) + 1);
   return text({ chunk: `ledger:${execution}:${chunks}:${tag}`, executions: executions.get(tag), tag });
 }
 
@@ -70,9 +72,12 @@ function mcpServer() {
     const { name, arguments: args = {} } = request.params;
     if (name === "ledger_append") return ledgerAppend(args, request, extra);
     if (name !== "ledger_read") throw bad(`unknown tool: ${name}`);
-    if (args.tag === undefined) return text({ executions: Object.fromEntries(executions) });
-    if (typeof args.tag !== "string") throw bad("tag: a string");
-    return text({ executions: { [args.tag]: executions.get(args.tag) ?? 0 } });
+    if (args.tag !== undefined && typeof args.tag !== "string") throw bad("tag: a string");
+    const tags = args.tag === undefined ? [...executions.keys()] : [args.tag];
+    return text({
+      executions: Object.fromEntries(tags.map((t) => [t, executions.get(t) ?? 0])),
+      finished: Object.fromEntries(tags.map((t) => [t, finished.get(t) ?? 0])),
+    });
   });
   return server;
 }
