@@ -10,6 +10,25 @@ use super::{columns, heading, numbers};
 use crate::sweep::{Aggregate, Summary};
 use std::fmt::Write;
 
+/// What the client itself must change, per behaviour: a server can only
+/// contain what the client does, and a row whose every arm fails has
+/// only this.
+const CLIENT_FIXES: &[(&str, &str)] = &[
+    ("key-per-attempt", "one `Idempotency-Key` per call, kept across its attempts"),
+    ("never-reinit-after-404", "a new session after a 404, and the call re-sent on it"),
+    ("ignore-retry-field", "wait the advised `retry:`, then resume with `Last-Event-ID`"),
+    ("no-cursor-on-second-resume", "keep the last event id across reconnects, not only in the broken stream's reader (typescript-sdk PR #2509)"),
+    ("fresh-session-per-call", "one session across calls, or a DELETE of the one it leaves"),
+];
+
+/// The client's own fix for `behaviour`.
+fn client_fix(behaviour: &str) -> &'static str {
+    CLIENT_FIXES
+        .iter()
+        .find(|(b, _)| *b == behaviour)
+        .map_or("none known to this version", |(_, f)| f)
+}
+
 /// One behaviour's row: its scenarios' aggregates pooled per column.
 struct Row {
     behaviour: String,
@@ -109,7 +128,7 @@ fn best(cells: &[Cell]) -> Option<&Cell> {
 }
 
 /// What the row recommends: the best configuration, and for each cause it
-/// still fails, what removes it.
+/// still fails, what removes it on the server's side.
 fn verdict(cells: &[Cell]) -> String {
     let Some(b) = best(cells) else {
         return "–".into();
@@ -140,11 +159,11 @@ pub fn markdown(s: &Summary) -> String {
             }
         }
     }
-    let mut out = String::from("## The field's clients\n\nClients users run that do not honour the server, on purpose (each behaviour with its source in sims/README.md): which of them lose work against which server. Per behaviour, failed operations per 1,000 on each configuration, pooled over the scenarios whose clients show it and every seed, with the top cause; then the configuration that fails fewest (ties: fewest mechanisms) and what removes what it still fails.\n\n| behaviour (scenarios) |");
+    let mut out = String::from("## The field's clients\n\nClients users run that do not honour the server, on purpose (each behaviour with its source in sims/README.md): which of them lose work against which server. Per behaviour, failed operations per 1,000 on each configuration, pooled over the scenarios whose clients show it and every seed, with the top cause; then the configuration that fails fewest (ties: fewest mechanisms), what removes what it still fails, and what the client itself must change.\n\n| behaviour (scenarios) |");
     for h in &headings {
         let _ = write!(out, " {h} |");
     }
-    out.push_str(" fewest failed, and what removes the rest |\n|---|");
+    out.push_str(" fewest failed, what removes the rest, the client's fix |\n|---|");
     out.push_str(&"---|".repeat(headings.len() + 1));
     out.push('\n');
     for r in &rows {
@@ -153,7 +172,12 @@ pub fn markdown(s: &Summary) -> String {
             let cell = r.cells.iter().find(|c| &c.heading == h);
             let _ = write!(out, " {} |", cell.map_or("–".into(), Cell::text));
         }
-        let _ = writeln!(out, " {} |", verdict(&r.cells));
+        let _ = writeln!(
+            out,
+            " {}; the client's own fix: {} |",
+            verdict(&r.cells),
+            client_fix(&r.behaviour)
+        );
     }
     out.push('\n');
     out
@@ -175,6 +199,18 @@ mod tests {
             } else {
                 Default::default()
             },
+        }
+    }
+
+    #[test]
+    fn every_field_behaviour_has_a_client_fix() {
+        for f in crate::scenario::Field::ALL {
+            assert_ne!(
+                client_fix(f.as_str()),
+                "none known to this version",
+                "{}",
+                f.as_str()
+            );
         }
     }
 
