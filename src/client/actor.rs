@@ -222,10 +222,11 @@ pub(super) struct Client {
     /// The legacy `/messages` URI from the endpoint event.
     pub(super) legacy_endpoint: Option<String>,
     pub(super) init_attempts: u32,
-    /// `fresh-session-per-call`: the call a fresh session was opened for,
-    /// and whether the initialize in flight is that fresh one (not an
-    /// attempt: it does not count toward the bound on initializes).
-    pub(super) fresh: (Option<usize>, bool),
+    /// `fresh-session-per-call`: the call a fresh session was opened for.
+    pub(super) fresh_for: Option<usize>,
+    /// The next initialize is that fresh one: not an attempt, it does not
+    /// count toward the bound on initializes.
+    pub(super) fresh_init: bool,
     pub(super) slots: BTreeMap<SlotId, Slot>,
     pub(super) next_slot: SlotId,
     pub(super) streams: BTreeMap<u64, CStream>,
@@ -288,7 +289,8 @@ impl Client {
             transport: Transport::Streamable,
             legacy_endpoint: None,
             init_attempts: 0,
-            fresh: (None, false),
+            fresh_for: None,
+            fresh_init: false,
             slots: BTreeMap::new(),
             next_slot: 0,
             streams: BTreeMap::new(),

@@ -94,13 +94,14 @@ impl Client {
         let next = self.next_op;
         if !self.g().shows(Field::FreshSessionPerCall)
             || next == 0
-            || self.fresh.0 == Some(next)
+            || self.fresh_for == Some(next)
             || self.transport == Transport::Legacy
             || !self.active.is_empty()
         {
             return false;
         }
-        self.fresh = (Some(next), true);
+        self.fresh_for = Some(next);
+        self.fresh_init = true;
         self.reinit();
         true
     }

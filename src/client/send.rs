@@ -86,7 +86,7 @@ impl Client {
         if self.inits_exhausted() {
             return self.give_up();
         }
-        if !std::mem::take(&mut self.fresh.1) {
+        if !std::mem::take(&mut self.fresh_init) {
             self.init_attempts += 1;
         }
         if self.transport == Transport::Legacy {

@@ -217,6 +217,16 @@ pub(crate) fn message_ids(events: &[SseEvent]) -> Vec<u64> {
         .collect()
 }
 
+/// The last event of a stream that carries a message under an id (not
+/// guarded's `replay-end` marker).
+pub(crate) fn last_message(events: &[SseEvent]) -> &SseEvent {
+    events
+        .iter()
+        .rev()
+        .find(|e| e.id.is_some() && e.event != "replay-end")
+        .expect("an event with an id")
+}
+
 /// How long a test waits for what the server is bound to do (an event, a
 /// record, a stream's end): long, so that a loaded machine makes a test
 /// slower, never wrong; a test that meets it has found the server stuck.

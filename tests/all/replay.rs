@@ -5,8 +5,8 @@
 //! inclusive replay and a completed stream's empty resume, arm by arm.
 
 use crate::loopback::{
-    both, decode, drain, event_id, evict_a_result, message_ids, next, rpc_error, with_server,
-    Harness, PATIENCE,
+    both, decode, drain, event_id, evict_a_result, last_message, message_ids, next, rpc_error,
+    with_server, Harness, PATIENCE,
 };
 use mcp_chaos::client::http::Outgoing;
 use mcp_chaos::history::{EmptyResume, EventKind, Rec, Record};
@@ -62,16 +62,7 @@ fn drop_then_resume_delivers_exactly_the_tail() {
                     "{variant:?}: event {id} delivered twice"
                 );
             }
-            let last = Message::decode(
-                events
-                    .iter()
-                    .rev()
-                    .find(|e| e.id.is_some() && e.event != "replay-end")
-                    .unwrap()
-                    .data
-                    .as_bytes(),
-            )
-            .unwrap();
+            let last = Message::decode(last_message(&events).data.as_bytes()).unwrap();
             assert!(
                 matches!(last, Message::Result { .. }),
                 "the tail ends with the result"
@@ -361,13 +352,7 @@ fn inclusive_replay_resends_the_named_event() {
             assert_eq!(ids, want, "{variant:?} resends={resends}");
             assert_eq!(ids.first() == Some(&cursor), resends, "{variant:?}");
             assert!(matches!(
-                decode(
-                    events
-                        .iter()
-                        .rev()
-                        .find(|e| e.id.is_some() && e.event != "replay-end")
-                        .unwrap()
-                ),
+                decode(last_message(&events)),
                 Message::Result { .. }
             ));
             let from = h.history.entries().iter().find_map(|e| match &e.record {
@@ -437,13 +422,7 @@ fn completed_resume_empty_loses_the_tail() {
             } else {
                 assert_eq!(ids.len(), 3, "{variant:?}: the whole tail");
                 assert!(matches!(
-                    decode(
-                        events
-                            .iter()
-                            .rev()
-                            .find(|e| e.id.is_some() && e.event != "replay-end")
-                            .unwrap()
-                    ),
+                    decode(last_message(&events)),
                     Message::Result { .. }
                 ));
                 assert_eq!(completed, 0);

@@ -152,18 +152,19 @@ pub(in crate::server) fn too_many(
 /// How long `sess` may stay idle before it ends (`None`: for ever): a
 /// session without a token gets the shorter of the two bounds.
 pub(in crate::server) fn idle_limit(shared: &Shared, sess: &Session) -> Option<Duration> {
-    let e = &shared.exposure;
-    let idle = shorter(e.session_idle, configured_idle(shared));
+    let idle = session_idle(shared);
     match &sess.owner {
         Some(_) => idle,
-        None => shorter(idle, e.anonymous_session_idle),
+        None => shorter(idle, shared.exposure.anonymous_session_idle),
     }
 }
 
+/// The idle bound of every session: the shorter of the exposure's and
 /// `server.session_idle_ms` (0: off).
-fn configured_idle(shared: &Shared) -> Option<Duration> {
+fn session_idle(shared: &Shared) -> Option<Duration> {
     let ms = shared.cfg.session_idle_ms;
-    (ms > 0).then(|| Duration::from_millis(ms))
+    let configured = (ms > 0).then(|| Duration::from_millis(ms));
+    shorter(shared.exposure.session_idle, configured)
 }
 
 /// The shorter of two bounds, either of which may be off (`None`).
@@ -177,11 +178,7 @@ fn shorter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 /// How often idle sessions are looked for: a quarter of the shortest idle
 /// bound, between 10 ms and 30 s (`None`: never).
 pub(in crate::server) fn expiry_period(shared: &Shared) -> Option<Duration> {
-    let e = &shared.exposure;
-    let shortest = shorter(
-        shorter(e.session_idle, configured_idle(shared)),
-        e.anonymous_session_idle,
-    )?;
+    let shortest = shorter(session_idle(shared), shared.exposure.anonymous_session_idle)?;
     Some((shortest / 4).clamp(Duration::from_millis(10), Duration::from_secs(30)))
 }
 
