@@ -114,8 +114,18 @@ pub struct ServerConfig {
     /// (unguarded, keys). `None`: `replay`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completed_resume: Option<CompletedResume>,
+    /// What a `notifications/cancelled` does to the request it names.
+    /// `None`: the preset's, else honoured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel_notifications: Option<CancelNotifications>,
+    /// (unguarded, keys) A resume opens with a priming event that names
+    /// the cursor's position (its id, no data), so the client has a cursor
+    /// before anything is replayed. `None`: the preset's, else off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prime_resume: Option<bool>,
     /// A preset of one SDK's quirks (`rmcp`: inclusive replay, an empty
-    /// resume once the result was produced).
+    /// resume once the result was produced; `python`: cancellations
+    /// dropped, resumes primed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sdk: Option<Sdk>,
     /// Which revisions of the wire the server speaks. Not a `[server]`
@@ -217,20 +227,52 @@ pub enum CompletedResume {
     Empty,
 }
 
-/// An SDK whose quirks a preset sets (`[server] sdk`).
+/// What a `notifications/cancelled` does (`[server] cancel_notifications`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CancelNotifications {
+    /// The named request stops at its next step (the spec); an effect it
+    /// took already stays.
+    #[default]
+    Honoured,
+    /// Answered 202 and nothing more: the request runs on to its result,
+    /// as the TypeScript v2 (2.4.0) and Python (2.3.0) SDK servers do
+    /// (the probe's `cancel-ignored`).
+    Dropped,
+}
+
+/// An SDK whose quirks a preset sets (`[server] sdk`): what its server
+/// does, measured by `probe` against the release named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Sdk {
-    /// rmcp: `replay = "inclusive"`, `completed_resume = "empty"`.
+    /// rmcp 3.11: `replay = "inclusive"`, `completed_resume = "empty"`.
     Rmcp,
+    /// The Python SDK, `mcp` 2.3.0: `cancel_notifications = "dropped"`,
+    /// `prime_resume = true`.
+    Python,
 }
 
 impl Sdk {
-    /// `rmcp`.
+    /// Every preset.
+    pub const ALL: [Sdk; 2] = [Sdk::Rmcp, Sdk::Python];
+
+    /// `rmcp` or `python`.
     pub fn as_str(self) -> &'static str {
         match self {
             Sdk::Rmcp => "rmcp",
+            Sdk::Python => "python",
         }
+    }
+}
+
+impl std::str::FromStr for Sdk {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Sdk::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown sdk {s:?}: use rmcp or python"))
     }
 }
 
@@ -241,7 +283,7 @@ impl ServerConfig {
         match (self.replay, self.sdk) {
             (Some(r), _) => r,
             (None, Some(Sdk::Rmcp)) => Replay::Inclusive,
-            (None, None) => Replay::Exclusive,
+            (None, _) => Replay::Exclusive,
         }
     }
 
@@ -251,7 +293,27 @@ impl ServerConfig {
         match (self.completed_resume, self.sdk) {
             (Some(c), _) => c,
             (None, Some(Sdk::Rmcp)) => CompletedResume::Empty,
-            (None, None) => CompletedResume::Replay,
+            (None, _) => CompletedResume::Replay,
+        }
+    }
+
+    /// Whether a resume opens with a priming event: `prime_resume`, else
+    /// the preset's, else not.
+    pub fn prime_resume_mode(&self) -> bool {
+        match (self.prime_resume, self.sdk) {
+            (Some(p), _) => p,
+            (None, Some(Sdk::Python)) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// What a `notifications/cancelled` does: `cancel_notifications`, else
+    /// the preset's, else honoured.
+    pub fn cancel_mode(&self) -> CancelNotifications {
+        match (self.cancel_notifications, self.sdk) {
+            (Some(c), _) => c,
+            (None, Some(Sdk::Python)) => CancelNotifications::Dropped,
+            (None, _) => CancelNotifications::Honoured,
         }
     }
 }
@@ -313,6 +375,8 @@ impl Default for ServerConfig {
             task_poll_ms: 100,
             replay: None,
             completed_resume: None,
+            cancel_notifications: None,
+            prime_resume: None,
             sdk: None,
             wire: Wire::Y2025,
         }

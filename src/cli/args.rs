@@ -713,6 +713,13 @@ pub struct ServeArgs {
     /// 2026 path; any other the 2025 one). Built-in arms only.
     #[arg(long, value_name = "ERA", default_value = "2025-11-25", value_parser = parse_wire)]
     pub era: server::Wire,
+    /// Serve with one SDK's quirks, as a scenario's `[server] sdk`: `rmcp`
+    /// (3.11: inclusive replay, an empty resume once the result was
+    /// produced) or `python` (`mcp` 2.3.0: a POSTed
+    /// `notifications/cancelled` answered 202 and dropped, a resume opened
+    /// with a priming event). Built-in arms only.
+    #[arg(long, value_name = "SDK", value_parser = |s: &str| s.parse::<server::Sdk>())]
+    pub sdk: Option<server::Sdk>,
     /// The file holding the key input-required states (`requestState`,
     /// 2026-07-28) are signed with: 64 hex digits. Created with a key
     /// from the OS when missing, so that a restarted server with the same

@@ -142,7 +142,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
                 a.server,
                 &a.addr,
                 a.delivery,
-                a.era,
+                (a.era, a.sdk),
                 (a.poll_after as u32, a.poll_retry_ms),
                 exposure,
             )

@@ -44,6 +44,12 @@ pub(super) enum SlotKind {
         stream: u64,
     },
     Open,
+    /// `notifications/cancelled` for request `rpc` of `op`, which the
+    /// client gave up (its answer only says whether the server took it).
+    Cancel {
+        op: usize,
+        rpc: crate::protocol::RequestId,
+    },
     /// `tasks/get` (or, `cancel`, `tasks/cancel`) of an operation's task.
     Task {
         op: usize,
@@ -603,10 +609,13 @@ impl Client {
 
     pub(super) fn finish(&mut self, op: usize, outcome: Outcome) {
         let tag = self.ops.tag(op);
-        let o = &mut self.ops[op];
-        if matches!(o.state, OpState::Done | OpState::Abandoned) {
+        if matches!(self.ops[op].state, OpState::Done | OpState::Abandoned) {
             return;
         }
+        if outcome == Outcome::Abandoned {
+            self.leave(op);
+        }
+        let o = &mut self.ops[op];
         o.state = if outcome == Outcome::Done {
             OpState::Done
         } else {

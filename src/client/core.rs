@@ -79,12 +79,14 @@ pub(super) enum Request {
     LegacyPost,
     /// A streamable `resources/subscribe` (JSON answer).
     Subscribe,
+    /// `notifications/cancelled` for a request the client left.
+    Cancel,
 }
 
 #[cfg(test)]
 impl Request {
     /// Every request the client makes (the table test covers each).
-    pub(super) const ALL: [Request; 7] = [
+    pub(super) const ALL: [Request; 8] = [
         Request::Initialize,
         Request::Call,
         Request::Resume,
@@ -92,6 +94,7 @@ impl Request {
         Request::LegacyOpen,
         Request::LegacyPost,
         Request::Subscribe,
+        Request::Cancel,
     ];
 }
 
@@ -214,6 +217,8 @@ pub(super) enum Action {
     Reconnect,
     /// The network change: leave the legacy transport.
     Switch,
+    /// The server accepted (202) a cancellation: on the record.
+    CancelAccepted,
 }
 
 use Action as A;
@@ -221,6 +226,13 @@ use Action as A;
 /// What the client does when `answer` comes back to `request`, given
 /// `view`: the reaction table, row by row in `core/table.rs`.
 pub(super) fn react(view: &View, request: Request, answer: Answer) -> Vec<Action> {
+    // A cancellation is sent and forgotten: only its acceptance is noted.
+    if request == Request::Cancel {
+        return match answer {
+            Answer::Json { status: 202, .. } => vec![A::CancelAccepted],
+            _ => Vec::new(),
+        };
+    }
     match answer {
         Answer::Stream { status, session } => on_stream(request, status, session),
         Answer::Json {
@@ -272,7 +284,7 @@ fn on_json(
             _ => vec![status_only],
         },
         Request::Subscribe if status == 404 => vec![A::Reinit],
-        Request::Subscribe => vec![],
+        Request::Subscribe | Request::Cancel => vec![],
         Request::Initialize if status == 200 && session => vec![A::Initialized],
         // A server that holds all the sessions it may (or drains) says
         // 503: on the record, so a call it keeps from ever starting has
@@ -381,6 +393,7 @@ fn on_no_answer(view: &View, request: Request) -> Vec<Action> {
         // A lost legacy message (initialize, subscribe): start over.
         Request::LegacyPost => vec![A::ReinitNow],
         Request::Subscribe => vec![A::RetrySubscribe],
+        Request::Cancel => vec![],
         // The request may have run; its stream never began for us.
         Request::Call if view.op_active => vec![A::NoResponse, A::RetryPost],
         Request::Call => vec![A::RetryPost],

@@ -29,6 +29,10 @@ pub(super) struct Op {
     pub(super) unseen: Vec<RequestId>,
     /// The request id of its latest POST.
     pub(super) rpc: Option<RequestId>,
+    /// The session its latest POST went out on, while that request may
+    /// still run (no result, no refusal answered it): what a
+    /// `notifications/cancelled` would name, if the client leaves it.
+    pub(super) in_doubt_on: Option<crate::history::SessionId>,
     /// The call went out (`OpStarted`).
     pub(super) started: bool,
     /// Its result came as a JSON response (no events).
@@ -63,6 +67,7 @@ impl Op {
             stream: None,
             unseen: Vec::new(),
             rpc: None,
+            in_doubt_on: None,
             started: false,
             json_result: false,
             task: None,

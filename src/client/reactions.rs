@@ -82,6 +82,7 @@ fn request_of(kind: &SlotKind) -> Request {
         SlotKind::LegacyOpen => Request::LegacyOpen,
         SlotKind::LegacyPost => Request::LegacyPost,
         SlotKind::Subscribe => Request::Subscribe,
+        SlotKind::Cancel { .. } => Request::Cancel,
         SlotKind::Call { .. } => Request::Call,
         SlotKind::Resume { .. } => Request::Resume,
         SlotKind::Open => Request::Open,
@@ -133,6 +134,11 @@ impl Client {
         let Some(s) = self.slots.remove(&slot) else {
             return;
         };
+        // A call answered in JSON is settled: its result, or a refusal
+        // (only a 202's answer is still to come).
+        if let (SlotKind::Call { op }, false) = (&s.kind, status == 202) {
+            self.ops[*op].in_doubt_on = None;
+        }
         let session = h
             .get(headers::MCP_SESSION_ID)
             .and_then(|v| v.to_str().ok())
@@ -308,6 +314,15 @@ impl Client {
                 .into_iter()
                 .for_each(|o| self.finish(o, Outcome::Abandoned)),
             Action::RideStandalone => op.into_iter().for_each(|o| self.ride_standalone(o)),
+            Action::CancelAccepted => {
+                if let Some(SlotKind::Cancel { op, rpc }) = &ex.kind {
+                    self.record(ClientRecord::CancelAccepted {
+                        client: self.spec.index,
+                        tag: self.ops.tag(*op),
+                        rpc_id: rpc.clone(),
+                    });
+                }
+            }
             Action::ResumeNamed => {
                 if let (Some(op), Some(hint)) = (op, ex.hint) {
                     self.on_conflict(op, hint, ex.stream_first);

@@ -441,8 +441,8 @@ fn json_answer(
     }
 }
 
-/// The drop planned at JSON answer `msg` of a task's exchanges, if it
-/// fires (its call's tag, and the answer it takes). A `tasks/get` answer's
+/// The drop planned at answer `msg` (JSON, or an SSE stream's one
+/// message) of a task's exchanges, if it fires (its call's tag, and the answer it takes). A `tasks/get` answer's
 /// id is `tag~task#n`.
 fn answer_drop(drops: &DropRules, msg: Option<&Message>) -> Option<(Rc<str>, u32)> {
     let (t, _) = tag_of(msg?)?;
@@ -536,6 +536,20 @@ async fn reader<C: Connector>(job: Job, connector: C) {
                 let msg = (!ev.data.is_empty() && !marker)
                     .then(|| Message::decode(ev.data.as_bytes()).ok())
                     .flatten();
+                // A task's exchange answered on SSE (the server's choice):
+                // a drop planned at this answer takes it, as it takes a
+                // JSON one.
+                let answer = matches!(msg, Some(Message::Result { .. } | Message::Error { .. }));
+                if let Some((tag, after_event)) =
+                    answer.then(|| answer_drop(&drops, msg.as_ref())).flatten()
+                {
+                    drop(ex);
+                    return send(Input::Dropped {
+                        slot,
+                        tag,
+                        after_event,
+                    });
+                }
                 let fire = msg
                     .as_ref()
                     .and_then(tag_of)

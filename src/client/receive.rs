@@ -4,6 +4,7 @@
 
 use super::actor::{CStream, Client, Got, OpSet, SlotKind};
 use super::core::SlotId;
+use super::ops::OpState;
 use super::reader::{rpc_of, tag_of, Input};
 use crate::fault::At;
 use crate::history::{ClientRecord, SessionId, Transport};
@@ -270,6 +271,17 @@ impl Client {
             if rid.starts_with(&format!("c{}-init#", self.spec.index)) {
                 let result = result.clone();
                 self.on_legacy_init(&result);
+                return;
+            }
+        }
+        // A call answered with a task on its stream (a server may answer in
+        // either content type): the operation waits on the task, and the
+        // exchange is over.
+        if let (SlotKind::Call { op }, Some(m @ Message::Result { id: rpc, .. })) = (&kind, &msg) {
+            if self.ops[*op].state == OpState::Active && self.on_created(*op, rpc, m) {
+                if let Some(s) = self.slots.remove(&slot) {
+                    s.task.abort();
+                }
                 return;
             }
         }

@@ -1,12 +1,17 @@
 //! When and whether a client tries again: a call re-POSTed after a
 //! backoff (an attempt), or after the wait a server's `Retry-After` named
-//! (not one), re-issued, re-initialized; and giving up when no session
-//! can be had. The reactions (`reactions.rs`) decide which; these carry it
-//! out on the client's timers.
+//! (not one), re-issued, re-initialized; giving up when no session can
+//! be had, and cancelling a call given up. The reactions
+//! (`reactions.rs`) decide which; these carry it out on the client's
+//! timers.
 
-use super::actor::{Client, Timer};
+use super::actor::{Client, SlotKind, Timer};
+use super::http::Outgoing;
 use super::ops::OpState;
-use crate::history::Outcome;
+use crate::history::{ClientRecord, Outcome, Transport};
+use crate::protocol::jsonrpc::Message;
+use crate::protocol::mcp;
+use crate::scenario::Field;
 use std::time::Duration;
 
 impl Client {
@@ -89,5 +94,53 @@ impl Client {
         } else {
             self.reinit();
         }
+    }
+
+    /// The client gives `op` up while its latest request may still run
+    /// (no result, no refusal answered it): on the 2025-11-25 wire it says
+    /// so, `notifications/cancelled` naming the request on the session it
+    /// went out on, as the SDKs' clients do when a request times out or is
+    /// aborted; a field client's `cancel-never-sent` sends nothing. Both
+    /// on the record (`Left`). A re-send is not a leave: it retries the
+    /// same work (a cancellation there would stop the execution a key or
+    /// Rule M joins). The 2026-07-28 wire's cancellation is the close of
+    /// the request's stream, which giving it up makes.
+    pub(super) fn leave(&mut self, op: usize) {
+        let Some(on) = self.ops[op].in_doubt_on.take() else {
+            return;
+        };
+        let Some(rpc) = self.ops[op].rpc.clone() else {
+            return;
+        };
+        // A request of a session the client no longer holds died with it.
+        if self.modern() || self.session.as_ref() != Some(&on) {
+            return;
+        }
+        let send = !self.g().shows(Field::CancelNeverSent);
+        let tag = self.ops.tag(op);
+        self.record(ClientRecord::Left {
+            client: self.spec.index,
+            tag,
+            rpc_id: rpc.clone(),
+            cancelled: send,
+        });
+        if !send {
+            return;
+        }
+        let msg = Message::Notification {
+            method: mcp::CANCELLED.into(),
+            params: Some(mcp::cancelled_params(&rpc, "the client stopped waiting")),
+        };
+        let out = if self.transport == Transport::Legacy {
+            let Some(path) = self.legacy_endpoint.clone() else {
+                return;
+            };
+            let mut out = Outgoing::post(None, &msg);
+            out.path = path;
+            out
+        } else {
+            self.with_session(Outgoing::post(Some(&on), &msg))
+        };
+        self.spawn(SlotKind::Cancel { op, rpc }, out, true);
     }
 }

@@ -285,6 +285,7 @@ impl Client {
         o.stream = None;
         let rpc = RequestId::Str(format!("{}#{}", tag, o.posts));
         o.rpc = Some(rpc.clone());
+        o.in_doubt_on = Some(session.clone());
         let asks = self.modern() && self.g().asks_input;
         let mut msg = call_request(&tag, &rpc, self.g(), asks);
         let mut out = if self.modern() {

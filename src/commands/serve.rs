@@ -7,7 +7,7 @@ use crate::base::console::errln;
 use crate::history::History;
 use crate::hosts::sut::Arm;
 use crate::ledger::Ledger;
-use crate::server::{Delivery, Exposure, Pacing, Server, ServerConfig, Wire};
+use crate::server::{Delivery, Exposure, Pacing, Sdk, Server, ServerConfig, Wire};
 use anyhow::Context;
 
 /// The connection cap when `--max-connections` is not given: 1024, or the
@@ -89,7 +89,7 @@ pub fn serve(
     arm: Arm,
     addr: &str,
     delivery: Delivery,
-    wire: Wire,
+    (wire, sdk): (Wire, Option<Sdk>),
     (poll_after, poll_retry_ms): (u32, u64),
     exposure: Exposure,
 ) -> anyhow::Result<()> {
@@ -103,6 +103,9 @@ pub fn serve(
     if arm.variant() == Some(crate::server::Variant::Cancel) && wire != Wire::Y2025 {
         anyhow::bail!("--server cancel is the 2026-07-28 remedy on the 2025-11-25 wire; on the 2026-07-28 wire every arm cancels on close: drop --era or pick guarded, unguarded or keys");
     }
+    if let (None, Some(sdk)) = (arm.variant(), sdk) {
+        anyhow::bail!("--sdk {} gives a built-in arm one SDK's quirks; {arm} is an SDK of its own: drop --sdk or pick a built-in --server", sdk.as_str());
+    }
     if arm.variant().is_none() && poll_after > 0 {
         anyhow::bail!("--poll-after is a setting of the built-in arms (guarded, unguarded, keys, cancel), not of {arm}: drop it or pick a built-in --server");
     }
@@ -114,6 +117,7 @@ pub fn serve(
     }
     let cfg = ServerConfig {
         wire,
+        sdk,
         poll_after,
         poll_retry_ms,
         ..served_config(delivery)
@@ -145,8 +149,9 @@ pub fn serve(
             .map(String::as_str)
             .collect::<Vec<_>>();
         errln!(
-            "mcp-chaos: {} server on http://{bound}/mcp ({}; {}; session ids from the OS; origins: loopback{}{}; at most {} connections{})",
+            "mcp-chaos: {}{} server on http://{bound}/mcp ({}; {}; session ids from the OS; origins: loopback{}{}; at most {} connections{})",
             variant.as_str(),
+            sdk.map(|s| format!(" (sdk {})", s.as_str())).unwrap_or_default(),
             match wire {
                 Wire::Y2025 => "wire 2025-11-25",
                 Wire::Y2026 => "wire 2026-07-28",

@@ -278,6 +278,30 @@ pub enum ClientRecord {
         /// Operation tag.
         tag: Rc<str>,
     },
+    /// The client gave a call up while its latest request may still run.
+    /// On the 2025-11-25 wire it POSTs
+    /// `notifications/cancelled` naming the request (`cancelled`), unless
+    /// it is a field client's `cancel-never-sent`.
+    Left {
+        /// Client index.
+        client: u32,
+        /// Operation tag.
+        tag: Rc<str>,
+        /// The request it left.
+        rpc_id: RequestId,
+        /// A `notifications/cancelled` went out for it.
+        cancelled: bool,
+    },
+    /// The server accepted (202) the `notifications/cancelled` of a
+    /// request the client left.
+    CancelAccepted {
+        /// Client index.
+        client: u32,
+        /// Operation tag.
+        tag: Rc<str>,
+        /// The request the cancellation named.
+        rpc_id: RequestId,
+    },
     /// How an operation ended.
     Outcome {
         /// Client index.
@@ -319,6 +343,8 @@ impl ClientRecord {
             | ClientRecord::InputRequired { tag, .. }
             | ClientRecord::KeyChanged { tag, .. }
             | ClientRecord::CursorDropped { tag, .. }
+            | ClientRecord::Left { tag, .. }
+            | ClientRecord::CancelAccepted { tag, .. }
             | ClientRecord::Outcome { tag, .. } => Some(tag),
             ClientRecord::Sent { tag, .. }
             | ClientRecord::Reused { tag, .. }

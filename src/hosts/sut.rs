@@ -211,7 +211,7 @@ pub const ARMS: [ArmEntry; 6] = [
         arm: Arm::Rmcp,
         name: "rmcp",
         baseline: None,
-        adds: "the official Rust SDK's server (rmcp 3.11) as shipped, judged black-box (so its replayed events are not counted): its per-stream cache of 16 events, inclusive replay, no resume once a request completed; no legacy transport",
+        adds: "the official Rust SDK's server (rmcp 3.11) as shipped, judged black-box (so its replayed events are not counted): its per-stream cache of 16 events, inclusive replay, no resume once a request completed; no legacy transport; on the 2026-07-28 wire its own tasks (`TaskManager`; no key honoured), with seeded task ids and the TTL on the simulated clock",
         glossary: "the official Rust MCP SDK's server as shipped, judged from the outside only.",
         colour: "#762a83",
         dashes: "4,4",

@@ -97,6 +97,16 @@ pub enum Cause {
     /// as the 2026-07-28 wire requires when the response stream closes),
     /// and the client's re-issue ran the tool again.
     CancelledAfterEffect,
+    /// The client gave the operation up without cancelling its request,
+    /// and the execution running then took its effect after: the call its
+    /// client reported failed ran all the same, where a
+    /// `notifications/cancelled` would have stopped it (a field client's
+    /// `cancel-never-sent`).
+    CancelNotSent,
+    /// The client gave the operation up and cancelled its request, the
+    /// server accepted the cancellation (202), and the execution running
+    /// then took its effect after it: the server dropped the cancellation.
+    CancelIgnored,
     /// The client re-sent the operation without an `Idempotency-Key` after
     /// losing its stream, and the server ran it again.
     RetryWithoutKey,
@@ -185,6 +195,8 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::StaleConnection,
     Cause::LostResponseHead,
     Cause::FinRace,
+    Cause::CancelNotSent,
+    Cause::CancelIgnored,
     Cause::CancelledAfterEffect,
     Cause::RetryWithoutKey,
     Cause::KeyChanged,
@@ -227,6 +239,8 @@ impl Cause {
             Cause::KeyNotHonored => "key_not_honored",
             Cause::ReplayLiveInterleave => "replay_live_interleave",
             Cause::FinRace => "fin_race",
+            Cause::CancelNotSent => "cancel_not_sent",
+            Cause::CancelIgnored => "cancel_ignored",
             Cause::ReconnectLoop => "reconnect_loop",
             Cause::KeyRequired => "key_required",
             Cause::GatewayGaveUp => "gateway_gave_up",
@@ -293,6 +307,12 @@ impl Cause {
             }
             Cause::FinRace => {
                 "the connection broke just as the server finished the stream: the server saw a finished stream, the client a broken one, and retried."
+            }
+            Cause::CancelNotSent => {
+                "the client gave the call up and never cancelled its request: the execution running then took its effect after, so a call reported failed ran all the same."
+            }
+            Cause::CancelIgnored => {
+                "the client gave the call up and cancelled its request, the server answered 202, and the execution running then took its effect after all: the server dropped the cancellation."
             }
             Cause::CancelledAfterEffect => {
                 "the server cancelled an execution whose effect was already taken (its stream closed), and the client's re-issue ran the tool again."
@@ -379,6 +399,8 @@ impl Cause {
                     .iter()
                     .any(|x| x.committed && x.result_us.is_none())
             }
+            Cause::CancelNotSent => op.ran_after_leaving(false),
+            Cause::CancelIgnored => op.ran_after_leaving(true),
             Cause::RetryWithoutKey => dup && op.keyless_retry,
             Cause::KeyChanged => dup && op.key_changed,
             Cause::KeyNotHonored => dup && !op.keyless_retry && !op.key_changed,

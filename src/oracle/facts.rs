@@ -70,6 +70,8 @@ pub struct Exec {
     /// commit at its end. One that committed nothing (killed, cancelled,
     /// refused) is owed to nobody.
     pub committed: bool,
+    /// When it took its effect, µs.
+    pub committed_us: Option<u64>,
     /// Chunks it emitted.
     pub emitted: u32,
     /// Index of its result chunk, once emitted.
@@ -98,6 +100,20 @@ impl Exec {
     pub(super) fn received_count(&self) -> u32 {
         self.received.iter().filter(|r| **r).count() as u32
     }
+}
+
+/// A request of the operation its client left, giving the operation up
+/// while the request might still run, as the client recorded it.
+#[derive(Clone, Debug)]
+pub struct Left {
+    /// The request.
+    pub rpc_id: RequestId,
+    /// When the client left it, µs.
+    pub at_us: u64,
+    /// A `notifications/cancelled` went out for it.
+    pub cancelled: bool,
+    /// When the server accepted (202) that cancellation, µs.
+    pub accepted_us: Option<u64>,
 }
 
 /// The handled result.
@@ -206,6 +222,9 @@ pub struct OpFacts {
     pub affinity_lost: bool,
     /// Its client gave it up.
     pub gave_up: bool,
+    /// The request its client left when it gave it up, if it might still
+    /// run then.
+    pub left: Vec<Left>,
     /// The status its last refused call was answered with (not 200/202),
     /// unless the call was sent again after it: what the client gave it
     /// up at, when it gave it up there.
@@ -250,6 +269,31 @@ impl OpFacts {
             start_us,
             ..OpFacts::default()
         }
+    }
+
+    /// An execution that was running when its client left its request
+    /// and took its effect after, where the client `cancelled` it or
+    /// not: the work a cancellation would have stopped. With `cancelled`,
+    /// only one that took its effect after the server accepted the
+    /// cancellation (the server dropped it).
+    pub fn ran_after_leaving(&self, cancelled: bool) -> bool {
+        self.left
+            .iter()
+            .filter(|l| l.cancelled == cancelled)
+            .any(|l| {
+                let since = if cancelled {
+                    l.accepted_us
+                } else {
+                    Some(l.at_us)
+                };
+                since.is_some_and(|since| {
+                    self.execs.iter().any(|x| {
+                        x.rpc_id == l.rpc_id
+                            && x.start_us < since
+                            && x.committed_us.is_some_and(|c| c > since)
+                    })
+                })
+            })
     }
 
     /// Black-box evidence that its owed events left the server's store: a

@@ -1,7 +1,8 @@
 //! Hazards reported from the field: a forged cursor past a stream's end, a
-//! second resume, a replay dropped mid-way, two calls under one request
-//! id, a polling close's `retry:` honoured to the millisecond, and a
-//! `notifications/cancelled` the server drops.
+//! second resume, one that names no position at once, a replay dropped
+//! mid-way, two calls under one request id, a polling close's `retry:`
+//! honoured to the millisecond, and a `notifications/cancelled` the server
+//! drops.
 
 use super::ctx::{Ctx, Step, Verdict, CHUNKS, MAX_POLLS};
 use super::peer::{Failure, Got, Reply, Session};
@@ -9,7 +10,6 @@ use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::mcp;
 use crate::protocol::mcp::ChunkRef;
 use ::http::StatusCode;
-use serde_json::json;
 use std::time::Duration;
 
 /// `id` with its last run of digits moved far past where the stream
@@ -26,6 +26,15 @@ fn forged_past(id: &str) -> Option<String> {
         n.checked_add(1_000)?,
         &id[end..]
     ))
+}
+
+/// A stream resumed once and dropped again ([`Ctx::resumed_and_dropped`]).
+struct ResumedOnce {
+    s: Session,
+    d: super::ctx::Dropped,
+    had: Vec<ChunkRef>,
+    first: String,
+    cursor: String,
 }
 
 /// The chunks among `seen`.
@@ -110,8 +119,11 @@ impl Ctx<'_> {
         Ok(verdict)
     }
 
-    pub(super) async fn resume_twice(&self) -> Step<(Verdict, String)> {
-        let (s, d, last) = self.dropped_with_cursor("resume-twice", CHUNKS * 2).await?;
+    /// A call's stream dropped after its first event, resumed until one new
+    /// chunk came, that resume dropped too: the session, the call, the
+    /// chunks had, the first resume's story and the cursor it left.
+    async fn resumed_and_dropped(&self, name: &str) -> Step<ResumedOnce> {
+        let (s, d, last) = self.dropped_with_cursor(name, CHUNKS * 2).await?;
         let mut had = chunks(&d.seen);
         let g1 = self.resume_one_more(&s, &last, &had).await?;
         had.extend(chunks(&g1.seen));
@@ -122,8 +134,54 @@ impl Ctx<'_> {
                 g1.describe()
             ));
         };
-        let first = g1.describe();
-        drop(g1);
+        let first = format!("first resume from {last}: GET {}", g1.describe());
+        Ok(ResumedOnce {
+            s,
+            d,
+            had,
+            first,
+            cursor,
+        })
+    }
+
+    /// resume-unnamed: a resume that has nothing to replay yet, read for a
+    /// quarter of the call's chunk interval (its next chunk is most of an
+    /// interval away): does an event with an id name the stream's
+    /// position at once?
+    pub(super) async fn resume_unnamed(&self) -> Step<(Verdict, String)> {
+        let r = self.resumed_and_dropped("resume-unnamed").await?;
+        let mut g = self.resumed(&r.s, &r.cursor).await?;
+        let window = self.interval() / 4;
+        g.read_until(self.peer.within(window), |e| e.id.is_some())
+            .await;
+        self.peer.end(&r.s).await;
+        let story = format!(
+            "{}; second from {} at once: GET {}",
+            r.first,
+            r.cursor,
+            g.describe()
+        );
+        let ms = window.as_millis();
+        Ok(match g.seen.iter().find_map(|e| e.id.as_deref()) {
+            Some(id) => (
+                Verdict::Absent,
+                format!("an event with id {id} came within {ms} ms ({story})"),
+            ),
+            None => (
+                Verdict::Present,
+                format!("no event with an id within {ms} ms of the answer: a break now leaves a reader that keeps its cursor per stream without one ({story})"),
+            ),
+        })
+    }
+
+    pub(super) async fn resume_twice(&self) -> Step<(Verdict, String)> {
+        let ResumedOnce {
+            s,
+            d,
+            had,
+            first,
+            cursor,
+        } = self.resumed_and_dropped("resume-twice").await?;
         tokio::time::sleep(self.interval() / 2).await;
         let g2 = self.resumed(&s, &cursor).await?;
         let (g2, _) = self
@@ -135,10 +193,7 @@ impl Ctx<'_> {
             )
             .await;
         self.peer.end(&s).await;
-        let story = format!(
-            "first resume from {last}: GET {first}; second from {cursor}: GET {}",
-            g2.describe()
-        );
+        let story = format!("{first}; second from {cursor}: GET {}", g2.describe());
         Ok(super::resume::redelivered(&g2.seen, &cursor, &had, &story))
     }
 
@@ -380,7 +435,7 @@ impl Ctx<'_> {
         }
         let note = Message::Notification {
             method: mcp::CANCELLED.into(),
-            params: Some(json!({"requestId": id, "reason": "mcp-chaos probe"}).into()),
+            params: Some(mcp::cancelled_params(&id, "mcp-chaos probe")),
         };
         let ack = match self.peer.post(&s, &note, None).await {
             Ok(a) => a.status,

@@ -70,6 +70,11 @@ pub const HAZARDS: &[Hazard] = &[
         rule: "Drop a call's stream after its first event, resume it by GET until one new chunk arrives, drop that too, then resume again from the last id received. Present when the second resume delivers that id again or a chunk the client already had; absent otherwise. Untestable when a resume is refused or brings nothing new.",
     },
     Hazard {
+        name: "resume-unnamed",
+        title: "a resume names no position until its next message",
+        rule: "Drop a call's stream after its first event, resume it by GET until one new chunk arrives, drop that too, then resume again at once from the last id received (nothing is left to replay) and read it for a quarter of the call's chunk interval. Present when no event with an id arrives in that time: a reader that keeps its cursor only from the current stream's events has none if the stream breaks then, and reconnects without Last-Event-ID (typescript-sdk PR #2509); absent when one does (a position marker, a priming event, the named event again). Untestable when a resume is refused or brings nothing new.",
+    },
+    Hazard {
         name: "replay-dropped",
         title: "a replay dropped mid-way loses the rest",
         rule: "Drop a call's stream after its first event, wait until the tool has finished, resume by GET, drop the replay after its first new chunk, then resume again from the last id received. Present when the second resume does not bring the result and does not announce the loss (410); absent when the result arrives or the loss is announced. Untestable when the first resume is refused, brings nothing new, or brings the result first.",
@@ -162,6 +167,7 @@ impl Ctx<'_> {
             "resume-then-post" => self.resume_then_post().await,
             "resume-future-cursor" => self.resume_future_cursor().await,
             "resume-twice" => self.resume_twice().await,
+            "resume-unnamed" => self.resume_unnamed().await,
             "replay-dropped" => self.replay_dropped().await,
             "duplicate-inflight-id" => self.duplicate_inflight_id().await,
             "retry-honoured" => self.retry_honoured().await,

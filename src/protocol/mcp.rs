@@ -227,6 +227,11 @@ struct ProgressParams<'a> {
     total: u32,
 }
 
+/// `notifications/cancelled` params: the request to stop, and why.
+pub fn cancelled_params(request: &RequestId, reason: &str) -> Json {
+    json!({"requestId": request, "reason": reason}).into()
+}
+
 /// `notifications/message` params carrying progress.
 #[derive(Serialize)]
 struct LogParams<'a> {

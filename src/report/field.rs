@@ -19,7 +19,39 @@ const CLIENT_FIXES: &[(&str, &str)] = &[
     ("ignore-retry-field", "wait the advised `retry:`, then resume with `Last-Event-ID`"),
     ("no-cursor-on-second-resume", "keep the last event id across reconnects, not only in the broken stream's reader (typescript-sdk PR #2509)"),
     ("fresh-session-per-call", "one session across calls, or a DELETE of the one it leaves"),
+    ("cancel-never-sent", "`notifications/cancelled` for the request of a call it gives up"),
 ];
+
+/// Where a cause's general remedy does not reach a client with the
+/// behaviour, what does (or that nothing on the server's side does): per
+/// (behaviour, cause).
+const FIELD_REMEDIES: &[(&str, &str, &str)] = &[
+    (
+        "key-per-attempt",
+        "key_changed",
+        "on the 2025-11-25 wire the `guarded` arm (Rule M answers the re-POST on the session that still holds the call's stream, whatever its key); on the 2026-07-28 wire, which has no session, nothing on the server's side: no server can tell a retry under a new key from a new call",
+    ),
+    (
+        "key-per-attempt",
+        "cancelled_after_effect",
+        "`effects = \"transactional\"` (a cancelled execution commits nothing); keys cannot help, since each attempt's key is new",
+    ),
+    (
+        "key-per-attempt",
+        "retry_without_key",
+        "`effects = \"transactional\"`, or the `guarded` arm on the 2025-11-25 wire (Rule M); keys cannot help, since each attempt's key is new",
+    ),
+];
+
+/// What removes `cause` for a client with `behaviour`: the behaviour's
+/// own line where the cause's general remedy does not reach it, else that
+/// remedy.
+fn remedy_for(behaviour: &str, cause: &str) -> &'static str {
+    FIELD_REMEDIES
+        .iter()
+        .find(|(b, c, _)| *b == behaviour && *c == cause)
+        .map_or_else(|| remedy(cause), |(_, _, r)| r)
+}
 
 /// The client's own fix for `behaviour`.
 fn client_fix(behaviour: &str) -> &'static str {
@@ -127,9 +159,10 @@ fn best(cells: &[Cell]) -> Option<&Cell> {
     })
 }
 
-/// What the row recommends: the best configuration, and for each cause it
-/// still fails, what removes it on the server's side.
-fn verdict(cells: &[Cell]) -> String {
+/// What the row of `behaviour` recommends: the best configuration, and
+/// for each cause it still fails, what removes it on the server's side
+/// for such a client.
+fn verdict(behaviour: &str, cells: &[Cell]) -> String {
     let Some(b) = best(cells) else {
         return "–".into();
     };
@@ -139,7 +172,7 @@ fn verdict(cells: &[Cell]) -> String {
         out.push_str(": loses nothing here");
     }
     for (cause, _) in rest {
-        let _ = write!(out, "; `{cause}` remains: {}", remedy(cause));
+        let _ = write!(out, "; `{cause}` remains: {}", remedy_for(behaviour, cause));
     }
     out
 }
@@ -175,7 +208,7 @@ pub fn markdown(s: &Summary) -> String {
         let _ = writeln!(
             out,
             " {}; the client's own fix: {} |",
-            verdict(&r.cells),
+            verdict(&r.behaviour, &r.cells),
             client_fix(&r.behaviour)
         );
     }
@@ -222,7 +255,10 @@ mod tests {
             cell("keys", 0, ""),
         ];
         assert_eq!(best(&cells).unwrap().server, "keys");
-        assert_eq!(verdict(&cells), "`keys` (0.0): loses nothing here");
+        assert_eq!(
+            verdict("key-per-attempt", &cells),
+            "`keys` (0.0): loses nothing here"
+        );
     }
 
     #[test]
@@ -231,11 +267,35 @@ mod tests {
             cell("unguarded", 5, "stale_session"),
             cell("guarded", 5, "stale_session"),
         ];
-        let v = verdict(&cells);
+        let v = verdict("never-reinit-after-404", &cells);
         assert!(
             v.starts_with("`unguarded` (500.0); `stale_session` remains: "),
             "{v}"
         );
         assert!(v.contains(remedy("stale_session")), "{v}");
+    }
+
+    /// A key per attempt defeats the keys a cause's general remedy offers:
+    /// its row names what still reaches such a client instead.
+    #[test]
+    fn a_remedy_that_cannot_reach_the_behaviour_is_not_offered() {
+        let cells = [cell("unguarded", 10, "cancelled_after_effect")];
+        let general = remedy("cancelled_after_effect");
+        assert!(general.contains("keyed clients"), "{general}");
+        let v = verdict("key-per-attempt", &cells);
+        assert!(!v.contains(general), "{v}");
+        assert!(v.contains("transactional"), "{v}");
+        // Another behaviour still gets the general remedy.
+        assert!(verdict("cancel-never-sent", &cells).contains(general));
+        for (b, c, _) in FIELD_REMEDIES {
+            assert!(
+                crate::scenario::Field::ALL.iter().any(|f| f.as_str() == *b),
+                "{b} is a field behaviour"
+            );
+            assert!(
+                crate::oracle::causes::Cause::named(c).is_some(),
+                "{c} is a cause"
+            );
+        }
     }
 }

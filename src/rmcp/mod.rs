@@ -14,13 +14,15 @@
 //! - the SSE keep-alive, which rmcp times on the wall clock, is off;
 //! - hyper's `Date` header (wall clock) is off;
 //! - rmcp's completed-request cache TTL (wall clock) applies only to
-//!   requests the client cancelled, which the clients here never send.
+//!   requests the client cancelled;
+//! - its tasks' ids, TTL and times ([`tasks`]).
 //!
 //! rmcp has no legacy HTTP+SSE transport: legacy clients are not
 //! applicable to these arms ([`SystemUnderTest::legacy_transport`]).
 
 mod sessions;
 mod store;
+mod tasks;
 mod tools;
 
 use crate::base::seed;
@@ -123,11 +125,18 @@ impl SystemUnderTest for Rmcp {
         };
         let sessions = sessions::Sessions::new(config, store, on_close);
         let max_chunks = self.cfg.max_chunks;
+        let tasks = Arc::new(tasks::Tasks::new(
+            self.exposure.session_ids,
+            (host.seed, host.replica.as_ref().map(|r| r.index)),
+            (self.cfg.task_ttl_ms, self.cfg.task_poll_ms),
+            host.history.now_us(),
+        ));
         let service = StreamableHttpService::new(
             move || {
                 Ok(LedgerTools {
                     bridge: bridge.clone(),
                     max_chunks,
+                    tasks: tasks.clone(),
                 })
             },
             Arc::new(sessions),

@@ -10,13 +10,16 @@ use crate::ledger::{ChunkRef, Ledger, Principal};
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mcp::{self, LedgerAppendArgs, LedgerReadArgs};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, CreateTaskResult,
+    ErrorData, GetTaskParams, GetTaskResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskContext, TaskExit};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -128,17 +131,50 @@ impl Bridge {
     }
 }
 
-/// The handler rmcp creates once per session.
+/// The handler rmcp creates once per session (on the 2026-07-28 wire,
+/// once per request).
 #[derive(Clone)]
 pub(super) struct LedgerTools {
     pub bridge: Bridge,
     /// Most chunks one call may ask for (the built-in server's bound).
     pub max_chunks: u32,
+    /// The incarnation's tasks (the tasks extension), shared by every
+    /// handler rmcp creates.
+    pub tasks: Arc<super::tasks::Tasks>,
 }
 
 impl ServerHandler for LedgerTools {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id).map(GetTaskResult::new)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)
     }
 
     async fn list_tools(
@@ -166,6 +202,17 @@ impl ServerHandler for LedgerTools {
                         "chunks must be 1..={}, got {}",
                         self.max_chunks, a.chunks
                     )));
+                }
+                // A client that declared the tasks extension gets a task,
+                // as a server built on rmcp's `TaskManager` answers it.
+                if context
+                    .client_capabilities()
+                    .is_some_and(|c| c.supports_tasks())
+                {
+                    return self
+                        .append_as_task(a, &context)
+                        .await
+                        .map(CallToolResponse::Task);
                 }
                 self.append(a, &context).await.map(Into::into)
             }
@@ -199,16 +246,7 @@ impl LedgerTools {
         a: LedgerAppendArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let rpc_id = serde_json::to_value(&ctx.id).unwrap_or(Value::Null);
-        let n = self
-            .bridge
-            .ask(|reply| Call::Execute {
-                tag: a.tag.clone(),
-                principal: principal(ctx),
-                rpc_id,
-                reply,
-            })
-            .await?;
+        let n = self.execution(&a.tag, principal(ctx), ctx).await?;
         let token = ctx.meta.get_progress_token();
         let interval = Duration::from_millis(a.chunk_interval_ms);
         for index in 1..=a.chunks {
@@ -251,6 +289,113 @@ impl LedgerTools {
         }
         unreachable!("the last chunk returns")
     }
+}
+
+impl LedgerTools {
+    /// A new execution of `tag` for `who` in the ledger, under the
+    /// request's id: its number.
+    async fn execution(
+        &self,
+        tag: &str,
+        who: String,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<u32, ErrorData> {
+        let rpc_id = serde_json::to_value(&ctx.id).unwrap_or(Value::Null);
+        self.bridge
+            .ask(|reply| Call::Execute {
+                tag: tag.to_string(),
+                principal: who,
+                rpc_id,
+                reply,
+            })
+            .await
+    }
+
+    /// `ledger_append` as a task: its execution recorded before the task
+    /// exists (an answer lost after it leaves an effect nobody knows the
+    /// task of), then run by rmcp's `TaskManager`, detached from the
+    /// request.
+    async fn append_as_task(
+        &self,
+        a: LedgerAppendArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        let who = principal(ctx);
+        let n = self.execution(&a.tag, who.clone(), ctx).await?;
+        let bridge = self.bridge.clone();
+        let task = self.tasks.create(move |tc, expiry| {
+            Box::pin(run_task(TaskRun {
+                bridge,
+                a,
+                n,
+                who,
+                tc,
+                expiry,
+            }))
+        });
+        Ok(CreateTaskResult::new(task))
+    }
+}
+
+/// One task's execution and what it needs.
+struct TaskRun {
+    bridge: Bridge,
+    a: LedgerAppendArgs,
+    n: u32,
+    who: String,
+    tc: TaskContext,
+    expiry: Option<tokio::time::Instant>,
+}
+
+/// A task's execution: one step per chunk interval, only its result
+/// chunk emitted (a task has no stream for progress); a `tasks/cancel`
+/// stops it at its next step, as does its expiry.
+async fn run_task(r: TaskRun) -> Result<CallToolResult, TaskExit> {
+    let TaskRun {
+        bridge,
+        a,
+        n,
+        who,
+        tc,
+        expiry,
+    } = r;
+    let interval = Duration::from_millis(a.chunk_interval_ms);
+    let expired = async {
+        match expiry {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(expired);
+    for _ in 1..=a.chunks {
+        tokio::select! {
+            biased;
+            () = tc.cancelled() => return Err(TaskExit::Cancelled),
+            () = &mut expired => {
+                return Err(ErrorData::internal_error("the task expired", None).into())
+            }
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
+    let _ = bridge.0.send(Call::Chunk {
+        tag: a.tag.clone(),
+        n,
+        index: a.chunks,
+        total: a.chunks,
+    });
+    let executions = bridge
+        .ask(|reply| Call::Executions {
+            tag: a.tag.clone(),
+            principal: who,
+            reply,
+        })
+        .await?;
+    let chunk = ChunkRef {
+        tag: a.tag.as_str().into(),
+        execution: n,
+        index: a.chunks,
+    };
+    Ok(text(mcp::append_text(&a.tag, executions, &chunk)))
 }
 
 /// A tool result with one text content, as the built-in tools answer.

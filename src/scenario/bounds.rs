@@ -177,6 +177,28 @@ impl Scenario {
                     enum_name(&Some(preset.replay_mode()))
                 ));
             }
+            if s.prime_resume
+                .is_some_and(|p| p != preset.prime_resume_mode())
+            {
+                return Err(format!(
+                    "server.prime_resume = {} contradicts server.sdk = {:?} (which sets \
+                     prime_resume = {}): drop one of them",
+                    s.prime_resume.unwrap_or_default(),
+                    sdk.as_str(),
+                    preset.prime_resume_mode()
+                ));
+            }
+            if s.cancel_notifications
+                .is_some_and(|c| c != preset.cancel_mode())
+            {
+                return Err(format!(
+                    "server.cancel_notifications = {:?} contradicts server.sdk = {:?} (which sets \
+                     cancel_notifications = {:?}): drop one of them",
+                    enum_name(&s.cancel_notifications),
+                    sdk.as_str(),
+                    enum_name(&Some(preset.cancel_mode()))
+                ));
+            }
             if s.completed_resume
                 .is_some_and(|c| c != preset.completed_resume_mode())
             {

@@ -76,16 +76,24 @@ pub enum Field {
     /// never closed (anthropics/claude-ai-mcp #583; ChatGPT per SEP-2567).
     /// On the 2026-07-28 wire, a `server/discover` before every call.
     FreshSessionPerCall,
+    /// A call the client stops waiting for (given up, or re-sent without
+    /// a key) is never cancelled: no `notifications/cancelled` goes out,
+    /// and the server runs the request it left to its end (mcp 2.x's
+    /// direct path, strands-agents #4130). On the 2026-07-28 wire the
+    /// close is the cancellation, which every client makes: nothing to
+    /// leave out.
+    CancelNeverSent,
 }
 
 impl Field {
     /// Every field behaviour, in the order sims/README.md lists them.
-    pub const ALL: [Field; 5] = [
+    pub const ALL: [Field; 6] = [
         Field::KeyPerAttempt,
         Field::NeverReinitAfter404,
         Field::IgnoreRetryField,
         Field::NoCursorOnSecondResume,
         Field::FreshSessionPerCall,
+        Field::CancelNeverSent,
     ];
 
     /// The kebab-case name.
@@ -96,6 +104,7 @@ impl Field {
             Field::IgnoreRetryField => "ignore-retry-field",
             Field::NoCursorOnSecondResume => "no-cursor-on-second-resume",
             Field::FreshSessionPerCall => "fresh-session-per-call",
+            Field::CancelNeverSent => "cancel-never-sent",
         }
     }
 }

@@ -323,11 +323,35 @@ ops_failed = 1
             assert!(err.contains(needle), "{needle:?} not in {err:?}");
             assert!(!err.contains('\n'), "one line: {err:?}");
         }
+        // The Python preset drops cancellations; saying otherwise beside it
+        // is refused too.
+        use crate::settings::CancelNotifications;
+        assert_eq!(d.cancel_mode(), CancelNotifications::Honoured);
+        let py = Scenario::parse(&format!("{MIN}[server]\nsdk = \"python\"\n")).unwrap();
+        assert_eq!(py.server.cancel_mode(), CancelNotifications::Dropped);
+        assert!(py.server.prime_resume_mode() && !d.prime_resume_mode());
+        assert_eq!(py.server.replay_mode(), Replay::Exclusive);
+        let err = Scenario::parse(&format!(
+            "{MIN}[server]\nsdk = \"python\"\ncancel_notifications = \"honoured\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.contains(
+                "server.cancel_notifications = \"honoured\" contradicts server.sdk = \"python\""
+            ),
+            "{err}"
+        );
         let err = Scenario::parse(&format!("{MIN}[server]\nreplay = \"sideways\"\n")).unwrap_err();
         assert!(err.contains("unknown variant"), "{err}");
         // Defaults print nothing new: a printed scenario is unchanged.
         let printed = toml::to_string(&ServerConfig::default()).unwrap();
-        for key in ["replay", "completed_resume", "sdk"] {
+        for key in [
+            "replay",
+            "completed_resume",
+            "cancel_notifications",
+            "prime_resume",
+            "sdk",
+        ] {
             let line = format!("{key} =");
             assert!(
                 !printed.lines().any(|l| l.starts_with(&line)),

@@ -31,7 +31,7 @@ mod y2025;
 mod y2026;
 
 pub use crate::settings::{
-    CompletedResume, Delivery, Effects, Era, Replay, Sdk, ServerConfig, Wire,
+    CancelNotifications, CompletedResume, Delivery, Effects, Era, Replay, Sdk, ServerConfig, Wire,
 };
 pub use calls::fixtures::Fixtures;
 pub use http::body::ServerBody;

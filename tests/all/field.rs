@@ -36,11 +36,13 @@ fn each_field_behaviour_fails_where_honouring_clients_lose_nothing() {
         );
         let mut honouring = s.clone();
         honouring.set("client.field", "[]").unwrap();
-        // The arms where the behaviour alone makes the failure.
-        let mut alone = Vec::new();
+        // The arms where the behaviour alone makes the failure, and those
+        // where it fails with a cause honouring clients never show.
+        let (mut alone, mut own_cause) = (Vec::new(), Vec::new());
         for v in Variant::ALL {
             let (r, _) = crate::run_expecting(&label, &s, v);
-            let honest = failed(&honouring, v);
+            let (h, _) = run::run(&honouring, 0, v, &Options::default()).unwrap();
+            let honest = h.metrics.ops_failed;
             assert!(
                 honest <= r.metrics.ops_failed,
                 "{label} under {}: honouring clients fail {honest}, these {}",
@@ -50,6 +52,23 @@ fn each_field_behaviour_fails_where_honouring_clients_lose_nothing() {
             if r.metrics.ops_failed > 0 && honest == 0 {
                 alone.push(v.as_str());
             }
+            let by = &h.metrics.failures_by_cause;
+            if r.metrics
+                .failures_by_cause
+                .keys()
+                .any(|c| !by.contains_key(c))
+            {
+                own_cause.push(v.as_str());
+            }
+        }
+        // A client that never cancels loses no more calls: the call it gave
+        // up runs on to its effect, which its own cause names.
+        if f == Field::CancelNeverSent {
+            assert!(
+                !own_cause.is_empty(),
+                "{label}: on some arm the call given up runs on, under a cause of its own"
+            );
+            continue;
         }
         assert!(
             !alone.is_empty(),
@@ -196,4 +215,40 @@ fn a_session_per_call_runs_a_bounded_server_out_of_sessions_unless_idle_ones_end
             v.as_str()
         );
     }
+}
+
+/// cancel-never-sent: the call this client gives up runs on to its effect
+/// on the arms that wait for a cancellation (`cancel_not_sent`); the same
+/// clients that cancel it lose the same call with nothing run
+/// (`gave_up`), unless the server drops the cancellation
+/// (`cancel_ignored`); the `cancel` arm stops it on the close it sees.
+#[test]
+fn a_call_given_up_without_a_cancellation_runs_on_unless_the_close_cancels_it() {
+    let (_, s) = load(Field::CancelNeverSent);
+    let causes = |s: &Scenario, v: Variant| {
+        let (r, _) = run::run(s, 0, v, &Options::default()).unwrap();
+        r.metrics.failures_by_cause
+    };
+    let mut cancelling = s.clone();
+    cancelling.set("client.field", "[]").unwrap();
+    let mut dropping = cancelling.clone();
+    dropping
+        .set("server.cancel_notifications", "dropped")
+        .unwrap();
+    for v in [Variant::Unguarded, Variant::Keys] {
+        let name = v.as_str();
+        assert_eq!(causes(&s, v).get("cancel_not_sent"), Some(&1), "{name}");
+        let honest = causes(&cancelling, v);
+        assert_eq!(honest.get("gave_up"), Some(&1), "{name}: {honest:?}");
+        assert_eq!(honest.len(), 1, "{name}: {honest:?}");
+        let dropped = causes(&dropping, v);
+        assert_eq!(
+            dropped.get("cancel_ignored"),
+            Some(&1),
+            "{name}: {dropped:?}"
+        );
+    }
+    let closing = causes(&s, Variant::Cancel);
+    assert_eq!(closing.get("gave_up"), Some(&1), "cancel: {closing:?}");
+    assert_eq!(closing.len(), 1, "cancel: {closing:?}");
 }

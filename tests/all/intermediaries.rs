@@ -106,3 +106,30 @@ fn an_intermediary_can_be_set_from_the_command_line() {
         .unwrap();
     assert_eq!(super::cli::code(&o), 3);
 }
+
+/// With `X-Accel-Buffering: no` on (the default, as every SDK's server
+/// sends it), behind the buffering proxy the unguarded model loses no
+/// more than rmcp does, cause by cause, over seeds 0 to 9.
+#[test]
+fn behind_a_buffering_proxy_the_model_loses_no_more_than_rmcp() {
+    use mcp_chaos::hosts::sut::Arm;
+    use mcp_chaos::run::{self, Options};
+    use std::collections::BTreeMap;
+    let s = Scenario::load(&dir().join("buffering-proxy.toml")).unwrap();
+    assert!(s.server.no_buffering, "the header is on by default");
+    let arms = [Arm::BuiltIn(Variant::Unguarded), Arm::Rmcp];
+    let mut by_cause = [BTreeMap::new(), BTreeMap::new()];
+    for seed in 0..10 {
+        for (i, arm) in arms.into_iter().enumerate() {
+            let (r, _) = run::run_arm(&s, seed, arm, &Options::default()).unwrap();
+            for (c, n) in r.metrics.failures_by_cause {
+                *by_cause[i].entry(c).or_insert(0u64) += n;
+            }
+        }
+    }
+    let [model, rmcp] = &by_cause;
+    for (cause, n) in model {
+        let theirs = rmcp.get(cause).copied().unwrap_or(0);
+        assert!(*n <= theirs, "{cause}: unguarded {n}, rmcp {theirs}");
+    }
+}

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Every hazard the probe knows, as `probe --help` and the docs name them.
-const HAZARDS: [&str; 16] = [
+const HAZARDS: [&str; 17] = [
     "retry-new-id",
     "retry-same-id",
     "retry-after-completion",
@@ -20,6 +20,7 @@ const HAZARDS: [&str; 16] = [
     "resume-then-post",
     "resume-future-cursor",
     "resume-twice",
+    "resume-unnamed",
     "replay-dropped",
     "duplicate-inflight-id",
     "retry-honoured",
@@ -86,6 +87,7 @@ fn the_unguarded_server_has_the_models_hazards() {
         "resume-future-cursor",
         "legacy-session",
         "duplicate-inflight-id",
+        "resume-unnamed",
     ] {
         assert_eq!(v[h], "present", "{h}: {out}");
     }
@@ -383,4 +385,21 @@ fn the_new_wire_has_its_own_hazards() {
     ]);
     assert_eq!(code(&bad), 3);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no hazard of the 2026-07-28 wire"));
+}
+
+/// The `python` preset on `serve`: the built-in arm with the Python SDK's
+/// measured quirks, where `unguarded` alone differs: a POSTed
+/// `notifications/cancelled` is answered 202 and dropped (the call runs
+/// on), and a resume opens with a priming event that names its position.
+#[test]
+fn the_python_preset_drops_cancellations_and_primes_resumes() {
+    let s = Served::start(&["--server", "unguarded", "--sdk", "python"]);
+    let only = ["--only", "cancel-ignored", "--only", "resume-unnamed"];
+    let (_, v, out) = probe(&s, &only);
+    assert_eq!(v["cancel-ignored"], "present", "{out}");
+    assert_eq!(v["resume-unnamed"], "absent", "{out}");
+    let plain = Served::start(&["--server", "unguarded"]);
+    let (_, v, out) = probe(&plain, &only);
+    assert_eq!(v["cancel-ignored"], "absent", "{out}");
+    assert_eq!(v["resume-unnamed"], "present", "{out}");
 }

@@ -434,6 +434,11 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
             vec!["serve", "--session-idle-secs", "86401"],
             &["--session-idle-secs", "86400"],
         ),
+        (vec!["serve", "--sdk", "go"], &["--sdk", "rmcp or python"]),
+        (
+            vec!["serve", "--server", "rmcp", "--sdk", "python"],
+            &["--sdk python", "drop --sdk"],
+        ),
         (vec!["scale", "--clients", "20001"], &["--clients", "20000"]),
         (
             vec!["scale", "--connections", "pooled"],

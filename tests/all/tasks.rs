@@ -473,6 +473,15 @@ fn an_execution_stops_at_its_tasks_expiry() {
         r.metrics
     );
     assert_eq!(r.metrics.duplicate_side_effects, 0, "{:?}", r.metrics);
+    // rmcp's tasks under the arm expire on the simulated clock alike (its
+    // tool takes its effect at its start: the re-issue runs it again).
+    let r = go(&s, "rmcp", Some(Profile::Tasks), &[Y2026]);
+    assert_eq!(
+        r.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+        vec!["task_expired"],
+        "{:?}",
+        r.metrics
+    );
 }
 
 /// A response's JSON-RPC message, in a JSON body or an SSE stream's
@@ -597,4 +606,85 @@ fn guarded_runs_nothing_on_a_state_it_cannot_verify() {
         "0",
         "this process ran nothing"
     );
+}
+
+/// The rmcp arm serves a tasks client with rmcp's own tasks (its
+/// `TaskManager`, answering on SSE, which the client reads as it reads
+/// JSON): every call becomes a task polled to its result, with seeded ids
+/// (same seed, same bytes); with no fault nothing fails. rmcp honours no
+/// key, so a lost creation makes a second task even under `tasks+keys`
+/// (task_create_lost), where the built-in keys arm loses nothing.
+#[test]
+fn rmcp_answers_a_tasks_client_with_its_own_tasks() {
+    use mcp_chaos::history::{ClientRecord, Rec, TaskEvent};
+    use mcp_chaos::hosts::sut::Arm;
+    use mcp_chaos::run::{run_arm, Options};
+    let s = scenario("sims/half-open.toml");
+    let opts = Options {
+        clients: Some(Profile::Tasks),
+        sets: vec![("era".into(), "2026-07-28".into())],
+        deployment: String::new(),
+    };
+    let (r, h) = run_arm(&s, 0, Arm::Rmcp, &opts).unwrap();
+    assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
+    let created: Vec<String> = h
+        .entries()
+        .iter()
+        .filter_map(|e| match &e.record {
+            Rec::Client(ClientRecord::Task {
+                task,
+                event: TaskEvent::Created,
+                ..
+            }) => Some(task.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        created.len() as u64 >= r.metrics.operations,
+        "a task per call: {} for {}",
+        created.len(),
+        r.metrics.operations
+    );
+    assert!(
+        created.iter().all(|t| t.starts_with("task-")),
+        "{created:?}"
+    );
+    let (again, _) = run_arm(&s, 0, Arm::Rmcp, &opts).unwrap();
+    assert_eq!(r.trace_sha256, again.trace_sha256, "same seed, same bytes");
+    // A drop planned on a tasks client takes one of its task's answers
+    // whether it comes as JSON (the built-in) or on SSE (rmcp): the drops
+    // apply on both (give or take one a timing moves past the task's end),
+    // and lose creations on both.
+    let fm = scenario("sims/flaky-mobile.toml");
+    let applied = |r: &RunReport| r.faults.applied.get("drop").copied().unwrap_or(0);
+    let on_rmcp = go(&fm, "rmcp", Some(Profile::Tasks), &[Y2026]);
+    let on_model = go(&fm, "unguarded", Some(Profile::Tasks), &[Y2026]);
+    assert!(
+        applied(&on_rmcp) + 2 >= applied(&on_model) && applied(&on_model) > 0,
+        "{:?} against {:?}",
+        on_rmcp.faults.applied,
+        on_model.faults.applied
+    );
+    assert!(
+        on_rmcp.metrics.failures_by_cause.get("task_create_lost") > Some(&0),
+        "{:?}",
+        on_rmcp.metrics.failures_by_cause
+    );
+    // The cause's scenario, its partition moved to where rmcp's answer
+    // is on the way (rmcp answers a few ms later than the built-in).
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/causes/task_create_lost.toml"),
+    )
+    .unwrap()
+    .replace("at_ms = 45\n", "at_ms = 60\n");
+    let lost = Scenario::parse(&text).unwrap();
+    let keyed = go(&lost, "rmcp", Some(Profile::TasksKeys), &[]);
+    assert_eq!(
+        keyed.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+        vec!["task_create_lost"],
+        "{:?}",
+        keyed.metrics
+    );
+    let keys = go(&lost, "keys", Some(Profile::TasksKeys), &[]);
+    assert_eq!(keys.metrics.ops_failed, 0, "{:?}", keys.metrics);
 }

@@ -4,7 +4,8 @@
 //! the rows to [`react`] and to every pair are in `tests.rs`.
 
 use super::tests::{
-    each, json, row, with, Kind, Reply, Row, ADVISED, GET_REFUSALS, LEGACY, STATUS, UNNAMED, V,
+    each, json, row, with, Kind, Reply, Row, ADVISED, GET_REFUSALS, LEGACY, REPLIES, STATUS,
+    UNNAMED, V,
 };
 use super::*;
 
@@ -443,5 +444,19 @@ pub(super) fn subscribe_rows() -> Vec<Row> {
         R::BadGateway502,
     ];
     rows.extend(each(K::Subscribe, &ignored, V, &[]));
+    rows
+}
+
+pub(super) fn cancel_rows() -> Vec<Row> {
+    // Sent and forgotten: the server's acceptance goes on the record,
+    // nothing else follows (a request it no longer knows, a session
+    // gone, a lost answer: the client has left the request already).
+    let mut rows = vec![row(K::Cancel, R::Accepted202, V, &[A::CancelAccepted])];
+    let not_here = [R::Accepted202, R::EmptyResume200, R::Conflict409Hint];
+    let ignored: Vec<Reply> = REPLIES
+        .into_iter()
+        .filter(|r| !not_here.contains(r))
+        .collect();
+    rows.extend(each(K::Cancel, &ignored, V, &[]));
     rows
 }

@@ -17,10 +17,11 @@ pub(super) enum Kind {
     LegacyGet,
     LegacyPost,
     Subscribe,
+    Cancel,
     Delete,
 }
 
-const KINDS: [Kind; 8] = [
+const KINDS: [Kind; 9] = [
     Kind::Initialize,
     Kind::Call,
     Kind::ResumeGet,
@@ -28,6 +29,7 @@ const KINDS: [Kind; 8] = [
     Kind::LegacyGet,
     Kind::LegacyPost,
     Kind::Subscribe,
+    Kind::Cancel,
     Kind::Delete,
 ];
 
@@ -42,6 +44,7 @@ impl Kind {
             Kind::LegacyGet => Some(Request::LegacyOpen),
             Kind::LegacyPost => Some(Request::LegacyPost),
             Kind::Subscribe => Some(Request::Subscribe),
+            Kind::Cancel => Some(Request::Cancel),
             Kind::Delete => None,
         }
     }
@@ -57,6 +60,7 @@ impl Kind {
             Request::LegacyOpen => Kind::LegacyGet,
             Request::LegacyPost => Kind::LegacyPost,
             Request::Subscribe => Kind::Subscribe,
+            Request::Cancel => Kind::Cancel,
         }
     }
 }
@@ -91,7 +95,7 @@ pub(super) enum Reply {
     Ended,
 }
 
-const REPLIES: [Reply; 19] = [
+pub(super) const REPLIES: [Reply; 19] = [
     Reply::Stream200,
     Reply::Json200,
     Reply::Accepted202,
@@ -254,6 +258,7 @@ fn rows() -> Vec<Row> {
     rows.extend(table::legacy_get_rows());
     rows.extend(table::legacy_post_rows());
     rows.extend(table::subscribe_rows());
+    rows.extend(table::cancel_rows());
     rows
 }
 
@@ -270,6 +275,7 @@ fn not_applicable() -> Vec<(Kind, Reply, &'static str)> {
         K::LegacyGet,
         K::LegacyPost,
         K::Subscribe,
+        K::Cancel,
     ] {
         na.push((k, R::EmptyResume200, "an empty 200 answers only a resume"));
     }
@@ -280,6 +286,7 @@ fn not_applicable() -> Vec<(Kind, Reply, &'static str)> {
         K::LegacyGet,
         K::LegacyPost,
         K::Subscribe,
+        K::Cancel,
     ] {
         na.push((
             k,

@@ -8,7 +8,8 @@
 //! creation is cancelled (`tasks/cancel`) and, once the cancel is
 //! acknowledged, its call is re-issued (once per call: the new task is
 //! waited for). A poll that gets no answer is
-//! simply sent again: reading a task changes nothing.
+//! simply sent again: reading a task changes nothing. Every answer may
+//! come as JSON or as an SSE stream of one message, the server's choice.
 
 use crate::client::actor::{Client, Got, SlotKind, Timer};
 use crate::client::ops::{OpState, OpTask};
@@ -117,11 +118,18 @@ impl Client {
         self.spawn(SlotKind::Task { op, cancel }, out, true);
     }
 
-    /// What a reader saw on a task exchange.
+    /// What a reader saw on a task exchange: its answer as JSON, or as the
+    /// one message of an SSE stream (a server may answer in either).
     pub(in crate::client) fn on_task_input(&mut self, input: Input) {
         let slot = input.slot();
         let (status, msg) = match input {
             Input::Json { status, msg, .. } => (status, msg),
+            // A stream: its message follows (priming events and gaps aside).
+            Input::Head { status: 200, .. }
+            | Input::Event { msg: None, .. }
+            | Input::Gap { .. }
+            | Input::Reused { .. } => return,
+            Input::Event { msg: Some(m), .. } => (200, Some(m)),
             // The planned drop took this answer: asked again, as for any
             // exchange that broke.
             Input::Dropped {
@@ -130,9 +138,7 @@ impl Client {
                 self.dropped(tag, after_event);
                 (0, None)
             }
-            // Anything else ends the exchange unanswered (this client
-            // reads a task's answers as JSON only): poll again.
-            Input::Reused { .. } => return,
+            // Anything else ends the exchange unanswered: poll again.
             _ => (0, None),
         };
         let Some(s) = self.slots.remove(&slot) else {

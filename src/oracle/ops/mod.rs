@@ -12,7 +12,7 @@
 //! factor).
 
 pub use super::facts::{
-    ClientFacts, Exec, Failure, Failures, Handled, OpFacts, Ops, RunFacts, HAZARDS,
+    ClientFacts, Exec, Failure, Failures, Handled, Left, OpFacts, Ops, RunFacts, HAZARDS,
 };
 use super::intern::{FxMap, Sessions, Tags};
 use crate::history::{
@@ -395,6 +395,7 @@ impl Builder {
                     op.key_changed = true;
                 }
             }
+            ClientRecord::Left { .. } | ClientRecord::CancelAccepted { .. } => self.left(r, t),
             ClientRecord::CursorDropped { client, tag } => {
                 if let Some(op) = self.op_or_new(*client, tag, t) {
                     op.cursor_dropped = true;
@@ -485,6 +486,44 @@ impl Builder {
                 .get(&(client, s, stream))
                 .is_some_and(|&l| l > result)
         });
+    }
+
+    /// A request the client left when it gave its call up, and the
+    /// server's acceptance of its cancellation.
+    fn left(&mut self, r: &ClientRecord, t: u64) {
+        match r {
+            ClientRecord::Left {
+                client,
+                tag,
+                rpc_id,
+                cancelled,
+            } => {
+                if let Some(op) = self.op_or_new(*client, tag, t) {
+                    op.left.push(Left {
+                        rpc_id: rpc_id.clone(),
+                        at_us: t,
+                        cancelled: *cancelled,
+                        accepted_us: None,
+                    });
+                }
+            }
+            ClientRecord::CancelAccepted {
+                client,
+                tag,
+                rpc_id,
+            } => {
+                let op = self.op_or_new(*client, tag, t);
+                let left = op.and_then(|op| {
+                    op.left
+                        .iter_mut()
+                        .rfind(|l| l.rpc_id == *rpc_id && l.accepted_us.is_none())
+                });
+                if let Some(l) = left {
+                    l.accepted_us = Some(t);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// A request the client sent: an initialize, a call's attempt, a
@@ -660,6 +699,7 @@ impl Builder {
                         rpc_id: rpc_id.clone(),
                         start_us: t,
                         committed: !deferred,
+                        committed_us: (!deferred).then_some(t),
                         emitted: 0,
                         result_index: None,
                         result_us: None,
@@ -693,6 +733,7 @@ impl Builder {
                     .and_then(|op| op.execs.get_mut((*n as usize).wrapping_sub(1)))
                 {
                     x.committed = true;
+                    x.committed_us = Some(t);
                 }
             }
             LedgerRecord::Chunk {

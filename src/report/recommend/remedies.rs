@@ -73,6 +73,14 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "clients that send an `Idempotency-Key` (the `keys` profile) to an arm that honours it",
     ),
     (
+        "cancel_not_sent",
+        "a server that cancels a request on a close it sees (the `cancel` arm, the 2026-07-28 wire); fix the client: cancel the call it gives up",
+    ),
+    (
+        "cancel_ignored",
+        "a server that stops a cancelled request (`cancel_notifications = \"honoured\"`, the default), or one that cancels on a close it sees (the `cancel` arm)",
+    ),
+    (
         "cancelled_after_effect",
         "the `guarded` arm with keyed clients (a keyed execution whose effect is taken runs on past the close and its key answers the re-issue), or `effects = \"transactional\"` (a cancelled execution commits nothing)",
     ),

@@ -19,7 +19,7 @@ use crate::history::{ConnId, Record, SessionId, StreamKind};
 use crate::protocol::jsonrpc::{self, RequestId};
 use crate::protocol::Json;
 use crate::server::http::respond;
-use crate::server::Shared;
+use crate::server::{CancelNotifications, Shared};
 use http::{header, HeaderValue, StatusCode};
 
 /// A resume (GET with `Last-Event-ID`): 405 with a JSON-RPC error body.
@@ -83,8 +83,12 @@ pub(in crate::server) fn on_close_seen(
 }
 
 /// `notifications/cancelled` (every arm): marks the named request of the
-/// session cancelled; its tool stops at its next chunk.
+/// session cancelled; its tool stops at its next chunk. A server that
+/// drops them (`cancel_notifications = "dropped"`) does nothing.
 pub(in crate::server) fn on_cancelled(shared: &Shared, sid: &SessionId, params: Option<&Json>) {
+    if shared.cfg.cancel_mode() == CancelNotifications::Dropped {
+        return;
+    }
     let Some(rid) = params
         .and_then(|p| p.get("requestId"))
         .map(|r| r.to_json().to_value())

@@ -360,10 +360,17 @@ fn replay_start(
             });
             from = at.max(sess.oldest_stored().checked_sub(1));
         }
-    } else if gap || sess.guard.stream(s).lost {
-        // As real SDKs do: replay from the oldest event still stored,
-        // silently.
-        from = at.max(sess.oldest_stored().checked_sub(1));
+    } else {
+        if gap || sess.guard.stream(s).lost {
+            // As real SDKs do: replay from the oldest event still stored,
+            // silently.
+            from = at.max(sess.oldest_stored().checked_sub(1));
+        }
+        // The Python SDK's resume opens with a priming event: the client
+        // has a position before anything is replayed (`prime_resume`).
+        if shared.cfg.prime_resume_mode() {
+            preamble = at.map(|c| crate::protocol::sse::encode(Some(c), None, "", None));
+        }
     }
     // rmcp re-sends the named event too (when it is still stored): one
     // duplicate per resume (`replay = "inclusive"`; never on guarded).

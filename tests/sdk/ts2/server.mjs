@@ -18,59 +18,11 @@
 import { createServer } from "node:http";
 import { toNodeHandler } from "@modelcontextprotocol/node";
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
+import { ledger, tools } from "../ledger.mjs";
 
 const port = Number(process.argv[2] ?? process.env.PORT ?? 8080);
-const executions = new Map(); // tag -> executions started, across requests
-const finished = new Map(); // tag -> executions that reached their result
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const int = (lo, hi) => ({ type: "integer", minimum: lo, maximum: hi });
-const bump = (map, tag) => {
-  const n = (map.get(tag) ?? 0) + 1;
-  map.set(tag, n);
-  return n;
-};
-
-const tools = [
-  {
-    name: "ledger_append",
-    description: "Appends to the tag's ledger: chunks-1 progress events, then the result.",
-    inputSchema: {
-      type: "object", required: ["tag"],
-      properties: { tag: { type: "string" }, chunks: int(1, 1000), chunk_interval_ms: int(0, 3600000) },
-    },
-    annotations: { idempotentHint: false },
-  },
-  {
-    name: "ledger_read",
-    description: "How many times each tag's ledger_append ran, and how many of those reached their result.",
-    inputSchema: { type: "object", properties: { tag: { type: "string" } } },
-    annotations: { idempotentHint: true, readOnlyHint: true },
-  },
-];
-
-const text = (value) => ({ content: [{ type: "text", text: JSON.stringify(value) }], isError: false });
 const bad = (message) => new ProtocolError(ProtocolErrorCode.InvalidParams, message);
-
-async function ledgerAppend(args, request, ctx) {
-  const { tag, chunks = 1, chunk_interval_ms: interval = 0 } = args;
-  if (typeof tag !== "string") throw bad("tag: a string is required");
-  if (!Number.isInteger(chunks) || chunks < 1 || chunks > 1000) throw bad("chunks: 1..=1000");
-  if (!Number.isInteger(interval) || interval < 0 || interval > 3600000) throw bad("chunk_interval_ms: 0..=3600000");
-  const execution = bump(executions, tag); // counted when the tool starts
-  const token = request.params._meta?.progressToken;
-  for (let k = 1; k < chunks; k++) {
-    await sleep(interval);
-    const chunk = `ledger:${execution}:${k}:${tag}`;
-    // A send to a closed exchange is dropped; the tool goes on.
-    await ctx.mcpReq.notify(token !== undefined
-      ? { method: "notifications/progress", params: { progressToken: token, progress: k, total: chunks, message: chunk } }
-      : { method: "notifications/message", params: { level: "info", data: { chunk, progress: k, requestId: ctx.mcpReq.id, total: chunks } } },
-    ).catch(() => {});
-  }
-  await sleep(interval);
-  bump(finished, tag);
-  return text({ chunk: `ledger:${execution}:${chunks}:${tag}`, executions: executions.get(tag), tag });
-}
+const { ledgerAppend, ledgerRead } = ledger(bad);
 
 // The factory: one fresh instance per HTTP request (both eras).
 function mcpServer() {
@@ -78,14 +30,10 @@ function mcpServer() {
   server.setRequestHandler("tools/list", async () => ({ tools }));
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { name, arguments: args = {} } = request.params;
-    if (name === "ledger_append") return ledgerAppend(args, request, ctx);
+    // A send to a closed exchange is dropped.
+    if (name === "ledger_append") return ledgerAppend(args, request, (m) => ctx.mcpReq.notify(m), ctx.mcpReq.id);
     if (name !== "ledger_read") throw bad(`unknown tool: ${name}`);
-    if (args.tag !== undefined && typeof args.tag !== "string") throw bad("tag: a string");
-    const tags = args.tag === undefined ? [...executions.keys()] : [args.tag];
-    return text({
-      executions: Object.fromEntries(tags.map((t) => [t, executions.get(t) ?? 0])),
-      finished: Object.fromEntries(tags.map((t) => [t, finished.get(t) ?? 0])),
-    });
+    return ledgerRead(args);
   });
   return server;
 }
