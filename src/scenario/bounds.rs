@@ -168,48 +168,18 @@ impl Scenario {
                 sdk: Some(sdk),
                 ..ServerConfig::default()
             };
-            if s.replay.is_some_and(|r| r != preset.replay_mode()) {
-                return Err(format!(
-                    "server.replay = {:?} contradicts server.sdk = {:?} (which sets replay = {:?}): \
-                     drop one of them",
-                    enum_name(&s.replay),
-                    sdk.as_str(),
-                    enum_name(&Some(preset.replay_mode()))
-                ));
-            }
-            if s.prime_resume
-                .is_some_and(|p| p != preset.prime_resume_mode())
-            {
-                return Err(format!(
-                    "server.prime_resume = {} contradicts server.sdk = {:?} (which sets \
-                     prime_resume = {}): drop one of them",
-                    s.prime_resume.unwrap_or_default(),
-                    sdk.as_str(),
-                    preset.prime_resume_mode()
-                ));
-            }
-            if s.cancel_notifications
-                .is_some_and(|c| c != preset.cancel_mode())
-            {
-                return Err(format!(
-                    "server.cancel_notifications = {:?} contradicts server.sdk = {:?} (which sets \
-                     cancel_notifications = {:?}): drop one of them",
-                    enum_name(&s.cancel_notifications),
-                    sdk.as_str(),
-                    enum_name(&Some(preset.cancel_mode()))
-                ));
-            }
-            if s.completed_resume
-                .is_some_and(|c| c != preset.completed_resume_mode())
-            {
-                return Err(format!(
-                    "server.completed_resume = {:?} contradicts server.sdk = {:?} (which sets \
-                     completed_resume = {:?}): drop one of them",
-                    enum_name(&s.completed_resume),
-                    sdk.as_str(),
-                    enum_name(&Some(preset.completed_resume_mode()))
-                ));
-            }
+            let name = sdk.as_str();
+            agrees("replay", s.replay, preset.replay_mode(), name)?;
+            agrees(
+                "prime_resume",
+                s.prime_resume,
+                preset.prime_resume_mode(),
+                name,
+            )?;
+            let cancel = preset.cancel_mode();
+            agrees("cancel_notifications", s.cancel_notifications, cancel, name)?;
+            let completed = preset.completed_resume_mode();
+            agrees("completed_resume", s.completed_resume, completed, name)?;
         }
         if s.first_event_id > MAX_FIRST_EVENT_ID {
             return Err(format!(
@@ -639,11 +609,28 @@ pub const MAX_WORKLOAD: u64 = 1_000_000_000;
 /// Longest time any `*_ms` setting may name: one day.
 pub const MAX_MS: u64 = 86_400_000;
 /// A unit enum's name as the scenario spells it.
-fn enum_name<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+/// A setting given beside `sdk` that contradicts what its preset sets:
+/// refused in one line that names both.
+fn agrees<T: Serialize + PartialEq>(
+    key: &str,
+    set: Option<T>,
+    preset: T,
+    sdk: &str,
+) -> Result<(), String> {
+    match set {
+        Some(v) if v != preset => Err(format!(
+            "server.{key} = {} contradicts server.sdk = {sdk:?} (which sets {key} = {}): drop one \
+             of them",
+            shown(&v),
+            shown(&preset)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A setting's value as a scenario file writes it.
+fn shown<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// Largest `server.first_event_id`.
