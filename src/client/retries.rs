@@ -132,11 +132,9 @@ impl Client {
             params: Some(mcp::cancelled_params(&rpc, "the client stopped waiting")),
         };
         let out = if self.transport == Transport::Legacy {
-            let Some(path) = self.legacy_endpoint.clone() else {
+            let Some(out) = self.legacy_out(&msg) else {
                 return;
             };
-            let mut out = Outgoing::post(None, &msg);
-            out.path = path;
             out
         } else {
             self.with_session(Outgoing::post(Some(&on), &msg))

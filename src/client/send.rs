@@ -180,10 +180,15 @@ impl Client {
 
     /// A POST to the legacy `/messages` endpoint.
     pub(super) fn legacy_post(&mut self, msg: &Message) -> Option<SlotId> {
-        let path = self.legacy_endpoint.clone()?;
-        let mut out = Outgoing::post(None, msg);
-        out.path = path;
+        let out = self.legacy_out(msg)?;
         Some(self.spawn(SlotKind::LegacyPost, out, true))
+    }
+
+    /// `msg` POSTed to the legacy session's endpoint, once it is known.
+    pub(super) fn legacy_out(&self, msg: &Message) -> Option<Outgoing> {
+        let mut out = Outgoing::post(None, msg);
+        out.path = self.legacy_endpoint.clone()?;
+        Some(out)
     }
 
     pub(super) fn with_session(&self, out: Outgoing) -> Outgoing {
