@@ -52,10 +52,10 @@ pub struct ServerConfig {
     pub resource_interval_ms: u64,
     /// Every SSE response says `X-Accel-Buffering: no`, so a buffering
     /// intermediary that honours it (as nginx does) streams it. On by
-    /// default, as every SDK's server does; `false` models a server that
-    /// does not.
-    #[serde(skip_serializing_if = "is_true")]
-    pub no_buffering: bool,
+    /// default, as the SDKs' servers do; `false` models a server that
+    /// does not (the `go` preset). `None`: the preset's, else on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_buffering: Option<bool>,
     /// A stream's connection silent this long gets a `:` comment, ms (0:
     /// never): a sign of life for the client and any intermediary.
     #[serde(skip_serializing_if = "is_zero")]
@@ -123,9 +123,16 @@ pub struct ServerConfig {
     /// before anything is replayed. `None`: the preset's, else off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prime_resume: Option<bool>,
+    /// What a close the server sees does to the execution whose response
+    /// stream it was, where it cancels (every arm on the 2026-07-28 wire,
+    /// the `cancel` arm on both). `None`: the preset's, else cancel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_close: Option<OnClose>,
     /// A preset of one SDK's quirks (`rmcp`: inclusive replay, an empty
     /// resume once the result was produced; `python`: cancellations
-    /// dropped, resumes primed).
+    /// dropped, resumes primed; `typescript`: cancellations dropped, a
+    /// close that stops nothing; `csharp`: the defaults; `go`: no
+    /// buffering header, a close that stops nothing, 2025-11-25 only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sdk: Option<Sdk>,
     /// Which revisions of the wire the server speaks. Not a `[server]`
@@ -241,6 +248,23 @@ pub enum CancelNotifications {
     Dropped,
 }
 
+/// What a seen close does where it cancels (`[server] on_close`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnClose {
+    /// The execution stops at its next chunk (Python's cancel scope,
+    /// rmcp); an effect it took already stays.
+    #[default]
+    Cancel,
+    /// The execution runs on to its effect, and its result goes nowhere:
+    /// TypeScript v2 aborts a signal (`ctx.mcpReq.signal`) its tools, as
+    /// the SDK's examples write them, do not watch (the probe's
+    /// `close-cancels` absent); go-sdk leaves the handler's context alone
+    /// unless `PropagateRequestCancellation` is set.
+    #[serde(rename = "run_on")]
+    RunOn,
+}
+
 /// An SDK whose quirks a preset sets (`[server] sdk`): what its server
 /// does, measured by `probe` against the release named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,17 +275,38 @@ pub enum Sdk {
     /// The Python SDK, `mcp` 2.3.0: `cancel_notifications = "dropped"`,
     /// `prime_resume = true`.
     Python,
+    /// The TypeScript SDK v2, `@modelcontextprotocol/server` 2.4.0:
+    /// `cancel_notifications = "dropped"`, `on_close = "run_on"`.
+    Typescript,
+    /// The C# SDK, `ModelContextProtocol.AspNetCore` 2.2.0 in its
+    /// `StatefulForInitializeClients` mode (documented, not measured: it
+    /// does not install here): what the built-in server does on every knob
+    /// the model has, so it sets none.
+    Csharp,
+    /// go-sdk's default stateful server (documented, not measured; main
+    /// after v1.7.0): `no_buffering = false`, `on_close = "run_on"`, and the
+    /// 2025-11-25 wire only (it refuses the 2026-07-28 one with -32022).
+    Go,
 }
 
 impl Sdk {
     /// Every preset.
-    pub const ALL: [Sdk; 2] = [Sdk::Rmcp, Sdk::Python];
+    pub const ALL: [Sdk; 5] = [
+        Sdk::Rmcp,
+        Sdk::Python,
+        Sdk::Typescript,
+        Sdk::Csharp,
+        Sdk::Go,
+    ];
 
-    /// `rmcp` or `python`.
+    /// Its name in a scenario and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {
             Sdk::Rmcp => "rmcp",
             Sdk::Python => "python",
+            Sdk::Typescript => "typescript",
+            Sdk::Csharp => "csharp",
+            Sdk::Go => "go",
         }
     }
 }
@@ -272,7 +317,10 @@ impl std::str::FromStr for Sdk {
         Sdk::ALL
             .into_iter()
             .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("unknown sdk {s:?}: use rmcp or python"))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Sdk::ALL.iter().map(|k| k.as_str()).collect();
+                format!("unknown sdk {s:?}: use {}", names.join(", "))
+            })
     }
 }
 
@@ -312,8 +360,28 @@ impl ServerConfig {
     pub fn cancel_mode(&self) -> CancelNotifications {
         match (self.cancel_notifications, self.sdk) {
             (Some(c), _) => c,
-            (None, Some(Sdk::Python)) => CancelNotifications::Dropped,
+            (None, Some(Sdk::Python | Sdk::Typescript)) => CancelNotifications::Dropped,
             (None, _) => CancelNotifications::Honoured,
+        }
+    }
+
+    /// What a seen close does where it cancels: `on_close`, else the
+    /// preset's, else cancel.
+    pub fn close_mode(&self) -> OnClose {
+        match (self.on_close, self.sdk) {
+            (Some(c), _) => c,
+            (None, Some(Sdk::Typescript | Sdk::Go)) => OnClose::RunOn,
+            (None, _) => OnClose::Cancel,
+        }
+    }
+
+    /// Whether SSE responses say `X-Accel-Buffering: no`: `no_buffering`,
+    /// else the preset's, else yes.
+    pub fn buffering_header(&self) -> bool {
+        match (self.no_buffering, self.sdk) {
+            (Some(b), _) => b,
+            (None, Some(Sdk::Go)) => false,
+            (None, _) => true,
         }
     }
 }
@@ -360,7 +428,7 @@ impl Default for ServerConfig {
             legacy_session_ttl_ms: 30_000,
             cross_transport_mapping: false,
             resource_interval_ms: 0,
-            no_buffering: true,
+            no_buffering: None,
             keepalive_ms: 0,
             replay_retry_after: false,
             release_moved_legacy: false,
@@ -377,6 +445,7 @@ impl Default for ServerConfig {
             completed_resume: None,
             cancel_notifications: None,
             prime_resume: None,
+            on_close: None,
             sdk: None,
             wire: Wire::Y2025,
         }
@@ -385,10 +454,6 @@ impl Default for ServerConfig {
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
-}
-
-fn is_true(v: &bool) -> bool {
-    *v
 }
 
 fn is_zero_u32(v: &u32) -> bool {

@@ -715,9 +715,14 @@ pub struct ServeArgs {
     pub era: server::Wire,
     /// Serve with one SDK's quirks, as a scenario's `[server] sdk`: `rmcp`
     /// (3.11: inclusive replay, an empty resume once the result was
-    /// produced) or `python` (`mcp` 2.3.0: a POSTed
+    /// produced), `python` (`mcp` 2.3.0: a POSTed
     /// `notifications/cancelled` answered 202 and dropped, a resume opened
-    /// with a priming event). Built-in arms only.
+    /// with a priming event), `typescript` (`@modelcontextprotocol/server`
+    /// 2.4.0: cancellations dropped, a close that stops nothing), `csharp`
+    /// (2.2.0's StatefulForInitializeClients mode: the built-in defaults)
+    /// or `go` (go-sdk's stateful server: no `X-Accel-Buffering: no`, a
+    /// close that stops nothing, the 2025-11-25 wire alone). Built-in arms
+    /// only.
     #[arg(long, value_name = "SDK", value_parser = |s: &str| s.parse::<server::Sdk>())]
     pub sdk: Option<server::Sdk>,
     /// The file holding the key input-required states (`requestState`,

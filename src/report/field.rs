@@ -43,6 +43,28 @@ const FIELD_REMEDIES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The cause that is the behaviour itself: the failures it names happen
+/// because the client does what the behaviour says. At an equal rate, a
+/// configuration that shows fewer of them is the better answer (a call
+/// given up before it ran beats one that ran after the client left).
+const OWN_CAUSES: &[(&str, &str)] = &[
+    ("key-per-attempt", "key_changed"),
+    ("never-reinit-after-404", "stale_session"),
+    ("ignore-retry-field", "retry_ignored"),
+    ("no-cursor-on-second-resume", "cursor_dropped"),
+    ("cancel-never-sent", "cancel_not_sent"),
+];
+
+/// How many of `cell`'s failures are under `behaviour`'s own cause.
+fn own_failures(behaviour: &str, cell: &Cell) -> u64 {
+    OWN_CAUSES
+        .iter()
+        .find(|(b, _)| *b == behaviour)
+        .and_then(|(_, c)| cell.causes.get(*c))
+        .copied()
+        .unwrap_or(0)
+}
+
 /// What removes `cause` for a client with `behaviour`: the behaviour's
 /// own line where the cause's general remedy does not reach it, else that
 /// remedy.
@@ -148,12 +170,13 @@ fn add(cells: &mut Vec<Cell>, a: &Aggregate) {
     }
 }
 
-/// The cell that fails fewest per 1,000 (ties: fewest mechanisms, then
-/// column order).
-fn best(cells: &[Cell]) -> Option<&Cell> {
+/// The cell that fails fewest per 1,000 (ties: fewest failures under the
+/// behaviour's own cause, then fewest mechanisms, then column order).
+fn best<'c>(behaviour: &str, cells: &'c [Cell]) -> Option<&'c Cell> {
     cells.iter().filter(|c| c.operations > 0).min_by(|a, b| {
         a.rate()
             .total_cmp(&b.rate())
+            .then(own_failures(behaviour, a).cmp(&own_failures(behaviour, b)))
             .then(arm_mechanisms(&a.server).cmp(&arm_mechanisms(&b.server)))
             .then(profile_mechanisms(&a.clients).cmp(&profile_mechanisms(&b.clients)))
     })
@@ -163,7 +186,7 @@ fn best(cells: &[Cell]) -> Option<&Cell> {
 /// for each cause it still fails, what removes it on the server's side
 /// for such a client.
 fn verdict(behaviour: &str, cells: &[Cell]) -> String {
-    let Some(b) = best(cells) else {
+    let Some(b) = best(behaviour, cells) else {
         return "–".into();
     };
     let mut out = format!("`{}` ({:.1})", b.heading, b.rate());
@@ -192,7 +215,7 @@ pub fn markdown(s: &Summary) -> String {
             }
         }
     }
-    let mut out = String::from("## The field's clients\n\nClients users run that do not honour the server, on purpose (each behaviour with its source in sims/README.md): which of them lose work against which server. Per behaviour, failed operations per 1,000 on each configuration, pooled over the scenarios whose clients show it and every seed, with the top cause; then the configuration that fails fewest (ties: fewest mechanisms), what removes what it still fails, and what the client itself must change.\n\n| behaviour (scenarios) |");
+    let mut out = String::from("## The field's clients\n\nClients users run that do not honour the server, on purpose (each behaviour with its source in sims/README.md): which of them lose work against which server. Per behaviour, failed operations per 1,000 on each configuration, pooled over the scenarios whose clients show it and every seed, with the top cause; then the configuration that fails fewest (ties: fewer failures under the behaviour's own cause, then fewest mechanisms), what removes what it still fails, and what the client itself must change.\n\n| behaviour (scenarios) |");
     for h in &headings {
         let _ = write!(out, " {h} |");
     }
@@ -254,7 +277,7 @@ mod tests {
             cell("guarded", 0, ""),
             cell("keys", 0, ""),
         ];
-        assert_eq!(best(&cells).unwrap().server, "keys");
+        assert_eq!(best("key-per-attempt", &cells).unwrap().server, "keys");
         assert_eq!(
             verdict("key-per-attempt", &cells),
             "`keys` (0.0): loses nothing here"
@@ -273,6 +296,33 @@ mod tests {
             "{v}"
         );
         assert!(v.contains(remedy("stale_session")), "{v}");
+    }
+
+    /// At an equal rate, a configuration where the call was given up before
+    /// it ran beats one where it ran after the client left, whatever the
+    /// mechanisms.
+    #[test]
+    fn ties_go_first_to_fewer_failures_under_the_behaviours_own_cause() {
+        let cells = [
+            cell("unguarded", 5, "cancel_not_sent"),
+            cell("cancel", 5, "gave_up"),
+        ];
+        assert_eq!(best("cancel-never-sent", &cells).unwrap().server, "cancel");
+        // Another behaviour has no such cause here: fewest mechanisms wins.
+        assert_eq!(
+            best("fresh-session-per-call", &cells).unwrap().server,
+            "unguarded"
+        );
+        for (b, c) in OWN_CAUSES {
+            assert!(
+                crate::scenario::Field::ALL.iter().any(|f| f.as_str() == *b),
+                "{b} is a field behaviour"
+            );
+            assert!(
+                crate::oracle::causes::Cause::named(c).is_some(),
+                "{c} is a cause"
+            );
+        }
     }
 
     /// A key per attempt defeats the keys a cause's general remedy offers:

@@ -178,6 +178,14 @@ impl Scenario {
             )?;
             let cancel = preset.cancel_mode();
             agrees("cancel_notifications", s.cancel_notifications, cancel, name)?;
+            agrees("on_close", s.on_close, preset.close_mode(), name)?;
+            agrees(
+                "no_buffering",
+                s.no_buffering,
+                preset.buffering_header(),
+                name,
+            )?;
+            sdk_speaks(sdk, crate::settings::Wire::of(self.era))?;
             let completed = preset.completed_resume_mode();
             agrees("completed_resume", s.completed_resume, completed, name)?;
         }
@@ -553,6 +561,9 @@ impl Scenario {
 /// Settings no server can run with, wherever its configuration comes
 /// from (a scenario, `--set`, `serve`'s own): one line naming the key.
 pub fn check_server(s: &ServerConfig) -> Result<(), String> {
+    if let Some(sdk) = s.sdk {
+        sdk_speaks(sdk, s.wire)?;
+    }
     if s.store_capacity == 0 {
         return Err(
             "server.store_capacity must be at least 1 (a session stores the events it sends)"
@@ -624,6 +635,20 @@ fn agrees<T: Serialize + PartialEq>(
             shown(&v),
             shown(&preset)
         )),
+        _ => Ok(()),
+    }
+}
+
+/// The `go` preset is go-sdk's default stateful server, which speaks the
+/// 2025-11-25 wire alone: it refuses a 2026-07-28 request with -32022.
+fn sdk_speaks(sdk: crate::settings::Sdk, wire: crate::settings::Wire) -> Result<(), String> {
+    use crate::settings::{Sdk, Wire};
+    match (sdk, wire) {
+        (Sdk::Go, Wire::Y2026 | Wire::Both) => Err(
+            "server.sdk = \"go\" is go-sdk's default stateful server, which refuses the \
+             2026-07-28 wire (-32022): run it on the 2025-11-25 wire, or drop server.sdk"
+                .into(),
+        ),
         _ => Ok(()),
     }
 }

@@ -341,6 +341,53 @@ ops_failed = 1
             ),
             "{err}"
         );
+        // The TypeScript v2 preset drops cancellations and lets a close
+        // stop nothing.
+        use crate::settings::OnClose;
+        assert_eq!(d.close_mode(), OnClose::Cancel);
+        let ts = Scenario::parse(&format!("{MIN}[server]\nsdk = \"typescript\"\n")).unwrap();
+        assert_eq!(ts.server.close_mode(), OnClose::RunOn);
+        assert_eq!(ts.server.cancel_mode(), CancelNotifications::Dropped);
+        assert!(!ts.server.prime_resume_mode());
+        let err = Scenario::parse(&format!(
+            "{MIN}[server]\nsdk = \"typescript\"\non_close = \"cancel\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            err.contains("server.on_close = \"cancel\" contradicts server.sdk = \"typescript\""),
+            "{err}"
+        );
+        // go-sdk's server: no buffering header, a close that stops
+        // nothing, and the 2025-11-25 wire alone.
+        let go = Scenario::parse(&format!("{MIN}[server]\nsdk = \"go\"\n")).unwrap();
+        assert!(!go.server.buffering_header() && d.buffering_header());
+        assert_eq!(go.server.close_mode(), OnClose::RunOn);
+        assert_eq!(go.server.cancel_mode(), CancelNotifications::Honoured);
+        let err = Scenario::parse(&format!(
+            "era = \"2026-07-28\"\n{MIN}[server]\nsdk = \"go\"\n"
+        ))
+        .unwrap_err();
+        assert!(err.contains("refuses the 2026-07-28 wire"), "{err}");
+        // C#'s hybrid mode is what the built-in server does on every knob.
+        let cs = Scenario::parse(&format!("{MIN}[server]\nsdk = \"csharp\"\n"))
+            .unwrap()
+            .server;
+        assert_eq!(
+            (
+                cs.replay_mode(),
+                cs.completed_resume_mode(),
+                cs.cancel_mode()
+            ),
+            (d.replay_mode(), d.completed_resume_mode(), d.cancel_mode())
+        );
+        assert_eq!(
+            (
+                cs.prime_resume_mode(),
+                cs.close_mode(),
+                cs.buffering_header()
+            ),
+            (d.prime_resume_mode(), d.close_mode(), d.buffering_header())
+        );
         let err = Scenario::parse(&format!("{MIN}[server]\nreplay = \"sideways\"\n")).unwrap_err();
         assert!(err.contains("unknown variant"), "{err}");
         // Defaults print nothing new: a printed scenario is unchanged.
@@ -350,6 +397,7 @@ ops_failed = 1
             "completed_resume",
             "cancel_notifications",
             "prime_resume",
+            "on_close",
             "sdk",
         ] {
             let line = format!("{key} =");

@@ -31,7 +31,8 @@ mod y2025;
 mod y2026;
 
 pub use crate::settings::{
-    CancelNotifications, CompletedResume, Delivery, Effects, Era, Replay, Sdk, ServerConfig, Wire,
+    CancelNotifications, CompletedResume, Delivery, Effects, Era, OnClose, Replay, Sdk,
+    ServerConfig, Wire,
 };
 pub use calls::fixtures::Fixtures;
 pub use http::body::ServerBody;
@@ -533,7 +534,7 @@ impl Server {
                 let busy = session::conn::Busy::enter(&task_busy);
                 req.extensions_mut().insert(http::principal::Peer(peer));
                 async move {
-                    let no_buffering = s.cfg.no_buffering;
+                    let no_buffering = s.cfg.buffering_header();
                     let logged = s.exposure.log.then(|| request_line(&req));
                     let (mut resp, slot) = routes::handle(s, req, conn).await;
                     if let Some(line) = logged {

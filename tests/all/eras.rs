@@ -279,3 +279,41 @@ fn compare_eras_sets_the_wires_side_by_side() {
     assert_eq!(code(&bad), 3, "an era named twice is refused");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("twice"));
 }
+
+/// `on_close = "run_on"` (the `typescript` preset): a close stops nothing,
+/// so the dropped call runs to its end and the re-issue runs it again.
+/// Transactional effects, which make a cancelled execution harmless, no
+/// longer help: the first execution commits too.
+#[test]
+fn a_close_that_only_signals_lets_the_execution_run_on() {
+    let s = scenario(CAUSE);
+    let tx = ("server.effects", "transactional");
+    for sets in [
+        vec![tx, ("server.on_close", "run_on")],
+        vec![tx, ("server.sdk", "typescript")],
+    ] {
+        let r = go(&s, 0, "unguarded", None, &sets);
+        assert_eq!(r.metrics.ops_failed, 1, "{sets:?}");
+        assert_eq!(
+            r.metrics.extra_executions, 1,
+            "{sets:?}: both executions ran"
+        );
+        assert_eq!(
+            r.metrics.duplicate_side_effects, 1,
+            "{sets:?}: both executions committed"
+        );
+        assert_eq!(
+            r.metrics.failures_by_cause.keys().collect::<Vec<_>>(),
+            vec!["key_not_honored"],
+            "{sets:?}: the re-issue's key is the remedy unguarded lacks"
+        );
+    }
+    let cancel = go(
+        &s,
+        0,
+        "unguarded",
+        None,
+        &[tx, ("server.on_close", "cancel")],
+    );
+    assert_eq!(cancel.metrics.ops_failed, 0, "the close stops the first");
+}

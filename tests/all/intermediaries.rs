@@ -107,7 +107,7 @@ fn an_intermediary_can_be_set_from_the_command_line() {
     assert_eq!(super::cli::code(&o), 3);
 }
 
-/// With `X-Accel-Buffering: no` on (the default, as every SDK's server
+/// With `X-Accel-Buffering: no` on (the default, as rmcp's server
 /// sends it), behind the buffering proxy the unguarded model loses no
 /// more than rmcp does, cause by cause, over seeds 0 to 9.
 #[test]
@@ -116,7 +116,7 @@ fn behind_a_buffering_proxy_the_model_loses_no_more_than_rmcp() {
     use mcp_chaos::run::{self, Options};
     use std::collections::BTreeMap;
     let s = Scenario::load(&dir().join("buffering-proxy.toml")).unwrap();
-    assert!(s.server.no_buffering, "the header is on by default");
+    assert!(s.server.buffering_header(), "the header is on by default");
     let arms = [Arm::BuiltIn(Variant::Unguarded), Arm::Rmcp];
     let mut by_cause = [BTreeMap::new(), BTreeMap::new()];
     for seed in 0..10 {

@@ -434,7 +434,14 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
             vec!["serve", "--session-idle-secs", "86401"],
             &["--session-idle-secs", "86400"],
         ),
-        (vec!["serve", "--sdk", "go"], &["--sdk", "rmcp or python"]),
+        (
+            vec!["serve", "--sdk", "java"],
+            &["--sdk", "rmcp, python, typescript, csharp, go"],
+        ),
+        (
+            vec!["serve", "--sdk", "go", "--era", "both"],
+            &["go", "refuses the 2026-07-28 wire"],
+        ),
         (
             vec!["serve", "--server", "rmcp", "--sdk", "python"],
             &["--sdk python", "drop --sdk"],

@@ -122,6 +122,22 @@ fn residual_buffered_stream_fails_as_listed_and_no_buffering_removes_it() {
     assert_eq!(r.metrics.ops_failed, 0, "{:?}", r.metrics.failures_by_cause);
 }
 
+/// The `go` preset is a server without the header (go-sdk's says none):
+/// the same residual with the file's `no_buffering = false` taken out
+/// fails with the preset and holds without it.
+#[test]
+fn the_go_preset_is_a_server_without_the_buffering_header() {
+    let mut s = scenario("sims/residuals/buffered-stream.toml");
+    s.server.no_buffering = None;
+    let failed = |extra: &[(&str, &str)]| {
+        let (r, _) = run::run(&s, 0, Variant::Guarded, &zero(extra)).unwrap();
+        r.metrics.failures_by_cause
+    };
+    let run_ended = std::collections::BTreeMap::from([("run_ended".to_string(), 1)]);
+    assert_eq!(failed(&[("server.sdk", "go")]), run_ended);
+    assert_eq!(failed(&[]), Default::default());
+}
+
 /// Polling behind round robin: the client lost a paused stream (its
 /// resume was cut) and said so on its next call, at another replica. The
 /// stream's holder, still waiting for the advised resume, had published

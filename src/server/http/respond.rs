@@ -47,7 +47,7 @@ pub(in crate::server) fn accepted() -> Response<ServerBody> {
 }
 
 /// An SSE response says `X-Accel-Buffering: no` (`no_buffering`, on by
-/// default as on every SDK's server): a buffering proxy that honours it
+/// default as on most SDKs' servers): a buffering proxy that honours it
 /// streams the response.
 pub(in crate::server) fn say_no_buffering<B>(r: &mut Response<B>) {
     let sse = r

@@ -19,7 +19,7 @@ use crate::history::{ConnId, Record, SessionId, StreamKind};
 use crate::protocol::jsonrpc::{self, RequestId};
 use crate::protocol::Json;
 use crate::server::http::respond;
-use crate::server::{CancelNotifications, Shared};
+use crate::server::{CancelNotifications, OnClose, Shared};
 use http::{header, HeaderValue, StatusCode};
 
 /// A resume (GET with `Last-Event-ID`): 405 with a JSON-RPC error body.
@@ -52,6 +52,11 @@ pub(in crate::server) fn on_close_seen(
     // Every arm cancels a request's context on close (the 2026-07-28
     // transport says a close MUST be treated as cancellation).
     if !shared.variant.cancels_on_close() && sess.scope != Scope::Request {
+        return;
+    }
+    // A server whose close stops nothing (`on_close = "run_on"`): the
+    // execution runs to its end.
+    if shared.cfg.close_mode() == OnClose::RunOn {
         return;
     }
     let kind = sess.streams[s].kind;
