@@ -128,6 +128,19 @@ pub struct ServerConfig {
     /// the `cancel` arm on both). `None`: the preset's, else cancel.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_close: Option<OnClose>,
+    /// The event source's `clock-tick` period, ms (0: no source; the
+    /// Events extension is not offered).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub events_tick_ms: u64,
+    /// Occurrences the server serves from, the newest so many: a cursor
+    /// behind them is reset to the oldest (`truncated`).
+    pub events_retention: u32,
+    /// `nextPollMs` in a poll's answer, ms.
+    pub events_poll_ms: u64,
+    /// A push stream's heartbeat period, ms.
+    pub events_heartbeat_ms: u64,
+    /// What a cursor behind the retention is told.
+    pub events_truncation: Truncation,
     /// A preset of one SDK's quirks (`rmcp`: inclusive replay, an empty
     /// resume once the result was produced; `python`: cancellations
     /// dropped, resumes primed; `typescript`: cancellations dropped, a
@@ -263,6 +276,22 @@ pub enum OnClose {
     /// unless `PropagateRequestCancellation` is set.
     #[serde(rename = "run_on")]
     RunOn,
+}
+
+/// Largest `server.events_retention`: the event source keeps no more.
+pub const MAX_EVENTS_RETENTION: u32 = 4_096;
+
+/// What a reader whose cursor is behind the retention is told
+/// (`[server] events_truncation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Truncation {
+    /// `truncated: true` with the reset cursor (the draft's rule).
+    #[default]
+    Announced,
+    /// The reset cursor alone: the reader skips what was lost without
+    /// being told (a server that does not follow the draft).
+    Silent,
 }
 
 /// An SDK whose quirks a preset sets (`[server] sdk`): what its server
@@ -446,6 +475,11 @@ impl Default for ServerConfig {
             cancel_notifications: None,
             prime_resume: None,
             on_close: None,
+            events_tick_ms: 0,
+            events_retention: 64,
+            events_poll_ms: 1_000,
+            events_heartbeat_ms: 1_000,
+            events_truncation: Truncation::Announced,
             sdk: None,
             wire: Wire::Y2025,
         }

@@ -700,6 +700,10 @@ pub struct ServeArgs {
     /// The `retry:` a polling close sends, ms, 1 to 3600000.
     #[arg(long, default_value_t = 1_000, value_parser = flags::whole("--poll-retry-ms", 1, flags::MAX_SERVE_TIMEOUT_MS))]
     pub poll_retry_ms: u64,
+    /// Offer the Events extension (2026-07-28 wire, docs/events.md): a
+    /// `clock-tick` every so many ms, by poll or push. 0: not offered.
+    #[arg(long, default_value_t = 0, value_parser = flags::whole("--events-tick-ms", 0, flags::MAX_SERVE_TIMEOUT_MS))]
+    pub events_tick_ms: u64,
     /// Offer test fixtures beside the ledger tools: `conformance` adds
     /// what the official MCP conformance suite's server scenarios call
     /// (its test tools, resources, prompts, completion; built-in arms
@@ -717,12 +721,10 @@ pub struct ServeArgs {
     /// (3.11: inclusive replay, an empty resume once the result was
     /// produced), `python` (`mcp` 2.3.0: a POSTed
     /// `notifications/cancelled` answered 202 and dropped, a resume opened
-    /// with a priming event), `typescript` (`@modelcontextprotocol/server`
-    /// 2.4.0: cancellations dropped, a close that stops nothing), `csharp`
-    /// (2.2.0's StatefulForInitializeClients mode: the built-in defaults)
-    /// or `go` (go-sdk's stateful server: no `X-Accel-Buffering: no`, a
-    /// close that stops nothing, the 2025-11-25 wire alone). Built-in arms
-    /// only.
+    /// with a priming event), `typescript` (2.4.0: cancellations dropped,
+    /// a close stops nothing), `csharp` (2.2.0: the defaults) or `go` (no
+    /// `X-Accel-Buffering: no`, a close stops nothing, 2025-11-25 only).
+    /// Built-in arms only.
     #[arg(long, value_name = "SDK", value_parser = |s: &str| s.parse::<server::Sdk>())]
     pub sdk: Option<server::Sdk>,
     /// The file holding the key input-required states (`requestState`,

@@ -144,6 +144,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
                 a.delivery,
                 (a.era, a.sdk),
                 (a.poll_after as u32, a.poll_retry_ms),
+                a.events_tick_ms,
                 exposure,
             )
             .map(|()| 0)

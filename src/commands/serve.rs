@@ -91,8 +91,12 @@ pub fn serve(
     delivery: Delivery,
     (wire, sdk): (Wire, Option<Sdk>),
     (poll_after, poll_retry_ms): (u32, u64),
+    events_tick_ms: u64,
     exposure: Exposure,
 ) -> anyhow::Result<()> {
+    if events_tick_ms > 0 && (arm.variant().is_none() || wire == Wire::Y2025) {
+        anyhow::bail!("--events-tick-ms offers the Events extension on the 2026-07-28 wire of a built-in arm: add --era 2026-07-28 (or both) and pick guarded, unguarded or keys, or drop --events-tick-ms");
+    }
     // The settings are held to the loader's rules before the socket opens.
     if arm.variant().is_none() && exposure.fixtures.offered() {
         anyhow::bail!("--fixtures is offered by the built-in arms (guarded, unguarded, keys, cancel), not by {arm}: drop --fixtures or pick a built-in --server");
@@ -120,6 +124,7 @@ pub fn serve(
         sdk,
         poll_after,
         poll_retry_ms,
+        events_tick_ms,
         ..served_config(delivery)
     };
     crate::scenario::check_server(&cfg).map_err(|e| anyhow::anyhow!("serve: {e}"))?;

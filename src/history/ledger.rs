@@ -40,6 +40,17 @@ pub enum LedgerRecord {
         /// Execution number.
         n: u32,
     },
+    /// The event source produced an occurrence (the Events extension):
+    /// the `seq`-th of event type `name`, which occurred at `at_us` (it is
+    /// recorded when first read past, or at the run's end).
+    Occurred {
+        /// Event type.
+        name: Rc<str>,
+        /// Its position in the source (1 = first).
+        seq: u64,
+        /// When it occurred, µs since the run began.
+        at_us: u64,
+    },
     /// An execution emitted a chunk (its payload names `(tag, n, index)`).
     Chunk {
         /// Operation tag.

@@ -14,6 +14,7 @@
 //! `(tag, execution, index)` ([`ChunkRef`]), so the oracle matches what a
 //! client received to what the tool emitted without the server's event ids.
 
+pub mod events;
 pub mod tasks;
 
 use crate::base::bounded::{Bounded, Budget};
@@ -146,6 +147,9 @@ pub struct Ledger {
     /// The tasks servers created (the tasks extension), kept beside the
     /// ledger: they outlive an incarnation.
     tasks: Rc<RefCell<tasks::TaskTable>>,
+    /// The event source (the Events extension), beside the ledger: it
+    /// outlives an incarnation.
+    events: Rc<RefCell<events::EventLog>>,
     /// The key input-required states are signed with, kept beside the
     /// ledger so that a restarted server still verifies the states its
     /// incarnation before signed (drawn on first use).
@@ -160,6 +164,7 @@ impl Ledger {
             history,
             replica: None,
             tasks: Rc::default(),
+            events: Rc::default(),
             state_key: Rc::default(),
         }
     }
@@ -197,6 +202,14 @@ impl Ledger {
     /// The task table (the tasks extension), shared by every handle.
     pub fn tasks(&self) -> std::cell::RefMut<'_, tasks::TaskTable> {
         self.tasks.borrow_mut()
+    }
+
+    /// The event source, produced up to now (`period_us` 0: no source).
+    pub fn events(&self, period_us: u64) -> std::cell::Ref<'_, events::EventLog> {
+        self.events
+            .borrow_mut()
+            .advance(&self.history, period_us, self.history.now_us());
+        self.events.borrow()
     }
 
     /// Records one execution of `tag`; returns its number (1 = first). An

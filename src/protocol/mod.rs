@@ -2,6 +2,7 @@
 //! codec, and header names. No I/O lives here, so both the server and the
 //! clients (and the tests) share one reading of every byte.
 
+pub mod events;
 pub mod headers;
 pub mod json;
 pub mod jsonrpc;

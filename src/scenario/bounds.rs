@@ -102,6 +102,9 @@ impl Scenario {
             ("server.server_idle_ms".into(), s.server_idle_ms),
             ("server.task_ttl_ms".into(), s.task_ttl_ms),
             ("server.task_poll_ms".into(), s.task_poll_ms),
+            ("server.events_tick_ms".into(), s.events_tick_ms),
+            ("server.events_poll_ms".into(), s.events_poll_ms),
+            ("server.events_heartbeat_ms".into(), s.events_heartbeat_ms),
             ("network.latency_ms".into(), self.network.latency_ms[1]),
             ("network.tick_ms".into(), self.network.tick_ms),
             (
@@ -585,6 +588,7 @@ pub fn check_server(s: &ServerConfig) -> Result<(), String> {
                 .into(),
         );
     }
+    check_events(s)?;
     if s.task_poll_ms > s.task_ttl_ms {
         return Err(format!(
             "server.task_poll_ms = {} is above server.task_ttl_ms = {} (a task would be gone \
@@ -637,6 +641,29 @@ fn agrees<T: Serialize + PartialEq>(
         )),
         _ => Ok(()),
     }
+}
+
+/// The event source's settings (the Events extension), when it runs.
+fn check_events(s: &ServerConfig) -> Result<(), String> {
+    use crate::settings::MAX_EVENTS_RETENTION as KEPT;
+    if s.events_tick_ms == 0 {
+        return Ok(());
+    }
+    if s.events_retention == 0 || s.events_retention > KEPT {
+        return Err(format!(
+            "server.events_retention = {} is outside 1..={KEPT} (the newest occurrences a \
+             server serves from; at 0 every cursor is behind it): use e.g. 64, the default",
+            s.events_retention
+        ));
+    }
+    if s.events_poll_ms == 0 || s.events_heartbeat_ms == 0 {
+        return Err(
+            "server.events_poll_ms and server.events_heartbeat_ms must be at least 1 (a client \
+             told to poll again in 0 ms polls without pause): use e.g. 1000, the defaults"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// The `go` preset is go-sdk's default stateful server, which speaks the

@@ -414,6 +414,10 @@ ops_failed = 1
             (format!("{MIN}\nbogus = 1"), "unknown field"),
             (MIN.replace("retry-by-post", "teleport"), "unknown variant"),
             (format!("{MIN}[network]\ntcp_capacity = 1\n"), "tcp_capacity"),
+            (format!("{MIN}[server]\nevents_tick_ms = 100\nevents_retention = 0\n"), "server.events_retention = 0"),
+            (format!("{MIN}[server]\nevents_tick_ms = 100\nevents_retention = 4097\n"), "outside 1..=4096"),
+            (format!("{MIN}[server]\nevents_tick_ms = 100\nevents_poll_ms = 0\n"), "events_poll_ms"),
+            (format!("{MIN}[server]\nevents_truncation = \"loud\"\n"), "unknown variant"),
             (format!("{MIN}[[faults.explicit]]\nkind = \"drop\"\nclient = 9\ncall = 0\nafter_event = 1\n"), "client 9"),
             ("name = 1".to_string(), "invalid type"),
         ];

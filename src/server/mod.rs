@@ -32,7 +32,7 @@ mod y2026;
 
 pub use crate::settings::{
     CancelNotifications, CompletedResume, Delivery, Effects, Era, OnClose, Replay, Sdk,
-    ServerConfig, Wire,
+    ServerConfig, Truncation, Wire,
 };
 pub use calls::fixtures::Fixtures;
 pub use http::body::ServerBody;

@@ -439,6 +439,10 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
             &["--sdk", "rmcp, python, typescript, csharp, go"],
         ),
         (
+            vec!["serve", "--events-tick-ms", "100"],
+            &["--events-tick-ms", "--era 2026-07-28"],
+        ),
+        (
             vec!["serve", "--sdk", "go", "--era", "both"],
             &["go", "refuses the 2026-07-28 wire"],
         ),

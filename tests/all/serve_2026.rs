@@ -217,3 +217,77 @@ fn a_dual_era_server_answers_a_2026_get_or_delete_as_the_2026_wire() {
         assert_ne!(r.status, 405, "{m} on the 2025 path: {r:?}");
     }
 }
+
+fn result(r: &Resp) -> Value {
+    let v: Value = serde_json::from_str(&r.body).unwrap_or_else(|_| panic!("JSON: {r:?}"));
+    v["result"].clone()
+}
+
+/// `--events-tick-ms`: the Events extension in discover, `clock-tick` in
+/// `events/list`, a poll from now, and each refusal with its code. Without
+/// the flag the methods are not found.
+#[test]
+fn the_events_extension_polls_from_a_cursor_and_refuses_bad_ones() {
+    let plain = Served::start(&["--server", "unguarded", "--era", V]);
+    let mut c = plain.connect();
+    let r = post(&mut c, 1, "server/discover", json!({}), &[]);
+    assert!(result(&r)["capabilities"]["extensions"]
+        .get("io.modelcontextprotocol/events")
+        .is_none());
+    let r = post(&mut c, 2, "events/list", json!({}), &[]);
+    assert_eq!((r.status, error_code(&r)), (404, -32601), "{r:?}");
+
+    let s = Served::start(&[
+        "--server",
+        "unguarded",
+        "--era",
+        V,
+        "--events-tick-ms",
+        "10",
+    ]);
+    let mut c = s.connect();
+    let r = post(&mut c, 1, "server/discover", json!({}), &[]);
+    assert_eq!(
+        result(&r)["capabilities"]["extensions"]["io.modelcontextprotocol/events"],
+        json!({})
+    );
+    let r = post(&mut c, 2, "events/list", json!({}), &[]);
+    let list = result(&r);
+    assert_eq!(list["events"][0]["name"], "clock-tick", "{r:?}");
+    assert_eq!(list["events"][0]["delivery"], json!(["poll", "push"]));
+    let read = |c: &mut Conn, id: u64, cursor: Value| {
+        let p = json!({"name": "clock-tick", "arguments": {}, "cursor": cursor});
+        post(c, id, "events/poll", p, &[])
+    };
+    // From now: nothing yet, and a cursor to resume from.
+    let r = read(&mut c, 3, Value::Null);
+    let first = result(&r);
+    assert_eq!(first["events"], json!([]), "{r:?}");
+    assert_eq!(
+        (first["truncated"].clone(), first["nextPollMs"].clone()),
+        (json!(false), json!(1000))
+    );
+    let cursor = first["cursor"].as_str().unwrap().to_string();
+    // Resumed from it, later: the ticks after it, oldest first, each once.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let r = read(&mut c, 4, json!(cursor));
+    let next = result(&r);
+    let ticks: Vec<i64> = next["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["data"]["tick"].as_i64().unwrap())
+        .collect();
+    assert!(!ticks.is_empty(), "ticks every 10 ms: {r:?}");
+    assert!(ticks.windows(2).all(|w| w[1] == w[0] + 1), "{ticks:?}");
+    let at: i64 = cursor.rsplit('@').next().unwrap().parse().unwrap();
+    assert_eq!(ticks[0], at + 1, "exclusive of the cursor: {ticks:?}");
+    // A cursor it never wrote, another type's, one ahead of the source.
+    for (id, bad) in [(5, "nope"), (6, "other@1"), (7, "clock-tick@99999999")] {
+        let r = read(&mut c, id, json!(bad));
+        assert_eq!((r.status, error_code(&r)), (200, -32602), "{bad}: {r:?}");
+    }
+    let p = json!({"name": "no-such-event", "arguments": {}, "cursor": null});
+    let r = post(&mut c, 8, "events/poll", p, &[]);
+    assert_eq!((r.status, error_code(&r)), (200, -32023), "{r:?}");
+}

@@ -736,6 +736,9 @@ impl Builder {
                     x.committed_us = Some(t);
                 }
             }
+            // An occurrence of the event source: a delivery's, not an
+            // operation's (judged with the deliveries).
+            LedgerRecord::Occurred { .. } => {}
             LedgerRecord::Chunk {
                 tag,
                 n,

@@ -2,6 +2,7 @@
 //! conformance suite's task fixtures) and input-required retries. It never
 //! imports the 2025-11-25 floor; `routes.rs` picks one.
 
+pub(in crate::server) mod events;
 pub(in crate::server) mod join;
 pub(in crate::server) mod mrtr;
 pub(in crate::server) mod request;

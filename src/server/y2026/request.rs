@@ -18,6 +18,7 @@
 use super::join::{join, Joining};
 use super::modern_stream;
 use crate::history::{ConnId, SessionId, Transport};
+use crate::protocol::events as ev;
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams};
 use crate::protocol::y2026::{self as wire};
@@ -158,6 +159,13 @@ pub(in crate::server) async fn answer(
             call(shared, h, id.clone(), params, from).await
         }
         wire::SUBSCRIPTIONS_LISTEN => listen(&id),
+        ev::LIST if super::events::offered(shared) => done(Ok(super::events::list(shared))),
+        ev::POLL if super::events::offered(shared) => {
+            done(super::events::poll(shared, params.as_ref()))
+        }
+        ev::STREAM if super::events::offered(shared) => {
+            Reply::new(super::events::stream(shared, &id, params.as_ref()))
+        }
         wire::TASKS_GET | wire::TASKS_UPDATE | wire::TASKS_CANCEL => {
             let from = Origin::of(conn, &parts.extensions);
             super::tasks::request(shared, h, from, &id, &method, params.as_ref())
@@ -271,6 +279,9 @@ fn discover(shared: &Shared) -> Json {
     });
     if shared.exposure.fixtures.offered() {
         caps["prompts"] = json!({"listChanged": false});
+    }
+    if super::events::offered(shared) {
+        caps["extensions"][ev::EXTENSION] = json!({});
     }
     wire::discover_result(caps, "mcp-chaos")
 }
