@@ -19,6 +19,6 @@ mod retries;
 mod send;
 mod unapplied;
 pub mod virtual_client;
-mod y2026;
+pub mod y2026;
 
 pub use virtual_client::{ClientSpec, Connector, Reports, Tap, TcpConnector};

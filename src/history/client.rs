@@ -278,6 +278,34 @@ pub enum ClientRecord {
         /// Operation tag.
         tag: Rc<str>,
     },
+    /// Its events reader got its first answer: the occurrences produced
+    /// from now on are owed to it (the Events extension).
+    EventsStarted {
+        /// Client index.
+        client: u32,
+    },
+    /// Its events reader handed an occurrence to the application (once
+    /// per `eventId`: it keeps those it applied).
+    EventApplied {
+        /// Client index.
+        client: u32,
+        /// The occurrence's `eventId`.
+        event_id: Rc<str>,
+    },
+    /// Its events reader was told `truncated`: occurrences between the
+    /// last it applied and the next it applies were lost.
+    EventsTruncated {
+        /// Client index.
+        client: u32,
+    },
+    /// Its events reader's final poll was answered: what was produced
+    /// before `sent_us` (when it went out) was owed to it by then.
+    EventsDrained {
+        /// Client index.
+        client: u32,
+        /// When the final poll went out, µs since the run began.
+        sent_us: u64,
+    },
     /// The client gave a call up while its latest request may still run.
     /// On the 2025-11-25 wire it POSTs
     /// `notifications/cancelled` naming the request (`cancelled`), unless
@@ -356,6 +384,10 @@ impl ClientRecord {
             | ClientRecord::Paused { .. }
             | ClientRecord::Negotiated { .. }
             | ClientRecord::Switched { .. }
+            | ClientRecord::EventsStarted { .. }
+            | ClientRecord::EventApplied { .. }
+            | ClientRecord::EventsTruncated { .. }
+            | ClientRecord::EventsDrained { .. }
             | ClientRecord::FaultNotApplied { .. } => None,
         }?;
         OpId::of_tag(tag)

@@ -51,6 +51,18 @@ impl Scenario {
                      at least 1"
                 ));
             }
+            if g.events.is_some() && self.era != crate::settings::Era::Y2026 {
+                return Err(format!(
+                    "clients[{i}]: events are read on the 2026-07-28 wire (the Events \
+                     extension): set era = \"2026-07-28\" or drop events"
+                ));
+            }
+            if g.events.is_some() && self.server.events_tick_ms == 0 {
+                return Err(format!(
+                    "clients[{i}]: events needs an event source: set server.events_tick_ms \
+                     (e.g. 100) or drop events"
+                ));
+            }
             if g.backoff_ms > g.backoff_max_ms {
                 return Err(format!(
                     "clients[{i}]: backoff_ms {} is above backoff_max_ms {}: the first backoff \

@@ -202,6 +202,23 @@ pub struct ClientGroup {
     /// the server).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub field: Vec<Field>,
+    /// Read the server's `clock-tick` occurrences beside the calls
+    /// (2026-07-28 era, the Events extension, docs/events.md): by `poll`
+    /// or by a `push` stream, resuming from the last cursor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventsMode>,
+}
+
+/// How a client reads events (`events`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventsMode {
+    /// `events/poll`, again at once while `hasMore`, else after
+    /// `nextPollMs`.
+    Poll,
+    /// One `events/stream` held open, reopened from its cursor when it
+    /// breaks or falls silent.
+    Push,
 }
 
 /// A client's policy for a resume answered 200 with nothing (`reconnect`).
@@ -269,6 +286,7 @@ impl Default for ClientGroup {
             pool_idle_ms: 4_000,
             require_event_field: false,
             reconnect: Reconnect::Backoff,
+            events: None,
             field: Vec::new(),
         }
     }

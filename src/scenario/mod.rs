@@ -21,8 +21,9 @@ pub use deployment::{
     MAX_REPLICAS,
 };
 pub use format::{
-    Behaviour, ClientGroup, Connections, Expect, Expectations, Field, HealSpec, NetworkSpec,
-    Reconnect, Regression, RegressionKind, Scenario, ScenarioError, DEFAULT_CONNECTIONS,
+    Behaviour, ClientGroup, Connections, EventsMode, Expect, Expectations, Field, HealSpec,
+    NetworkSpec, Reconnect, Regression, RegressionKind, Scenario, ScenarioError,
+    DEFAULT_CONNECTIONS,
 };
 pub use intermediary::Intermediary;
 pub use load::check_set;

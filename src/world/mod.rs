@@ -331,6 +331,8 @@ pub fn run_watching<S: SystemUnderTest>(
     };
     let clients_finished = driver.tick_and_heal(&mut sim, &mut schedule)?;
     driver_clock.set(sim.elapsed());
+    // Every occurrence of the run is on record, read or not.
+    drop(ledger.events(scenario.server.events_tick_ms * 1_000));
     let sim_ms = sim.elapsed().as_millis() as u64;
     let mut faults = schedule.unfired(sim_ms, clients_finished);
     let reached = match &triggers {
@@ -606,10 +608,18 @@ fn host_clients(
             toxics: front.toxics.clone(),
         };
         let taps = taps.clone();
+        let readers = events_readers(scenario, &specs);
         sim.client(client_host(host), async move {
             if let (true, Some(t)) = (lingers, &connector.toxics) {
                 tokio::task::spawn_local(t.clone().close_lingering());
             }
+            let reading: Vec<_> = readers
+                .into_iter()
+                .map(|r| {
+                    let run = client::y2026::events::run(r, connector.clone(), history.clone());
+                    tokio::task::spawn_local(run)
+                })
+                .collect();
             let tasks: Vec<_> = specs
                 .into_iter()
                 .map(|spec| {
@@ -622,13 +632,37 @@ fn host_clients(
                     ))
                 })
                 .collect();
-            for t in tasks {
+            for t in tasks.into_iter().chain(reading) {
                 t.await?;
             }
             Ok(())
         });
     }
     (table, taps)
+}
+
+/// The events readers of `specs`' clients (those whose group reads
+/// events): each reads until half the heal phase has passed, then drains
+/// until the run's end.
+fn events_readers(
+    scenario: &Scenario,
+    specs: &[ClientSpec],
+) -> Vec<client::y2026::events::EventsSpec> {
+    let ms = Duration::from_millis;
+    let heal = scenario.heal.duration_ms;
+    specs
+        .iter()
+        .filter_map(|s| {
+            Some(client::y2026::events::EventsSpec {
+                client: s.index,
+                mode: s.group.events?,
+                stop: ms(scenario.duration_ms + heal / 2),
+                end: ms(scenario.duration_ms + heal),
+                read_timeout: ms(s.group.read_timeout_ms),
+                backoff: ms(s.group.backoff_ms),
+            })
+        })
+        .collect()
 }
 
 /// Where each client of `scenario` runs and whether it does (a legacy

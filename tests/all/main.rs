@@ -20,6 +20,7 @@ mod deploy_matrix;
 mod deploy_store;
 mod docs;
 mod eras;
+mod events;
 mod explore;
 mod fault_accounting;
 mod faults;

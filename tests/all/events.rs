@@ -1,0 +1,115 @@
+//! The Events extension in the simulation (docs/events.md): readers that
+//! poll or hold a push stream beside their calls, over the server's
+//! clock-tick source.
+
+use mcp_chaos::history::{ClientRecord, History, LedgerRecord, Rec};
+use mcp_chaos::run::{self, Options};
+use mcp_chaos::scenario::Scenario;
+use mcp_chaos::server::Variant;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn scenario(rel: &str) -> Scenario {
+    Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+}
+
+/// Per reader: when it started, the ticks it applied (event id, count),
+/// and when its drain went out.
+struct Seen {
+    occurred: Vec<(String, u64)>,
+    started: BTreeMap<u32, u64>,
+    applied: BTreeMap<u32, BTreeMap<String, u32>>,
+    /// Per reader, per tick: when it was applied.
+    at: BTreeMap<u32, BTreeMap<String, u64>>,
+    drained: BTreeMap<u32, u64>,
+    truncated: u32,
+}
+
+fn seen(h: &History) -> Seen {
+    let mut s = Seen {
+        occurred: Vec::new(),
+        started: BTreeMap::new(),
+        applied: BTreeMap::new(),
+        at: BTreeMap::new(),
+        drained: BTreeMap::new(),
+        truncated: 0,
+    };
+    for e in h.entries().iter() {
+        match &e.record {
+            Rec::Ledger(LedgerRecord::Occurred { name, seq, at_us }) => {
+                s.occurred.push((format!("{name}-{seq}"), *at_us));
+            }
+            Rec::Client(ClientRecord::EventsStarted { client }) => {
+                s.started.insert(*client, e.t_us);
+            }
+            Rec::Client(ClientRecord::EventApplied { client, event_id }) => {
+                s.at.entry(*client)
+                    .or_default()
+                    .insert(event_id.to_string(), e.t_us);
+                *s.applied
+                    .entry(*client)
+                    .or_default()
+                    .entry(event_id.to_string())
+                    .or_default() += 1;
+            }
+            Rec::Client(ClientRecord::EventsDrained { client, sent_us }) => {
+                s.drained.insert(*client, *sent_us);
+            }
+            Rec::Client(ClientRecord::EventsTruncated { .. }) => s.truncated += 1,
+            _ => {}
+        }
+    }
+    s
+}
+
+/// With no fault, on every arm and both deliveries, each reader applies
+/// every tick produced between its start and its drain, once, and as the
+/// delivery paces it: a poll within its `nextPollMs` (200 ms) and a
+/// network round trip, a push within a network trip.
+#[test]
+fn with_no_fault_every_reader_applies_every_tick_once() {
+    for (rel, within_us) in [
+        ("sims/events/poll.toml", 200_000 + 60_000),
+        ("sims/events/push.toml", 30_000),
+    ] {
+        let s = scenario(rel);
+        for v in [Variant::Unguarded, Variant::Keys, Variant::Guarded] {
+            let (r, h) = run::run(&s, 0, v, &Options::default()).unwrap();
+            assert_eq!(r.metrics.ops_failed, 0, "{rel} {v:?}");
+            let seen = seen(&h);
+            assert_eq!(seen.truncated, 0, "{rel} {v:?}");
+            assert_eq!(seen.started.len(), 2, "{rel} {v:?}: both readers began");
+            for (client, start) in &seen.started {
+                let end = seen.drained[client];
+                let applied = &seen.applied[client];
+                let owed: Vec<&String> = seen
+                    .occurred
+                    .iter()
+                    .filter(|(_, at)| at >= start && *at < end)
+                    .map(|(id, _)| id)
+                    .collect();
+                assert!(owed.len() > 50, "{rel} {v:?}: {} owed", owed.len());
+                for id in owed {
+                    assert_eq!(
+                        applied.get(id),
+                        Some(&1),
+                        "{rel} {v:?} client {client}: {id}"
+                    );
+                }
+                // Read before the reader stops (half the heal phase in).
+                let stop = (s.duration_ms + s.heal.duration_ms / 2) * 1_000;
+                for (id, occurred) in seen
+                    .occurred
+                    .iter()
+                    .filter(|(_, at)| at >= start && *at < stop)
+                {
+                    let late = seen.at[client][id] - occurred;
+                    assert!(
+                        late <= within_us,
+                        "{rel} {v:?} client {client}: {id} applied {late} µs late"
+                    );
+                }
+            }
+        }
+    }
+}
