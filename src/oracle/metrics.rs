@@ -112,6 +112,28 @@ pub struct Metrics {
     /// (built-in arms; what a replay costs on the wire).
     #[serde(default)]
     pub replayed_events: u64,
+    /// Occurrences owed to events readers (the Events extension).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deliveries: u64,
+    /// Deliveries applied once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deliveries_ok: u64,
+    /// Deliveries failed (each under its cause in `failures_by_cause`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deliveries_failed: u64,
+    /// Deliveries lost with a `truncated` that told the reader.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub deliveries_announced_lost: u64,
+    /// Failed deliveries by cause (`cursor_truncated_silently`: the
+    /// reader's cursor moved past it unwarned; `run_ended`: it never
+    /// came). They join `failures_by_cause` once those causes are in its
+    /// catalogue.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deliveries_by_cause: BTreeMap<String, u64>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// How a metric adds up over runs and client classes.
@@ -160,7 +182,7 @@ impl MetricEntry {
 /// Every scalar metric, in the order error messages list them. The maps
 /// (`failures_by_cause`, `failures_by_detail`, `hazards`, `rejections`)
 /// are read by key, from their own registries.
-pub const METRICS: [MetricEntry; 25] = [
+pub const METRICS: [MetricEntry; 29] = [
     MetricEntry {
         name: "operations",
         unit: "operations",
@@ -361,6 +383,38 @@ pub const METRICS: [MetricEntry; 25] = [
         liveness: false,
         read: |m| Some(m.replayed_events),
     },
+    MetricEntry {
+        name: "deliveries",
+        unit: "deliveries",
+        description: "Events: occurrences owed to a reader (produced while it read, or applied).",
+        aggregates: Aggregation::Sum(|m| &mut m.deliveries),
+        liveness: false,
+        read: |m| Some(m.deliveries),
+    },
+    MetricEntry {
+        name: "deliveries_ok",
+        unit: "deliveries",
+        description: "Events: deliveries the reader's application took once.",
+        aggregates: Aggregation::Sum(|m| &mut m.deliveries_ok),
+        liveness: false,
+        read: |m| Some(m.deliveries_ok),
+    },
+    MetricEntry {
+        name: "deliveries_failed",
+        unit: "deliveries",
+        description: "Events: deliveries lost unannounced, each under its cause.",
+        aggregates: Aggregation::Sum(|m| &mut m.deliveries_failed),
+        liveness: false,
+        read: |m| Some(m.deliveries_failed),
+    },
+    MetricEntry {
+        name: "deliveries_announced_lost",
+        unit: "deliveries",
+        description: "Events: deliveries lost with a `truncated` that told the reader.",
+        aggregates: Aggregation::Sum(|m| &mut m.deliveries_announced_lost),
+        liveness: false,
+        read: |m| Some(m.deliveries_announced_lost),
+    },
 ];
 
 /// The registry's names, in its order.
@@ -385,6 +439,7 @@ impl Metrics {
                 "failures_by_detail" => &self.failures_by_detail,
                 "hazards" => &self.hazards,
                 "rejections" => &self.rejections,
+                "deliveries_by_cause" => &self.deliveries_by_cause,
                 _ => return None,
             };
             return Some(m.get(key).copied().unwrap_or(0));
@@ -399,6 +454,9 @@ impl Metrics {
             Some(("hazards", h)) => ops::HAZARDS.contains(&h),
             Some(("failures_by_detail", _)) => true,
             Some(("rejections", _)) => true,
+            Some(("deliveries_by_cause", c)) => {
+                ["cursor_truncated_silently", "run_ended"].contains(&c)
+            }
             Some(_) => false,
             None => MetricEntry::named(name).is_some(),
         }
@@ -447,6 +505,11 @@ pub fn try_add(t: &mut Metrics, m: &Metrics) -> Result<(), String> {
         ),
         ("hazards", &mut t.hazards, &m.hazards),
         ("rejections", &mut t.rejections, &m.rejections),
+        (
+            "deliveries_by_cause",
+            &mut t.deliveries_by_cause,
+            &m.deliveries_by_cause,
+        ),
     ] {
         add_counts(dst, src).map_err(|k| format!("{map}.{k}"))?;
     }
@@ -474,8 +537,14 @@ mod tests {
     /// zero and unknown to expectations.
     #[test]
     fn every_scalar_metric_has_a_whole_entry() {
+        // The deliveries are written only when a run has any (runs
+        // without events keep their bytes): set, so that they show.
         let m = Metrics {
             guard_bugs: Some(0),
+            deliveries: 1,
+            deliveries_ok: 1,
+            deliveries_failed: 1,
+            deliveries_announced_lost: 1,
             ..Metrics::default()
         };
         let json = serde_json::to_value(&m).expect("metrics serialize");

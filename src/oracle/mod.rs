@@ -12,6 +12,7 @@
 
 mod audit;
 pub mod causes;
+pub mod deliveries;
 mod facts;
 pub mod finality;
 mod intern;
@@ -143,7 +144,13 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
         &mut classes,
     );
     let audit = world.audited.then(|| audit::decision_errors(entries));
-    conclude(classes, found, audit)
+    let mut d = deliveries::Deliveries::default();
+    for e in entries {
+        d.entry(e);
+    }
+    let mut j = conclude(classes, found, audit);
+    d.finish().add_to(&mut j.metrics);
+    j
 }
 
 /// The judgement from the tallies and findings.

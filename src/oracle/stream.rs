@@ -72,6 +72,7 @@ pub struct Judge {
     scan: Scan,
     audit: Option<Auditor>,
     half_open: Option<HalfOpen>,
+    deliveries: super::deliveries::Deliveries,
     end_us: u64,
     /// The most operations held at once.
     peak: usize,
@@ -89,6 +90,7 @@ impl Judge {
             scan: Scan::new(),
             audit: table.audited.then(Auditor::default),
             half_open: table.built_in.then(HalfOpen::new),
+            deliveries: super::deliveries::Deliveries::default(),
             end_us: 0,
             peak: 0,
             table,
@@ -123,7 +125,9 @@ impl Judge {
             self.scan.per_client(),
             &mut self.classes,
         );
-        conclude(self.classes, self.found, self.audit.map(|a| a.out))
+        let mut j = conclude(self.classes, self.found, self.audit.map(|a| a.out));
+        self.deliveries.finish().add_to(&mut j.metrics);
+        j
     }
 
     /// Counts a judged operation with its cause; before the end, one whose
@@ -171,6 +175,7 @@ impl Observer for Judge {
             }
         }
         self.end_us = e.t_us;
+        self.deliveries.entry(e);
         self.ops.entry(e);
         self.scan.observe(e);
         if let Some(a) = self.audit.as_mut() {

@@ -113,3 +113,44 @@ fn with_no_fault_every_reader_applies_every_tick_once() {
         }
     }
 }
+
+/// The oracle's deliveries: with no fault every owed occurrence is ok;
+/// across a partition longer than the retention the ticks in between are
+/// lost, announced by `truncated`, or, from a server that resets the
+/// cursor silently, failed as `cursor_truncated_silently`.
+#[test]
+fn the_oracle_counts_each_delivery_once_with_its_fate() {
+    for rel in ["sims/events/poll.toml", "sims/events/push.toml"] {
+        let (r, _) = run::run(&scenario(rel), 0, Variant::Unguarded, &Options::default()).unwrap();
+        let m = &r.metrics;
+        assert!(m.deliveries > 100, "{rel}: {}", m.deliveries);
+        assert_eq!(m.deliveries_ok, m.deliveries, "{rel}");
+        assert_eq!(
+            (m.deliveries_failed, m.deliveries_announced_lost),
+            (0, 0),
+            "{rel}"
+        );
+    }
+    let s = scenario("sims/events/poll-partition.toml");
+    let (r, _) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
+    let m = &r.metrics;
+    assert_eq!(m.deliveries_failed, 0);
+    assert!(m.deliveries_announced_lost >= 20, "{m:?}");
+    assert_eq!(m.deliveries, m.deliveries_ok + m.deliveries_announced_lost);
+    let silent = Options {
+        sets: vec![("server.events_truncation".into(), "silent".into())],
+        ..Options::default()
+    };
+    let (q, _) = run::run(&s, 0, Variant::Unguarded, &silent).unwrap();
+    let n = q
+        .metrics
+        .deliveries_by_cause
+        .get("cursor_truncated_silently")
+        .copied();
+    assert_eq!(
+        n,
+        Some(m.deliveries_announced_lost),
+        "the same ticks, unwarned"
+    );
+    assert_eq!(q.metrics.deliveries_announced_lost, 0);
+}
