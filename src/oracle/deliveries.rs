@@ -42,7 +42,6 @@ pub struct Deliveries {
     /// Per event type: (source position, µs it occurred), in order.
     occurred: BTreeMap<String, Vec<(u64, u64)>>,
     readers: BTreeMap<u32, Reader>,
-    end_us: u64,
 }
 
 /// What a run's deliveries came to.
@@ -61,9 +60,22 @@ pub struct Tally {
 }
 
 impl Deliveries {
+    /// Whether `e` is a record deliveries are judged from.
+    pub fn concerns(e: &Entry) -> bool {
+        matches!(
+            &e.record,
+            Rec::Ledger(LedgerRecord::Occurred { .. })
+                | Rec::Client(
+                    ClientRecord::EventsStarted { .. }
+                        | ClientRecord::EventApplied { .. }
+                        | ClientRecord::EventsTruncated { .. }
+                        | ClientRecord::EventsDrained { .. }
+                )
+        )
+    }
+
     /// Takes one record of the run.
     pub fn entry(&mut self, e: &Entry) {
-        self.end_us = e.t_us;
         match &e.record {
             Rec::Ledger(LedgerRecord::Occurred { name, seq, at_us }) => {
                 let list = self.occurred.entry(name.to_string()).or_default();
@@ -91,8 +103,9 @@ impl Deliveries {
         }
     }
 
-    /// Every reader's deliveries judged.
-    pub fn finish(&self) -> Tally {
+    /// Every reader's deliveries judged, the run having ended at
+    /// `end_us`.
+    pub fn finish(&self, end_us: u64) -> Tally {
         let mut t = Tally::default();
         let none = Vec::new();
         let ticks = self
@@ -101,7 +114,7 @@ impl Deliveries {
             .unwrap_or(&none);
         for r in self.readers.values() {
             let Some(start) = r.started_us else { continue };
-            let end = r.drained_us.unwrap_or(self.end_us);
+            let end = r.drained_us.unwrap_or(end_us);
             let applied: BTreeMap<u64, u64> = r.applied.iter().copied().collect();
             for &(seq, at) in ticks {
                 let owed = (at >= start && at < end) || applied.contains_key(&seq);
@@ -188,11 +201,10 @@ mod tests {
                 (1..=6).map(|s| (s, s * 10)).collect(),
             )]
             .into(),
-            end_us: 100,
             ..Deliveries::default()
         };
         d.readers.insert(0, reader(&[1, 2, 4], &[]));
-        let t = d.finish();
+        let t = d.finish(100);
         assert_eq!((t.owed, t.ok, t.announced), (6, 3, 0));
         assert_eq!(t.failed.get("cursor_truncated_silently"), Some(&1));
         assert_eq!(t.failed.get("run_ended"), Some(&2));

@@ -145,11 +145,15 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     );
     let audit = world.audited.then(|| audit::decision_errors(entries));
     let mut d = deliveries::Deliveries::default();
-    for e in entries {
+    for e in entries
+        .iter()
+        .filter(|e| deliveries::Deliveries::concerns(e))
+    {
         d.entry(e);
     }
     let mut j = conclude(classes, found, audit);
-    d.finish().add_to(&mut j.metrics);
+    let end_us = entries.last().map_or(0, |e| e.t_us);
+    d.finish(end_us).add_to(&mut j.metrics);
     j
 }
 

@@ -72,7 +72,8 @@ pub struct Judge {
     scan: Scan,
     audit: Option<Auditor>,
     half_open: Option<HalfOpen>,
-    deliveries: super::deliveries::Deliveries,
+    /// Made on the first record of an events reader or the source.
+    deliveries: Option<Box<super::deliveries::Deliveries>>,
     end_us: u64,
     /// The most operations held at once.
     peak: usize,
@@ -90,7 +91,7 @@ impl Judge {
             scan: Scan::new(),
             audit: table.audited.then(Auditor::default),
             half_open: table.built_in.then(HalfOpen::new),
-            deliveries: super::deliveries::Deliveries::default(),
+            deliveries: None,
             end_us: 0,
             peak: 0,
             table,
@@ -126,7 +127,9 @@ impl Judge {
             &mut self.classes,
         );
         let mut j = conclude(self.classes, self.found, self.audit.map(|a| a.out));
-        self.deliveries.finish().add_to(&mut j.metrics);
+        if let Some(d) = &self.deliveries {
+            d.finish(self.end_us).add_to(&mut j.metrics);
+        }
         j
     }
 
@@ -175,7 +178,9 @@ impl Observer for Judge {
             }
         }
         self.end_us = e.t_us;
-        self.deliveries.entry(e);
+        if super::deliveries::Deliveries::concerns(e) {
+            self.deliveries.get_or_insert_default().entry(e);
+        }
         self.ops.entry(e);
         self.scan.observe(e);
         if let Some(a) = self.audit.as_mut() {
