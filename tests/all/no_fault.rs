@@ -3,8 +3,9 @@
 //! degraded operation), whatever wings run together. A property test
 //! draws the combinations: era, deployment and store, polling closes,
 //! intermediaries that do not alter delivery, kept-alive or per-exchange
-//! connections, tasks, input-required tools, keys, and big calls at
-//! interval 0 into a smaller store.
+//! connections, tasks, input-required tools, keys, big calls at interval
+//! 0 into a smaller store, and events readers (poll or push) beside the
+//! calls, every occurrence owed to them delivered.
 //!
 //! Excluded, by design (each is its own cause, shown by its minimal
 //! scenario in sims/causes/):
@@ -43,10 +44,13 @@ struct Wings {
     big_fast: bool,
     resume: bool,
     transactional: bool,
+    /// 0: none; 1: readers that poll events; 2: readers of a push stream
+    /// (2026-07-28 only).
+    events: u8,
 }
 
 fn wings() -> impl Strategy<Value = Wings> {
-    (any::<[bool; 10]>(), 0u8..3).prop_map(|(b, intermediary)| Wings {
+    (any::<[bool; 10]>(), 0u8..3, 0u8..3).prop_map(|(b, intermediary, events)| Wings {
         era_2026: b[0],
         deployed: b[1],
         polling: b[2] && !b[0],
@@ -58,6 +62,7 @@ fn wings() -> impl Strategy<Value = Wings> {
         big_fast: b[7],
         resume: b[8],
         transactional: b[9],
+        events: if b[0] { events } else { 0 },
     })
 }
 
@@ -76,12 +81,20 @@ fn scenario(w: &Wings) -> Scenario {
     if w.transactional {
         t.push_str("effects = \"transactional\"\ndurable_dedup = true\n");
     }
+    if w.events > 0 {
+        t.push_str("events_tick_ms = 100\nevents_poll_ms = 500\n");
+    }
     let (chunks, interval) = if w.big_fast { (300, 0) } else { (4, 20) };
     t.push_str(&format!(
         "\n[[clients]]\nbehaviour = \"{}\"\ncount = 2\ncalls = 2\nchunks = {chunks}\nchunk_interval_ms = {interval}\nthink_ms = 20\nconnections = \"{}\"\n",
         if w.resume { "resume" } else { "retry-by-post" },
         if w.keep_alive { "keep-alive" } else { "per-exchange" },
     ));
+    match w.events {
+        1 => t.push_str("events = \"poll\"\n"),
+        2 => t.push_str("events = \"push\"\n"),
+        _ => {}
+    }
     for (on, key) in [
         (w.keys, "keys"),
         (w.tasks, "tasks"),
@@ -133,6 +146,20 @@ fn check(w: &Wings) -> Result<(), TestCaseError> {
             r.metrics.ops_degraded,
             r.metrics.operations,
             r.metrics.failures_by_cause
+        );
+        let m = &r.metrics;
+        prop_assert!(
+            w.events == 0
+                || (m.deliveries > 0
+                    && m.deliveries_ok == m.deliveries
+                    && m.deliveries_failed == 0
+                    && m.deliveries_announced_lost == 0),
+            "{arm} under {w:?}: {} deliveries, {} ok, {} failed ({:?}), {} announced lost",
+            m.deliveries,
+            m.deliveries_ok,
+            m.deliveries_failed,
+            m.deliveries_by_cause,
+            m.deliveries_announced_lost
         );
     }
     Ok(())
