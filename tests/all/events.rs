@@ -131,26 +131,32 @@ fn the_oracle_counts_each_delivery_once_with_its_fate() {
             "{rel}"
         );
     }
-    let s = scenario("sims/events/poll-partition.toml");
-    let (r, _) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
-    let m = &r.metrics;
-    assert_eq!(m.deliveries_failed, 0);
-    assert!(m.deliveries_announced_lost >= 20, "{m:?}");
-    assert_eq!(m.deliveries, m.deliveries_ok + m.deliveries_announced_lost);
-    let silent = Options {
-        sets: vec![("server.events_truncation".into(), "silent".into())],
-        ..Options::default()
-    };
-    let (q, _) = run::run(&s, 0, Variant::Unguarded, &silent).unwrap();
-    let n = q
-        .metrics
-        .deliveries_by_cause
-        .get("cursor_truncated_silently")
-        .copied();
-    assert_eq!(
-        n,
-        Some(m.deliveries_announced_lost),
-        "the same ticks, unwarned"
-    );
-    assert_eq!(q.metrics.deliveries_announced_lost, 0);
+    for rel in [
+        "sims/events/poll-partition.toml",
+        "sims/events/push-partition.toml",
+    ] {
+        let s = scenario(rel);
+        let (r, _) = run::run(&s, 0, Variant::Unguarded, &Options::default()).unwrap();
+        let m = &r.metrics;
+        assert_eq!(m.deliveries_failed, 0, "{rel}");
+        assert!(m.deliveries_announced_lost >= 20, "{rel}: {m:?}");
+        assert_eq!(
+            m.deliveries,
+            m.deliveries_ok + m.deliveries_announced_lost,
+            "{rel}"
+        );
+        let silent = Options {
+            sets: vec![("server.events_truncation".into(), "silent".into())],
+            ..Options::default()
+        };
+        let (q, _) = run::run(&s, 0, Variant::Unguarded, &silent).unwrap();
+        let by = &q.metrics.deliveries_by_cause;
+        let n = by.get("cursor_truncated_silently").copied();
+        assert_eq!(
+            n,
+            Some(m.deliveries_announced_lost),
+            "{rel}: the same ticks, unwarned"
+        );
+        assert_eq!(q.metrics.deliveries_announced_lost, 0, "{rel}");
+    }
 }
