@@ -116,6 +116,7 @@ impl Deliveries {
             let Some(start) = r.started_us else { continue };
             let end = r.drained_us.unwrap_or(end_us);
             let applied: BTreeMap<u64, u64> = r.applied.iter().copied().collect();
+            let last_applied = applied.keys().next_back().copied().unwrap_or(0);
             for &(seq, at) in ticks {
                 let owed = (at >= start && at < end) || applied.contains_key(&seq);
                 if !owed {
@@ -128,7 +129,7 @@ impl Deliveries {
                 } else if announced(r, seq) {
                     t.announced += 1;
                 } else {
-                    let cause = match r.applied.iter().any(|&(s, _)| s > seq) {
+                    let cause = match last_applied > seq {
                         true => CURSOR_TRUNCATED_SILENTLY,
                         false => "run_ended",
                     };
