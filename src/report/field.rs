@@ -298,6 +298,20 @@ mod tests {
         assert!(v.contains(remedy("stale_session")), "{v}");
     }
 
+    /// A row of the field's tables keyed by behaviour and cause names both.
+    fn names_a_behaviour_and_a_cause(behaviour: &str, cause: &str) {
+        assert!(
+            crate::scenario::Field::ALL
+                .iter()
+                .any(|f| f.as_str() == behaviour),
+            "{behaviour} is a field behaviour"
+        );
+        assert!(
+            crate::oracle::causes::Cause::named(cause).is_some(),
+            "{cause} is a cause"
+        );
+    }
+
     /// At an equal rate, a configuration where the call was given up before
     /// it ran beats one where it ran after the client left, whatever the
     /// mechanisms.
@@ -314,14 +328,7 @@ mod tests {
             "unguarded"
         );
         for (b, c) in OWN_CAUSES {
-            assert!(
-                crate::scenario::Field::ALL.iter().any(|f| f.as_str() == *b),
-                "{b} is a field behaviour"
-            );
-            assert!(
-                crate::oracle::causes::Cause::named(c).is_some(),
-                "{c} is a cause"
-            );
+            names_a_behaviour_and_a_cause(b, c);
         }
     }
 
@@ -338,14 +345,7 @@ mod tests {
         // Another behaviour still gets the general remedy.
         assert!(verdict("cancel-never-sent", &cells).contains(general));
         for (b, c, _) in FIELD_REMEDIES {
-            assert!(
-                crate::scenario::Field::ALL.iter().any(|f| f.as_str() == *b),
-                "{b} is a field behaviour"
-            );
-            assert!(
-                crate::oracle::causes::Cause::named(c).is_some(),
-                "{c} is a cause"
-            );
+            names_a_behaviour_and_a_cause(b, c);
         }
     }
 }

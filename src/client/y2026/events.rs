@@ -70,7 +70,7 @@ pub async fn run<C: Connector>(spec: EventsSpec, connector: C, history: History)
     // The drain: one poll answered, from the cursor held.
     while r.now() < r.spec.end {
         let sent_us = r.history.now_us();
-        if r.poll_answered(&connector, r.spec.end).await {
+        if r.poll(&connector, r.spec.end).await.is_some() {
             r.history.record(ClientRecord::EventsDrained {
                 client: r.spec.client,
                 sent_us,
@@ -140,10 +140,6 @@ impl Reader {
             Some(r) => Duration::from_millis(r.next_poll_ms),
             None => self.spec.backoff,
         }
-    }
-
-    async fn poll_answered<C: Connector>(&mut self, c: &C, deadline: Duration) -> bool {
-        self.poll(c, deadline).await.is_some()
     }
 
     /// One `events/poll` answered (applied), or `None`.

@@ -19,6 +19,11 @@ import sys
 BEGIN = "<!-- presets: written by tests/sdk/run -->"
 END = "<!-- presets: end -->"
 
+def no_legacy(sdk: str) -> str:
+    """Why `legacy-session` is tested on the preset alone."""
+    return f"the built-in arms also serve the legacy HTTP+SSE transport; {sdk} has none (untestable there)"
+
+
 # Why a preset and its SDK differ, where both can test the hazard.
 WHY = {
     ("python", "2025-11-25", "resume-foreign-session"):
@@ -28,8 +33,7 @@ WHY = {
     ("python", "2025-11-25", "legacy-session"):
         "the built-in arms also serve the legacy HTTP+SSE transport, whose session ids the unguarded arm accepts on the "
         "streamable endpoint; the Python SDK's streamable server has no legacy transport (untestable there)",
-    ("rmcp", "2025-11-25", "legacy-session"):
-        "the built-in arms also serve the legacy HTTP+SSE transport; rmcp has none (untestable there)",
+    ("rmcp", "2025-11-25", "legacy-session"): no_legacy("rmcp"),
     ("typescript", "2025-11-25", "resume-malformed"):
         "the TypeScript v2 server's createMcpHandler serves the 2025-11-25 wire from its stateless fallback, which "
         "answers every GET 405 before it reads a Last-Event-ID; the preset keeps the built-in server's sessions and "
@@ -37,8 +41,7 @@ WHY = {
     ("typescript", "2025-11-25", "duplicate-inflight-id"):
         "in the TypeScript v2 server's stateless fallback every POST is an exchange of its own, so two calls under one "
         "id never meet; the preset keeps the built-in server's sessions, where they do",
-    ("typescript", "2025-11-25", "legacy-session"):
-        "the built-in arms also serve the legacy HTTP+SSE transport; the TypeScript v2 handler has none (untestable there)",
+    ("typescript", "2025-11-25", "legacy-session"): no_legacy("the TypeScript v2 handler"),
     ("rmcp", "2025-11-25", "second-get"):
         "rmcp accepts a second standalone GET; the built-in server answers it 409. No preset knob opens a second one",
 }
