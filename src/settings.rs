@@ -141,6 +141,25 @@ pub struct ServerConfig {
     pub events_heartbeat_ms: u64,
     /// What a cursor behind the retention is told.
     pub events_truncation: Truncation,
+    /// How a webhook subscription's deliveries are sent and retried.
+    #[serde(skip_serializing_if = "EventsSender::is_default")]
+    pub events_sender: EventsSender,
+    /// Attempts per webhook delivery, the first included.
+    #[serde(skip_serializing_if = "is_default_attempts")]
+    pub events_attempts: u32,
+    /// Wait before a delivery's first retry, ms (doubling after each).
+    #[serde(skip_serializing_if = "is_default_events_retry")]
+    pub events_retry_ms: u64,
+    /// Longest wait for a receiver's answer to one attempt, ms.
+    #[serde(skip_serializing_if = "is_default_webhook_timeout")]
+    pub events_webhook_timeout_ms: u64,
+    /// Longest TTL a webhook subscription is granted, ms (a longer ask,
+    /// or none, gets this).
+    #[serde(skip_serializing_if = "is_default_events_ttl")]
+    pub events_ttl_ms: u64,
+    /// Webhook subscriptions one principal may hold.
+    #[serde(skip_serializing_if = "is_default_subscriptions")]
+    pub events_subscriptions: u32,
     /// A preset of one SDK's quirks (`rmcp`: inclusive replay, an empty
     /// resume once the result was produced; `python`: cancellations
     /// dropped, resumes primed; `typescript`: cancellations dropped, a
@@ -280,6 +299,61 @@ pub enum OnClose {
 
 /// Largest `server.events_retention`: the event source keeps no more.
 pub const MAX_EVENTS_RETENTION: u32 = 4_096;
+
+/// Webhook subscriptions a server holds in all (`serve`'s bound beside
+/// the per-principal `events_subscriptions`).
+pub const MAX_SUBSCRIPTIONS: usize = 1_024;
+
+/// The shortest TTL a server grants (an ask below it is raised to it),
+/// and the shortest `events_ttl_ms` and client `receiver.ttl_ms`, ms.
+pub const MIN_EVENTS_TTL_MS: u64 = 1_000;
+
+const DEFAULT_EVENTS_ATTEMPTS: u32 = 4;
+const DEFAULT_EVENTS_RETRY_MS: u64 = 1_000;
+const DEFAULT_WEBHOOK_TIMEOUT_MS: u64 = 2_000;
+const DEFAULT_EVENTS_TTL_MS: u64 = 30_000;
+const DEFAULT_SUBSCRIPTIONS: u32 = 16;
+
+fn is_default_attempts(v: &u32) -> bool {
+    *v == DEFAULT_EVENTS_ATTEMPTS
+}
+
+fn is_default_events_retry(v: &u64) -> bool {
+    *v == DEFAULT_EVENTS_RETRY_MS
+}
+
+fn is_default_webhook_timeout(v: &u64) -> bool {
+    *v == DEFAULT_WEBHOOK_TIMEOUT_MS
+}
+
+fn is_default_events_ttl(v: &u64) -> bool {
+    *v == DEFAULT_EVENTS_TTL_MS
+}
+
+fn is_default_subscriptions(v: &u32) -> bool {
+    *v == DEFAULT_SUBSCRIPTIONS
+}
+
+/// How a server sends a webhook subscription's deliveries
+/// (`[server] events_sender`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventsSender {
+    /// Retries mint a new `webhook-id` each attempt: no receiver can tell
+    /// a retry from a new occurrence by its id.
+    Naive,
+    /// The draft's sender: the same `webhook-id` (the `eventId`) on every
+    /// attempt, bounded retries with doubling waits, a `gap` envelope when
+    /// the subscription fell behind the retention.
+    #[default]
+    Spec,
+}
+
+impl EventsSender {
+    fn is_default(&self) -> bool {
+        *self == EventsSender::Spec
+    }
+}
 
 /// What a reader whose cursor is behind the retention is told
 /// (`[server] events_truncation`).
@@ -480,6 +554,12 @@ impl Default for ServerConfig {
             events_poll_ms: 1_000,
             events_heartbeat_ms: 1_000,
             events_truncation: Truncation::Announced,
+            events_sender: EventsSender::Spec,
+            events_attempts: DEFAULT_EVENTS_ATTEMPTS,
+            events_retry_ms: DEFAULT_EVENTS_RETRY_MS,
+            events_webhook_timeout_ms: DEFAULT_WEBHOOK_TIMEOUT_MS,
+            events_ttl_ms: DEFAULT_EVENTS_TTL_MS,
+            events_subscriptions: DEFAULT_SUBSCRIPTIONS,
             sdk: None,
             wire: Wire::Y2025,
         }

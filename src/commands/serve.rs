@@ -169,10 +169,30 @@ pub fn serve(
             if exposure.fixtures.offered() { "; with the conformance fixtures" } else { "" },
         );
         Server::exposed(variant, cfg, history, ledger, Pacing::Timer, exposure)
+            .deliver_through(loopback_egress())
             .serve(listener)
             .await
             .context("accepting connections")
     })
+}
+
+/// Webhook deliveries over the machine's TCP, to loopback receivers only
+/// (the subscription's URL is checked; the name is resolved here).
+fn loopback_egress() -> crate::server::Egress {
+    crate::server::Egress {
+        dial: std::rc::Rc::new(|host: &str, port: u16| {
+            let host = host.to_string();
+            Box::pin(async move {
+                let s = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+                let peer = s.peer_addr()?;
+                if !peer.ip().is_loopback() {
+                    return Err(std::io::Error::other("webhook receiver is not on loopback"));
+                }
+                Ok(Box::new(s) as Box<dyn crate::server::EgressIo>)
+            })
+        }),
+        remote: false,
+    }
 }
 
 /// `serve --server rmcp|rmcp-es`: the official SDK's server with the
@@ -204,6 +224,7 @@ async fn serve_sdk(
         ledger,
         history,
         replica: None,
+        egress: None,
     })
     .await
     .context("accepting connections")

@@ -291,6 +291,19 @@ pub enum ClientRecord {
         client: u32,
         /// The occurrence's `eventId`.
         event_id: Rc<str>,
+        /// The delivery's `webhook-id` (a webhook receiver's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        webhook_id: Option<Rc<str>>,
+    },
+    /// Its webhook receiver listens at `url` (the URL it subscribes with):
+    /// the server's records about that URL are this reader's.
+    ReceiverListening {
+        /// Client index.
+        client: u32,
+        /// The receiver's URL.
+        url: Rc<str>,
+        /// What it deduplicates on: `none`, `webhook-id` or `event-id`.
+        dedup: Rc<str>,
     },
     /// Its events reader was told `truncated`: occurrences between the
     /// last it applied and the next it applies were lost.
@@ -388,6 +401,7 @@ impl ClientRecord {
             | ClientRecord::EventApplied { .. }
             | ClientRecord::EventsTruncated { .. }
             | ClientRecord::EventsDrained { .. }
+            | ClientRecord::ReceiverListening { .. }
             | ClientRecord::FaultNotApplied { .. } => None,
         }?;
         OpId::of_tag(tag)

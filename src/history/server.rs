@@ -493,6 +493,26 @@ pub enum Record {
         /// Connection.
         conn: ConnId,
     },
+    /// A webhook delivery was given up (the Events extension): its
+    /// attempts ran out, or the receiver answered 410 or 413.
+    DeliveryAbandoned {
+        /// The subscription's receiver URL.
+        url: Rc<str>,
+        /// The occurrence's `eventId`.
+        event_id: Rc<str>,
+    },
+    /// A webhook subscription was created (not refreshed): from now on
+    /// what the source produces is owed to its receiver.
+    Subscribed {
+        /// The subscription's receiver URL.
+        url: Rc<str>,
+    },
+    /// A webhook subscription lapsed: it was not refreshed before its TTL
+    /// ran out, and its deliveries stopped.
+    SubscriptionLapsed {
+        /// The subscription's receiver URL.
+        url: Rc<str>,
+    },
     /// An HTTP response was sent for a request.
     Responded {
         /// Session id.

@@ -31,6 +31,9 @@ pub struct Host<L> {
     /// Its place in a deployment; `None`: the one server of a world
     /// without replicas.
     pub replica: Option<Replica>,
+    /// How it reaches webhook receivers (`None`: it cannot; the built-in
+    /// arms then offer no webhook delivery).
+    pub egress: Option<crate::server::Egress>,
 }
 
 /// A server the world can run and the oracle can judge.
@@ -120,6 +123,10 @@ impl SystemUnderTest for BuiltIn {
         let server = match host.replica {
             Some(r) => Server::replica(v, cfg, h, l, Pacing::Timer, r),
             None => Server::new(v, cfg, h, l, Pacing::Timer),
+        };
+        let server = match host.egress {
+            Some(e) => server.deliver_through(e),
+            None => server,
         };
         server.serve(host.listener)
     }

@@ -167,8 +167,25 @@ pub enum Cause {
     /// `Last-Event-ID` (a cursor kept only by the broken stream: the field
     /// behaviour `no-cursor-on-second-resume`), so the result never came.
     CursorDropped,
-    /// The run (fault phase plus heal phase) ended with the operation still
-    /// unresolved.
+    /// A webhook receiver applied one occurrence twice (a delivery):
+    /// the sender minted a new `webhook-id` for a retry, or the receiver
+    /// does not deduplicate. A delivery cause: the deliveries judge
+    /// (docs/events.md) gives it, never an operation's rule.
+    WebhookDuplicate,
+    /// A deduplicating webhook receiver applied one occurrence twice under
+    /// one id: its memory of the first had gone (its window passed).
+    DedupWindowLost,
+    /// The sender gave a webhook delivery up (its attempts ran out, or the
+    /// receiver answered 410 or 413), and it never came.
+    RetryExhausted,
+    /// The webhook subscription lapsed (not refreshed before its TTL) with
+    /// the occurrence undelivered, and it never came.
+    SubscriptionLapsed,
+    /// The reader's cursor moved past the occurrence with no `truncated`
+    /// (or `gap`) saying so: it applied a later one, never this one.
+    CursorTruncatedSilently,
+    /// The run (fault phase plus heal phase) ended with the operation (or
+    /// the delivery) still unresolved.
     RunEnded,
 }
 
@@ -210,6 +227,22 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::GaveUp,
     Cause::RetryIgnored,
     Cause::CursorDropped,
+    Cause::WebhookDuplicate,
+    Cause::DedupWindowLost,
+    Cause::RetryExhausted,
+    Cause::SubscriptionLapsed,
+    Cause::CursorTruncatedSilently,
+    Cause::RunEnded,
+];
+
+/// The causes a failed delivery (the Events extension) may get; no
+/// operation gets one (`run_ended` is both's).
+pub const DELIVERY_CAUSES: &[Cause] = &[
+    Cause::WebhookDuplicate,
+    Cause::DedupWindowLost,
+    Cause::RetryExhausted,
+    Cause::SubscriptionLapsed,
+    Cause::CursorTruncatedSilently,
     Cause::RunEnded,
 ];
 
@@ -249,6 +282,11 @@ impl Cause {
             Cause::CursorDropped => "cursor_dropped",
             Cause::SessionRefused => "session_refused",
             Cause::GaveUp => "gave_up",
+            Cause::WebhookDuplicate => "webhook_duplicate",
+            Cause::DedupWindowLost => "dedup_window_lost",
+            Cause::RetryExhausted => "retry_exhausted",
+            Cause::SubscriptionLapsed => "subscription_lapsed",
+            Cause::CursorTruncatedSilently => "cursor_truncated_silently",
             Cause::RunEnded => "run_ended",
         }
     }
@@ -353,8 +391,23 @@ impl Cause {
             Cause::CursorDropped => {
                 "a resumed stream broke before any event with an id came on it, and the client reconnected without `Last-Event-ID`: nothing resumed the call's stream again, and the result never came."
             }
+            Cause::WebhookDuplicate => {
+                "events: a webhook receiver applied one occurrence twice: the sender retried under a new `webhook-id`, or the receiver does not deduplicate."
+            }
+            Cause::DedupWindowLost => {
+                "events: a deduplicating webhook receiver applied one occurrence twice: it had forgotten the first delivery's id (its window passed)."
+            }
+            Cause::RetryExhausted => {
+                "events: the server gave a webhook delivery up (its attempts ran out, or the receiver answered 410 or 413), and the occurrence never arrived."
+            }
+            Cause::SubscriptionLapsed => {
+                "events: the webhook subscription lapsed (no refresh reached the server before its TTL) with the occurrence undelivered."
+            }
+            Cause::CursorTruncatedSilently => {
+                "events: the reader's cursor moved past an occurrence it never got, and no `truncated` or `gap` told it so."
+            }
             Cause::RunEnded => {
-                "the run (faults, then the heal phase) ended with the call unresolved."
+                "the run (faults, then the heal phase) ended with the call (or the event delivery) unresolved."
             }
         }
     }
@@ -420,6 +473,11 @@ impl Cause {
             Cause::RetryIgnored => op.failures.contains(Failure::Lost) && op.retry_ignored,
             Cause::CursorDropped => op.failures.contains(Failure::Lost) && op.cursor_dropped,
             Cause::RunEnded => op.failures.contains(Failure::Lost) && !run.clients_finished,
+            Cause::WebhookDuplicate
+            | Cause::DedupWindowLost
+            | Cause::RetryExhausted
+            | Cause::SubscriptionLapsed
+            | Cause::CursorTruncatedSilently => false,
         }
     }
 }

@@ -124,12 +124,6 @@ pub struct Metrics {
     /// Deliveries lost with a `truncated` that told the reader.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub deliveries_announced_lost: u64,
-    /// Failed deliveries by cause (`cursor_truncated_silently`: the
-    /// reader's cursor moved past it unwarned; `run_ended`: it never
-    /// came). They join `failures_by_cause` once those causes are in its
-    /// catalogue.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub deliveries_by_cause: BTreeMap<String, u64>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -439,7 +433,6 @@ impl Metrics {
                 "failures_by_detail" => &self.failures_by_detail,
                 "hazards" => &self.hazards,
                 "rejections" => &self.rejections,
-                "deliveries_by_cause" => &self.deliveries_by_cause,
                 _ => return None,
             };
             return Some(m.get(key).copied().unwrap_or(0));
@@ -505,11 +498,6 @@ pub fn try_add(t: &mut Metrics, m: &Metrics) -> Result<(), String> {
         ),
         ("hazards", &mut t.hazards, &m.hazards),
         ("rejections", &mut t.rejections, &m.rejections),
-        (
-            "deliveries_by_cause",
-            &mut t.deliveries_by_cause,
-            &m.deliveries_by_cause,
-        ),
     ] {
         add_counts(dst, src).map_err(|k| format!("{map}.{k}"))?;
     }

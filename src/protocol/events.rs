@@ -140,6 +140,11 @@ pub fn seq_of(event_id: &str, name: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
+/// Unix seconds of `us` since the run's start (a webhook's timestamp).
+pub fn unix_secs(us: u64) -> i64 {
+    EPOCH_UNIX_SECS + (us / 1_000_000) as i64
+}
+
 /// A run time (µs since its start) as an ISO 8601 timestamp.
 pub fn timestamp(us: u64) -> String {
     let secs = EPOCH_UNIX_SECS + (us / 1_000_000) as i64;
@@ -149,12 +154,17 @@ pub fn timestamp(us: u64) -> String {
         .unwrap_or_default()
 }
 
-/// The descriptor of `clock-tick` in `events/list`.
-pub fn clock_tick_descriptor(period_ms: u64) -> Value {
+/// The descriptor of `clock-tick` in `events/list` (`webhook`: the
+/// server can deliver by webhook too).
+pub fn clock_tick_descriptor(period_ms: u64, webhook: bool) -> Value {
+    let delivery = match webhook {
+        true => json!(["poll", "push", "webhook"]),
+        false => json!(["poll", "push"]),
+    };
     json!({
         "name": CLOCK_TICK,
         "description": format!("A tick of the server's clock every {period_ms} ms (replayable: a cursor resumes after the last tick it covers while the tick is retained)"),
-        "delivery": ["poll", "push"],
+        "delivery": delivery,
         "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
         "payloadSchema": {
             "type": "object",

@@ -8,6 +8,7 @@ pub mod json;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod sse;
+pub mod webhook;
 pub mod y2026;
 
 pub use headers::{CursorEntry, CursorList};

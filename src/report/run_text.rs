@@ -91,6 +91,17 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
             out.push_str(&format!("  {name:<24} {v}\n"));
         }
     }
+    // Events: the deliveries, when the run had readers.
+    let deliveries = [
+        "deliveries",
+        "deliveries_ok",
+        "deliveries_announced_lost",
+        "deliveries_failed",
+    ];
+    for name in deliveries.into_iter().filter(|_| r.metrics.deliveries > 0) {
+        let v = r.metrics.get(name).unwrap_or(0);
+        out.push_str(&format!("  {name:<24} {v}\n"));
+    }
     out.push_str(&format!(
         "  {:<24} {}\n",
         "failed by cause",

@@ -63,6 +63,14 @@ impl Scenario {
                      (e.g. 100) or drop events"
                 ));
             }
+            if g.events == Some(crate::scenario::EventsMode::Webhook) {
+                check_receiver(i, g)?;
+            } else if g.receiver != crate::scenario::ReceiverSpec::default() {
+                return Err(format!(
+                    "clients[{i}]: [clients.receiver] describes a webhook receiver: set \
+                     events = \"webhook\" or drop it"
+                ));
+            }
             if g.backoff_ms > g.backoff_max_ms {
                 return Err(format!(
                     "clients[{i}]: backoff_ms {} is above backoff_max_ms {}: the first backoff \
@@ -655,6 +663,34 @@ fn agrees<T: Serialize + PartialEq>(
     }
 }
 
+/// A webhook client's receiver and subscription settings.
+fn check_receiver(i: usize, g: &crate::scenario::ClientGroup) -> Result<(), String> {
+    let r = &g.receiver;
+    use crate::settings::MIN_EVENTS_TTL_MS as MIN_TTL;
+    if r.ttl_ms < MIN_TTL {
+        return Err(format!(
+            "clients[{i}]: receiver.ttl_ms = {} is below {MIN_TTL}: ask for a TTL a refresh \
+             can beat, e.g. 10000, the default",
+            r.ttl_ms
+        ));
+    }
+    if r.refresh_ms == 0 || r.refresh_ms >= r.ttl_ms {
+        return Err(format!(
+            "clients[{i}]: receiver.refresh_ms = {} must be in 1..{} (below receiver.ttl_ms, \
+             or every subscription lapses before its refresh)",
+            r.refresh_ms, r.ttl_ms
+        ));
+    }
+    if !(0.0..=1.0).contains(&r.busy_rate) {
+        return Err(format!(
+            "clients[{i}]: receiver.busy_rate = {} is outside 0..=1 (the share of deliveries \
+             answered 503)",
+            r.busy_rate
+        ));
+    }
+    Ok(())
+}
+
 /// The event source's settings (the Events extension), when it runs.
 fn check_events(s: &ServerConfig) -> Result<(), String> {
     use crate::settings::MAX_EVENTS_RETENTION as KEPT;
@@ -674,6 +710,28 @@ fn check_events(s: &ServerConfig) -> Result<(), String> {
              told to poll again in 0 ms polls without pause): use e.g. 1000, the defaults"
                 .into(),
         );
+    }
+    if s.events_attempts == 0 {
+        return Err(
+            "server.events_attempts = 0 would send no webhook delivery at all: use at least 1 \
+             (1: never retry), e.g. 4, the default"
+                .into(),
+        );
+    }
+    if s.events_retry_ms == 0 || s.events_webhook_timeout_ms == 0 || s.events_subscriptions == 0 {
+        return Err(
+            "server.events_retry_ms, events_webhook_timeout_ms and events_subscriptions must be \
+             at least 1: use the defaults (1000, 2000, 16)"
+                .into(),
+        );
+    }
+    use crate::settings::MIN_EVENTS_TTL_MS as MIN_TTL;
+    if s.events_ttl_ms < MIN_TTL {
+        return Err(format!(
+            "server.events_ttl_ms = {} is below {MIN_TTL} (a subscription granted less \
+             lapses before a client can refresh it): use e.g. 30000, the default",
+            s.events_ttl_ms
+        ));
     }
     Ok(())
 }

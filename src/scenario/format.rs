@@ -207,6 +207,10 @@ pub struct ClientGroup {
     /// or by a `push` stream, resuming from the last cursor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<EventsMode>,
+    /// A webhook client's receiver and subscription (`events =
+    /// "webhook"`; `[clients.receiver]`).
+    #[serde(skip_serializing_if = "super::ReceiverSpec::is_default")]
+    pub receiver: super::ReceiverSpec,
 }
 
 /// How a client reads events (`events`).
@@ -219,6 +223,9 @@ pub enum EventsMode {
     /// One `events/stream` held open, reopened from its cursor when it
     /// breaks or falls silent.
     Push,
+    /// `events/subscribe` with a receiver on the client's host
+    /// (`[clients.receiver]`), refreshed before it lapses.
+    Webhook,
 }
 
 /// A client's policy for a resume answered 200 with nothing (`reconnect`).
@@ -287,6 +294,7 @@ impl Default for ClientGroup {
             require_event_field: false,
             reconnect: Reconnect::Backoff,
             events: None,
+            receiver: super::ReceiverSpec::default(),
             field: Vec::new(),
         }
     }

@@ -1,6 +1,6 @@
 //! Scenarios (`sims/*.toml`, schema in sims/README.md): the file format
 //! (`format.rs`), the keys each table takes (`schema.rs`), the loader
-//! (`load.rs`), the `[deployment]` table (`deployment.rs`), the bounds it holds a scenario to (`bounds.rs`) and the
+//! (`load.rs`), the `[deployment]` table (`deployment.rs`), a webhook client's receiver (`receiver.rs`), the bounds it holds a scenario to (`bounds.rs`) and the
 //! name rule (`names.rs`).
 
 mod bounds;
@@ -10,6 +10,7 @@ mod format;
 mod intermediary;
 mod load;
 mod names;
+mod receiver;
 pub mod schema;
 
 pub use bounds::{
@@ -28,3 +29,4 @@ pub use format::{
 pub use intermediary::Intermediary;
 pub use load::check_set;
 pub use names::{check_name, fit_name, MAX_NAME_LEN};
+pub use receiver::{Dedup, ReceiverSpec};

@@ -121,6 +121,10 @@ pub fn tables() -> Vec<(&'static str, Vec<String>)> {
         ("top level", owned(fields_of::<Scenario>())),
         ("[server]", owned(fields_of::<ServerConfig>())),
         ("[[clients]]", owned(fields_of::<ClientGroup>())),
+        (
+            "[clients.receiver]",
+            owned(fields_of::<super::ReceiverSpec>()),
+        ),
         ("[faults]", owned(fields_of::<FaultSpec>())),
         ("[[faults.explicit]]", explicit_fault_keys()),
         ("[faults.swarm]", owned(fields_of::<crate::fault::Swarm>())),

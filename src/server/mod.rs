@@ -31,14 +31,15 @@ mod y2025;
 mod y2026;
 
 pub use crate::settings::{
-    CancelNotifications, CompletedResume, Delivery, Effects, Era, OnClose, Replay, Sdk,
-    ServerConfig, Truncation, Wire,
+    CancelNotifications, CompletedResume, Delivery, Effects, Era, EventsSender, OnClose, Replay,
+    Sdk, ServerConfig, Truncation, Wire,
 };
 pub use calls::fixtures::Fixtures;
 pub use http::body::ServerBody;
 pub use http::edges::{parse_host, EdgeRefusal, HOST_REFUSED};
 pub use http::exposure::{parse_origin, Exposure, SessionIds, ORIGIN_REFUSED};
 pub use replica::stored::StoreLink;
+pub use y2026::webhooks::{Dialing, Egress, EgressIo};
 
 /// The longest pause between chunks a `ledger_append` call may ask for, ms
 /// (longer ones are refused with invalid params).
@@ -236,6 +237,11 @@ pub(crate) struct Shared {
     pub mints: Option<Mints>,
     /// The shared store, when the replica is on one.
     pub store: Option<replica::stored::OnStore>,
+    /// How webhook deliveries reach receivers (none: the server offers no
+    /// webhook delivery).
+    pub egress: std::cell::OnceCell<Egress>,
+    /// Webhook subscriptions (the Events extension).
+    pub(in crate::server) subscriptions: y2026::webhooks::Subscriptions,
     pub state: RefCell<State>,
 }
 
@@ -437,6 +443,8 @@ impl Server {
                 asks: calls::fixtures::Asks::default(),
                 mints: replica.as_ref().and_then(|r| r.mints.clone()),
                 store: replica.as_ref().and_then(replica::stored::OnStore::of),
+                egress: std::cell::OnceCell::new(),
+                subscriptions: Default::default(),
                 exposure,
                 state: RefCell::new(State {
                     sessions: session::table::SessionTable::default(),
@@ -451,6 +459,13 @@ impl Server {
         };
         y2026::tasks::on_start(&server.shared);
         server
+    }
+
+    /// Delivers webhook subscriptions' occurrences through `egress` (the
+    /// Events extension offers `events/subscribe` from now on).
+    pub fn deliver_through(self, egress: Egress) -> Self {
+        let _ = self.shared.egress.set(egress);
+        self
     }
 
     /// The variant.

@@ -30,11 +30,13 @@ use std::time::{Duration, UNIX_EPOCH};
 
 mod act;
 mod fates;
+mod readers;
 mod schedule;
 mod toxic;
 mod triggers;
 
 use fates::{client_fates, Fates};
+use readers::{egress, events_readers, webhook_readers, ReceiverListener, RECEIVER_PORT};
 use schedule::Schedule;
 use triggers::Triggers;
 
@@ -480,6 +482,7 @@ fn host_sut<'a, S: SystemUnderTest>(
                 ledger: ledger.clone(),
                 history: history.clone(),
                 replica,
+                egress: Some(egress()),
             })
         });
         async move {
@@ -609,6 +612,7 @@ fn host_clients(
         };
         let taps = taps.clone();
         let readers = events_readers(scenario, &specs);
+        let hooks = webhook_readers(scenario, root_seed, host, &specs);
         sim.client(client_host(host), async move {
             if let (true, Some(t)) = (lingers, &connector.toxics) {
                 tokio::task::spawn_local(t.clone().close_lingering());
@@ -619,6 +623,17 @@ fn host_clients(
                     let run = client::y2026::events::run(r, connector.clone(), history.clone());
                     tokio::task::spawn_local(run)
                 })
+                .chain(hooks.into_iter().enumerate().map(|(k, w)| {
+                    let listener =
+                        ReceiverListener(RECEIVER_PORT + k as u16, connector.clone(), None);
+                    let run = client::y2026::webhook::run(
+                        w,
+                        connector.clone(),
+                        listener,
+                        history.clone(),
+                    );
+                    tokio::task::spawn_local(run)
+                }))
                 .collect();
             let tasks: Vec<_> = specs
                 .into_iter()
@@ -639,30 +654,6 @@ fn host_clients(
         });
     }
     (table, taps)
-}
-
-/// The events readers of `specs`' clients (those whose group reads
-/// events): each reads until half the heal phase has passed, then drains
-/// until the run's end.
-fn events_readers(
-    scenario: &Scenario,
-    specs: &[ClientSpec],
-) -> Vec<client::y2026::events::EventsSpec> {
-    let ms = Duration::from_millis;
-    let heal = scenario.heal.duration_ms;
-    specs
-        .iter()
-        .filter_map(|s| {
-            Some(client::y2026::events::EventsSpec {
-                client: s.index,
-                mode: s.group.events?,
-                stop: ms(scenario.duration_ms + heal / 2),
-                end: ms(scenario.duration_ms + heal),
-                read_timeout: ms(s.group.read_timeout_ms),
-                backoff: ms(s.group.backoff_ms),
-            })
-        })
-        .collect()
 }
 
 /// Where each client of `scenario` runs and whether it does (a legacy

@@ -186,7 +186,20 @@ impl Connector for ToxicConnector {
     type Io = ToxicIo;
     async fn connect(&self) -> io::Result<ToxicIo> {
         let s = TcpStream::connect((&*self.front, super::PORT)).await?;
-        Ok(ToxicIo {
+        Ok(self.wrap(s))
+    }
+
+    fn closer(io: &ToxicIo) -> Option<Closer> {
+        Some(io.reset.clone())
+    }
+}
+
+impl ToxicConnector {
+    /// `s`, a connection of this client host (one it opened, or one its
+    /// webhook receiver accepted), through the host's toxics: what the
+    /// host writes goes `to_server`.
+    pub(super) fn wrap(&self, s: TcpStream) -> ToxicIo {
+        ToxicIo {
             inner: Some(s),
             host: self.host,
             toxics: self.toxics.clone(),
@@ -195,11 +208,7 @@ impl Connector for ToxicConnector {
             wait: None,
             counted: None,
             eof_late: false,
-        })
-    }
-
-    fn closer(io: &ToxicIo) -> Option<Closer> {
-        Some(io.reset.clone())
+        }
     }
 }
 

@@ -167,7 +167,8 @@ fn every_scenario_runs_under_cancel_without_an_oracle_defect() {
                     .unwrap_or_else(|e| panic!("{e}\nreproduce: {repro}"));
                 let caused: u64 = report.metrics.failures_by_cause.values().sum();
                 assert_eq!(
-                    caused, report.metrics.ops_failed,
+                    caused,
+                    report.metrics.ops_failed + report.metrics.deliveries_failed,
                     "one cause per failed operation\nreproduce: {repro}"
                 );
                 for e in history.entries().iter() {

@@ -42,7 +42,9 @@ fn seen(h: &History) -> Seen {
             Rec::Client(ClientRecord::EventsStarted { client }) => {
                 s.started.insert(*client, e.t_us);
             }
-            Rec::Client(ClientRecord::EventApplied { client, event_id }) => {
+            Rec::Client(ClientRecord::EventApplied {
+                client, event_id, ..
+            }) => {
                 s.at.entry(*client)
                     .or_default()
                     .insert(event_id.to_string(), e.t_us);
@@ -65,12 +67,14 @@ fn seen(h: &History) -> Seen {
 /// With no fault, on every arm and both deliveries, each reader applies
 /// every tick produced between its start and its drain, once, and as the
 /// delivery paces it: a poll within its `nextPollMs` (200 ms) and a
-/// network round trip, a push within a network trip.
+/// network round trip, a push within a network trip, a webhook within a
+/// connection's handshake and its request.
 #[test]
 fn with_no_fault_every_reader_applies_every_tick_once() {
     for (rel, within_us) in [
         ("sims/events/poll.toml", 200_000 + 60_000),
         ("sims/events/push.toml", 30_000),
+        ("sims/events/webhook.toml", 60_000),
     ] {
         let s = scenario(rel);
         for v in [Variant::Unguarded, Variant::Keys, Variant::Guarded] {
@@ -120,8 +124,17 @@ fn with_no_fault_every_reader_applies_every_tick_once() {
 /// cursor silently, failed as `cursor_truncated_silently`.
 #[test]
 fn the_oracle_counts_each_delivery_once_with_its_fate() {
-    for rel in ["sims/events/poll.toml", "sims/events/push.toml"] {
-        let (r, _) = run::run(&scenario(rel), 0, Variant::Unguarded, &Options::default()).unwrap();
+    let naive = Options {
+        sets: vec![("server.events_sender".into(), "naive".into())],
+        ..Options::default()
+    };
+    for (rel, opts) in [
+        ("sims/events/poll.toml", &Options::default()),
+        ("sims/events/push.toml", &Options::default()),
+        ("sims/events/webhook.toml", &Options::default()),
+        ("sims/events/webhook.toml", &naive),
+    ] {
+        let (r, _) = run::run(&scenario(rel), 0, Variant::Unguarded, opts).unwrap();
         let m = &r.metrics;
         assert!(m.deliveries > 100, "{rel}: {}", m.deliveries);
         assert_eq!(m.deliveries_ok, m.deliveries, "{rel}");
@@ -150,7 +163,7 @@ fn the_oracle_counts_each_delivery_once_with_its_fate() {
             ..Options::default()
         };
         let (q, _) = run::run(&s, 0, Variant::Unguarded, &silent).unwrap();
-        let by = &q.metrics.deliveries_by_cause;
+        let by = &q.metrics.failures_by_cause;
         let n = by.get("cursor_truncated_silently").copied();
         assert_eq!(
             n,
@@ -159,4 +172,32 @@ fn the_oracle_counts_each_delivery_once_with_its_fate() {
         );
         assert_eq!(q.metrics.deliveries_announced_lost, 0, "{rel}");
     }
+}
+
+/// A webhook receiver's answers lost: the naive sender's retries carry
+/// new ids and are applied again; the draft's sender keeps the id, and a
+/// receiver deduplicating on it takes each tick once, until its window is
+/// shorter than the sender's wait; one deduplicating on `eventId` takes
+/// the naive sender's retries once too.
+#[test]
+fn a_lost_webhook_answer_duplicates_unless_one_id_meets_a_window_that_remembers() {
+    let failed = |rel: &str, edit: &dyn Fn(&mut Scenario)| {
+        let mut s = scenario(rel);
+        edit(&mut s);
+        let (r, _) = run::run(&s, 0, Variant::Guarded, &Options::default()).unwrap();
+        assert!(r.metrics.deliveries > 50, "{rel}");
+        r.metrics.failures_by_cause
+    };
+    let naive = failed("sims/events/webhook-lost-response.toml", &|_| {});
+    let dups = naive.get("webhook_duplicate").copied().unwrap_or(0);
+    assert!(dups >= 1, "{naive:?}");
+    assert_eq!(naive.len(), 1, "{naive:?}");
+    let dedup = "sims/events/webhook-lost-response-dedup.toml";
+    assert!(failed(dedup, &|_| {}).is_empty());
+    let forgets = failed(dedup, &|s| s.clients[0].receiver.dedup_window_ms = 300);
+    assert_eq!(forgets.get("dedup_window_lost"), Some(&dups), "{forgets:?}");
+    let by_event = failed("sims/events/webhook-lost-response.toml", &|s| {
+        s.clients[0].receiver.dedup = mcp_chaos::scenario::Dedup::EventId
+    });
+    assert!(by_event.is_empty(), "{by_event:?}");
 }

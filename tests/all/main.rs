@@ -55,6 +55,7 @@ mod seed_cases;
 mod serve;
 mod serve_2026;
 mod serve_edges;
+mod serve_events;
 mod serve_fixtures;
 mod serve_memory;
 mod shrink_loop;

@@ -4,8 +4,9 @@
 //! draws the combinations: era, deployment and store, polling closes,
 //! intermediaries that do not alter delivery, kept-alive or per-exchange
 //! connections, tasks, input-required tools, keys, big calls at interval
-//! 0 into a smaller store, and events readers (poll or push) beside the
-//! calls, every occurrence owed to them delivered.
+//! 0 into a smaller store, and events readers (poll, push, or webhook
+//! receivers under either sender) beside the calls, every occurrence owed
+//! to them delivered once.
 //!
 //! Excluded, by design (each is its own cause, shown by its minimal
 //! scenario in sims/causes/):
@@ -44,13 +45,14 @@ struct Wings {
     big_fast: bool,
     resume: bool,
     transactional: bool,
-    /// 0: none; 1: readers that poll events; 2: readers of a push stream
-    /// (2026-07-28 only).
+    /// 0: none; 1: readers that poll events; 2: readers of a push stream;
+    /// 3: webhook receivers, the draft's sender; 4: webhook receivers, the
+    /// naive sender (2026-07-28 only).
     events: u8,
 }
 
 fn wings() -> impl Strategy<Value = Wings> {
-    (any::<[bool; 10]>(), 0u8..3, 0u8..3).prop_map(|(b, intermediary, events)| Wings {
+    (any::<[bool; 10]>(), 0u8..3, 0u8..5).prop_map(|(b, intermediary, events)| Wings {
         era_2026: b[0],
         deployed: b[1],
         polling: b[2] && !b[0],
@@ -84,6 +86,9 @@ fn scenario(w: &Wings) -> Scenario {
     if w.events > 0 {
         t.push_str("events_tick_ms = 100\nevents_poll_ms = 500\n");
     }
+    if w.events == 4 {
+        t.push_str("events_sender = \"naive\"\n");
+    }
     let (chunks, interval) = if w.big_fast { (300, 0) } else { (4, 20) };
     t.push_str(&format!(
         "\n[[clients]]\nbehaviour = \"{}\"\ncount = 2\ncalls = 2\nchunks = {chunks}\nchunk_interval_ms = {interval}\nthink_ms = 20\nconnections = \"{}\"\n",
@@ -93,6 +98,7 @@ fn scenario(w: &Wings) -> Scenario {
     match w.events {
         1 => t.push_str("events = \"poll\"\n"),
         2 => t.push_str("events = \"push\"\n"),
+        3 | 4 => t.push_str("events = \"webhook\"\n"),
         _ => {}
     }
     for (on, key) in [
@@ -158,7 +164,7 @@ fn check(w: &Wings) -> Result<(), TestCaseError> {
             m.deliveries,
             m.deliveries_ok,
             m.deliveries_failed,
-            m.deliveries_by_cause,
+            m.failures_by_cause,
             m.deliveries_announced_lost
         );
     }

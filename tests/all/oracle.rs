@@ -68,9 +68,14 @@ pub fn every_operation_once(m: &Metrics, at: &str) {
         "every operation has one outcome; {at}"
     );
     assert_eq!(
+        m.deliveries_ok + m.deliveries_announced_lost + m.deliveries_failed,
+        m.deliveries,
+        "every delivery has one outcome; {at}"
+    );
+    assert_eq!(
         m.failures_by_cause.values().sum::<u64>(),
-        m.ops_failed,
-        "every failed operation has one cause; {at}"
+        m.ops_failed + m.deliveries_failed,
+        "every failed operation (and delivery) has one cause; {at}"
     );
     assert_eq!(m.lost_operations, m.ops_lost, "{at}");
     assert!(m.operations > 0, "{at}");

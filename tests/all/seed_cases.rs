@@ -192,7 +192,7 @@ fn half_open_partitions() {
         "without cursors the half-open view is inexact somewhere",
     );
     g.check(
-        m.failures_by_cause.values().sum::<u64>() == m.ops_failed,
+        m.failures_by_cause.values().sum::<u64>() == m.ops_failed + m.deliveries_failed,
         "every failed operation has one cause",
     );
     let c = simulate(file, 0, Variant::Guarded, true);

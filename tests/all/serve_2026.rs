@@ -254,7 +254,10 @@ fn the_events_extension_polls_from_a_cursor_and_refuses_bad_ones() {
     let r = post(&mut c, 2, "events/list", json!({}), &[]);
     let list = result(&r);
     assert_eq!(list["events"][0]["name"], "clock-tick", "{r:?}");
-    assert_eq!(list["events"][0]["delivery"], json!(["poll", "push"]));
+    assert_eq!(
+        list["events"][0]["delivery"],
+        json!(["poll", "push", "webhook"])
+    );
     let read = |c: &mut Conn, id: u64, cursor: Value| {
         let p = json!({"name": "clock-tick", "arguments": {}, "cursor": cursor});
         post(c, id, "events/poll", p, &[])

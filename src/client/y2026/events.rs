@@ -13,7 +13,6 @@ use crate::history::{ClientRecord, History};
 use crate::protocol::events::{self as ev, PollResult};
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::{headers, y2026 as wire, Json};
-use crate::scenario::EventsMode;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -25,7 +24,7 @@ pub struct EventsSpec {
     /// The client it reads for.
     pub client: u32,
     /// Poll or push.
-    pub mode: EventsMode,
+    pub mode: ReadMode,
     /// When it stops reading and drains, since the run's start.
     pub stop: Duration,
     /// When the drain gives up, since the run's start.
@@ -36,15 +35,75 @@ pub struct EventsSpec {
     pub backoff: Duration,
 }
 
+/// How a reader reads (a webhook reader is [`super::webhook`]'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadMode {
+    /// `events/poll`.
+    Poll,
+    /// `events/stream`.
+    Push,
+}
+
 /// The reader's state: where it resumes, and what it applied.
 struct Reader {
     spec: EventsSpec,
     history: History,
     cursor: Option<String>,
     applied: BTreeSet<String>,
-    started: bool,
+    started: Started,
     next_id: u64,
     origin: Instant,
+}
+
+/// A reader's records of its start and of each `truncated` it is told.
+pub(super) struct Started {
+    client: u32,
+    history: History,
+    started: bool,
+}
+
+impl Started {
+    pub(super) fn new(client: u32, history: History) -> Started {
+        Started {
+            client,
+            history,
+            started: false,
+        }
+    }
+
+    /// Its first answer: what is produced from now on is owed to it.
+    pub(super) fn begin(&mut self) {
+        if !self.started {
+            self.started = true;
+            self.history.record(ClientRecord::EventsStarted {
+                client: self.client,
+            });
+        }
+    }
+
+    pub(super) fn truncated(&self) {
+        self.history.record(ClientRecord::EventsTruncated {
+            client: self.client,
+        });
+    }
+}
+
+/// Request `n` of `client`'s reader: `method` with `params`, as the
+/// 2026-07-28 wire sends it, declaring the extension.
+pub(super) fn request(client: u32, n: u64, method: &str, params: Value) -> Outgoing {
+    let caps = json!({"extensions": {ev::EXTENSION: {}}});
+    let who = format!("mcp-chaos-events-{client}");
+    let msg = Message::Request {
+        id: RequestId::Str(format!("ev-{client}-{n}")),
+        method: method.into(),
+        params: Some(wire::with_meta(
+            Some(&Json::from_value(&params)),
+            wire::request_meta(caps, &who),
+        )),
+    };
+    Outgoing::post(None, &msg)
+        .header(headers::MCP_PROTOCOL_VERSION, wire::VERSION)
+        .header(wire::MCP_METHOD, method)
 }
 
 /// Runs one events reader to the end of the run. Must run inside a
@@ -52,17 +111,17 @@ struct Reader {
 pub async fn run<C: Connector>(spec: EventsSpec, connector: C, history: History) {
     let mut r = Reader {
         origin: Instant::now() - Duration::from_micros(history.now_us()),
+        started: Started::new(spec.client, history.clone()),
         spec,
         history,
         cursor: None,
         applied: BTreeSet::new(),
-        started: false,
         next_id: 0,
     };
     while r.now() < r.spec.stop {
         let wait = match r.spec.mode {
-            EventsMode::Poll => r.poll_once(&connector, r.spec.stop).await,
-            EventsMode::Push => r.push_once(&connector).await,
+            ReadMode::Poll => r.poll_once(&connector, r.spec.stop).await,
+            ReadMode::Push => r.push_once(&connector).await,
         };
         let until = (r.now() + wait).min(r.spec.stop);
         tokio::time::sleep_until(r.origin + until).await;
@@ -87,33 +146,11 @@ impl Reader {
         Duration::from_micros(self.history.now_us())
     }
 
-    /// A request of `method` from this cursor, as the 2026-07-28 wire
-    /// sends it.
+    /// A request of `method` from this cursor.
     fn request(&mut self, method: &str) -> Outgoing {
         self.next_id += 1;
         let params = json!({"name": ev::CLOCK_TICK, "arguments": {}, "cursor": self.cursor});
-        let caps = json!({"extensions": {ev::EXTENSION: {}}});
-        let who = format!("mcp-chaos-events-{}", self.spec.client);
-        let msg = Message::Request {
-            id: RequestId::Str(format!("ev-{}-{}", self.spec.client, self.next_id)),
-            method: method.into(),
-            params: Some(wire::with_meta(
-                Some(&Json::from_value(&params)),
-                wire::request_meta(caps, &who),
-            )),
-        };
-        Outgoing::post(None, &msg)
-            .header(headers::MCP_PROTOCOL_VERSION, wire::VERSION)
-            .header(wire::MCP_METHOD, method)
-    }
-
-    fn begin(&mut self) {
-        if !self.started {
-            self.started = true;
-            self.history.record(ClientRecord::EventsStarted {
-                client: self.spec.client,
-            });
-        }
+        request(self.spec.client, self.next_id, method, params)
     }
 
     /// Hands `o` to the application unless it was handed over before.
@@ -122,14 +159,9 @@ impl Reader {
             self.history.record(ClientRecord::EventApplied {
                 client: self.spec.client,
                 event_id: o.event_id.as_str().into(),
+                webhook_id: None,
             });
         }
-    }
-
-    fn truncated(&self) {
-        self.history.record(ClientRecord::EventsTruncated {
-            client: self.spec.client,
-        });
     }
 
     /// One poll; the wait before the next: none while `hasMore`, else
@@ -164,9 +196,9 @@ impl Reader {
             return None;
         };
         let r: PollResult = result.parse_as_value().ok()?;
-        self.begin();
+        self.started.begin();
         if r.truncated {
-            self.truncated();
+            self.started.truncated();
         }
         for o in &r.events {
             self.apply(o);
@@ -212,9 +244,9 @@ impl Reader {
             }
             match method.as_str() {
                 ev::ACTIVE => {
-                    self.begin();
+                    self.started.begin();
                     if p.get("truncated") == Some(&Value::Bool(true)) {
-                        self.truncated();
+                        self.started.truncated();
                     }
                 }
                 ev::EVENT => {

@@ -133,6 +133,26 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "the `guarded` arm, whose resumed stream names its position at once (its `replay-end` marker carries the stream's last id), so even a client that keeps its cursor only from the current stream's events has one when the stream breaks again; fix the client too (keep the cursor across reconnects: typescript-sdk PR #2509)",
     ),
     (
+        "webhook_duplicate",
+        "the draft's webhook sender (`--set server.events_sender=spec`, the default), which keeps the `eventId` as the `webhook-id` on every retry, and receivers that deduplicate on it (or on the body's `eventId`, `receiver.dedup = \"event-id\"`, which also catches a naive sender)",
+    ),
+    (
+        "dedup_window_lost",
+        "a receiver that remembers ids longer than the sender retries (`receiver.dedup_window_ms` above the sender's whole retry schedule, 0: for good)",
+    ),
+    (
+        "retry_exhausted",
+        "a retry schedule longer than the receiver's outages (`--set server.events_attempts=…`, `server.events_retry_ms=…`), or a receiver that reads the missed occurrences by poll from its watermark after an outage",
+    ),
+    (
+        "subscription_lapsed",
+        "a refresh well inside the TTL (`receiver.refresh_ms` at most half `receiver.ttl_ms`) and a prompt re-subscription from the watermark after a lapse, so the source replays what was pending",
+    ),
+    (
+        "cursor_truncated_silently",
+        "a server that announces a cursor reset (`truncated: true`, a `gap` envelope: `--set server.events_truncation=announced`, the default), and a retention longer than the readers' outages (`--set server.events_retention=…`)",
+    ),
+    (
         "run_ended",
         "a longer heal phase, or the server settings docs/causes.md names for the residual",
     ),

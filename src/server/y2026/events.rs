@@ -30,25 +30,31 @@ pub(in crate::server) fn offered(shared: &Shared) -> bool {
 /// `events/list`: `clock-tick` when the source runs.
 pub(in crate::server) fn list(shared: &Shared) -> Json {
     let events: Vec<Value> = match offered(shared) {
-        true => vec![ev::clock_tick_descriptor(shared.cfg.events_tick_ms)],
+        true => vec![ev::clock_tick_descriptor(
+            shared.cfg.events_tick_ms,
+            shared.egress.get().is_some(),
+        )],
         false => Vec::new(),
     };
     Json::from_value(&json!({ "events": events }))
 }
 
-fn period_us(shared: &Shared) -> u64 {
+pub(in crate::server) fn period_us(shared: &Shared) -> u64 {
     shared.cfg.events_tick_ms * 1_000
 }
 
 /// The params of a read, checked: the event type offered, the cursor one
 /// of its own at or behind the source's newest (`None`: from now).
-fn checked(shared: &Shared, params: Option<&Json>) -> Result<(ReadParams, u64), ErrorObject> {
+pub(in crate::server) fn checked(
+    shared: &Shared,
+    params: Option<&Json>,
+) -> Result<(ReadParams, u64), ErrorObject> {
     let invalid = |m: String| ErrorObject::new(jsonrpc::INVALID_PARAMS, m, None);
     let p: ReadParams = match params.map(Json::parse_as_value) {
         Some(Ok(p)) => p,
         _ => {
             return Err(invalid(
-                "events/poll and events/stream need name (and cursor, null to start from now)"
+                "events/poll, events/stream and events/subscribe need name (and cursor, null to start from now)"
                     .into(),
             ))
         }
@@ -83,7 +89,7 @@ fn bad_cursor(e: &BadCursor) -> String {
 
 /// The occurrences after `at` as this server serves them: from its
 /// retention, and with a cursor behind it announced or not.
-fn read(shared: &Shared, log: &EventLog, at: u64, max: usize) -> Read {
+pub(in crate::server) fn read(shared: &Shared, log: &EventLog, at: u64, max: usize) -> Read {
     let mut r = log.read(at, shared.cfg.events_retention as usize, max);
     if shared.cfg.events_truncation == Truncation::Silent {
         r.truncated = false;
@@ -91,7 +97,11 @@ fn read(shared: &Shared, log: &EventLog, at: u64, max: usize) -> Read {
     r
 }
 
-fn occurrence(name: &str, (seq, at_us): (u64, u64), cursor: Option<String>) -> Occurrence {
+pub(in crate::server) fn occurrence(
+    name: &str,
+    (seq, at_us): (u64, u64),
+    cursor: Option<String>,
+) -> Occurrence {
     Occurrence {
         event_id: ev::event_id(name, seq),
         name: name.to_string(),

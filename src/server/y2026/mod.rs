@@ -8,6 +8,7 @@ pub(in crate::server) mod mrtr;
 pub(in crate::server) mod request;
 pub(in crate::server) mod task_fixtures;
 pub(in crate::server) mod tasks;
+pub(in crate::server) mod webhooks;
 
 use crate::server::http::body::ServerBody;
 use http::{HeaderValue, Response};

@@ -21,6 +21,7 @@ use crate::history::{ConnId, SessionId, Transport};
 use crate::protocol::events as ev;
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
 use crate::protocol::mcp::{self, CallToolParams};
+use crate::protocol::webhook as wh;
 use crate::protocol::y2026::{self as wire};
 use crate::protocol::{headers, sse, Json};
 use crate::server::calls::start::{self, Asked};
@@ -165,6 +166,15 @@ pub(in crate::server) async fn answer(
         }
         ev::STREAM if super::events::offered(shared) => {
             Reply::new(super::events::stream(shared, &id, params.as_ref()))
+        }
+        wh::SUBSCRIBE if super::events::offered(shared) => {
+            match super::webhooks::subscribe(shared, h, &id, params.as_ref()) {
+                super::webhooks::Answer::Done(r) => done(r),
+                super::webhooks::Answer::Refused(r) => Reply::new(r),
+            }
+        }
+        wh::UNSUBSCRIBE if super::events::offered(shared) => {
+            done(super::webhooks::unsubscribe(shared, h, params.as_ref()))
         }
         wire::TASKS_GET | wire::TASKS_UPDATE | wire::TASKS_CANCEL => {
             let from = Origin::of(conn, &parts.extensions);

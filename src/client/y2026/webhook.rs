@@ -1,0 +1,297 @@
+//! A client's webhook reader (the Events extension, docs/events.md): a
+//! receiver on the client's own host takes the server's deliveries, and
+//! beside it the client subscribes (`events/subscribe`), refreshes the
+//! subscription before it lapses from the watermark the deliveries
+//! carried, and unsubscribes when the run stops it. The receiver verifies
+//! each delivery's signature, deduplicates as `[clients.receiver]` says,
+//! answers 503 when drawn busy, and hands each delivery it takes to the
+//! application, writing what the oracle needs.
+
+use super::events::{request, Started};
+use crate::client::http::{self, Limits};
+use crate::client::reader::Connector;
+use crate::history::{ClientRecord, History};
+use crate::protocol::events::{self as ev, Cursor, Occurrence};
+use crate::protocol::jsonrpc::Message;
+use crate::protocol::webhook::{self as wh, Envelope, SubscribeResult};
+use crate::scenario::{Dedup, ReceiverSpec};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Largest delivery body a receiver reads (the draft's SHOULD for
+/// senders: 256 KiB).
+const MAX_BODY: usize = 256 * 1024;
+
+/// Accepts the connections of a receiver's listener.
+pub trait Accept: 'static {
+    /// The connection type.
+    type Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static;
+    /// Waits for the next connection.
+    fn accept(&mut self) -> impl Future<Output = io::Result<Self::Io>>;
+}
+
+/// One webhook reader's settings.
+#[derive(Clone, Debug)]
+pub struct WebhookSpec {
+    /// The client it reads for.
+    pub client: u32,
+    /// The receiver's URL, as the server is told it.
+    pub url: String,
+    /// The receiver and its subscription.
+    pub receiver: ReceiverSpec,
+    /// Signing key bytes (the secret is `whsec_` and their base64).
+    pub key: Vec<u8>,
+    /// Draws the receiver's busy answers.
+    pub seed: u64,
+    /// When it unsubscribes, since the run's start.
+    pub stop: Duration,
+    /// The run's end, since its start.
+    pub end: Duration,
+    /// Longest wait for an answer.
+    pub read_timeout: Duration,
+    /// Pause after a failed request.
+    pub backoff: Duration,
+}
+
+/// What the receiver keeps.
+struct Receiver {
+    client: u32,
+    spec: ReceiverSpec,
+    key: Vec<u8>,
+    rng: ChaCha8Rng,
+    /// Ids taken, with when (µs), for deduplication.
+    seen: BTreeMap<String, u64>,
+    /// The newest watermark delivered.
+    cursor: Option<u64>,
+    history: History,
+}
+
+/// Runs one webhook reader to the end of the run. Must run inside a
+/// `LocalSet`.
+pub async fn run<C: Connector, A: Accept>(spec: WebhookSpec, c: C, listener: A, history: History) {
+    let origin = Instant::now() - Duration::from_micros(history.now_us());
+    let now = || Duration::from_micros(history.now_us());
+    history.record(ClientRecord::ReceiverListening {
+        client: spec.client,
+        url: spec.url.as_str().into(),
+        dedup: spec.receiver.dedup.as_str().into(),
+    });
+    let recv = Rc::new(RefCell::new(Receiver {
+        client: spec.client,
+        spec: spec.receiver.clone(),
+        key: spec.key.clone(),
+        rng: ChaCha8Rng::seed_from_u64(spec.seed),
+        seen: BTreeMap::new(),
+        cursor: None,
+        history: history.clone(),
+    }));
+    let serving = tokio::task::spawn_local(receive(listener, recv.clone()));
+    let mut started = Started::new(spec.client, history.clone());
+    let mut next_id = 0u64;
+    while now() < spec.stop {
+        let cursor = recv.borrow().cursor;
+        next_id += 1;
+        let wait = match subscribe(&spec, &c, next_id, cursor).await {
+            Some(r) => {
+                started.begin();
+                if r.truncated {
+                    started.truncated();
+                }
+                if let Ok(at) = Cursor::decode(&r.cursor, ev::CLOCK_TICK) {
+                    let mut rv = recv.borrow_mut();
+                    rv.cursor = Some(rv.cursor.map_or(at.seq, |c| c.max(at.seq)));
+                }
+                Duration::from_millis(spec.receiver.refresh_ms)
+            }
+            None => spec.backoff,
+        };
+        let until = (now() + wait).min(spec.stop);
+        tokio::time::sleep_until(origin + until).await;
+    }
+    // Stopped: what was produced by now is owed; then unsubscribe.
+    history.record(ClientRecord::EventsDrained {
+        client: spec.client,
+        sent_us: history.now_us(),
+    });
+    while now() < spec.end {
+        next_id += 1;
+        if unsubscribe(&spec, &c, next_id).await {
+            break;
+        }
+        let until = (now() + spec.backoff).min(spec.end);
+        tokio::time::sleep_until(origin + until).await;
+    }
+    tokio::time::sleep_until(origin + spec.end).await;
+    serving.abort();
+}
+
+/// The subscription's params: this receiver's URL, and from `cursor`.
+fn params(spec: &WebhookSpec, cursor: Option<u64>) -> serde_json::Value {
+    json!({
+        "name": ev::CLOCK_TICK,
+        "arguments": {},
+        "delivery": {"mode": "webhook", "url": spec.url, "secret": wh::secret_of(&spec.key)},
+        "cursor": cursor.map(|seq| Cursor { seq }.encode(ev::CLOCK_TICK)),
+        "ttlMs": spec.receiver.ttl_ms,
+    })
+}
+
+/// One request answered with a result, or `None`.
+async fn ask<C: Connector>(
+    spec: &WebhookSpec,
+    c: &C,
+    n: u64,
+    method: &str,
+    p: serde_json::Value,
+) -> Option<Message> {
+    let bearer = format!("Bearer mcp-chaos-events-{}", spec.client);
+    let out = request(spec.client, n, method, p).header("authorization", &bearer);
+    let answer = tokio::time::timeout(spec.read_timeout, async {
+        let io = c.connect().await.ok()?;
+        let ex = http::send_bounded(io, out, Limits::default()).await.ok()?;
+        match ex.status.is_success() {
+            true => ex.json().await.ok().flatten(),
+            false => None,
+        }
+    });
+    answer.await.ok().flatten()
+}
+
+async fn subscribe<C: Connector>(
+    spec: &WebhookSpec,
+    c: &C,
+    n: u64,
+    cursor: Option<u64>,
+) -> Option<SubscribeResult> {
+    match ask(spec, c, n, wh::SUBSCRIBE, params(spec, cursor)).await? {
+        Message::Result { result, .. } => result.parse_as_value().ok(),
+        _ => None,
+    }
+}
+
+/// Whether the subscription is gone: unsubscribed now, or not found.
+async fn unsubscribe<C: Connector>(spec: &WebhookSpec, c: &C, n: u64) -> bool {
+    let p = json!({"name": ev::CLOCK_TICK, "arguments": {}, "delivery": {"url": spec.url}});
+    match ask(spec, c, n, wh::UNSUBSCRIBE, p).await {
+        Some(Message::Result { .. }) => true,
+        Some(Message::Error { error, .. }) => error.code == ev::NOT_FOUND,
+        _ => false,
+    }
+}
+
+/// The receiver: each connection served on a task of its own.
+async fn receive<A: Accept>(mut listener: A, recv: Rc<RefCell<Receiver>>) {
+    while let Ok(io) = listener.accept().await {
+        let recv = recv.clone();
+        tokio::task::spawn_local(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let recv = recv.clone();
+                async move { Ok::<_, io::Error>(take(&recv, req).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(io);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, svc)
+                .await;
+        });
+    }
+}
+
+/// One delivery: its status, and the occurrence applied unless a
+/// duplicate the receiver recognised.
+async fn take(
+    recv: &RefCell<Receiver>,
+    req: ::http::Request<hyper::body::Incoming>,
+) -> ::http::Response<Full<Bytes>> {
+    let status = |s: u16| {
+        let mut r = ::http::Response::new(Full::new(Bytes::new()));
+        *r.status_mut() = ::http::StatusCode::from_u16(s).unwrap_or_default();
+        r
+    };
+    let (parts, body) = req.into_parts();
+    let Ok(body) = Limited::new(body, MAX_BODY).collect().await else {
+        return status(413);
+    };
+    let body = body.to_bytes();
+    let h = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (id, ts, sig) = (
+        h(wh::WEBHOOK_ID),
+        h(wh::WEBHOOK_TIMESTAMP),
+        h(wh::WEBHOOK_SIGNATURE),
+    );
+    let mut r = recv.borrow_mut();
+    let busy = r.spec.busy_rate;
+    if busy > 0.0 && r.rng.random_bool(busy) {
+        return status(503);
+    }
+    let now_us = r.history.now_us();
+    if r.spec.verify {
+        let ts: Option<i64> = ts.parse().ok();
+        let fresh = ts.is_some_and(|t| ev::unix_secs(now_us) - t <= wh::TOLERANCE_SECS);
+        let signed = ts.is_some_and(|t| wh::verify(&r.key, &id, t, &body, &sig));
+        if !(fresh && signed) {
+            return status(401);
+        }
+    }
+    if let Ok(env) = serde_json::from_slice::<Envelope>(&body) {
+        if let Envelope::Gap { cursor } = env {
+            r.history
+                .record(ClientRecord::EventsTruncated { client: r.client });
+            r.moved_to(&cursor);
+        }
+        return status(200);
+    }
+    let Ok(o) = serde_json::from_slice::<Occurrence>(&body) else {
+        return status(400);
+    };
+    let key = match r.spec.dedup {
+        Dedup::None => None,
+        Dedup::WebhookId => Some(id.clone()),
+        Dedup::EventId => Some(o.event_id.clone()),
+    };
+    let window = r.spec.dedup_window_ms * 1_000;
+    if let Some(k) = &key {
+        let recent = r
+            .seen
+            .get(k)
+            .is_some_and(|&at| window == 0 || now_us - at < window);
+        if recent {
+            return status(200);
+        }
+        r.seen.insert(k.clone(), now_us);
+    }
+    r.history.record(ClientRecord::EventApplied {
+        client: r.client,
+        event_id: o.event_id.as_str().into(),
+        webhook_id: Some(id.as_str().into()),
+    });
+    if let Some(c) = &o.cursor {
+        r.moved_to(c);
+    }
+    status(200)
+}
+
+impl Receiver {
+    /// Holds `cursor` when it is ahead of the watermark held.
+    fn moved_to(&mut self, cursor: &str) {
+        if let Ok(c) = Cursor::decode(cursor, ev::CLOCK_TICK) {
+            self.cursor = Some(self.cursor.map_or(c.seq, |h| h.max(c.seq)));
+        }
+    }
+}

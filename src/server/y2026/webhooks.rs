@@ -1,0 +1,584 @@
+//! Webhook delivery of the Events extension (docs/events.md):
+//! `events/subscribe` and `events/unsubscribe`, and a sender per
+//! subscription that POSTs each occurrence to the receiver's URL, signed
+//! as Standard Webhooks sign, retried on a failure as
+//! `server.events_sender` says, and a `gap` envelope when the sender fell
+//! behind the retention. A subscription is keyed by (principal, URL,
+//! event type, arguments) and lives in this incarnation's memory: a
+//! restart loses it, and the client's next refresh subscribes again from
+//! the watermark it holds. It lapses unless refreshed before its TTL.
+
+use super::events::{checked, occurrence, period_us, read};
+use crate::history::Record;
+use crate::protocol::events::{self as ev, Cursor};
+use crate::protocol::jsonrpc::{self, ErrorObject, RequestId};
+use crate::protocol::webhook::{self as wh, Envelope, SubscribeParams};
+use crate::protocol::Json;
+use crate::server::http::body::ServerBody;
+use crate::server::http::principal::bearer;
+use crate::server::http::respond::error_with;
+use crate::server::{EventsSender, Shared};
+use bytes::Bytes;
+use http::{HeaderMap, Response, StatusCode};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// A connection a sender writes one delivery on.
+pub trait EgressIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> EgressIo for T {}
+
+/// A connection being opened.
+pub type Dialing = Pin<Box<dyn Future<Output = io::Result<Box<dyn EgressIo>>>>>;
+
+/// Opens a connection to (host, port).
+pub type Dial = Rc<dyn Fn(&str, u16) -> Dialing>;
+
+/// How a server reaches receivers: a dial to (host, port), and whether
+/// any host may be dialled (the simulation; `serve --allow-remote`) or
+/// only loopback ones (`serve`'s default).
+#[derive(Clone)]
+pub struct Egress {
+    /// Opens a connection to (host, port).
+    pub dial: Dial,
+    /// Any host, not only `localhost`, `127.0.0.1` and `[::1]`.
+    pub remote: bool,
+}
+
+/// Deliveries one subscription has in flight at most: past it the sender
+/// reads no further until one settles (its retry queue's bound).
+pub(in crate::server) const MAX_IN_FLIGHT: usize = 64;
+
+/// A receiver's URL, as a sender dials it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Url {
+    text: Rc<str>,
+    host: String,
+    port: u16,
+    path: String,
+}
+
+/// `http://host[:port]/path`, or why not. The simulated network (and
+/// `serve`) has no TLS: an `https://` URL is refused with the reason.
+fn parse_url(s: &str, remote: bool) -> Result<Url, String> {
+    let Some(rest) = s.strip_prefix("http://") else {
+        return Err(match s.starts_with("https://") {
+            true => "delivery.url: this server delivers over plain http:// (no TLS in the simulated network, nor on serve's loopback)".into(),
+            false => "delivery.url must be an http:// URL".into(),
+        });
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+            (h, p.parse().map_err(|_| "delivery.url has a bad port")?)
+        }
+        _ => (authority, 80),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() || host.contains(['@', ' ']) {
+        return Err("delivery.url has no host (http://host:port/path)".into());
+    }
+    if !remote && !matches!(host, "localhost" | "127.0.0.1" | "::1") {
+        return Err(format!(
+            "delivery.url host {host:?} is not loopback: this server delivers only to localhost unless started with --allow-remote"
+        ));
+    }
+    Ok(Url {
+        text: Rc::from(s),
+        host: host.to_string(),
+        port,
+        path: if path.is_empty() {
+            "/".into()
+        } else {
+            path.into()
+        },
+    })
+}
+
+/// The key a subscription is known by (the draft's: principal, URL,
+/// event type, arguments as canonical JSON).
+type Key = (Rc<str>, Rc<str>, String, String);
+
+/// One webhook subscription and its sender's state.
+pub(in crate::server) struct Sub {
+    id: String,
+    url: Url,
+    key: RefCell<Vec<u8>>,
+    /// When it lapses unless refreshed, µs.
+    expires_us: Cell<u64>,
+    /// The source position read up to.
+    next: Cell<u64>,
+    /// Positions in flight (not yet acknowledged or given up).
+    unsettled: RefCell<BTreeSet<u64>>,
+    /// Unsubscribed: deliver up to this position, then end.
+    closing: Cell<Option<u64>>,
+    /// Ended (lapsed or closed): deliveries stop.
+    ended: Cell<bool>,
+    wake: Notify,
+    gaps: Cell<u64>,
+}
+
+impl Sub {
+    /// The watermark: every occurrence at or before it was acknowledged
+    /// or given up.
+    fn watermark(&self) -> u64 {
+        match self.unsettled.borrow().first() {
+            Some(&s) => s - 1,
+            None => self.next.get(),
+        }
+    }
+}
+
+/// The subscriptions of this incarnation.
+#[derive(Default)]
+pub(in crate::server) struct Subscriptions {
+    by_key: RefCell<BTreeMap<Key, Rc<Sub>>>,
+}
+
+impl Subscriptions {
+    fn held_by(&self, principal: &str) -> usize {
+        self.by_key
+            .borrow()
+            .keys()
+            .filter(|k| &*k.0 == principal)
+            .count()
+    }
+}
+
+fn invalid(m: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(jsonrpc::INVALID_PARAMS, m.into(), None)
+}
+
+/// What `events/subscribe` and `events/unsubscribe` answer: a result, or
+/// an error with its HTTP status (429 past a cap).
+pub(in crate::server) enum Answer {
+    Done(Result<Json, ErrorObject>),
+    Refused(Response<ServerBody>),
+}
+
+/// The principal a subscription is held by: its bearer token (the draft
+/// requires an authenticated principal).
+fn principal_of(h: &HeaderMap) -> Result<Rc<str>, ErrorObject> {
+    bearer(h).ok_or_else(|| {
+        ErrorObject::new(
+            wh::FORBIDDEN,
+            "events/subscribe needs an authenticated principal: send Authorization: Bearer <token>",
+            None,
+        )
+    })
+}
+
+fn parse(params: Option<&Json>) -> Result<SubscribeParams, ErrorObject> {
+    params
+        .and_then(|p| p.parse_as_value().ok())
+        .ok_or_else(|| invalid("events/subscribe needs name, arguments, delivery {mode: \"webhook\", url, secret} and cursor"))
+}
+
+/// `events/subscribe`: a new subscription, or a refresh of the one with
+/// the same key (a new secret and TTL; delivery goes on from where it is).
+pub(in crate::server) fn subscribe(
+    shared: &Rc<Shared>,
+    h: &HeaderMap,
+    id: &RequestId,
+    params: Option<&Json>,
+) -> Answer {
+    match subscribe_checked(shared, h, params) {
+        Ok(Ok(v)) => Answer::Done(Ok(v)),
+        Ok(Err(r)) => Answer::Refused(r(id.clone())),
+        Err(e) => Answer::Done(Err(e)),
+    }
+}
+
+type Refusal = Box<dyn FnOnce(RequestId) -> Response<ServerBody>>;
+
+fn subscribe_checked(
+    shared: &Rc<Shared>,
+    h: &HeaderMap,
+    params: Option<&Json>,
+) -> Result<Result<Json, Refusal>, ErrorObject> {
+    let Some(egress) = shared.egress.get() else {
+        return Err(ErrorObject::new(
+            ev::UNSUPPORTED,
+            "this server delivers events by poll and push only",
+            Some(json!({"feature": "deliveryMode", "value": "webhook"})),
+        ));
+    };
+    let principal = principal_of(h)?;
+    let p = parse(params)?;
+    let (_, from) = checked(shared, params)?;
+    if p.delivery.mode != "webhook" {
+        return Err(ErrorObject::new(
+            ev::UNSUPPORTED,
+            format!("events/subscribe delivers by webhook only, not {:?}: use events/poll or events/stream", p.delivery.mode),
+            Some(json!({"feature": "deliveryMode", "value": p.delivery.mode})),
+        ));
+    }
+    let url = parse_url(&p.delivery.url, egress.remote).map_err(invalid)?;
+    let key = p
+        .delivery
+        .secret
+        .as_deref()
+        .and_then(wh::key_of)
+        .ok_or_else(|| {
+            invalid("delivery.secret must be whsec_ and the base64 of 24 to 64 random bytes")
+        })?;
+    let now = shared.history.now_us();
+    let ttl = p
+        .ttl_ms
+        .unwrap_or(shared.cfg.events_ttl_ms)
+        .clamp(crate::settings::MIN_EVENTS_TTL_MS, shared.cfg.events_ttl_ms);
+    let k: Key = (
+        principal.clone(),
+        url.text.clone(),
+        p.name.clone(),
+        canonical(&p.arguments),
+    );
+    let existing = shared.subscriptions.by_key.borrow().get(&k).cloned();
+    let (sub, truncated) = match existing {
+        Some(sub) => {
+            *sub.key.borrow_mut() = key;
+            sub.expires_us.set(now + ttl * 1_000);
+            sub.wake.notify_one();
+            (sub, false)
+        }
+        None => {
+            let held = shared.subscriptions.held_by(&principal);
+            let all = shared.subscriptions.by_key.borrow().len();
+            let per = shared.cfg.events_subscriptions as usize;
+            if held >= per || all >= crate::settings::MAX_SUBSCRIPTIONS {
+                let (limit, max) = match held >= per {
+                    true => ("subscriptions per principal", per),
+                    false => ("subscriptions", crate::settings::MAX_SUBSCRIPTIONS),
+                };
+                let message = format!("{limit}: at most {max}; unsubscribe one, or retry later");
+                let data = json!({"limit": limit, "max": max});
+                return Ok(Err(Box::new(move |id| {
+                    let e = ErrorObject::new(wh::RESOURCE_EXHAUSTED, message, Some(data));
+                    let mut r = error_with(StatusCode::TOO_MANY_REQUESTS, Some(id), e);
+                    r.headers_mut()
+                        .insert(http::header::RETRY_AFTER, http::HeaderValue::from(1u64));
+                    r
+                })));
+            }
+            let log = shared.ledger.events(period_us(shared));
+            let r = read(shared, &log, from, 0);
+            drop(log);
+            let digest = Sha256::digest(format!("{}\n{}\n{}\n{}", k.0, k.1, k.2, k.3));
+            let sub = Rc::new(Sub {
+                id: format!("sub_{}", hex(&digest[..8])),
+                url,
+                key: RefCell::new(key),
+                expires_us: Cell::new(now + ttl * 1_000),
+                next: Cell::new(r.cursor),
+                unsettled: RefCell::default(),
+                closing: Cell::new(None),
+                ended: Cell::new(false),
+                wake: Notify::new(),
+                gaps: Cell::new(0),
+            });
+            shared
+                .subscriptions
+                .by_key
+                .borrow_mut()
+                .insert(k.clone(), sub.clone());
+            shared.history.record(Record::Subscribed {
+                url: sub.url.text.clone(),
+            });
+            tokio::task::spawn_local(send(shared.clone(), k, sub.clone()));
+            (sub, r.truncated)
+        }
+    };
+    Ok(Ok(Json::from_value(&json!({
+        "id": sub.id,
+        "refreshBefore": ev::timestamp(sub.expires_us.get()),
+        "cursor": Cursor { seq: sub.watermark() }.encode(&p.name),
+        "truncated": truncated,
+    }))))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `events/unsubscribe`: the subscription delivers what was produced by
+/// now, then ends.
+pub(in crate::server) fn unsubscribe(
+    shared: &Shared,
+    h: &HeaderMap,
+    params: Option<&Json>,
+) -> Result<Json, ErrorObject> {
+    let principal = principal_of(h)?;
+    let p = parse(params)?;
+    let k: Key = (
+        principal,
+        Rc::from(p.delivery.url.as_str()),
+        p.name.clone(),
+        canonical(&p.arguments),
+    );
+    let Some(sub) = shared.subscriptions.by_key.borrow().get(&k).cloned() else {
+        return Err(ErrorObject::new(
+            ev::NOT_FOUND,
+            "no subscription of this principal to this event type at this URL",
+            Some(json!({"kind": "subscription"})),
+        ));
+    };
+    let newest = shared.ledger.events(period_us(shared)).newest();
+    sub.closing.set(Some(newest));
+    sub.wake.notify_one();
+    Ok(Json::from_value(&json!({})))
+}
+
+/// The sender of one subscription: reads the source after where it is,
+/// hands each occurrence to a delivery of its own (at most
+/// [`MAX_IN_FLIGHT`] at once), until it lapses or, unsubscribed, has
+/// delivered what was produced by then.
+async fn send(shared: Rc<Shared>, k: Key, sub: Rc<Sub>) {
+    let name = k.2.clone();
+    let settled = Rc::new(Notify::new());
+    loop {
+        let now = shared.history.now_us();
+        if now >= sub.expires_us.get() {
+            shared.history.record(Record::SubscriptionLapsed {
+                url: sub.url.text.clone(),
+            });
+            break;
+        }
+        if let Some(last) = sub.closing.get() {
+            if sub.next.get() >= last && sub.unsettled.borrow().is_empty() {
+                break;
+            }
+        }
+        let room = MAX_IN_FLIGHT.saturating_sub(sub.unsettled.borrow().len());
+        if room == 0 {
+            settled.notified().await;
+            continue;
+        }
+        let (found, next_us) = {
+            let log = shared.ledger.events(period_us(&shared));
+            let upto = sub.closing.get().unwrap_or(u64::MAX);
+            let r = read(&shared, &log, sub.next.get(), room);
+            let events: Vec<_> = r.events.into_iter().filter(|e| e.0 <= upto).collect();
+            if r.truncated {
+                sub.gaps.set(sub.gaps.get() + 1);
+                let first = events.first().map_or(r.cursor, |e| e.0 - 1);
+                let env = Envelope::Gap {
+                    cursor: Cursor { seq: first }.encode(&name),
+                };
+                let id = format!("msg_gap_{}", sub.gaps.get());
+                let body = serde_json::to_vec(&env).unwrap_or_default();
+                tokio::task::spawn_local(deliver(
+                    shared.clone(),
+                    sub.clone(),
+                    id,
+                    body,
+                    settled.clone(),
+                ));
+            }
+            match events.last() {
+                Some(&(last, _)) => sub.next.set(last),
+                None => sub.next.set(r.cursor.min(upto).max(sub.next.get())),
+            }
+            (events, log.next_at(period_us(&shared)))
+        };
+        for e in found {
+            sub.unsettled.borrow_mut().insert(e.0);
+            let o = occurrence(&name, e, Some(String::new()));
+            let id = o.event_id.clone();
+            tokio::task::spawn_local(deliver_occurrence(
+                shared.clone(),
+                sub.clone(),
+                o,
+                id,
+                e.0,
+                settled.clone(),
+            ));
+        }
+        let until = next_us.min(sub.expires_us.get());
+        let wait = Duration::from_micros(until.saturating_sub(shared.history.now_us()));
+        tokio::select! {
+            biased;
+            _ = sub.wake.notified() => {}
+            _ = settled.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+    sub.ended.set(true);
+    let mut table = shared.subscriptions.by_key.borrow_mut();
+    if table.get(&k).is_some_and(|s| Rc::ptr_eq(s, &sub)) {
+        table.remove(&k);
+    }
+}
+
+/// One occurrence delivered: its body carries the watermark at each
+/// attempt.
+async fn deliver_occurrence(
+    shared: Rc<Shared>,
+    sub: Rc<Sub>,
+    mut o: ev::Occurrence,
+    id: String,
+    seq: u64,
+    settled: Rc<Notify>,
+) {
+    let name = o.name.clone();
+    let body = move |sub: &Sub| {
+        o.cursor = Some(
+            Cursor {
+                seq: sub.watermark(),
+            }
+            .encode(&name),
+        );
+        serde_json::to_vec(&o).unwrap_or_default()
+    };
+    let outcome = attempts(&shared, &sub, &id, body).await;
+    sub.unsettled.borrow_mut().remove(&seq);
+    if outcome == Outcome::GaveUp {
+        shared.history.record(Record::DeliveryAbandoned {
+            url: sub.url.text.clone(),
+            event_id: Rc::from(id.as_str()),
+        });
+    }
+    settled.notify_one();
+}
+
+/// A control envelope delivered, as an occurrence is.
+async fn deliver(shared: Rc<Shared>, sub: Rc<Sub>, id: String, body: Vec<u8>, settled: Rc<Notify>) {
+    attempts(&shared, &sub, &id, move |_| body.clone()).await;
+    settled.notify_one();
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Delivered,
+    GaveUp,
+    Ended,
+}
+
+/// Attempts one delivery until a 2xx, a non-retryable answer (410, 413),
+/// the attempts run out, or the subscription ends. The naive sender mints
+/// a new `webhook-id` for each attempt; the spec sender keeps `id`.
+async fn attempts(
+    shared: &Shared,
+    sub: &Sub,
+    id: &str,
+    mut body: impl FnMut(&Sub) -> Vec<u8>,
+) -> Outcome {
+    let egress = match shared.egress.get() {
+        Some(e) => e.clone(),
+        None => return Outcome::GaveUp,
+    };
+    let cfg = &shared.cfg;
+    let mut wait = Duration::from_millis(cfg.events_retry_ms);
+    for n in 0..cfg.events_attempts {
+        if sub.ended.get() {
+            return Outcome::Ended;
+        }
+        let hook_id = match cfg.events_sender {
+            EventsSender::Spec => id.to_string(),
+            EventsSender::Naive => format!("msg_{id}_{n}"),
+        };
+        let bytes = body(sub);
+        let now = ev::unix_secs(shared.history.now_us());
+        let sig = wh::sign(&sub.key.borrow(), &hook_id, now, &bytes);
+        let headers = [
+            (wh::WEBHOOK_ID, hook_id),
+            (wh::WEBHOOK_TIMESTAMP, now.to_string()),
+            (wh::WEBHOOK_SIGNATURE, sig),
+            (wh::SUBSCRIPTION_ID, sub.id.clone()),
+        ];
+        let timeout = Duration::from_millis(cfg.events_webhook_timeout_ms);
+        let status = tokio::time::timeout(timeout, post(&egress, &sub.url, &headers, bytes))
+            .await
+            .ok()
+            .and_then(Result::ok);
+        match status {
+            Some(s) if s.is_success() => return Outcome::Delivered,
+            Some(StatusCode::GONE | StatusCode::PAYLOAD_TOO_LARGE) => return Outcome::GaveUp,
+            _ => {}
+        }
+        if n + 1 < cfg.events_attempts {
+            tokio::time::sleep(wait).await;
+            wait *= 2;
+        }
+    }
+    Outcome::GaveUp
+}
+
+/// One POST on a connection of its own: the receiver's status.
+async fn post(
+    egress: &Egress,
+    url: &Url,
+    headers: &[(&str, String)],
+    body: Vec<u8>,
+) -> io::Result<StatusCode> {
+    let io = (egress.dial)(&url.host, url.port).await?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io))
+            .await
+            .map_err(io::Error::other)?;
+    let mut req = http::Request::post(url.path.as_str())
+        .header(http::header::HOST, format!("{}:{}", url.host, url.port))
+        .header(http::header::CONTENT_TYPE, "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, v.as_str());
+    }
+    let req = req
+        .body(http_body_util::Full::new(Bytes::from(body)))
+        .map_err(io::Error::other)?;
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        biased;
+        r = sender.send_request(req) => r.map(|r| r.status()).map_err(io::Error::other),
+        c = &mut conn => Err(io::Error::other(format!("connection ended: {c:?}"))),
+    }
+}
+
+/// `v` as JSON with every object's keys sorted, so two spellings of the
+/// same arguments are one key.
+fn canonical(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let by: BTreeMap<&String, Value> = m.iter().map(|(k, v)| (k, sorted(v))).collect();
+                Value::Object(by.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            v => v.clone(),
+        }
+    }
+    sorted(v).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_plain_http_with_a_host_and_loopback_unless_remote() {
+        let u = parse_url("http://client3:9000/hooks/7", true);
+        assert_eq!(
+            u.map(|u| (u.host, u.port, u.path)),
+            Ok(("client3".into(), 9000, "/hooks/7".into()))
+        );
+        assert_eq!(
+            parse_url("http://localhost", false).map(|u| (u.port, u.path)),
+            Ok((80, "/".into()))
+        );
+        assert!(parse_url("http://[::1]:8080/x", false).is_ok());
+        assert!(parse_url("http://client3:9000/", false)
+            .unwrap_err()
+            .contains("--allow-remote"));
+        assert!(parse_url("https://localhost/", false)
+            .unwrap_err()
+            .contains("plain http"));
+        assert!(parse_url("ftp://localhost/", true).is_err());
+        assert!(parse_url("http://:80/", true).is_err());
+        assert!(parse_url("http://localhost:x/", true).is_err());
+    }
+}
