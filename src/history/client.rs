@@ -305,11 +305,17 @@ pub enum ClientRecord {
         /// What it deduplicates on: `none`, `webhook-id` or `event-id`.
         dedup: Rc<str>,
     },
-    /// Its events reader was told `truncated`: occurrences between the
-    /// last it applied and the next it applies were lost.
+    /// Its events reader was told `truncated` (or a `gap`): occurrences
+    /// were lost, those in `lost` when the reader knows which, else those
+    /// between the last it applied and the next it applies.
     EventsTruncated {
         /// Client index.
         client: u32,
+        /// (after, upto): the positions after `after` up to `upto`, both
+        /// as cursors name them: the cursor the reader held, and where
+        /// the server resumed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lost: Option<(u64, u64)>,
     },
     /// Its events reader's final poll was answered: what was produced
     /// before `sent_us` (when it went out) was owed to it by then.

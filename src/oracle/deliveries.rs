@@ -39,8 +39,9 @@ struct Reader {
     /// Source positions applied, in the order applied, with when and the
     /// delivery's `webhook-id` (a webhook receiver's).
     applied: Vec<(u64, u64, Option<Rc<str>>)>,
-    /// Truncations told: how many had been applied before each.
-    marks: Vec<usize>,
+    /// Truncations told: how many had been applied before each, and the
+    /// positions it said were lost (after, upto], when it said which.
+    marks: Vec<(usize, Option<(u64, u64)>)>,
     drained_us: Option<u64>,
     /// A webhook receiver's deduplication (`none`, `webhook-id`,
     /// `event-id`).
@@ -141,9 +142,9 @@ impl Deliveries {
                     r.live.push((e.t_us, 1));
                 }
             }
-            Rec::Client(ClientRecord::EventsTruncated { client }) => {
+            Rec::Client(ClientRecord::EventsTruncated { client, lost }) => {
                 let r = self.readers.entry(*client).or_default();
-                r.marks.push(r.applied.len());
+                r.marks.push((r.applied.len(), *lost));
             }
             Rec::Client(ClientRecord::EventsDrained { client, sent_us }) => {
                 self.readers.entry(*client).or_default().drained_us = Some(*sent_us);
@@ -248,14 +249,17 @@ fn twice_applied(r: &Reader, taken: &[(u64, Option<&str>)]) -> Cause {
     }
 }
 
-/// Whether a truncation the reader was told covers `seq`: it lies after
-/// the last occurrence applied before the mark and before the first
-/// applied after it.
+/// Whether a truncation the reader was told covers `seq`: it lies in the
+/// range the truncation named, or, when it named none, after the last
+/// occurrence applied before the mark and before the first applied after.
 fn announced(r: &Reader, seq: u64) -> bool {
-    r.marks.iter().any(|&m| {
-        let before = r.applied[..m].iter().map(|a| a.0).max().unwrap_or(0);
-        let after = r.applied[m..].iter().map(|a| a.0).min().unwrap_or(u64::MAX);
-        before < seq && seq < after
+    r.marks.iter().any(|&(m, lost)| match lost {
+        Some((after, upto)) => after < seq && seq <= upto,
+        None => {
+            let before = r.applied[..m].iter().map(|a| a.0).max().unwrap_or(0);
+            let after = r.applied[m..].iter().map(|a| a.0).min().unwrap_or(u64::MAX);
+            before < seq && seq < after
+        }
     })
 }
 
@@ -266,6 +270,13 @@ impl Tally {
         m.deliveries += self.owed;
         m.deliveries_ok += self.ok;
         m.deliveries_announced_lost += self.announced;
+        if !self.latency_us.is_empty() {
+            let mut h = super::new_hist();
+            for &us in &self.latency_us {
+                h.saturating_record(us.max(1));
+            }
+            m.delivery_latency_us = super::metrics::Latency::of(&h);
+        }
         for (cause, n) in &self.failed {
             m.deliveries_failed += n;
             *m.failures_by_cause
@@ -283,7 +294,7 @@ mod tests {
         Reader {
             started_us: Some(0),
             applied: applied.iter().map(|&s| (s, s * 10, None)).collect(),
-            marks: marks.to_vec(),
+            marks: marks.iter().map(|&m| (m, None)).collect(),
             ..Reader::default()
         }
     }
@@ -297,6 +308,11 @@ mod tests {
         // Told at the end: everything after the last applied.
         let r = reader(&[1, 2], &[2]);
         assert!(announced(&r, 9));
+        // A range told, whatever was applied around it (webhook deliveries
+        // arrive out of order).
+        let mut r = reader(&[1, 2, 50, 51], &[]);
+        r.marks.push((4, Some((2, 5))));
+        assert!(!announced(&r, 2) && announced(&r, 3) && announced(&r, 5) && !announced(&r, 6));
     }
 
     #[test]

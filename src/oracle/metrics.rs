@@ -24,6 +24,11 @@ pub struct Latency {
 }
 
 impl Latency {
+    /// Whether it has no sample.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     /// Summarizes a histogram.
     pub fn of(h: &Histogram<u64>) -> Self {
         if h.is_empty() {
@@ -124,6 +129,10 @@ pub struct Metrics {
     /// Deliveries lost with a `truncated` that told the reader.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub deliveries_announced_lost: u64,
+    /// From an occurrence's production to its application, µs, over the
+    /// deliveries ok (one run's; not merged across runs yet).
+    #[serde(default, skip_serializing_if = "Latency::is_empty")]
+    pub delivery_latency_us: Latency,
 }
 
 fn is_zero(v: &u64) -> bool {

@@ -102,6 +102,18 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
         let v = r.metrics.get(name).unwrap_or(0);
         out.push_str(&format!("  {name:<24} {v}\n"));
     }
+    let d = &r.metrics.delivery_latency_us;
+    if d.count > 0 {
+        out.push_str(&format!(
+            "  {:<24} n={} p50 {} · p90 {} · p99 {} · max {}\n",
+            "delivery latency",
+            d.count,
+            duration(d.p50),
+            duration(d.p90),
+            duration(d.p99),
+            duration(d.max)
+        ));
+    }
     out.push_str(&format!(
         "  {:<24} {}\n",
         "failed by cause",

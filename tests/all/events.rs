@@ -138,6 +138,15 @@ fn the_oracle_counts_each_delivery_once_with_its_fate() {
         let m = &r.metrics;
         assert!(m.deliveries > 100, "{rel}: {}", m.deliveries);
         assert_eq!(m.deliveries_ok, m.deliveries, "{rel}");
+        let l = &m.delivery_latency_us;
+        assert_eq!(
+            l.count, m.deliveries_ok,
+            "{rel}: one latency per delivery ok"
+        );
+        assert!(
+            l.p50 > 0 && l.p50 <= l.p99 && l.p99 <= l.max,
+            "{rel}: {l:?}"
+        );
         assert_eq!(
             (m.deliveries_failed, m.deliveries_announced_lost),
             (0, 0),
@@ -200,4 +209,45 @@ fn a_lost_webhook_answer_duplicates_unless_one_id_meets_a_window_that_remembers(
         s.clients[0].receiver.dedup = mcp_chaos::scenario::Dedup::EventId
     });
     assert!(by_event.is_empty(), "{by_event:?}");
+}
+
+/// `compare --sims sims/events` opens with what to deploy for events: the
+/// events section first, its answer, a row per scenario; a comparison
+/// without events has no such section (results/report.md).
+#[test]
+fn compare_over_the_events_scenarios_opens_with_the_events_answer() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("events-compare");
+    let o = crate::cli::bin()
+        .args([
+            "compare",
+            "--sims",
+            "sims/events",
+            "--servers",
+            "guarded,unguarded",
+        ])
+        .args(["--seeds", "1", "--out"])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let first = md.find("\n## ").map(|i| &md[i + 1..]).unwrap_or_default();
+    assert!(first.starts_with("## Events: deliveries"), "{}", &md[..400]);
+    assert!(
+        md.contains("**For events, the arm is not what decides**: `guarded`, `unguarded`"),
+        "the arms deliver events alike: {}",
+        &md[..1200]
+    );
+    assert!(md.contains("| events-webhook-lost-response | guarded |"));
+    assert!(
+        md.contains("`webhook_duplicate` "),
+        "the naive sender's scenario"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Events: deliveries"));
+    let main =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("results/report.md"))
+            .unwrap();
+    assert!(!main.contains("## Events: deliveries"));
 }

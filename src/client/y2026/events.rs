@@ -81,11 +81,24 @@ impl Started {
         }
     }
 
-    pub(super) fn truncated(&self) {
+    /// Told of a loss: the positions after `held` (the cursor it held)
+    /// up to `resumed` (where the server resumed it).
+    pub(super) fn truncated(&self, held: Option<&str>, resumed: Option<&str>) {
+        let lost = resumed
+            .and_then(seq)
+            .map(|upto| (held.and_then(seq).unwrap_or(0), upto));
         self.history.record(ClientRecord::EventsTruncated {
             client: self.client,
+            lost,
         });
     }
+}
+
+/// The position a `clock-tick` cursor names.
+pub(super) fn seq(cursor: &str) -> Option<u64> {
+    ev::Cursor::decode(cursor, ev::CLOCK_TICK)
+        .ok()
+        .map(|c| c.seq)
 }
 
 /// Request `n` of `client`'s reader: `method` with `params`, as the
@@ -198,7 +211,16 @@ impl Reader {
         let r: PollResult = result.parse_as_value().ok()?;
         self.started.begin();
         if r.truncated {
-            self.started.truncated();
+            // Resumed before the first occurrence returned.
+            let first = r
+                .events
+                .first()
+                .and_then(|o| ev::seq_of(&o.event_id, ev::CLOCK_TICK));
+            let resumed = first.map_or(r.cursor.clone(), |s| {
+                ev::Cursor { seq: s - 1 }.encode(ev::CLOCK_TICK)
+            });
+            self.started
+                .truncated(self.cursor.as_deref(), Some(&resumed));
         }
         for o in &r.events {
             self.apply(o);
@@ -239,6 +261,7 @@ impl Reader {
                 continue;
             };
             let p: Value = params.map_or(Value::Null, |p| p.to_value());
+            let held = self.cursor.clone();
             if let Some(c) = p.get("cursor").and_then(Value::as_str) {
                 self.cursor = Some(c.to_string());
             }
@@ -246,7 +269,8 @@ impl Reader {
                 ev::ACTIVE => {
                     self.started.begin();
                     if p.get("truncated") == Some(&Value::Bool(true)) {
-                        self.started.truncated();
+                        self.started
+                            .truncated(held.as_deref(), self.cursor.as_deref());
                     }
                 }
                 ev::EVENT => {

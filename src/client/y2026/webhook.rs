@@ -105,7 +105,8 @@ pub async fn run<C: Connector, A: Accept>(spec: WebhookSpec, c: C, listener: A, 
             Some(r) => {
                 started.begin();
                 if r.truncated {
-                    started.truncated();
+                    let held = cursor.map(|seq| Cursor { seq }.encode(ev::CLOCK_TICK));
+                    started.truncated(held.as_deref(), Some(&r.cursor));
                 }
                 if let Ok(at) = Cursor::decode(&r.cursor, ev::CLOCK_TICK) {
                     let mut rv = recv.borrow_mut();
@@ -251,8 +252,11 @@ async fn take(
     }
     if let Ok(env) = serde_json::from_slice::<Envelope>(&body) {
         if let Envelope::Gap { cursor } = env {
-            r.history
-                .record(ClientRecord::EventsTruncated { client: r.client });
+            let upto = super::events::seq(&cursor);
+            r.history.record(ClientRecord::EventsTruncated {
+                client: r.client,
+                lost: upto.map(|u| (r.cursor.unwrap_or(0), u)),
+            });
             r.moved_to(&cursor);
         }
         return status(200);
