@@ -156,7 +156,10 @@ fn a_bad_subscription_gets_its_code_and_a_principal_its_cap() {
     let mut p = subscribe(url);
     p["delivery"]["url"] = json!("http://example.com/hook");
     let (n, m) = code(&mut c, p, Some("a"));
-    assert!(n == -32602 && m.contains("--allow-remote"), "{m}");
+    assert!(
+        n == -32602 && m.contains("only to receivers on localhost"),
+        "{m}"
+    );
     let mut p = subscribe(url);
     p["delivery"]["secret"] = json!("hunter2");
     assert_eq!(code(&mut c, p, Some("a")).0, -32602);

@@ -42,8 +42,8 @@ pub type Dialing = Pin<Box<dyn Future<Output = io::Result<Box<dyn EgressIo>>>>>;
 pub type Dial = Rc<dyn Fn(&str, u16) -> Dialing>;
 
 /// How a server reaches receivers: a dial to (host, port), and whether
-/// any host may be dialled (the simulation; `serve --allow-remote`) or
-/// only loopback ones (`serve`'s default).
+/// any host may be dialled (the simulation) or
+/// only loopback ones (`serve`).
 #[derive(Clone)]
 pub struct Egress {
     /// Opens a connection to (host, port).
@@ -87,7 +87,7 @@ fn parse_url(s: &str, remote: bool) -> Result<Url, String> {
     }
     if !remote && !matches!(host, "localhost" | "127.0.0.1" | "::1") {
         return Err(format!(
-            "delivery.url host {host:?} is not loopback: this server delivers only to localhost unless started with --allow-remote"
+            "delivery.url host {host:?} is not loopback: this server delivers only to receivers on localhost, 127.0.0.1 or [::1]"
         ));
     }
     Ok(Url {
@@ -573,7 +573,7 @@ mod tests {
         assert!(parse_url("http://[::1]:8080/x", false).is_ok());
         assert!(parse_url("http://client3:9000/", false)
             .unwrap_err()
-            .contains("--allow-remote"));
+            .contains("only to receivers on localhost"));
         assert!(parse_url("https://localhost/", false)
             .unwrap_err()
             .contains("plain http"));
