@@ -44,6 +44,9 @@ pub struct ReceiverSpec {
     /// The share of deliveries it answers 503 (busy), drawn per delivery
     /// from the client's seed.
     pub busy_rate: f64,
+    /// How late it answers a delivery it took (applied first), ms: a slow
+    /// receiver, whose answer a sender's timeout may not wait for.
+    pub delay_ms: u64,
     /// The TTL its subscription asks for, ms.
     pub ttl_ms: u64,
     /// How often it refreshes the subscription, ms (below `ttl_ms`).
@@ -57,6 +60,7 @@ impl Default for ReceiverSpec {
             dedup_window_ms: 0,
             verify: true,
             busy_rate: 0.0,
+            delay_ms: 0,
             ttl_ms: 10_000,
             refresh_ms: 5_000,
         }

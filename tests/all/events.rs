@@ -209,6 +209,24 @@ fn a_lost_webhook_answer_duplicates_unless_one_id_meets_a_window_that_remembers(
         s.clients[0].receiver.dedup = mcp_chaos::scenario::Dedup::EventId
     });
     assert!(by_event.is_empty(), "{by_event:?}");
+    // A slow receiver: it applies, then answers after the sender's
+    // timeout. The naive sender's retries are applied again; the draft's
+    // are recognised, and none is applied twice. (Every answer late, each
+    // delivery stays in flight through all its attempts: the sender's 64
+    // in flight fill, it reads no further, and what it never sent ends
+    // with the run.)
+    let slow = |s: &mut Scenario| s.clients[0].receiver.delay_ms = 2_500;
+    let naive_slow = failed("sims/events/webhook-lost-response.toml", &slow);
+    assert!(
+        naive_slow.get("webhook_duplicate").copied().unwrap_or(0) > dups,
+        "{naive_slow:?}"
+    );
+    let spec_slow = failed(dedup, &slow);
+    assert_eq!(
+        spec_slow.keys().collect::<Vec<_>>(),
+        ["run_ended"],
+        "{spec_slow:?}"
+    );
 }
 
 /// `compare --sims sims/events` opens with what to deploy for events: the

@@ -207,22 +207,30 @@ async fn receive<A: Accept>(mut listener: A, recv: Rc<RefCell<Receiver>>) {
     }
 }
 
-/// One delivery: its status, and the occurrence applied unless a
-/// duplicate the receiver recognised.
+/// One delivery: its status, answered `delay_ms` late when it was taken,
+/// and the occurrence applied (before the answer) unless a duplicate the
+/// receiver recognised.
 async fn take(
     recv: &RefCell<Receiver>,
     req: ::http::Request<hyper::body::Incoming>,
 ) -> ::http::Response<Full<Bytes>> {
-    let status = |s: u16| {
-        let mut r = ::http::Response::new(Full::new(Bytes::new()));
-        *r.status_mut() = ::http::StatusCode::from_u16(s).unwrap_or_default();
-        r
-    };
     let (parts, body) = req.into_parts();
-    let Ok(body) = Limited::new(body, MAX_BODY).collect().await else {
-        return status(413);
+    let code = match Limited::new(body, MAX_BODY).collect().await {
+        Ok(body) => judge(recv, &parts, &body.to_bytes()),
+        Err(_) => 413,
     };
-    let body = body.to_bytes();
+    let delay = recv.borrow().spec.delay_ms;
+    if code == 200 && delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    let mut r = ::http::Response::new(Full::new(Bytes::new()));
+    *r.status_mut() = ::http::StatusCode::from_u16(code).unwrap_or_default();
+    r
+}
+
+/// What the receiver answers one delivery, having applied it or not.
+fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) -> u16 {
+    let status = |s: u16| s;
     let h = |name: &str| {
         parts
             .headers
@@ -245,12 +253,12 @@ async fn take(
     if r.spec.verify {
         let ts: Option<i64> = ts.parse().ok();
         let fresh = ts.is_some_and(|t| ev::unix_secs(now_us) - t <= wh::TOLERANCE_SECS);
-        let signed = ts.is_some_and(|t| wh::verify(&r.key, &id, t, &body, &sig));
+        let signed = ts.is_some_and(|t| wh::verify(&r.key, &id, t, body, &sig));
         if !(fresh && signed) {
             return status(401);
         }
     }
-    if let Ok(env) = serde_json::from_slice::<Envelope>(&body) {
+    if let Ok(env) = serde_json::from_slice::<Envelope>(body) {
         if let Envelope::Gap { cursor } = env {
             let upto = super::events::seq(&cursor);
             r.history.record(ClientRecord::EventsTruncated {
@@ -261,7 +269,7 @@ async fn take(
         }
         return status(200);
     }
-    let Ok(o) = serde_json::from_slice::<Occurrence>(&body) else {
+    let Ok(o) = serde_json::from_slice::<Occurrence>(body) else {
         return status(400);
     };
     let key = match r.spec.dedup {
