@@ -506,5 +506,7 @@ mod tests {
         }
         // `RunEnded` is declared last: every variant has its place.
         assert_eq!(PRECEDENCE.len(), Cause::RunEnded as usize + 1);
+        // The delivery causes are the list's tail, `run_ended` with them.
+        assert!(PRECEDENCE.ends_with(DELIVERY_CAUSES));
     }
 }

@@ -108,10 +108,7 @@ pub async fn run<C: Connector, A: Accept>(spec: WebhookSpec, c: C, listener: A, 
                     let held = cursor.map(|seq| Cursor { seq }.encode(ev::CLOCK_TICK));
                     started.truncated(held.as_deref(), Some(&r.cursor));
                 }
-                if let Ok(at) = Cursor::decode(&r.cursor, ev::CLOCK_TICK) {
-                    let mut rv = recv.borrow_mut();
-                    rv.cursor = Some(rv.cursor.map_or(at.seq, |c| c.max(at.seq)));
-                }
+                recv.borrow_mut().moved_to(&r.cursor);
                 Duration::from_millis(spec.receiver.refresh_ms)
             }
             None => spec.backoff,
@@ -230,7 +227,6 @@ async fn take(
 
 /// What the receiver answers one delivery, having applied it or not.
 fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) -> u16 {
-    let status = |s: u16| s;
     let h = |name: &str| {
         parts
             .headers
@@ -247,7 +243,7 @@ fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) 
     let mut r = recv.borrow_mut();
     let busy = r.spec.busy_rate;
     if busy > 0.0 && r.rng.random_bool(busy) {
-        return status(503);
+        return 503;
     }
     let now_us = r.history.now_us();
     if r.spec.verify {
@@ -255,7 +251,7 @@ fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) 
         let fresh = ts.is_some_and(|t| ev::unix_secs(now_us) - t <= wh::TOLERANCE_SECS);
         let signed = ts.is_some_and(|t| wh::verify(&r.key, &id, t, body, &sig));
         if !(fresh && signed) {
-            return status(401);
+            return 401;
         }
     }
     if let Ok(env) = serde_json::from_slice::<Envelope>(body) {
@@ -267,10 +263,10 @@ fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) 
             });
             r.moved_to(&cursor);
         }
-        return status(200);
+        return 200;
     }
     let Ok(o) = serde_json::from_slice::<Occurrence>(body) else {
-        return status(400);
+        return 400;
     };
     let key = match r.spec.dedup {
         Dedup::None => None,
@@ -284,7 +280,7 @@ fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) 
             .get(k)
             .is_some_and(|&at| window == 0 || now_us - at < window);
         if recent {
-            return status(200);
+            return 200;
         }
         r.seen.insert(k.clone(), now_us);
     }
@@ -296,14 +292,14 @@ fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) 
     if let Some(c) = &o.cursor {
         r.moved_to(c);
     }
-    status(200)
+    200
 }
 
 impl Receiver {
     /// Holds `cursor` when it is ahead of the watermark held.
     fn moved_to(&mut self, cursor: &str) {
-        if let Ok(c) = Cursor::decode(cursor, ev::CLOCK_TICK) {
-            self.cursor = Some(self.cursor.map_or(c.seq, |h| h.max(c.seq)));
+        if let Some(seq) = super::events::seq(cursor) {
+            self.cursor = Some(self.cursor.map_or(seq, |h| h.max(seq)));
         }
     }
 }
