@@ -347,6 +347,12 @@ pub enum EventsSender {
     /// the subscription fell behind the retention.
     #[default]
     Spec,
+    /// The draft's sender over an outbox beside the ledger: each
+    /// subscription and the watermark its deliveries are settled up to
+    /// outlive the incarnation, and another replica, or the next
+    /// incarnation, resumes delivery from the watermark once the holder's
+    /// lease ran out.
+    Durable,
 }
 
 impl EventsSender {

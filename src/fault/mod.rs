@@ -142,6 +142,18 @@ pub enum Fault {
         /// How far reads lag during the window, ms.
         lag_ms: u64,
     },
+    /// Client `client`'s webhook receiver restarts at `at_ms`: it takes no
+    /// delivery for `duration_ms` (a connection to it is closed unanswered)
+    /// and comes back without the ids it had taken (its deduplication
+    /// memory).
+    ReceiverRestart {
+        /// Global client index (a client with `events = "webhook"`).
+        client: u32,
+        /// When, ms.
+        at_ms: u64,
+        /// How long it is down, ms (0: back at once).
+        duration_ms: u64,
+    },
     /// The shared store restarts at `at_ms`: its connections close, and
     /// what it held is gone unless `deployment.store_durable`.
     StoreRestart {
@@ -650,6 +662,7 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::SlowClose { .. } => FaultKind::SlowClose,
         Fault::Skew { .. } => FaultKind::Skew,
         Fault::Stall { .. } => FaultKind::Stall,
+        Fault::ReceiverRestart { .. } => FaultKind::ReceiverRestart,
         Fault::Placed { fault, .. } => kind_of(fault),
     }
 }

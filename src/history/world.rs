@@ -55,11 +55,13 @@ pub enum FaultKind {
     Skew,
     /// The server stopped for a while, its connections up.
     Stall,
+    /// A client's webhook receiver restarted, forgetting the ids it took.
+    ReceiverRestart,
 }
 
 impl FaultKind {
     /// Every kind, in the plan's order.
-    pub const ALL: [FaultKind; 22] = [
+    pub const ALL: [FaultKind; 23] = [
         FaultKind::Drop,
         FaultKind::Partition,
         FaultKind::Restart,
@@ -82,6 +84,7 @@ impl FaultKind {
         FaultKind::SlowClose,
         FaultKind::Skew,
         FaultKind::Stall,
+        FaultKind::ReceiverRestart,
     ];
 
     /// The name scenarios, records and reports use.
@@ -109,6 +112,7 @@ impl FaultKind {
             FaultKind::SlowClose => "slow_close",
             FaultKind::Skew => "skew",
             FaultKind::Stall => "stall",
+            FaultKind::ReceiverRestart => "receiver_restart",
         }
     }
 
@@ -156,6 +160,9 @@ impl FaultKind {
             }
             FaultKind::Stall => {
                 "the server stops for a while with its connections up, then catches up"
+            }
+            FaultKind::ReceiverRestart => {
+                "a client's webhook receiver is down for a while and comes back without the ids it took"
             }
         }
     }

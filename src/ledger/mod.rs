@@ -15,6 +15,7 @@
 //! client received to what the tool emitted without the server's event ids.
 
 pub mod events;
+pub mod outbox;
 pub mod tasks;
 
 use crate::base::bounded::{Bounded, Budget};
@@ -150,6 +151,9 @@ pub struct Ledger {
     /// The event source (the Events extension), beside the ledger: it
     /// outlives an incarnation.
     events: Rc<RefCell<events::EventLog>>,
+    /// The durable webhook sender's outbox, beside the ledger: it
+    /// outlives an incarnation and every replica reads it.
+    outbox: Rc<RefCell<outbox::Outbox>>,
     /// The key input-required states are signed with, kept beside the
     /// ledger so that a restarted server still verifies the states its
     /// incarnation before signed (drawn on first use).
@@ -165,6 +169,7 @@ impl Ledger {
             replica: None,
             tasks: Rc::default(),
             events: Rc::default(),
+            outbox: Rc::default(),
             state_key: Rc::default(),
         }
     }
@@ -210,6 +215,11 @@ impl Ledger {
             .borrow_mut()
             .advance(&self.history, period_us, self.history.now_us());
         self.events.borrow()
+    }
+
+    /// The durable webhook sender's outbox, shared by every handle.
+    pub fn outbox(&self) -> std::cell::RefMut<'_, outbox::Outbox> {
+        self.outbox.borrow_mut()
     }
 
     /// Records one execution of `tag`; returns its number (1 = first). An

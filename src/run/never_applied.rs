@@ -68,6 +68,9 @@ pub fn describe(f: &Fault) -> String {
             ..
         } => format!("stall of replica {r} at {at_ms} ms"),
         Fault::Stall { at_ms, .. } => format!("stall of the server at {at_ms} ms"),
+        Fault::ReceiverRestart { client, at_ms, .. } => {
+            format!("restart of client {client}'s webhook receiver at {at_ms} ms")
+        }
         Fault::Oneway {
             host,
             at_ms,

@@ -427,6 +427,21 @@ impl Scenario {
                     ));
                 }
             }
+            Fault::ReceiverRestart { client, .. } => {
+                let mut first = 0u64;
+                let group = self.clients.iter().find(|g| {
+                    first = first.saturating_add(u64::from(g.count));
+                    u64::from(*client) < first
+                });
+                let webhook = group.is_some_and(|g| g.events == Some(super::EventsMode::Webhook));
+                if !webhook {
+                    return Err(format!(
+                        "faults.explicit[{i}]: receiver_restart names client {client}, which has \
+                         no webhook receiver: name a client of a group with events = \"webhook\" \
+                         (0-based, in file order)"
+                    ));
+                }
+            }
             Fault::Switch { client, .. } => {
                 if u64::from(*client) >= clients {
                     return Err(format!(

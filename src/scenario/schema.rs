@@ -93,6 +93,7 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::SlowClose { .. }
             | Fault::Skew { .. }
             | Fault::Stall { .. }
+            | Fault::ReceiverRestart { .. }
             | Fault::StoreRestart { .. } => {}
             // A placed fault's own keys are PLACEMENT_KEYS, added below.
             Fault::Placed { .. } => continue,
@@ -428,6 +429,11 @@ fn samples() -> Vec<Fault> {
             at_ms: 0,
             duration_ms: 1,
             replica: Some(0),
+        },
+        Fault::ReceiverRestart {
+            client: 0,
+            at_ms: 0,
+            duration_ms: 1,
         },
     ]
 }

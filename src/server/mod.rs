@@ -485,6 +485,11 @@ impl Server {
         if let Some(every) = session::holds::expiry_period(&self.shared) {
             tokio::task::spawn_local(routes::expire_idle_sessions(self.shared.clone(), every));
         }
+        if self.shared.egress.get().is_some()
+            && self.shared.cfg.events_sender == EventsSender::Durable
+        {
+            tokio::task::spawn_local(y2026::webhooks::keep(self.shared.clone()));
+        }
         if replica::shared_guard::on(&self.shared) {
             tokio::task::spawn_local(replica::shared_guard::publish(self.shared.clone()));
         }

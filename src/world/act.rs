@@ -63,6 +63,8 @@ pub(super) enum HostAct {
     },
     /// A server host stops with its connections up.
     Stall { replica: Option<u32> },
+    /// A client's webhook receiver restarts, down for a while or not.
+    ReceiverRestart { client: u32, down: bool },
 }
 
 impl Act {
@@ -98,6 +100,14 @@ impl Act {
                 offset_ms,
             },
             Fault::Stall { replica, .. } => HostAct::Stall { replica },
+            Fault::ReceiverRestart {
+                client,
+                duration_ms,
+                ..
+            } => HostAct::ReceiverRestart {
+                client,
+                down: duration_ms > 0,
+            },
             Fault::Truncate { .. }
             | Fault::Slice { .. }
             | Fault::Bandwidth { .. }
@@ -269,6 +279,14 @@ fn apply_to_hosts(sim: &mut turmoil::Sim<'_>, act: HostAct, edge: &Turn, front: 
             let by = Duration::from_millis(offset_ms.unsigned_abs());
             for h in hosts {
                 sim.step_clock(h, by, offset_ms > 0);
+            }
+        }
+        HostAct::ReceiverRestart { client, down } => {
+            if let Some(power) = front.receivers.get(&client) {
+                match start {
+                    true => power.restart(down),
+                    false => power.up(),
+                }
             }
         }
         HostAct::Stall { replica } => {

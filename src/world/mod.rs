@@ -105,6 +105,8 @@ struct Front {
     store_lag: Option<(Rc<Cell<Duration>>, u64)>,
     /// The client hosts' toxics, when the plan has any.
     toxics: Option<Rc<toxic::Toxics>>,
+    /// The webhook receivers the plan restarts, by client.
+    receivers: readers::Powers,
 }
 
 impl Front {
@@ -112,6 +114,7 @@ impl Front {
         let d = &scenario.deployment;
         let toxic = |f: &Fault| toxic::Toxic::of(f.acting()).is_some();
         let toxics = plan.faults.iter().any(toxic).then(Rc::default);
+        let receivers = readers::powers(plan);
         if d.is_single() {
             // An intermediary is a proxy host in front of the one server.
             let proxied = !scenario.intermediary.is_off();
@@ -121,10 +124,12 @@ impl Front {
                 replica_hosts: 0,
                 store_lag: None,
                 toxics,
+                receivers,
             }
         } else {
             Front {
                 toxics,
+                receivers,
                 name: BALANCER.into(),
                 control: Some(Rc::new(RefCell::new(Membership::of(d.replicas)))),
                 replica_hosts: d.replicas + plan.replicas_added(),
@@ -612,7 +617,7 @@ fn host_clients(
         };
         let taps = taps.clone();
         let readers = events_readers(scenario, &specs);
-        let hooks = webhook_readers(scenario, root_seed, host, &specs);
+        let hooks = webhook_readers(scenario, (root_seed, host), &specs, &front.receivers);
         sim.client(client_host(host), async move {
             if let (true, Some(t)) = (lingers, &connector.toxics) {
                 tokio::task::spawn_local(t.clone().close_lingering());

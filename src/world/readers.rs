@@ -4,8 +4,11 @@
 
 use super::{client_host, toxic};
 use crate::base::seed;
+use crate::client::y2026::webhook::Power;
 use crate::client::{self, ClientSpec};
+use crate::fault::{Fault, FaultPlan};
 use crate::scenario::{EventsMode, Scenario};
+use std::collections::BTreeMap;
 use std::io;
 use std::rc::Rc;
 use std::time::Duration;
@@ -80,14 +83,26 @@ pub(super) fn events_readers(
         .collect()
 }
 
+/// The webhook receivers the plan restarts, by client.
+pub(super) type Powers = BTreeMap<u32, Rc<Power>>;
+
+/// A power for each receiver a `receiver_restart` of `plan` names.
+pub(super) fn powers(plan: &FaultPlan) -> Powers {
+    let restarted = plan.faults.iter().filter_map(|f| match *f.acting() {
+        Fault::ReceiverRestart { client, .. } => Some(client),
+        _ => None,
+    });
+    restarted.map(|c| (c, Rc::default())).collect()
+}
+
 /// The webhook readers of `specs`' clients on client host `host`: each
-/// with a receiver on a port of its own, subscribing until half the heal
-/// phase has passed.
+/// with a receiver on a port of its own (its power from `powers`),
+/// subscribing until half the heal phase has passed.
 pub(super) fn webhook_readers(
     scenario: &Scenario,
-    root_seed: u64,
-    host: u32,
+    (root_seed, host): (u64, u32),
     specs: &[ClientSpec],
+    powers: &Powers,
 ) -> Vec<client::y2026::webhook::WebhookSpec> {
     let ms = Duration::from_millis;
     let heal = scenario.heal.duration_ms;
@@ -115,6 +130,7 @@ pub(super) fn webhook_readers(
                 end: ms(scenario.duration_ms + heal),
                 read_timeout: ms(s.group.read_timeout_ms),
                 backoff: ms(s.group.backoff_ms),
+                power: powers.get(&s.index).cloned().unwrap_or_default(),
             }
         })
         .collect()

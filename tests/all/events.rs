@@ -205,6 +205,23 @@ fn a_lost_webhook_answer_duplicates_unless_one_id_meets_a_window_that_remembers(
     assert!(failed(dedup, &|_| {}).is_empty());
     let forgets = failed(dedup, &|s| s.clients[0].receiver.dedup_window_ms = 300);
     assert_eq!(forgets.get("dedup_window_lost"), Some(&dups), "{forgets:?}");
+    // The same answers lost, then the receiver restarts before the
+    // retries: it forgot the ids it took and applies them again; without
+    // the restart nothing fails.
+    let restart = "sims/events/webhook-receiver-restart.toml";
+    let restarted = failed(restart, &|_| {});
+    assert_eq!(
+        restarted.get("dedup_window_lost"),
+        Some(&dups),
+        "{restarted:?}"
+    );
+    assert_eq!(restarted.len(), 1, "{restarted:?}");
+    let unrestarted = failed(restart, &|s| {
+        s.faults
+            .explicit
+            .retain(|f| !matches!(f, mcp_chaos::fault::Fault::ReceiverRestart { .. }))
+    });
+    assert!(unrestarted.is_empty(), "{unrestarted:?}");
     let by_event = failed("sims/events/webhook-lost-response.toml", &|s| {
         s.clients[0].receiver.dedup = mcp_chaos::scenario::Dedup::EventId
     });
@@ -227,6 +244,91 @@ fn a_lost_webhook_answer_duplicates_unless_one_id_meets_a_window_that_remembers(
         ["run_ended"],
         "{spec_slow:?}"
     );
+}
+
+/// The durable sender: its subscriptions live in an outbox beside the
+/// ledger. A replica holding one killed for good, the draft's sender
+/// loses every tick from the crash on (no refresh comes before the
+/// client stops); the durable one is taken over by the other replica once
+/// the dead holder's lease ran out, and resumes from the watermark. A
+/// restarted one-server resumes at once (its later incarnation succeeds
+/// the holder).
+#[test]
+fn the_durable_sender_survives_a_replica_crash_and_a_restart() {
+    let run = |s: &Scenario, sender: &str| {
+        let o = Options {
+            sets: vec![("server.events_sender".into(), sender.into())],
+            ..Options::default()
+        };
+        run::run(s, 0, Variant::Guarded, &o).unwrap().0.metrics
+    };
+    let crash = scenario("sims/events/webhook-replica-crash.toml");
+    let spec = run(&crash, "spec");
+    let lost = spec.failures_by_cause.get("run_ended").copied();
+    assert!(lost.unwrap_or(0) >= 40, "{:?}", spec.failures_by_cause);
+    assert_eq!(lost, Some(spec.deliveries_failed));
+    let durable = run(&crash, "durable");
+    assert_eq!(
+        durable.deliveries_failed, 0,
+        "{:?}",
+        durable.failures_by_cause
+    );
+    assert_eq!(durable.deliveries_ok, durable.deliveries);
+    assert!(durable.deliveries >= spec.deliveries);
+    // The ticks nobody sent while the lease ran out came late, not lost.
+    let late = durable.delivery_latency_us.max;
+    assert!((1_000_000..4_000_000).contains(&late), "{late} µs");
+    let durable_file = scenario("sims/events/webhook-replica-crash-durable.toml");
+    assert_eq!(run(&durable_file, "durable").deliveries_failed, 0);
+
+    // One server restarted (no replicas): the next incarnation resumes
+    // the row at once.
+    let mut restart = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sims/events/webhook-replica-crash.toml"),
+    )
+    .unwrap();
+    for (from, to) in [
+        (
+            "[deployment]\nreplicas = 2\nbalancer = \"round-robin\"\n",
+            "",
+        ),
+        (
+            "kind = \"replica_crash\"\nreplica = 0\n",
+            "kind = \"restart\"\n",
+        ),
+        ("duration_ms = 0\nmode = \"kill\"\n", ""),
+    ] {
+        assert!(restart.contains(from), "{from}");
+        restart = restart.replace(from, to);
+    }
+    let restart = Scenario::parse(&restart).unwrap();
+    assert!(run(&restart, "spec").deliveries_failed >= 40);
+    let resumed = run(&restart, "durable");
+    assert_eq!(resumed.deliveries_failed, 0);
+    assert!(resumed.delivery_latency_us.max < 100_000, "{resumed:?}");
+
+    // The storm's seed 5 (six attempts a delivery, as the events zero)
+    // resumes a row whose watermark fell behind the
+    // retention: the gap holds the watermark before what it lost until it
+    // is delivered (else the occurrences racing ahead of it carry a
+    // watermark past the loss, and the receiver hears of an empty gap);
+    // and a read's positions are in flight before the watermark is
+    // written (else a crash between the two skips them).
+    let storm = scenario("sims/events/storm.toml");
+    let six = Options {
+        sets: vec![
+            ("server.events_sender".into(), "durable".into()),
+            ("server.events_attempts".into(), "6".into()),
+        ],
+        ..Options::default()
+    };
+    let m = run::run(&storm, 5, Variant::Guarded, &six)
+        .unwrap()
+        .0
+        .metrics;
+    assert!(m.deliveries > 2_000);
+    assert_eq!(m.deliveries_failed, 0, "{:?}", m.failures_by_cause);
+    assert!(m.deliveries_announced_lost > 0, "a gap was announced");
 }
 
 /// `compare --sims sims/events` opens with what to deploy for events: the
@@ -261,6 +363,12 @@ fn compare_over_the_events_scenarios_opens_with_the_events_answer() {
     assert!(
         md.contains("`webhook_duplicate` "),
         "the naive sender's scenario"
+    );
+    // A row of the answer reproduces over the same scenarios.
+    assert!(
+        md.contains(": `mcp-chaos compare --sims sims/events --servers "),
+        "{}",
+        &md[md.find("To reproduce a row").unwrap_or(0)..][..400]
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Events: deliveries"));

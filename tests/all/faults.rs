@@ -7,7 +7,7 @@ use mcp_chaos::history::FaultKind;
 use mcp_chaos::run::{self, Options};
 use mcp_chaos::scenario::Scenario;
 use mcp_chaos::server::Variant;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sims/faults")
@@ -129,6 +129,27 @@ fn a_toxic_run_is_a_function_of_its_seed() {
             .unwrap()
             .0;
         assert_eq!(a.trace_sha256, b.trace_sha256, "{name}");
+    }
+}
+
+/// A receiver restart names a client with a webhook receiver, or is
+/// refused in one line saying so.
+#[test]
+fn a_receiver_restart_of_a_client_without_a_receiver_is_refused() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let base =
+        std::fs::read_to_string(root.join("sims/events/webhook-receiver-restart.toml")).unwrap();
+    assert!(Scenario::parse(&base).is_ok());
+    for (from, to) in [
+        ("client = 0\nat_ms = 1400", "client = 1\nat_ms = 1400"),
+        ("events = \"webhook\"", "events = \"poll\""),
+    ] {
+        assert!(base.contains(from), "{from}");
+        let err = Scenario::parse(&base.replace(from, to))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has no webhook receiver"), "{to}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
 

@@ -20,7 +20,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
@@ -38,6 +38,29 @@ pub trait Accept: 'static {
     type Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static;
     /// Waits for the next connection.
     fn accept(&mut self) -> impl Future<Output = io::Result<Self::Io>>;
+}
+
+/// A receiver's power, as a `receiver_restart` fault works it: down (a
+/// connection to it is closed unanswered) or up, and how often it
+/// restarted (each restart forgets the ids it took).
+#[derive(Debug, Default)]
+pub struct Power {
+    down: Cell<bool>,
+    restarts: Cell<u32>,
+}
+
+impl Power {
+    /// It restarts now: down until [`Power::up`] if `down`, else back at
+    /// once; either way without the ids it took.
+    pub fn restart(&self, down: bool) {
+        self.restarts.set(self.restarts.get() + 1);
+        self.down.set(down);
+    }
+
+    /// It is back up.
+    pub fn up(&self) {
+        self.down.set(false);
+    }
 }
 
 /// One webhook reader's settings.
@@ -61,6 +84,8 @@ pub struct WebhookSpec {
     pub read_timeout: Duration,
     /// Pause after a failed request.
     pub backoff: Duration,
+    /// Its receiver's power (restarts the world works).
+    pub power: Rc<Power>,
 }
 
 /// What the receiver keeps.
@@ -73,6 +98,9 @@ struct Receiver {
     seen: BTreeMap<String, u64>,
     /// The newest watermark delivered.
     cursor: Option<u64>,
+    /// Its restarts seen: one more on its power forgets `seen`.
+    restarts: u32,
+    power: Rc<Power>,
     history: History,
 }
 
@@ -93,6 +121,8 @@ pub async fn run<C: Connector, A: Accept>(spec: WebhookSpec, c: C, listener: A, 
         rng: ChaCha8Rng::seed_from_u64(spec.seed),
         seen: BTreeMap::new(),
         cursor: None,
+        restarts: 0,
+        power: spec.power.clone(),
         history: history.clone(),
     }));
     let serving = tokio::task::spawn_local(receive(listener, recv.clone()));
@@ -190,6 +220,11 @@ async fn unsubscribe<C: Connector>(spec: &WebhookSpec, c: &C, n: u64) -> bool {
 /// The receiver: each connection served on a task of its own.
 async fn receive<A: Accept>(mut listener: A, recv: Rc<RefCell<Receiver>>) {
     while let Ok(io) = listener.accept().await {
+        if recv.borrow().power.down.get() {
+            // Down: the connection closes unanswered.
+            drop(io);
+            continue;
+        }
         let recv = recv.clone();
         tokio::task::spawn_local(async move {
             let svc = hyper::service::service_fn(move |req| {
@@ -241,6 +276,12 @@ fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) 
         h(wh::WEBHOOK_SIGNATURE),
     );
     let mut r = recv.borrow_mut();
+    let restarts = r.power.restarts.get();
+    if r.restarts != restarts {
+        // Restarted since the last delivery: what it took is forgotten.
+        r.restarts = restarts;
+        r.seen.clear();
+    }
     let busy = r.spec.busy_rate;
     if busy > 0.0 && r.rng.random_bool(busy) {
         return 503;

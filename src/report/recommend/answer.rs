@@ -308,11 +308,12 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
         );
     }
     out.push_str("\nTo reproduce a row:\n\n");
+    let sims = sims_flags(&s.provenance.command);
     for r in &rows {
         if let Some(c) = &r.best {
             let _ = writeln!(
                 out,
-                "- {}, {}: `mcp-chaos compare {} --seeds {} --out target/compare-row`",
+                "- {}, {}: `mcp-chaos compare{sims} {} --seeds {} --out target/compare-row`",
                 r.control.words(),
                 r.era.as_str(),
                 flags(&c.standing),
@@ -335,6 +336,26 @@ pub fn markdown(s: &Summary, beside: &Beside) -> String {
 }
 
 /// One line per arm, profile and setting the named configurations use.
+/// The scenarios a comparison ran, as its command chose them (`--sims`),
+/// each with a leading space; empty for the built-in defaults. Every
+/// candidate ran the same scenarios, so a row reproduces with them.
+fn sims_flags(command: &[String]) -> String {
+    let mut out = String::new();
+    let mut args = command.iter();
+    while let Some(a) = args.next() {
+        let dir = match a.strip_prefix("--sims=") {
+            Some(d) => Some(d),
+            None if a == "--sims" => args.next().map(String::as_str),
+            None => None,
+        };
+        if let Some(d) = dir {
+            out.push_str(" --sims ");
+            out.push_str(d);
+        }
+    }
+    out
+}
+
 fn glossary(named: &[&Standing]) -> String {
     let mut terms: BTreeSet<(u8, String)> = BTreeSet::new();
     for x in named {

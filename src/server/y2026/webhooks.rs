@@ -10,6 +10,7 @@
 
 use super::events::{checked, occurrence, period_us, read};
 use crate::history::Record;
+use crate::ledger::outbox::{self, Holder, Row};
 use crate::protocol::events::{self as ev, Cursor};
 use crate::protocol::jsonrpc::{self, ErrorObject, RequestId};
 use crate::protocol::webhook::{self as wh, Envelope, SubscribeParams};
@@ -102,27 +103,30 @@ fn parse_url(s: &str, remote: bool) -> Result<Url, String> {
     })
 }
 
-/// The key a subscription is known by (the draft's: principal, URL,
-/// event type, arguments as canonical JSON).
-type Key = (Rc<str>, Rc<str>, String, String);
+/// The `webhook-id` of a `gap` envelope, before the position it resumes
+/// from (the same on every attempt and every incarnation).
+const GAP_ID: &str = "msg_gap_";
 
-/// One webhook subscription and its sender's state.
+/// The key a subscription is known by.
+type Key = outbox::SubKey;
+
+/// How long a durable sender's claim on a subscription stands without a
+/// renewal: past it, another replica takes the subscription over.
+pub(in crate::server) const OUTBOX_LEASE_MS: u64 = 2_000;
+
+/// One webhook subscription as this incarnation sends it: its row (this
+/// incarnation's own, or the outbox's under the durable sender) and the
+/// sender's state.
 pub(in crate::server) struct Sub {
-    id: String,
+    row: outbox::Shared,
     url: Url,
-    key: RefCell<Vec<u8>>,
-    /// When it lapses unless refreshed, µs.
-    expires_us: Cell<u64>,
     /// The source position read up to.
     next: Cell<u64>,
     /// Positions in flight (not yet acknowledged or given up).
     unsettled: RefCell<BTreeSet<u64>>,
-    /// Unsubscribed: deliver up to this position, then end.
-    closing: Cell<Option<u64>>,
-    /// Ended (lapsed or closed): deliveries stop.
+    /// Ended (lapsed, closed, or taken over): deliveries stop.
     ended: Cell<bool>,
     wake: Notify,
-    gaps: Cell<u64>,
 }
 
 impl Sub {
@@ -134,12 +138,19 @@ impl Sub {
             None => self.next.get(),
         }
     }
+
+    /// Writes the watermark to the row (the outbox's, under the durable
+    /// sender).
+    fn mark(&self) {
+        self.row.borrow_mut().watermark = self.watermark();
+    }
 }
 
-/// The subscriptions of this incarnation.
+/// The subscriptions this incarnation sends, and who it is.
 #[derive(Default)]
 pub(in crate::server) struct Subscriptions {
     by_key: RefCell<BTreeMap<Key, Rc<Sub>>>,
+    me: Cell<Option<Holder>>,
 }
 
 impl Subscriptions {
@@ -149,6 +160,85 @@ impl Subscriptions {
             .keys()
             .filter(|k| &*k.0 == principal)
             .count()
+    }
+
+    /// This incarnation, as a row's holder (counted in the outbox on
+    /// first use).
+    fn me(&self, shared: &Shared) -> Holder {
+        if let Some(h) = self.me.get() {
+            return h;
+        }
+        let h = Holder {
+            replica: shared.ledger.replica(),
+            incarnation: shared.ledger.outbox().next_incarnation(),
+        };
+        self.me.set(Some(h));
+        h
+    }
+}
+
+fn durable(shared: &Shared) -> bool {
+    shared.cfg.events_sender == EventsSender::Durable
+}
+
+/// The row of `k`: the outbox's under the durable sender, else the one
+/// this incarnation sends.
+fn row_of(shared: &Shared, k: &Key) -> Option<outbox::Shared> {
+    match durable(shared) {
+        true => shared.ledger.outbox().get(k),
+        false => shared
+            .subscriptions
+            .by_key
+            .borrow()
+            .get(k)
+            .map(|s| s.row.clone()),
+    }
+}
+
+/// Starts this incarnation's sender of `row` from its watermark.
+fn start(shared: &Rc<Shared>, k: Key, row: outbox::Shared, url: Url) -> Rc<Sub> {
+    let next = row.borrow().watermark;
+    let sub = Rc::new(Sub {
+        row,
+        url,
+        next: Cell::new(next),
+        unsettled: RefCell::default(),
+        ended: Cell::new(false),
+        wake: Notify::new(),
+    });
+    let mut table = shared.subscriptions.by_key.borrow_mut();
+    table.insert(k.clone(), sub.clone());
+    tokio::task::spawn_local(send(shared.clone(), k, sub.clone()));
+    sub
+}
+
+/// The durable sender's keeper, one per incarnation: it renews the
+/// leases of the rows this incarnation sends and takes over every row
+/// whose holder is gone (its lease ran out, or it was this replica's
+/// incarnation before), resuming delivery from the row's watermark.
+pub(in crate::server) async fn keep(shared: Rc<Shared>) {
+    let me = shared.subscriptions.me(&shared);
+    let lease = OUTBOX_LEASE_MS * 1_000;
+    loop {
+        let now = shared.history.now_us();
+        let rows = shared.ledger.outbox().rows();
+        for (k, row) in rows {
+            let running = shared.subscriptions.by_key.borrow().contains_key(&k);
+            let mut r = row.borrow_mut();
+            let gone = r.lease_until_us <= now || me.succeeds(&r.holder);
+            if r.holder == me && running {
+                r.lease_until_us = now + lease;
+            } else if !running && (r.holder == me || gone) {
+                let Ok(url) = parse_url(&r.url, true) else {
+                    continue;
+                };
+                r.holder = me;
+                r.lease_until_us = now + lease;
+                drop(r);
+                start(&shared, k, row, url);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(OUTBOX_LEASE_MS / 4)).await;
     }
 }
 
@@ -240,17 +330,28 @@ fn subscribe_checked(
         p.name.clone(),
         canonical(&p.arguments),
     );
-    let existing = shared.subscriptions.by_key.borrow().get(&k).cloned();
-    let (sub, truncated) = match existing {
-        Some(sub) => {
-            *sub.key.borrow_mut() = key;
-            sub.expires_us.set(now + ttl * 1_000);
-            sub.wake.notify_one();
-            (sub, false)
+    let (row, truncated) = match row_of(shared, &k) {
+        Some(row) => {
+            let mut r = row.borrow_mut();
+            r.key = key;
+            r.expires_us = now + ttl * 1_000;
+            drop(r);
+            if let Some(sub) = shared.subscriptions.by_key.borrow().get(&k) {
+                sub.wake.notify_one();
+            }
+            (row, false)
         }
         None => {
-            let held = shared.subscriptions.held_by(&principal);
-            let all = shared.subscriptions.by_key.borrow().len();
+            let (held, all) = match durable(shared) {
+                true => {
+                    let o = shared.ledger.outbox();
+                    (o.held_by(&principal), o.len())
+                }
+                false => (
+                    shared.subscriptions.held_by(&principal),
+                    shared.subscriptions.by_key.borrow().len(),
+                ),
+            };
             let per = shared.cfg.events_subscriptions as usize;
             if held >= per || all >= crate::settings::MAX_SUBSCRIPTIONS {
                 let (limit, max) = match held >= per {
@@ -271,34 +372,31 @@ fn subscribe_checked(
             let r = read(shared, &log, from, 0);
             drop(log);
             let digest = Sha256::digest(format!("{}\n{}\n{}\n{}", k.0, k.1, k.2, k.3));
-            let sub = Rc::new(Sub {
+            let row = Rc::new(RefCell::new(Row {
                 id: format!("sub_{}", hex(&digest[..8])),
-                url,
-                key: RefCell::new(key),
-                expires_us: Cell::new(now + ttl * 1_000),
-                next: Cell::new(r.cursor),
-                unsettled: RefCell::default(),
-                closing: Cell::new(None),
-                ended: Cell::new(false),
-                wake: Notify::new(),
-                gaps: Cell::new(0),
-            });
-            shared
-                .subscriptions
-                .by_key
-                .borrow_mut()
-                .insert(k.clone(), sub.clone());
+                url: url.text.clone(),
+                key,
+                expires_us: now + ttl * 1_000,
+                watermark: r.cursor,
+                closing: None,
+                holder: shared.subscriptions.me(shared),
+                lease_until_us: now + OUTBOX_LEASE_MS * 1_000,
+            }));
+            if durable(shared) {
+                shared.ledger.outbox().insert(k.clone(), row.clone());
+            }
             shared.history.record(Record::Subscribed {
-                url: sub.url.text.clone(),
+                url: url.text.clone(),
             });
-            tokio::task::spawn_local(send(shared.clone(), k, sub.clone()));
-            (sub, r.truncated)
+            start(shared, k, row.clone(), url);
+            (row, r.truncated)
         }
     };
+    let r = row.borrow();
     Ok(Ok(Json::from_value(&json!({
-        "id": sub.id,
-        "refreshBefore": ev::timestamp(sub.expires_us.get()),
-        "cursor": Cursor { seq: sub.watermark() }.encode(&p.name),
+        "id": r.id,
+        "refreshBefore": ev::timestamp(r.expires_us),
+        "cursor": Cursor { seq: r.watermark }.encode(&p.name),
         "truncated": truncated,
     }))))
 }
@@ -322,7 +420,7 @@ pub(in crate::server) fn unsubscribe(
         p.name.clone(),
         canonical(&p.arguments),
     );
-    let Some(sub) = shared.subscriptions.by_key.borrow().get(&k).cloned() else {
+    let Some(row) = row_of(shared, &k) else {
         return Err(ErrorObject::new(
             ev::NOT_FOUND,
             "no subscription of this principal to this event type at this URL",
@@ -330,8 +428,10 @@ pub(in crate::server) fn unsubscribe(
         ));
     };
     let newest = shared.ledger.events(period_us(shared)).newest();
-    sub.closing.set(Some(newest));
-    sub.wake.notify_one();
+    row.borrow_mut().closing = Some(newest);
+    if let Some(sub) = shared.subscriptions.by_key.borrow().get(&k) {
+        sub.wake.notify_one();
+    }
     Ok(Json::from_value(&json!({})))
 }
 
@@ -342,15 +442,25 @@ pub(in crate::server) fn unsubscribe(
 async fn send(shared: Rc<Shared>, k: Key, sub: Rc<Sub>) {
     let name = k.2.clone();
     let settled = Rc::new(Notify::new());
+    let me = shared.subscriptions.me(&shared);
     loop {
         let now = shared.history.now_us();
-        if now >= sub.expires_us.get() {
+        let (expires, closing, holder) = {
+            let r = sub.row.borrow();
+            (r.expires_us, r.closing, r.holder)
+        };
+        if holder != me {
+            // Taken over (this incarnation's lease ran out): the holder
+            // resumes from the watermark.
+            break;
+        }
+        if now >= expires {
             shared.history.record(Record::SubscriptionLapsed {
                 url: sub.url.text.clone(),
             });
             break;
         }
-        if let Some(last) = sub.closing.get() {
+        if let Some(last) = closing {
             if sub.next.get() >= last && sub.unsettled.borrow().is_empty() {
                 break;
             }
@@ -362,45 +472,51 @@ async fn send(shared: Rc<Shared>, k: Key, sub: Rc<Sub>) {
         }
         let (found, next_us) = {
             let log = shared.ledger.events(period_us(&shared));
-            let upto = sub.closing.get().unwrap_or(u64::MAX);
+            let upto = closing.unwrap_or(u64::MAX);
             let r = read(&shared, &log, sub.next.get(), room);
             let events: Vec<_> = r.events.into_iter().filter(|e| e.0 <= upto).collect();
             if r.truncated {
-                sub.gaps.set(sub.gaps.get() + 1);
-                let first = events.first().map_or(r.cursor, |e| e.0 - 1);
+                // The gap stands at the first position it lost, unsettled
+                // until delivered: the watermark the occurrences after it
+                // carry stays before what was lost, so a receiver that
+                // hears of the gap after them still knows what it lost.
+                let at = events.first().map_or(r.cursor, |e| e.0 - 1);
+                let lost = sub.next.get() + 1;
+                sub.unsettled.borrow_mut().insert(lost);
                 let env = Envelope::Gap {
-                    cursor: Cursor { seq: first }.encode(&name),
+                    cursor: Cursor { seq: at }.encode(&name),
                 };
-                let id = format!("msg_gap_{}", sub.gaps.get());
                 let body = serde_json::to_vec(&env).unwrap_or_default();
-                tokio::task::spawn_local(deliver(
-                    shared.clone(),
-                    sub.clone(),
-                    id,
-                    body,
-                    settled.clone(),
-                ));
+                let id = format!("{GAP_ID}{at}");
+                let d = deliver(&shared, &sub, id, lost, move |_| body.clone(), &settled);
+                tokio::task::spawn_local(d);
             }
             match events.last() {
                 Some(&(last, _)) => sub.next.set(last),
                 None => sub.next.set(r.cursor.min(upto).max(sub.next.get())),
             }
+            // In flight before the watermark is written: a successor
+            // resumes before what this one has not settled.
+            sub.unsettled
+                .borrow_mut()
+                .extend(events.iter().map(|e| e.0));
+            sub.mark();
             (events, log.next_at(period_us(&shared)))
         };
         for e in found {
-            sub.unsettled.borrow_mut().insert(e.0);
-            let o = occurrence(&name, e, Some(String::new()));
+            let mut o = occurrence(&name, e, Some(String::new()));
             let id = o.event_id.clone();
-            tokio::task::spawn_local(deliver_occurrence(
-                shared.clone(),
-                sub.clone(),
-                o,
-                id,
-                e.0,
-                settled.clone(),
-            ));
+            // Each attempt's body carries the watermark as it is then.
+            let body = move |sub: &Sub| {
+                let cursor = Cursor {
+                    seq: sub.watermark(),
+                };
+                o.cursor = Some(cursor.encode(&o.name));
+                serde_json::to_vec(&o).unwrap_or_default()
+            };
+            tokio::task::spawn_local(deliver(&shared, &sub, id, e.0, body, &settled));
         }
-        let until = next_us.min(sub.expires_us.get());
+        let until = next_us.min(expires);
         let wait = Duration::from_micros(until.saturating_sub(shared.history.now_us()));
         tokio::select! {
             biased;
@@ -414,43 +530,35 @@ async fn send(shared: Rc<Shared>, k: Key, sub: Rc<Sub>) {
     if table.get(&k).is_some_and(|s| Rc::ptr_eq(s, &sub)) {
         table.remove(&k);
     }
+    if sub.row.borrow().holder == me {
+        shared.ledger.outbox().remove(&k, &sub.row);
+    }
 }
 
-/// One occurrence delivered: its body carries the watermark at each
-/// attempt.
-async fn deliver_occurrence(
-    shared: Rc<Shared>,
-    sub: Rc<Sub>,
-    mut o: ev::Occurrence,
+/// One delivery, an occurrence or a `gap`, standing at source position
+/// `seq` until it settles (delivered or given up), which moves the
+/// watermark past it. An occurrence given up is recorded.
+fn deliver(
+    shared: &Rc<Shared>,
+    sub: &Rc<Sub>,
     id: String,
     seq: u64,
-    settled: Rc<Notify>,
-) {
-    let name = o.name.clone();
-    let body = move |sub: &Sub| {
-        o.cursor = Some(
-            Cursor {
-                seq: sub.watermark(),
-            }
-            .encode(&name),
-        );
-        serde_json::to_vec(&o).unwrap_or_default()
-    };
-    let outcome = attempts(&shared, &sub, &id, body).await;
-    sub.unsettled.borrow_mut().remove(&seq);
-    if outcome == Outcome::GaveUp {
-        shared.history.record(Record::DeliveryAbandoned {
-            url: sub.url.text.clone(),
-            event_id: Rc::from(id.as_str()),
-        });
+    body: impl FnMut(&Sub) -> Vec<u8> + 'static,
+    settled: &Rc<Notify>,
+) -> impl Future<Output = ()> + 'static {
+    let (shared, sub, settled) = (shared.clone(), sub.clone(), settled.clone());
+    async move {
+        let outcome = attempts(&shared, &sub, &id, body).await;
+        sub.unsettled.borrow_mut().remove(&seq);
+        sub.mark();
+        if outcome == Outcome::GaveUp && !id.starts_with(GAP_ID) {
+            shared.history.record(Record::DeliveryAbandoned {
+                url: sub.url.text.clone(),
+                event_id: Rc::from(id.as_str()),
+            });
+        }
+        settled.notify_one();
     }
-    settled.notify_one();
-}
-
-/// A control envelope delivered, as an occurrence is.
-async fn deliver(shared: Rc<Shared>, sub: Rc<Sub>, id: String, body: Vec<u8>, settled: Rc<Notify>) {
-    attempts(&shared, &sub, &id, move |_| body.clone()).await;
-    settled.notify_one();
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -480,17 +588,17 @@ async fn attempts(
             return Outcome::Ended;
         }
         let hook_id = match cfg.events_sender {
-            EventsSender::Spec => id.to_string(),
+            EventsSender::Spec | EventsSender::Durable => id.to_string(),
             EventsSender::Naive => format!("msg_{id}_{n}"),
         };
         let bytes = body(sub);
         let now = ev::unix_secs(shared.history.now_us());
-        let sig = wh::sign(&sub.key.borrow(), &hook_id, now, &bytes);
+        let sig = wh::sign(&sub.row.borrow().key, &hook_id, now, &bytes);
         let headers = [
             (wh::WEBHOOK_ID, hook_id),
             (wh::WEBHOOK_TIMESTAMP, now.to_string()),
             (wh::WEBHOOK_SIGNATURE, sig),
-            (wh::SUBSCRIPTION_ID, sub.id.clone()),
+            (wh::SUBSCRIPTION_ID, sub.row.borrow().id.clone()),
         ];
         let timeout = Duration::from_millis(cfg.events_webhook_timeout_ms);
         let status = tokio::time::timeout(timeout, post(&egress, &sub.url, &headers, bytes))
