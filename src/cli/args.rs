@@ -701,13 +701,15 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 1_000, value_parser = flags::whole("--poll-retry-ms", 1, flags::MAX_SERVE_TIMEOUT_MS))]
     pub poll_retry_ms: u64,
     /// Offer the Events extension (2026-07-28 wire, docs/events.md): a
-    /// `clock-tick` every so many ms, by poll or push. 0: not offered.
+    /// `clock-tick` every so many ms, by poll, push or webhook. 0: not.
     #[arg(long, default_value_t = 0, value_parser = flags::whole("--events-tick-ms", 0, flags::MAX_SERVE_TIMEOUT_MS))]
     pub events_tick_ms: u64,
+    /// Deliver webhooks to receivers off loopback too (default: loopback).
+    #[arg(long)]
+    pub allow_remote: bool,
     /// Offer test fixtures beside the ledger tools: `conformance` adds
     /// what the official MCP conformance suite's server scenarios call
-    /// (its test tools, resources, prompts, completion; built-in arms
-    /// only). Without it: the ledger tools alone.
+    /// (its tools, resources, prompts, completion; built-in arms only).
     #[arg(long, value_name = "SET", value_parser = |s: &str| s.parse::<server::Fixtures>())]
     pub fixtures: Option<server::Fixtures>,
     /// Which revision of the MCP wire to speak: 2025-11-25 (sessions,

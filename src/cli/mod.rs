@@ -144,7 +144,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
                 a.delivery,
                 (a.era, a.sdk),
                 (a.poll_after as u32, a.poll_retry_ms),
-                a.events_tick_ms,
+                (a.events_tick_ms, a.allow_remote),
                 exposure,
             )
             .map(|()| 0)

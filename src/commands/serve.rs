@@ -91,9 +91,12 @@ pub fn serve(
     delivery: Delivery,
     (wire, sdk): (Wire, Option<Sdk>),
     (poll_after, poll_retry_ms): (u32, u64),
-    events_tick_ms: u64,
+    (events_tick_ms, allow_remote): (u64, bool),
     exposure: Exposure,
 ) -> anyhow::Result<()> {
+    if allow_remote && events_tick_ms == 0 {
+        anyhow::bail!("--allow-remote lets webhook deliveries leave loopback, and webhooks need the Events extension: add --events-tick-ms (and --era 2026-07-28), or drop --allow-remote");
+    }
     if events_tick_ms > 0 && (arm.variant().is_none() || wire == Wire::Y2025) {
         anyhow::bail!("--events-tick-ms offers the Events extension on the 2026-07-28 wire of a built-in arm: add --era 2026-07-28 (or both) and pick guarded, unguarded or keys, or drop --events-tick-ms");
     }
@@ -169,29 +172,30 @@ pub fn serve(
             if exposure.fixtures.offered() { "; with the conformance fixtures" } else { "" },
         );
         Server::exposed(variant, cfg, history, ledger, Pacing::Timer, exposure)
-            .deliver_through(loopback_egress())
+            .deliver_through(egress(allow_remote))
             .serve(listener)
             .await
             .context("accepting connections")
     })
 }
 
-/// Webhook deliveries over the machine's TCP, to loopback receivers only
-/// (the subscription's URL is checked; the name is resolved here).
-fn loopback_egress() -> crate::server::Egress {
+/// Webhook deliveries over the machine's TCP: to loopback receivers only
+/// (the subscription's URL is checked, and the address the name resolved
+/// to here), or, with `remote` (`--allow-remote`), to any.
+fn egress(remote: bool) -> crate::server::Egress {
     crate::server::Egress {
-        dial: std::rc::Rc::new(|host: &str, port: u16| {
+        dial: std::rc::Rc::new(move |host: &str, port: u16| {
             let host = host.to_string();
             Box::pin(async move {
                 let s = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
                 let peer = s.peer_addr()?;
-                if !peer.ip().is_loopback() {
+                if !remote && !peer.ip().is_loopback() {
                     return Err(std::io::Error::other("webhook receiver is not on loopback"));
                 }
                 Ok(Box::new(s) as Box<dyn crate::server::EgressIo>)
             })
         }),
-        remote: false,
+        remote,
     }
 }
 

@@ -128,6 +128,55 @@ fn a_subscription_delivers_each_tick_signed_to_a_loopback_receiver() {
     assert_eq!(body(&r)["error"]["data"]["kind"], "subscription");
 }
 
+/// `--allow-remote`: a receiver named by another host than the three
+/// loopback names (here 127.0.0.2, another address of the machine) is
+/// refused without it and delivered to with it; the flag without events
+/// is refused in one line.
+#[test]
+fn allow_remote_lets_a_receiver_off_the_loopback_names_take_deliveries() {
+    let Ok(receiver) = TcpListener::bind("127.0.0.2:0") else {
+        // A machine without 127.0.0.2 cannot hold this test; the refusal
+        // without the flag is held below either way.
+        return;
+    };
+    let url = format!(
+        "http://127.0.0.2:{}/hook",
+        receiver.local_addr().unwrap().port()
+    );
+    let args = ["--server", "guarded", "--era", V, "--events-tick-ms", "20"];
+    let plain = Served::start(&args);
+    let r = post(
+        &mut plain.connect(),
+        1,
+        "events/subscribe",
+        subscribe(&url),
+        Some("a"),
+    );
+    assert_eq!(body(&r)["error"]["code"], -32602, "{r:?}");
+    let remote = Served::start(&[&args[..], &["--allow-remote"]].concat());
+    let r = post(
+        &mut remote.connect(),
+        1,
+        "events/subscribe",
+        subscribe(&url),
+        Some("a"),
+    );
+    assert!(body(&r)["result"]["id"].is_string(), "{r:?}");
+    let (h, _) = take(&receiver);
+    assert!(h.iter().any(|(k, _)| k == "webhook-signature"), "{h:?}");
+    let o = crate::cli::bin()
+        .args(["serve", "--allow-remote", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("--allow-remote") && err.contains("--events-tick-ms"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
 #[test]
 fn a_bad_subscription_gets_its_code_and_a_principal_its_cap() {
     let s = Served::start(&[
@@ -157,7 +206,7 @@ fn a_bad_subscription_gets_its_code_and_a_principal_its_cap() {
     p["delivery"]["url"] = json!("http://example.com/hook");
     let (n, m) = code(&mut c, p, Some("a"));
     assert!(
-        n == -32602 && m.contains("only to receivers on localhost"),
+        n == -32602 && m.contains("only to receivers on localhost") && m.contains("--allow-remote"),
         "{m}"
     );
     let mut p = subscribe(url);

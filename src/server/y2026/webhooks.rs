@@ -88,7 +88,7 @@ fn parse_url(s: &str, remote: bool) -> Result<Url, String> {
     }
     if !remote && !matches!(host, "localhost" | "127.0.0.1" | "::1") {
         return Err(format!(
-            "delivery.url host {host:?} is not loopback: this server delivers only to receivers on localhost, 127.0.0.1 or [::1]"
+            "delivery.url host {host:?} is not loopback: this server delivers only to receivers on localhost, 127.0.0.1 or [::1] (serve --allow-remote delivers elsewhere too)"
         ));
     }
     Ok(Url {
