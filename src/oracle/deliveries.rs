@@ -265,8 +265,10 @@ fn announced(r: &Reader, seq: u64) -> bool {
 
 impl Tally {
     /// Adds the deliveries to a run's metrics: their counts, and each
-    /// failed one under its cause.
-    pub fn add_to(&self, m: &mut Metrics) {
+    /// failed one under its cause; returns the latency histogram as
+    /// (value, count) pairs (lossless: merging runs re-records them).
+    pub fn add_to(&self, m: &mut Metrics) -> Vec<(u64, u64)> {
+        let mut pairs = Vec::new();
         m.deliveries += self.owed;
         m.deliveries_ok += self.ok;
         m.deliveries_announced_lost += self.announced;
@@ -276,6 +278,7 @@ impl Tally {
                 h.saturating_record(us.max(1));
             }
             m.delivery_latency_us = super::metrics::Latency::of(&h);
+            pairs = super::pairs(&h);
         }
         for (cause, n) in &self.failed {
             m.deliveries_failed += n;
@@ -283,6 +286,7 @@ impl Tally {
                 .entry(cause.as_str().to_string())
                 .or_default() += n;
         }
+        pairs
     }
 }
 

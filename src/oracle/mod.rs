@@ -74,6 +74,8 @@ pub struct Judgement {
     /// The whole run's migration-latency histogram as (value, count) pairs
     /// (lossless: merging runs re-records them).
     pub latency_hist: Vec<(u64, u64)>,
+    /// The deliveries' latency histogram, as `latency_hist`.
+    pub delivery_hist: Vec<(u64, u64)>,
     /// Per client class (label → metrics).
     pub by_class: BTreeMap<String, Metrics>,
     /// Every failed or degraded operation, in the order they began.
@@ -153,7 +155,7 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
     }
     let mut j = conclude(classes, found, audit);
     let end_us = entries.last().map_or(0, |e| e.t_us);
-    d.finish(end_us).add_to(&mut j.metrics);
+    j.delivery_hist = d.finish(end_us).add_to(&mut j.metrics);
     j
 }
 
@@ -161,14 +163,12 @@ pub fn judge(entries: &[Entry], world: World<'_>) -> Judgement {
 fn conclude(classes: Classes, found: Findings, audit: Option<audit::DecisionErrors>) -> Judgement {
     let (mut metrics, whole, by_class) = classes.finish();
     metrics.guard_bugs = audit.map(|a| a.count);
-    let latency_hist = whole
-        .iter_recorded()
-        .map(|v| (v.value_iterated_to(), v.count_at_value()))
-        .collect();
+    let latency_hist = pairs(&whole);
     let (verdicts, defects) = found.in_order();
     Judgement {
         metrics,
         latency_hist,
+        delivery_hist: Vec::new(),
         by_class,
         verdicts,
         defects,
@@ -489,6 +489,13 @@ pub const HIST_MAX_US: u64 = 3_600_000_000;
 /// An empty migration-latency histogram (1 µs .. 1 h, 3 significant digits).
 pub fn new_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("valid bounds")
+}
+
+/// `h` as (value, count) pairs, lossless: merging runs re-records them.
+pub fn pairs(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
 }
 
 #[cfg(test)]

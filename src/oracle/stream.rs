@@ -128,7 +128,7 @@ impl Judge {
         );
         let mut j = conclude(self.classes, self.found, self.audit.map(|a| a.out));
         if let Some(d) = &self.deliveries {
-            d.finish(self.end_us).add_to(&mut j.metrics);
+            j.delivery_hist = d.finish(self.end_us).add_to(&mut j.metrics);
         }
         j
     }

@@ -333,6 +333,7 @@ mod tests {
             records: 0,
             trace_sha256: String::new(),
             migration_latency_hist_us: vec![],
+            delivery_latency_hist_us: vec![],
             declared_hazards: vec![],
             operations: vec![],
             operations_omitted: 0,

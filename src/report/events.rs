@@ -101,17 +101,14 @@ pub fn markdown(s: &Summary) -> String {
             );
         }
     }
-    out.push_str("| scenario | configuration | deliveries | ok | announced lost per 1,000 | failed per 1,000 | failed, by cause | latency p50 / p99 (one run's: the first seed) |\n|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| scenario | configuration | deliveries | ok | announced lost per 1,000 | failed per 1,000 | failed, by cause | latency p50 / p99 (over all seeds) |\n|---|---|---|---|---|---|---|---|\n");
     for a in &with {
         let m = &a.metrics;
-        let first = s
-            .runs
-            .iter()
-            .find(|r| r.scenario == a.scenario && r.server == a.server && r.clients == a.clients)
-            .map(|r| &r.metrics.delivery_latency_us);
-        let latency = first.filter(|l| l.count > 0).map_or("–".into(), |l| {
-            format!("{} / {}", super::ms(l.p50), super::ms(l.p99))
-        });
+        let l = &m.delivery_latency_us;
+        let latency = match l.count {
+            0 => "–".into(),
+            _ => format!("{} / {}", super::ms(l.p50), super::ms(l.p99)),
+        };
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {latency} |",

@@ -111,6 +111,9 @@ pub struct RunReport {
     /// sweeps merge histograms rather than rounded percentiles.
     #[serde(alias = "migration_latency_hist")]
     pub migration_latency_hist_us: Vec<(u64, u64)>,
+    /// Delivery-latency histogram (the Events extension), likewise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delivery_latency_hist_us: Vec<(u64, u64)>,
     /// The hazards the scenario declares it means to exercise.
     #[serde(default)]
     pub declared_hazards: Vec<String>,
@@ -589,6 +592,7 @@ fn run_effective<S: SystemUnderTest>(
         records,
         trace_sha256,
         migration_latency_hist_us: j.latency_hist.clone(),
+        delivery_latency_hist_us: j.delivery_hist.clone(),
         operations: j.verdicts,
         verdict: if not_applicable == classes.len() {
             NOT_APPLICABLE.to_string()
@@ -704,6 +708,7 @@ impl RunReport {
             records: 0,
             trace_sha256: String::new(),
             migration_latency_hist_us: Vec::new(),
+            delivery_latency_hist_us: Vec::new(),
             declared_hazards: scenario.hazards.clone(),
             operations: Vec::new(),
             operations_omitted: 0,

@@ -3,8 +3,10 @@
 //! exactly (aggregates come from integer counts and merged histograms,
 //! never from rounded figures).
 
+mod figures;
 mod pool;
 
+pub use figures::check_figures;
 pub use pool::{cores, map_all, run_all, run_kept, Control, Job, Progress, TIMEOUT};
 
 use crate::oracle::{self, Latency, Metrics};
@@ -211,8 +213,7 @@ impl Summary {
         let mut aggregates = Vec::new();
         for ((scenario, server, clients, deployment), rs) in groups {
             let mut metrics = Metrics::default();
-            let mut hist = oracle::new_hist();
-            let mut samples = 0u64;
+            let (mut hist, mut delivery) = (oracle::new_hist(), oracle::new_hist());
             let mut faults = run::Faults::default();
             let mut not_applicable_clients = 0u64;
             let mut store_round_trips = 0u64;
@@ -227,12 +228,17 @@ impl Summary {
                 };
                 oracle::try_add(&mut metrics, &r.metrics)
                     .map_err(|f| overflow(&format!("metrics.{f}")))?;
-                for &(v, n) in &r.migration_latency_hist_us {
-                    samples = samples
-                        .checked_add(n)
-                        .ok_or_else(|| overflow("migration_latency_hist_us"))?;
-                    hist.record_n(v, n)
-                        .map_err(|_| overflow("migration_latency_hist_us"))?;
+                for (h, pairs, name) in [
+                    (&mut hist, &r.migration_latency_hist_us, "migration"),
+                    (&mut delivery, &r.delivery_latency_hist_us, "delivery"),
+                ] {
+                    let field = format!("{name}_latency_hist_us");
+                    let mut samples = h.len();
+                    for &(v, n) in pairs {
+                        // The histogram saturates: the sum says overflow.
+                        samples = samples.checked_add(n).ok_or_else(|| overflow(&field))?;
+                        h.record_n(v, n).map_err(|_| overflow(&field))?;
+                    }
                 }
                 oracle::add_counts(&mut faults.planned, &r.faults.planned)
                     .map_err(|k| overflow(&format!("faults.planned.{k}")))?;
@@ -246,6 +252,7 @@ impl Summary {
                     .ok_or_else(|| overflow("store_round_trips"))?;
             }
             metrics.migration_latency_us = Latency::of(&hist);
+            metrics.delivery_latency_us = Latency::of(&delivery);
             aggregates.push(Aggregate {
                 scenario,
                 server,
@@ -502,45 +509,6 @@ fn merged_provenance(
         }
     }
     Ok(out)
-}
-
-/// Figures no run can have: a histogram with a value outside its bounds
-/// (1 µs to 1 h), a zero count, values out of order, or samples that do
-/// not match the run's own latency figures.
-pub fn check_figures(r: &RunReport) -> Result<(), String> {
-    let mut hist = oracle::new_hist();
-    let mut samples = 0u64;
-    let mut last = 0u64;
-    for &(v, n) in &r.migration_latency_hist_us {
-        let outside = || {
-            format!(
-                "migration_latency_hist_us value {v} is outside the histogram's 1..={} µs",
-                oracle::HIST_MAX_US
-            )
-        };
-        if !(1..=oracle::HIST_MAX_US).contains(&v) {
-            return Err(outside());
-        }
-        hist.record_n(v, n).map_err(|_| outside())?;
-        if n == 0 || v <= last {
-            return Err(format!(
-                "migration_latency_hist_us has ({v}, {n}): values rise and counts are at least 1"
-            ));
-        }
-        last = v;
-        samples = samples.checked_add(n).ok_or_else(|| {
-            "migration_latency_hist_us counts overflow a 64-bit count".to_string()
-        })?;
-    }
-    let of = Latency::of(&hist);
-    if of != r.metrics.migration_latency_us || samples != of.count {
-        return Err(format!(
-            "migration_latency_hist_us ({samples} samples) does not match \
-             metrics.migration_latency_us (count {})",
-            r.metrics.migration_latency_us.count
-        ));
-    }
-    Ok(())
 }
 
 /// A seed range `A..B` (B exclusive) and an optional shard `K/N`

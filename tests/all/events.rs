@@ -345,7 +345,7 @@ fn compare_over_the_events_scenarios_opens_with_the_events_answer() {
             "--servers",
             "guarded,unguarded",
         ])
-        .args(["--seeds", "1", "--out"])
+        .args(["--seeds", "2", "--out"])
         .arg(&out)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -370,6 +370,39 @@ fn compare_over_the_events_scenarios_opens_with_the_events_answer() {
         "{}",
         &md[md.find("To reproduce a row").unwrap_or(0)..][..400]
     );
+    // Delivery latency is merged across the seeds: each configuration's
+    // histogram holds every ok delivery of its runs, and the table shows it.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let mut merged = 0;
+    for a in summary["aggregates"].as_array().unwrap() {
+        let m = &a["metrics"];
+        let count = m["delivery_latency_us"]["count"].as_u64().unwrap_or(0);
+        assert_eq!(
+            Some(count),
+            m["deliveries_ok"].as_u64(),
+            "{}",
+            a["scenario"]
+        );
+        let of_runs: u64 = summary["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["scenario"] == a["scenario"] && r["server"] == a["server"])
+            .map(|r| {
+                r["metrics"]["delivery_latency_us"]["count"]
+                    .as_u64()
+                    .unwrap_or(0)
+            })
+            .sum();
+        assert_eq!(count, of_runs, "{}", a["scenario"]);
+        merged += u64::from(a["runs"].as_u64() == Some(2) && count > 0);
+    }
+    assert!(
+        merged >= 10,
+        "{merged} configurations merged two runs' latency"
+    );
+    assert!(md.contains("latency p50 / p99 (over all seeds)"));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Events: deliveries"));
     let main =
