@@ -46,14 +46,17 @@ struct Wings {
     resume: bool,
     transactional: bool,
     /// 0: none; 1: readers that poll events; 2: readers of a push stream;
-    /// 3: webhook receivers, the draft's sender; 4: webhook receivers, the
-    /// naive sender; 5: webhook receivers, the durable sender (2026-07-28
+    /// 3: webhook receivers, the draft's sender (or the durable one, by
+    /// `durable`); 4: webhook receivers, the naive sender (2026-07-28
     /// only).
     events: u8,
+    /// With webhook receivers and the draft's sender: the durable one
+    /// (an outbox beside the ledger) instead.
+    durable: bool,
 }
 
 fn wings() -> impl Strategy<Value = Wings> {
-    (any::<[bool; 10]>(), 0u8..3, 0u8..6).prop_map(|(b, intermediary, events)| Wings {
+    (any::<[bool; 11]>(), 0u8..3, 0u8..5).prop_map(|(b, intermediary, events)| Wings {
         era_2026: b[0],
         deployed: b[1],
         polling: b[2] && !b[0],
@@ -66,6 +69,7 @@ fn wings() -> impl Strategy<Value = Wings> {
         resume: b[8],
         transactional: b[9],
         events: if b[0] { events } else { 0 },
+        durable: b[10],
     })
 }
 
@@ -91,8 +95,8 @@ fn scenario(w: &Wings) -> Scenario {
         t.push_str(&format!("events_tick_ms = {tick}\nevents_poll_ms = 500\n"));
     }
     match w.events {
+        3 if w.durable => t.push_str("events_sender = \"durable\"\n"),
         4 => t.push_str("events_sender = \"naive\"\n"),
-        5 => t.push_str("events_sender = \"durable\"\n"),
         _ => {}
     }
     let (chunks, interval) = if w.big_fast { (300, 0) } else { (4, 20) };
@@ -104,7 +108,7 @@ fn scenario(w: &Wings) -> Scenario {
     match w.events {
         1 => t.push_str("events = \"poll\"\n"),
         2 => t.push_str("events = \"push\"\n"),
-        3..=5 => t.push_str("events = \"webhook\"\n"),
+        3 | 4 => t.push_str("events = \"webhook\"\n"),
         _ => {}
     }
     for (on, key) in [
