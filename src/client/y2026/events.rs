@@ -265,13 +265,13 @@ impl Reader {
             if let Some(c) = p.get("cursor").and_then(Value::as_str) {
                 self.cursor = Some(c.to_string());
             }
+            // The stream's first message of any kind begins the reader:
+            // an intermediary that drops the `active` must not hide it.
+            self.started.begin();
             match method.as_str() {
-                ev::ACTIVE => {
-                    self.started.begin();
-                    if p.get("truncated") == Some(&Value::Bool(true)) {
-                        self.started
-                            .truncated(held.as_deref(), self.cursor.as_deref());
-                    }
+                ev::ACTIVE if p.get("truncated") == Some(&Value::Bool(true)) => {
+                    self.started
+                        .truncated(held.as_deref(), self.cursor.as_deref());
                 }
                 ev::EVENT => {
                     if let Ok(o) = serde_json::from_value::<ev::Occurrence>(p) {
