@@ -130,7 +130,7 @@ pub struct Metrics {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub deliveries_announced_lost: u64,
     /// From an occurrence's production to its application, µs, over the
-    /// deliveries ok (one run's; not merged across runs yet).
+    /// deliveries ok (a sweep's aggregate merges its runs' histograms).
     #[serde(default, skip_serializing_if = "Latency::is_empty")]
     pub delivery_latency_us: Latency,
 }

@@ -104,15 +104,7 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
     }
     let d = &r.metrics.delivery_latency_us;
     if d.count > 0 {
-        out.push_str(&format!(
-            "  {:<24} n={} p50 {} · p90 {} · p99 {} · max {}\n",
-            "delivery latency",
-            d.count,
-            duration(d.p50),
-            duration(d.p90),
-            duration(d.p99),
-            duration(d.max)
-        ));
+        out.push_str(&format!("  {:<24} {}\n", "delivery latency", figures(d)));
     }
     out.push_str(&format!(
         "  {:<24} {}\n",
@@ -123,14 +115,7 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
     let latency = if l.count == 0 {
         "none (no operation migrated)".to_string()
     } else {
-        format!(
-            "n={} p50 {} · p90 {} · p99 {} · max {}",
-            l.count,
-            duration(l.p50),
-            duration(l.p90),
-            duration(l.p99),
-            duration(l.max)
-        )
+        figures(l)
     };
     out.push_str(&format!("  {:<24} {latency}\n", "migration latency"));
     out.push_str(&format!(
@@ -156,4 +141,16 @@ pub fn text_report(r: &RunReport, scenario: &Scenario) -> String {
         ));
     }
     out
+}
+
+/// A latency's count and percentiles, as the run text prints them.
+fn figures(l: &crate::oracle::Latency) -> String {
+    format!(
+        "n={} p50 {} · p90 {} · p99 {} · max {}",
+        l.count,
+        duration(l.p50),
+        duration(l.p90),
+        duration(l.p99),
+        duration(l.max)
+    )
 }

@@ -242,6 +242,19 @@ pub(in crate::server) async fn keep(shared: Rc<Shared>) {
     }
 }
 
+/// The key of `p`'s subscription for `principal` at `url`.
+fn key_for(principal: Rc<str>, url: Rc<str>, p: &SubscribeParams) -> Key {
+    (principal, url, p.name.clone(), canonical(&p.arguments))
+}
+
+/// Wakes this incarnation's sender of `k`, if it sends it (under the
+/// durable sender another replica may; it sees the row at its next turn).
+fn wake(shared: &Shared, k: &Key) {
+    if let Some(sub) = shared.subscriptions.by_key.borrow().get(k) {
+        sub.wake.notify_one();
+    }
+}
+
 fn invalid(m: impl Into<String>) -> ErrorObject {
     ErrorObject::new(jsonrpc::INVALID_PARAMS, m.into(), None)
 }
@@ -324,21 +337,14 @@ fn subscribe_checked(
         .ttl_ms
         .unwrap_or(shared.cfg.events_ttl_ms)
         .clamp(crate::settings::MIN_EVENTS_TTL_MS, shared.cfg.events_ttl_ms);
-    let k: Key = (
-        principal.clone(),
-        url.text.clone(),
-        p.name.clone(),
-        canonical(&p.arguments),
-    );
+    let k = key_for(principal.clone(), url.text.clone(), &p);
     let (row, truncated) = match row_of(shared, &k) {
         Some(row) => {
             let mut r = row.borrow_mut();
             r.key = key;
             r.expires_us = now + ttl * 1_000;
             drop(r);
-            if let Some(sub) = shared.subscriptions.by_key.borrow().get(&k) {
-                sub.wake.notify_one();
-            }
+            wake(shared, &k);
             (row, false)
         }
         None => {
@@ -414,12 +420,7 @@ pub(in crate::server) fn unsubscribe(
 ) -> Result<Json, ErrorObject> {
     let principal = principal_of(h)?;
     let p = parse(params)?;
-    let k: Key = (
-        principal,
-        Rc::from(p.delivery.url.as_str()),
-        p.name.clone(),
-        canonical(&p.arguments),
-    );
+    let k = key_for(principal, Rc::from(p.delivery.url.as_str()), &p);
     let Some(row) = row_of(shared, &k) else {
         return Err(ErrorObject::new(
             ev::NOT_FOUND,
@@ -429,9 +430,7 @@ pub(in crate::server) fn unsubscribe(
     };
     let newest = shared.ledger.events(period_us(shared)).newest();
     row.borrow_mut().closing = Some(newest);
-    if let Some(sub) = shared.subscriptions.by_key.borrow().get(&k) {
-        sub.wake.notify_one();
-    }
+    wake(shared, &k);
     Ok(Json::from_value(&json!({})))
 }
 
