@@ -183,7 +183,16 @@ pub fn serve(
 /// (the subscription's URL is checked, and the address the name resolved
 /// to here), or, with `remote` (`--allow-remote`), to any.
 fn egress(remote: bool) -> crate::server::Egress {
+    // A live receiver checks a signature's timestamp against its own
+    // clock: the server's wall clock is the machine's, not the
+    // simulation's origin.
+    let wall = crate::base::clock::WallClock::default();
+    let unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    wall.step(unix_ms - crate::protocol::events::unix_secs(0) * 1_000);
     crate::server::Egress {
+        wall,
         dial: std::rc::Rc::new(move |host: &str, port: u16| {
             let host = host.to_string();
             Box::pin(async move {

@@ -39,7 +39,8 @@ impl Fault {
             | Fault::SlowClose { at_ms, .. }
             | Fault::Skew { at_ms, .. }
             | Fault::Stall { at_ms, .. }
-            | Fault::ReceiverRestart { at_ms, .. } => Some(at_ms),
+            | Fault::ReceiverRestart { at_ms, .. }
+            | Fault::RefreshLost { at_ms, .. } => Some(at_ms),
             Fault::Drop { .. } | Fault::Switch { .. } | Fault::Placed { .. } => None,
         }
     }
@@ -60,7 +61,8 @@ impl Fault {
             | Fault::Bandwidth { duration_ms, .. }
             | Fault::SlowClose { duration_ms, .. }
             | Fault::Stall { duration_ms, .. }
-            | Fault::ReceiverRestart { duration_ms, .. } => Some(duration_ms),
+            | Fault::ReceiverRestart { duration_ms, .. }
+            | Fault::RefreshLost { duration_ms, .. } => Some(duration_ms),
             Fault::ReplicaDrain { grace_ms, .. } | Fault::Deploy { grace_ms, .. } => Some(grace_ms),
             _ => None,
         }

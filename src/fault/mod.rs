@@ -16,7 +16,7 @@ mod params;
 mod placed;
 pub mod range;
 pub mod swarm;
-pub use params::{Close, CrashMode, Direction, SkewOn};
+pub use params::{Close, CrashMode, Direction, SkewClock, SkewOn};
 pub use placed::{to_table, At, Boundary, PLACEMENT_KEYS};
 pub use swarm::Swarm;
 
@@ -154,6 +154,18 @@ pub enum Fault {
         /// How long it is down, ms (0: back at once).
         duration_ms: u64,
     },
+    /// Client `client`'s webhook subscription refreshes (`events/subscribe`)
+    /// are lost on the way to the server from `at_ms` for `duration_ms`:
+    /// the server never sees one, and the client waits out its read
+    /// timeout, then tries again after its backoff.
+    RefreshLost {
+        /// Global client index (a client with `events = "webhook"`).
+        client: u32,
+        /// When, ms.
+        at_ms: u64,
+        /// How long, ms.
+        duration_ms: u64,
+    },
     /// The shared store restarts at `at_ms`: its connections close, and
     /// what it held is gone unless `deployment.store_durable`.
     StoreRestart {
@@ -244,7 +256,9 @@ pub enum Fault {
     },
     /// A host's clock steps ahead (`offset_ms` > 0: its timers fire that
     /// much early) or behind (< 0: that much late) at `at_ms`: the server
-    /// (every replica), the balancer, or client host `host`.
+    /// (every replica), the balancer, or client host `host`. With
+    /// `clock = "wall"` only its wall clock steps (the time webhook
+    /// signatures are stamped and checked with), its timers keep time.
     Skew {
         /// When, ms.
         at_ms: u64,
@@ -256,6 +270,9 @@ pub enum Fault {
         /// The client host, for `on = "client"`.
         #[serde(default)]
         host: u32,
+        /// Which clock: its timers, or only its wall clock.
+        #[serde(default, skip_serializing_if = "SkewClock::is_timers")]
+        clock: SkewClock,
     },
     /// The server (or replica `replica` of a deployment) stops for
     /// `duration_ms` with its connections up, then catches up at once.
@@ -663,6 +680,7 @@ pub fn kind_of(f: &Fault) -> FaultKind {
         Fault::Skew { .. } => FaultKind::Skew,
         Fault::Stall { .. } => FaultKind::Stall,
         Fault::ReceiverRestart { .. } => FaultKind::ReceiverRestart,
+        Fault::RefreshLost { .. } => FaultKind::RefreshLost,
         Fault::Placed { fault, .. } => kind_of(fault),
     }
 }

@@ -51,6 +51,24 @@ pub enum SkewOn {
     Client,
 }
 
+/// Which of a host's clocks a skew steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkewClock {
+    /// Its timers: they fire early (ahead) or late (behind).
+    #[default]
+    Timers,
+    /// Its wall clock only: the time it stamps and checks webhook
+    /// signatures with (the Events extension); its timers keep time.
+    Wall,
+}
+
+impl SkewClock {
+    pub(super) fn is_timers(&self) -> bool {
+        *self == SkewClock::Timers
+    }
+}
+
 /// How a replica goes down.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -501,6 +501,17 @@ pub enum Record {
         /// The occurrence's `eventId`.
         event_id: Rc<str>,
     },
+    /// A push stream told its reader of a loss (`active` with
+    /// `truncated: true`): the positions after `after`, up to `upto`,
+    /// are gone from the retention.
+    TruncationSent {
+        /// The `events/stream` request's id.
+        stream: RequestId,
+        /// The position the stream stood at.
+        after: u64,
+        /// Where it resumed.
+        upto: u64,
+    },
     /// A webhook subscription was created (not refreshed): from now on
     /// what the source produces is owed to its receiver.
     Subscribed {

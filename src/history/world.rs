@@ -57,11 +57,13 @@ pub enum FaultKind {
     Stall,
     /// A client's webhook receiver restarted, forgetting the ids it took.
     ReceiverRestart,
+    /// A client's webhook subscription refreshes were lost on the way.
+    RefreshLost,
 }
 
 impl FaultKind {
     /// Every kind, in the plan's order.
-    pub const ALL: [FaultKind; 23] = [
+    pub const ALL: [FaultKind; 24] = [
         FaultKind::Drop,
         FaultKind::Partition,
         FaultKind::Restart,
@@ -85,6 +87,7 @@ impl FaultKind {
         FaultKind::Skew,
         FaultKind::Stall,
         FaultKind::ReceiverRestart,
+        FaultKind::RefreshLost,
     ];
 
     /// The name scenarios, records and reports use.
@@ -113,6 +116,7 @@ impl FaultKind {
             FaultKind::Skew => "skew",
             FaultKind::Stall => "stall",
             FaultKind::ReceiverRestart => "receiver_restart",
+            FaultKind::RefreshLost => "refresh_lost",
         }
     }
 
@@ -156,13 +160,16 @@ impl FaultKind {
             FaultKind::Bandwidth => "what a client host reads arrives at a limited rate",
             FaultKind::SlowClose => "a close on a client host's connections arrives late",
             FaultKind::Skew => {
-                "a host's clock steps ahead or behind: its timers fire early or late"
+                "a host's clock steps ahead or behind: its timers fire early or late, or only its wall clock (webhook signatures) moves"
             }
             FaultKind::Stall => {
                 "the server stops for a while with its connections up, then catches up"
             }
             FaultKind::ReceiverRestart => {
                 "a client's webhook receiver is down for a while and comes back without the ids it took"
+            }
+            FaultKind::RefreshLost => {
+                "a client's webhook subscription refreshes are lost on the way to the server for a while"
             }
         }
     }

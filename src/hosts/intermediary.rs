@@ -2,7 +2,8 @@
 //! it relays (`[intermediary]`): it can hold an SSE response until it ends
 //! (`buffer`, unless the server said `X-Accel-Buffering: no`), cut off a
 //! response silent too long (`idle_timeout_ms`), and rewrite SSE events
-//! as they pass (`rechunk`, `strip_priming`, `strip_fields`). The balancer
+//! as they pass (`rechunk`, `strip_priming`, `strip_fields`,
+//! `drop_control`). The balancer
 //! relays every response through here; with nothing on, the body passes
 //! through as it comes.
 
@@ -204,10 +205,12 @@ pub async fn buffered(
 }
 
 /// Rewrites an SSE body block by block as it passes: drops priming events
-/// (an `id:` and empty data), drops `event:` and `retry:` lines, and sends
-/// each line as a frame of its own, as the intermediary says.
+/// (an `id:` and empty data), drops the Events extension's control
+/// messages, drops `event:` and `retry:` lines, and sends each line as a
+/// frame of its own, as the intermediary says.
 pub struct SseRewrite {
     strip_priming: bool,
+    drop_control: bool,
     strip_fields: bool,
     rechunk: bool,
     /// The current line so far.
@@ -221,6 +224,7 @@ impl SseRewrite {
     pub fn new(i: &Intermediary) -> SseRewrite {
         SseRewrite {
             strip_priming: i.strip_priming,
+            drop_control: i.drop_control,
             strip_fields: i.strip_fields,
             rechunk: i.rechunk,
             line: BytesMut::new(),
@@ -259,6 +263,9 @@ impl SseRewrite {
                 return;
             }
         }
+        if self.drop_control && is_control(&block) {
+            return;
+        }
         let kept: Vec<Bytes> = block
             .into_iter()
             .filter(|l| !(self.strip_fields && (field(l, b"event:") || field(l, b"retry:"))))
@@ -277,6 +284,27 @@ impl SseRewrite {
             out.push_back(b.freeze());
         }
     }
+}
+
+/// Whether an SSE block carries an Events control message
+/// (`notifications/events/active`): its data lines, joined, are a JSON-RPC
+/// notification with that method.
+fn is_control(block: &[Bytes]) -> bool {
+    let mut data = Vec::new();
+    for l in block.iter().filter(|l| l.starts_with(b"data:")) {
+        let v = &l[5..];
+        let v = v.strip_prefix(b" ").unwrap_or(v);
+        data.extend_from_slice(v.trim_ascii_end());
+        data.push(b'\n');
+    }
+    serde_json::from_slice::<serde_json::Value>(&data)
+        .ok()
+        .and_then(|m| {
+            m.get("method")?
+                .as_str()
+                .map(|s| s == crate::protocol::events::ACTIVE)
+        })
+        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -320,6 +348,19 @@ mod tests {
             got,
             b"id: 1\ndata: \n\n: keep-alive\n\nid: 2\ndata: {\"a\":1}\n\n".to_vec()
         );
+    }
+
+    #[test]
+    fn drop_control_drops_the_events_active_message_only() {
+        let i = Intermediary {
+            drop_control: true,
+            ..Intermediary::default()
+        };
+        let active = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/events/active\",\"params\":{\"truncated\":true}}\n\n";
+        let event = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/events/event\",\"params\":{}}\n\n";
+        let input = [&active[..], &event[..], BODY].concat();
+        let got = run(i, &input).concat();
+        assert_eq!(got, [&event[..], BODY].concat());
     }
 
     #[test]

@@ -181,6 +181,10 @@ pub enum Cause {
     /// The webhook subscription lapsed (not refreshed before its TTL) with
     /// the occurrence undelivered, and it never came.
     SubscriptionLapsed,
+    /// The server told the reader's push stream of a loss covering the
+    /// occurrence (`active` with `truncated`), and the reader never heard
+    /// it: a proxy on the way dropped the control envelope.
+    EnvelopeDropped,
     /// The reader's cursor moved past the occurrence with no `truncated`
     /// (or `gap`) saying so: it applied a later one, never this one.
     CursorTruncatedSilently,
@@ -231,6 +235,7 @@ pub const PRECEDENCE: &[Cause] = &[
     Cause::DedupWindowLost,
     Cause::RetryExhausted,
     Cause::SubscriptionLapsed,
+    Cause::EnvelopeDropped,
     Cause::CursorTruncatedSilently,
     Cause::RunEnded,
 ];
@@ -242,6 +247,7 @@ pub const DELIVERY_CAUSES: &[Cause] = &[
     Cause::DedupWindowLost,
     Cause::RetryExhausted,
     Cause::SubscriptionLapsed,
+    Cause::EnvelopeDropped,
     Cause::CursorTruncatedSilently,
     Cause::RunEnded,
 ];
@@ -286,6 +292,7 @@ impl Cause {
             Cause::DedupWindowLost => "dedup_window_lost",
             Cause::RetryExhausted => "retry_exhausted",
             Cause::SubscriptionLapsed => "subscription_lapsed",
+            Cause::EnvelopeDropped => "envelope_dropped",
             Cause::CursorTruncatedSilently => "cursor_truncated_silently",
             Cause::RunEnded => "run_ended",
         }
@@ -403,6 +410,9 @@ impl Cause {
             Cause::SubscriptionLapsed => {
                 "events: the webhook subscription lapsed (no refresh reached the server before its TTL) with the occurrence undelivered."
             }
+            Cause::EnvelopeDropped => {
+                "events: the server told the reader's push stream that occurrences were lost (`truncated`), and a proxy on the way dropped that envelope: the reader skipped them unwarned."
+            }
             Cause::CursorTruncatedSilently => {
                 "events: the reader's cursor moved past an occurrence it never got, and no `truncated` or `gap` told it so."
             }
@@ -477,6 +487,7 @@ impl Cause {
             | Cause::DedupWindowLost
             | Cause::RetryExhausted
             | Cause::SubscriptionLapsed
+            | Cause::EnvelopeDropped
             | Cause::CursorTruncatedSilently => false,
         }
     }

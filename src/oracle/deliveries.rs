@@ -22,13 +22,17 @@
 //!   applied before and the first applied after);
 //! - **failed**, never applied, otherwise: `retry_exhausted` when the
 //!   sender gave its delivery up, `subscription_lapsed` when the
-//!   subscription lapsed after it was produced, `cursor_truncated_silently`
-//!   when the reader applied a later occurrence (its cursor moved past
-//!   this one unwarned), else `run_ended` (it never came).
+//!   subscription lapsed after it was produced, `envelope_dropped` when
+//!   the server sent the reader's push stream a `truncated` covering it
+//!   that the reader never heard (a proxy dropped it),
+//!   `cursor_truncated_silently` when the reader applied a later
+//!   occurrence (its cursor moved past this one unwarned), else
+//!   `run_ended` (it never came).
 
 use super::causes::Cause;
 use super::metrics::Metrics;
 use crate::history::{ClientRecord, Entry, LedgerRecord, Rec, Record};
+use crate::protocol::RequestId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -39,6 +43,9 @@ struct Reader {
     /// Source positions applied, in the order applied, with when and the
     /// delivery's `webhook-id` (a webhook receiver's).
     applied: Vec<(u64, u64, Option<Rc<str>>)>,
+    /// Truncations the server sent its push streams: the positions each
+    /// said were lost (after, upto].
+    sent: Vec<(u64, u64)>,
     /// Truncations told: how many had been applied before each, and the
     /// positions it said were lost (after, upto], when it said which.
     marks: Vec<(usize, Option<(u64, u64)>)>,
@@ -98,6 +105,7 @@ impl Deliveries {
                     Record::DeliveryAbandoned { .. }
                         | Record::SubscriptionLapsed { .. }
                         | Record::Subscribed { .. }
+                        | Record::TruncationSent { .. }
                 )
         )
     }
@@ -140,6 +148,16 @@ impl Deliveries {
             Rec::Server(Record::Subscribed { url }) => {
                 if let Some(r) = self.reader_at(url) {
                     r.live.push((e.t_us, 1));
+                }
+            }
+            Rec::Server(Record::TruncationSent {
+                stream: RequestId::Str(id),
+                after,
+                upto,
+            }) => {
+                if let Some(client) = crate::protocol::events::reader_of(id) {
+                    let r = self.readers.entry(client).or_default();
+                    r.sent.push((*after, *upto));
                 }
             }
             Rec::Client(ClientRecord::EventsTruncated { client, lost }) => {
@@ -231,6 +249,12 @@ fn never_came(r: &Reader, seq: u64, at: u64, last_applied: u64) -> Cause {
         Cause::RetryExhausted
     } else if r.lapsed.iter().any(|&l| l >= at) {
         Cause::SubscriptionLapsed
+    } else if r
+        .sent
+        .iter()
+        .any(|&(after, upto)| after < seq && seq <= upto)
+    {
+        Cause::EnvelopeDropped
     } else if last_applied > seq {
         Cause::CursorTruncatedSilently
     } else {
@@ -370,6 +394,12 @@ mod tests {
         assert_eq!(never_came(&r, 2, 20, 5), Cause::RetryExhausted);
         assert_eq!(never_came(&r, 3, 30, 5), Cause::SubscriptionLapsed);
         assert_eq!(never_came(&r, 4, 40, 5), Cause::CursorTruncatedSilently);
+        assert_eq!(never_came(&r, 6, 60, 5), Cause::RunEnded);
+        // A truncation the server sent and the reader never heard: the
+        // envelope was dropped on the way, for the positions it named.
+        r.sent.push((3, 4));
+        assert_eq!(never_came(&r, 4, 40, 5), Cause::EnvelopeDropped);
+        assert_eq!(never_came(&r, 3, 30, 5), Cause::SubscriptionLapsed);
         assert_eq!(never_came(&r, 6, 60, 5), Cause::RunEnded);
     }
 }

@@ -140,6 +140,21 @@ pub fn seq_of(event_id: &str, name: &str) -> Option<u64> {
         .and_then(|n| n.parse().ok())
 }
 
+/// The JSON-RPC id of request `n` of client `client`'s events reader in
+/// the simulation, so the oracle can tell whose stream a server record
+/// names ([`reader_of`]).
+pub fn reader_request_id(client: u32, n: u64) -> String {
+    format!("ev-{client}-{n}")
+}
+
+/// The client whose events reader sent the request with this id.
+pub fn reader_of(id: &str) -> Option<u32> {
+    let rest = id.strip_prefix("ev-")?;
+    let (client, n) = rest.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    client.parse().ok()
+}
+
 /// Unix seconds of `us` since the run's start (a webhook's timestamp).
 pub fn unix_secs(us: u64) -> i64 {
     EPOCH_UNIX_SECS + (us / 1_000_000) as i64
@@ -176,6 +191,15 @@ pub fn clock_tick_descriptor(period_ms: u64, webhook: bool) -> Value {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_readers_request_id_names_its_client_and_nothing_else_does() {
+        let id = super::reader_request_id(7, 12);
+        assert_eq!(super::reader_of(&id), Some(7));
+        assert_eq!(super::reader_of("ev-7"), None);
+        assert_eq!(super::reader_of("ev-x-1"), None);
+        assert_eq!(super::reader_of("op-7-1"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -54,13 +54,18 @@ pub fn describe(f: &Fault) -> String {
             offset_ms,
             on,
             host,
+            clock,
         } => {
             let whose = match on {
                 crate::fault::SkewOn::Client => format!("client host {host}"),
                 crate::fault::SkewOn::Server => "the server".to_string(),
                 crate::fault::SkewOn::Balancer => "the balancer".to_string(),
             };
-            format!("skew of {whose}'s clock by {offset_ms} ms at {at_ms} ms")
+            let which = match clock {
+                crate::fault::SkewClock::Timers => "clock",
+                crate::fault::SkewClock::Wall => "wall clock",
+            };
+            format!("skew of {whose}'s {which} by {offset_ms} ms at {at_ms} ms")
         }
         Fault::Stall {
             at_ms,

@@ -427,7 +427,7 @@ impl Scenario {
                     ));
                 }
             }
-            Fault::ReceiverRestart { client, .. } => {
+            Fault::ReceiverRestart { client, .. } | Fault::RefreshLost { client, .. } => {
                 let mut first = 0u64;
                 let group = self.clients.iter().find(|g| {
                     first = first.saturating_add(u64::from(g.count));
@@ -436,9 +436,10 @@ impl Scenario {
                 let webhook = group.is_some_and(|g| g.events == Some(super::EventsMode::Webhook));
                 if !webhook {
                     return Err(format!(
-                        "faults.explicit[{i}]: receiver_restart names client {client}, which has \
+                        "faults.explicit[{i}]: {} names client {client}, which has \
                          no webhook receiver: name a client of a group with events = \"webhook\" \
-                         (0-based, in file order)"
+                         (0-based, in file order)",
+                        crate::fault::kind_name(fault)
                     ));
                 }
             }

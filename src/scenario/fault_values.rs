@@ -2,7 +2,7 @@
 //! (checked with every other time of the file) and the values its kind
 //! cannot take.
 
-use crate::fault::Fault;
+use crate::fault::{Fault, SkewClock, SkewOn};
 
 /// Explicit fault `i`'s values its kind cannot take (one line each).
 pub(super) fn check_values(i: usize, fault: &Fault) -> Result<(), String> {
@@ -17,6 +17,14 @@ pub(super) fn check_values(i: usize, fault: &Fault) -> Result<(), String> {
         )),
         Fault::Skew { offset_ms: 0, .. } => Err(format!(
             "faults.explicit[{i}]: skew offset_ms must not be 0 (ahead > 0, behind < 0)"
+        )),
+        Fault::Skew {
+            on: SkewOn::Balancer,
+            clock: SkewClock::Wall,
+            ..
+        } => Err(format!(
+            "faults.explicit[{i}]: a wall-clock skew steps the server's or a client host's \
+             clock (the balancer signs and checks no webhook): on = \"server\" or \"client\""
         )),
         _ => Ok(()),
     }

@@ -28,6 +28,11 @@ pub struct Intermediary {
     /// Drops `retry:` and `event:` lines from SSE events.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub strip_fields: bool,
+    /// Drops the Events extension's control messages from push streams
+    /// (`notifications/events/active`, which carries `truncated`), as a
+    /// forward proxy that relays only the messages it knows.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub drop_control: bool,
     /// Sends a POST again, once, when its upstream connection failed
     /// before the response began (or `idle_timeout_ms` passed waiting for
     /// it).
@@ -47,6 +52,6 @@ impl Intermediary {
 
     /// Whether it rewrites SSE bodies as they pass.
     pub fn rewrites_sse(&self) -> bool {
-        self.rechunk || self.strip_priming || self.strip_fields
+        self.rechunk || self.strip_priming || self.strip_fields || self.drop_control
     }
 }

@@ -94,6 +94,7 @@ pub fn explicit_fault_keys() -> Vec<String> {
             | Fault::Skew { .. }
             | Fault::Stall { .. }
             | Fault::ReceiverRestart { .. }
+            | Fault::RefreshLost { .. }
             | Fault::StoreRestart { .. } => {}
             // A placed fault's own keys are PLACEMENT_KEYS, added below.
             Fault::Placed { .. } => continue,
@@ -424,6 +425,7 @@ fn samples() -> Vec<Fault> {
             offset_ms: 1,
             on: SkewOn::Client,
             host: 0,
+            clock: crate::fault::SkewClock::Wall,
         },
         Fault::Stall {
             at_ms: 0,
@@ -431,6 +433,11 @@ fn samples() -> Vec<Fault> {
             replica: Some(0),
         },
         Fault::ReceiverRestart {
+            client: 0,
+            at_ms: 0,
+            duration_ms: 1,
+        },
+        Fault::RefreshLost {
             client: 0,
             at_ms: 0,
             duration_ms: 1,

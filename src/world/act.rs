@@ -7,7 +7,7 @@
 
 use super::toxic::Toxic;
 use super::{client_host, replica_host, Front, BALANCER, SERVER, STORE};
-use crate::fault::{CrashMode, Direction, Fault, SkewOn};
+use crate::fault::{CrashMode, Direction, Fault, SkewClock, SkewOn};
 use std::time::Duration;
 
 /// One world-applied effect, with what it needs to act.
@@ -55,14 +55,18 @@ pub(super) enum HostAct {
     StoreLag { lag_ms: u64 },
     /// The store restarts.
     StoreRestart,
-    /// A clock step: the server's, the balancer's or client host `host`'s.
+    /// A clock step: the server's, the balancer's or client host `host`'s;
+    /// its timers or only its wall clock.
     Skew {
         on: SkewOn,
         host: u32,
         offset_ms: i64,
+        clock: SkewClock,
     },
     /// A server host stops with its connections up.
     Stall { replica: Option<u32> },
+    /// A client's webhook subscription refreshes are lost on the way.
+    RefreshLost { client: u32 },
     /// A client's webhook receiver restarts, down for a while or not.
     ReceiverRestart { client: u32, down: bool },
 }
@@ -93,11 +97,13 @@ impl Act {
                 offset_ms,
                 on,
                 host,
+                clock,
                 ..
             } => HostAct::Skew {
                 on,
                 host,
                 offset_ms,
+                clock,
             },
             Fault::Stall { replica, .. } => HostAct::Stall { replica },
             Fault::ReceiverRestart {
@@ -108,6 +114,7 @@ impl Act {
                 client,
                 down: duration_ms > 0,
             },
+            Fault::RefreshLost { client, .. } => HostAct::RefreshLost { client },
             Fault::Truncate { .. }
             | Fault::Slice { .. }
             | Fault::Bandwidth { .. }
@@ -270,6 +277,17 @@ fn apply_to_hosts(sim: &mut turmoil::Sim<'_>, act: HostAct, edge: &Turn, front: 
             on,
             host,
             offset_ms,
+            clock: SkewClock::Wall,
+        } => match on {
+            SkewOn::Server => front.walls.server.step(offset_ms),
+            SkewOn::Client => front.walls.host(host).step(offset_ms),
+            SkewOn::Balancer => {}
+        },
+        HostAct::Skew {
+            on,
+            host,
+            offset_ms,
+            clock: SkewClock::Timers,
         } => {
             let hosts = match on {
                 SkewOn::Server => server_hosts(front),
@@ -279,6 +297,11 @@ fn apply_to_hosts(sim: &mut turmoil::Sim<'_>, act: HostAct, edge: &Turn, front: 
             let by = Duration::from_millis(offset_ms.unsigned_abs());
             for h in hosts {
                 sim.step_clock(h, by, offset_ms > 0);
+            }
+        }
+        HostAct::RefreshLost { client } => {
+            if let Some(power) = front.receivers.get(&client) {
+                power.refresh_lost.set(start);
             }
         }
         HostAct::ReceiverRestart { client, down } => {

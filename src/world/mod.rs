@@ -10,6 +10,7 @@
 //! the plan's timed faults, tick them through the fault phase, heal, and
 //! account for every planned fault (applied, or not with why).
 
+use crate::base::clock::WallClock;
 use crate::base::seed;
 use crate::client::{self, ClientSpec, Connector};
 use crate::fault::{Fault, FaultPlan, PlannedFault};
@@ -107,6 +108,8 @@ struct Front {
     toxics: Option<Rc<toxic::Toxics>>,
     /// The webhook receivers the plan restarts, by client.
     receivers: readers::Powers,
+    /// The wall clocks a wall-clock skew steps.
+    walls: readers::Walls,
 }
 
 impl Front {
@@ -115,6 +118,7 @@ impl Front {
         let toxic = |f: &Fault| toxic::Toxic::of(f.acting()).is_some();
         let toxics = plan.faults.iter().any(toxic).then(Rc::default);
         let receivers = readers::powers(plan);
+        let walls = readers::Walls::of(scenario.network.client_hosts);
         if d.is_single() {
             // An intermediary is a proxy host in front of the one server.
             let proxied = !scenario.intermediary.is_off();
@@ -125,11 +129,13 @@ impl Front {
                 store_lag: None,
                 toxics,
                 receivers,
+                walls,
             }
         } else {
             Front {
                 toxics,
                 receivers,
+                walls,
                 name: BALANCER.into(),
                 control: Some(Rc::new(RefCell::new(Membership::of(d.replicas)))),
                 replica_hosts: d.replicas + plan.replicas_added(),
@@ -279,7 +285,8 @@ pub fn run_watching<S: SystemUnderTest>(
     let front = Front::of(scenario, &plan, sut.shared_store());
     let store_answered = Rc::new(Cell::new(0u64));
     if scenario.deployment.is_single() {
-        host_server(&mut sim, sut, root_seed, &history, &ledger);
+        let beside = (&history, &ledger, &front.walls.server);
+        host_server(&mut sim, sut, root_seed, beside);
         if !scenario.intermediary.is_off() {
             host_proxy(&mut sim, scenario, &history);
         }
@@ -305,7 +312,8 @@ pub fn run_watching<S: SystemUnderTest>(
             control: &control,
             store,
         };
-        host_replicas(&mut sim, sut, root_seed, replicas, &history, &ledger);
+        let beside = (&history, &ledger, &front.walls.server);
+        host_replicas(&mut sim, sut, root_seed, replicas, beside);
         let upstreams = (0..d.replicas + added).map(replica_host).collect();
         let spec = (d, &scenario.intermediary);
         host_balancer(&mut sim, spec, upstreams, control, &history);
@@ -387,17 +395,21 @@ fn build<'a>(scenario: &Scenario, root_seed: u64) -> turmoil::Sim<'a> {
 }
 
 /// The server host: each incarnation (a restart bounces the host) serves
-/// on a fresh listener with its own seed, over the one ledger and history.
+/// on a fresh listener with its own seed, over the one ledger and history
+/// (and the server's wall clock, `beside` them).
 fn host_server<'a, S: SystemUnderTest>(
     sim: &mut turmoil::Sim<'a>,
     sut: &'a S,
     root_seed: u64,
-    history: &History,
-    ledger: &Ledger,
+    beside: Beside<'_>,
 ) {
     let seed_of = move |n: u32| Some(seed::child(root_seed, &format!("server-sessions/{n}")));
-    host_sut(sim, sut, SERVER.to_string(), seed_of, None, history, ledger);
+    host_sut(sim, sut, SERVER.to_string(), seed_of, None, beside);
 }
+
+/// What every server host shares: the history, the ledger, and the
+/// servers' wall clock.
+type Beside<'r> = (&'r History, &'r Ledger, &'r WallClock);
 
 /// What [`host_replicas`] hosts: the deployment, the replicas a plan adds
 /// beyond it, the balancer's control and the shared store's link.
@@ -419,8 +431,7 @@ fn host_replicas<'a, S: SystemUnderTest>(
     sut: &'a S,
     root_seed: u64,
     replicas: Replicas<'_>,
-    history: &History,
-    ledger: &Ledger,
+    (history, ledger, wall): Beside<'_>,
 ) {
     let Replicas {
         spec,
@@ -451,8 +462,7 @@ fn host_replicas<'a, S: SystemUnderTest>(
             replica_host(r),
             seed_of,
             replica,
-            history,
-            &ledger,
+            (history, &ledger, wall),
         );
     }
 }
@@ -467,11 +477,10 @@ fn host_sut<'a, S: SystemUnderTest>(
     name: String,
     seed_of: impl Fn(u32) -> Option<u64> + 'a,
     replica: Option<Replica>,
-    history: &History,
-    ledger: &Ledger,
+    (history, ledger, wall): Beside<'_>,
 ) {
     let incarnation = Rc::new(Cell::new(0u32));
-    let (history, ledger) = (history.clone(), ledger.clone());
+    let (history, ledger, wall) = (history.clone(), ledger.clone(), wall.clone());
     sim.host(name, move || {
         let n = incarnation.get();
         incarnation.set(n + 1);
@@ -487,7 +496,7 @@ fn host_sut<'a, S: SystemUnderTest>(
                 ledger: ledger.clone(),
                 history: history.clone(),
                 replica,
-                egress: Some(egress()),
+                egress: Some(egress(&wall)),
             })
         });
         async move {
@@ -617,7 +626,12 @@ fn host_clients(
         };
         let taps = taps.clone();
         let readers = events_readers(scenario, &specs);
-        let hooks = webhook_readers(scenario, (root_seed, host), &specs, &front.receivers);
+        let hooks = webhook_readers(
+            scenario,
+            (root_seed, host),
+            &specs,
+            (&front.receivers, &front.walls),
+        );
         sim.client(client_host(host), async move {
             if let (true, Some(t)) = (lingers, &connector.toxics) {
                 tokio::task::spawn_local(t.clone().close_lingering());

@@ -3,6 +3,7 @@
 //! receivers' listeners; and how a server host reaches those receivers.
 
 use super::{client_host, toxic};
+use crate::base::clock::WallClock;
 use crate::base::seed;
 use crate::client::y2026::webhook::Power;
 use crate::client::{self, ClientSpec};
@@ -41,8 +42,9 @@ pub(super) const RECEIVER_PORT: u16 = 9_000;
 
 /// How a server host reaches the webhook receivers: any host of the
 /// simulation, over its TCP.
-pub(super) fn egress() -> crate::server::Egress {
+pub(super) fn egress(wall: &WallClock) -> crate::server::Egress {
     crate::server::Egress {
+        wall: wall.clone(),
         dial: Rc::new(|host: &str, port: u16| {
             let host = host.to_string();
             Box::pin(async move {
@@ -86,23 +88,51 @@ pub(super) fn events_readers(
 /// The webhook receivers the plan restarts, by client.
 pub(super) type Powers = BTreeMap<u32, Rc<Power>>;
 
-/// A power for each receiver a `receiver_restart` of `plan` names.
+/// A power for each receiver a `receiver_restart` or `refresh_lost` of
+/// `plan` names.
 pub(super) fn powers(plan: &FaultPlan) -> Powers {
     let restarted = plan.faults.iter().filter_map(|f| match *f.acting() {
-        Fault::ReceiverRestart { client, .. } => Some(client),
+        Fault::ReceiverRestart { client, .. } | Fault::RefreshLost { client, .. } => Some(client),
         _ => None,
     });
     restarted.map(|c| (c, Rc::default())).collect()
 }
 
+/// The wall clocks a `skew` with `clock = "wall"` steps: the server's
+/// (every replica's: the time its signatures carry) and each client
+/// host's (the time its receivers check them with).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Walls {
+    pub(super) server: WallClock,
+    hosts: BTreeMap<u32, WallClock>,
+}
+
+impl Walls {
+    /// A clock for each client host.
+    pub(super) fn of(client_hosts: u32) -> Walls {
+        Walls {
+            server: WallClock::default(),
+            hosts: (0..client_hosts)
+                .map(|h| (h, WallClock::default()))
+                .collect(),
+        }
+    }
+
+    /// Client host `host`'s clock.
+    pub(super) fn host(&self, host: u32) -> WallClock {
+        self.hosts.get(&host).cloned().unwrap_or_default()
+    }
+}
+
 /// The webhook readers of `specs`' clients on client host `host`: each
-/// with a receiver on a port of its own (its power from `powers`),
-/// subscribing until half the heal phase has passed.
+/// with a receiver on a port of its own (its power from `powers`, its
+/// wall clock the host's), subscribing until half the heal phase has
+/// passed.
 pub(super) fn webhook_readers(
     scenario: &Scenario,
     (root_seed, host): (u64, u32),
     specs: &[ClientSpec],
-    powers: &Powers,
+    (powers, walls): (&Powers, &Walls),
 ) -> Vec<client::y2026::webhook::WebhookSpec> {
     let ms = Duration::from_millis;
     let heal = scenario.heal.duration_ms;
@@ -131,6 +161,7 @@ pub(super) fn webhook_readers(
                 read_timeout: ms(s.group.read_timeout_ms),
                 backoff: ms(s.group.backoff_ms),
                 power: powers.get(&s.index).cloned().unwrap_or_default(),
+                wall: walls.host(host),
             }
         })
         .collect()

@@ -153,6 +153,40 @@ fn a_receiver_restart_of_a_client_without_a_receiver_is_refused() {
     }
 }
 
+/// A lost refresh names a client with a webhook receiver too, and a
+/// wall-clock skew a host that signs or checks webhooks: each refused in
+/// one line.
+#[test]
+fn the_events_faults_name_what_they_act_on_or_are_refused() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).unwrap();
+    let refresh = read("sims/events/webhook-refresh-lost.toml");
+    let skew = read("sims/events/webhook-clock-skew.toml");
+    for (base, from, to, says) in [
+        (
+            &refresh,
+            "client = 0\nat_ms",
+            "client = 3\nat_ms",
+            "refresh_lost names client 3, which has no webhook receiver",
+        ),
+        (
+            &skew,
+            "on = \"server\"",
+            "on = \"balancer\"",
+            "the balancer signs and checks no webhook",
+        ),
+        (&skew, "clock = \"wall\"", "clock = \"sundial\"", "sundial"),
+    ] {
+        assert!(Scenario::parse(base).is_ok());
+        assert!(base.contains(from), "{from}");
+        let err = Scenario::parse(&base.replace(from, to))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{to}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
 /// The new kinds' bad values get one line naming the key.
 #[test]
 fn bad_fault_values_are_refused_in_one_line() {

@@ -21,6 +21,7 @@ mod deploy_store;
 mod docs;
 mod eras;
 mod events;
+mod events_faults;
 mod explore;
 mod fault_accounting;
 mod faults;

@@ -107,7 +107,7 @@ pub(super) fn request(client: u32, n: u64, method: &str, params: Value) -> Outgo
     let caps = json!({"extensions": {ev::EXTENSION: {}}});
     let who = format!("mcp-chaos-events-{client}");
     let msg = Message::Request {
-        id: RequestId::Str(format!("ev-{client}-{n}")),
+        id: RequestId::Str(ev::reader_request_id(client, n)),
         method: method.into(),
         params: Some(wire::with_meta(
             Some(&Json::from_value(&params)),

@@ -8,6 +8,7 @@
 //! application, writing what the oracle needs.
 
 use super::events::{request, Started};
+use crate::base::clock::WallClock;
 use crate::client::http::{self, Limits};
 use crate::client::reader::Connector;
 use crate::history::{ClientRecord, History};
@@ -47,6 +48,8 @@ pub trait Accept: 'static {
 pub struct Power {
     down: Cell<bool>,
     restarts: Cell<u32>,
+    /// Its client's refreshes are lost on the way to the server now.
+    pub refresh_lost: Cell<bool>,
 }
 
 impl Power {
@@ -84,6 +87,8 @@ pub struct WebhookSpec {
     pub read_timeout: Duration,
     /// Pause after a failed request.
     pub backoff: Duration,
+    /// Its host's wall clock: the time it checks signatures with.
+    pub wall: WallClock,
     /// Its receiver's power (restarts the world works).
     pub power: Rc<Power>,
 }
@@ -101,6 +106,7 @@ struct Receiver {
     /// Its restarts seen: one more on its power forgets `seen`.
     restarts: u32,
     power: Rc<Power>,
+    wall: WallClock,
     history: History,
 }
 
@@ -123,6 +129,7 @@ pub async fn run<C: Connector, A: Accept>(spec: WebhookSpec, c: C, listener: A, 
         cursor: None,
         restarts: 0,
         power: spec.power.clone(),
+        wall: spec.wall.clone(),
         history: history.clone(),
     }));
     let serving = tokio::task::spawn_local(receive(listener, recv.clone()));
@@ -131,7 +138,16 @@ pub async fn run<C: Connector, A: Accept>(spec: WebhookSpec, c: C, listener: A, 
     while now() < spec.stop {
         let cursor = recv.borrow().cursor;
         next_id += 1;
-        let wait = match subscribe(&spec, &c, next_id, cursor).await {
+        // A refresh lost on the way (the `refresh_lost` fault): the server
+        // never sees it; the client waits out its read timeout.
+        let answer = match spec.power.refresh_lost.get() {
+            true => {
+                tokio::time::sleep(spec.read_timeout).await;
+                None
+            }
+            false => subscribe(&spec, &c, next_id, cursor).await,
+        };
+        let wait = match answer {
             Some(r) => {
                 started.begin();
                 if r.truncated {
@@ -289,7 +305,10 @@ fn judge(recv: &RefCell<Receiver>, parts: &::http::request::Parts, body: &[u8]) 
     let now_us = r.history.now_us();
     if r.spec.verify {
         let ts: Option<i64> = ts.parse().ok();
-        let fresh = ts.is_some_and(|t| ev::unix_secs(now_us) - t <= wh::TOLERANCE_SECS);
+        // Checked against its own wall clock, both ways (Standard
+        // Webhooks refuses a timestamp too old or too far ahead).
+        let wall = ev::unix_secs(r.wall.read(now_us));
+        let fresh = ts.is_some_and(|t| (wall - t).abs() <= wh::TOLERANCE_SECS);
         let signed = ts.is_some_and(|t| wh::verify(&r.key, &id, t, body, &sig));
         if !(fresh && signed) {
             return 401;

@@ -149,6 +149,10 @@ pub const REMEDIES: &[(&str, &str)] = &[
         "a refresh well inside the TTL (`receiver.refresh_ms` at most half `receiver.ttl_ms`) and a prompt re-subscription from the watermark after a lapse, so the source replays what was pending",
     ),
     (
+        "envelope_dropped",
+        "a proxy that relays a push stream's control messages unchanged (`notifications/events/active`; `[intermediary] drop_control` off), or reading by poll through such a proxy (a poll's `truncated` travels in its answer, which proxies pass whole)",
+    ),
+    (
         "cursor_truncated_silently",
         "a server that announces a cursor reset (`truncated: true`, a `gap` envelope: `--set server.events_truncation=announced`, the default), and a retention longer than the readers' outages (`--set server.events_retention=…`)",
     ),

@@ -7,6 +7,7 @@
 //! not the server's.
 
 use super::modern_stream;
+use crate::history::Record;
 use crate::ledger::events::{EventLog, Read};
 use crate::protocol::events::{self as ev, BadCursor, Cursor, Occurrence, PollResult, ReadParams};
 use crate::protocol::jsonrpc::{self, ErrorObject, Message, RequestId};
@@ -173,6 +174,13 @@ pub(in crate::server) fn stream(
                 let mut frames = Vec::new();
                 if first || r.truncated {
                     let from = r.events.first().map_or(r.cursor, |(s, _)| s - 1);
+                    if r.truncated {
+                        shared.history.record(Record::TruncationSent {
+                            stream: id.clone(),
+                            after: at,
+                            upto: from,
+                        });
+                    }
                     let c = Cursor { seq: from }.encode(&name);
                     frames.push(note(
                         ev::ACTIVE,

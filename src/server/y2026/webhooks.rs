@@ -49,6 +49,8 @@ pub type Dial = Rc<dyn Fn(&str, u16) -> Dialing>;
 pub struct Egress {
     /// Opens a connection to (host, port).
     pub dial: Dial,
+    /// The host's wall clock: the time its signatures carry.
+    pub wall: crate::base::clock::WallClock,
     /// Any host, not only `localhost`, `127.0.0.1` and `[::1]`.
     pub remote: bool,
 }
@@ -591,7 +593,7 @@ async fn attempts(
             EventsSender::Naive => format!("msg_{id}_{n}"),
         };
         let bytes = body(sub);
-        let now = ev::unix_secs(shared.history.now_us());
+        let now = ev::unix_secs(egress.wall.read(shared.history.now_us()));
         let sig = wh::sign(&sub.row.borrow().key, &hook_id, now, &bytes);
         let headers = [
             (wh::WEBHOOK_ID, hook_id),
