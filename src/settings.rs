@@ -356,6 +356,15 @@ pub enum EventsSender {
 }
 
 impl EventsSender {
+    /// The name `events_sender` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventsSender::Naive => "naive",
+            EventsSender::Spec => "spec",
+            EventsSender::Durable => "durable",
+        }
+    }
+
     fn is_default(&self) -> bool {
         *self == EventsSender::Spec
     }

@@ -49,8 +49,10 @@ fn causes(a: &Aggregate) -> String {
     }
 }
 
-/// The section, or nothing when no run read events.
-pub fn markdown(s: &Summary) -> String {
+/// The section, or nothing when no run read events: the answer, the
+/// decision table ([`super::events_table`], candidates `beside` it
+/// too), then per scenario and configuration.
+pub fn markdown(s: &Summary, beside: &super::Beside) -> String {
     let with: Vec<&Aggregate> = s
         .aggregates
         .iter()
@@ -101,6 +103,7 @@ pub fn markdown(s: &Summary) -> String {
             );
         }
     }
+    out.push_str(&super::events_table::markdown(s, beside));
     out.push_str("| scenario | configuration | deliveries | ok | announced lost per 1,000 | failed per 1,000 | failed, by cause | latency p50 / p99 (over all seeds) |\n|---|---|---|---|---|---|---|---|\n");
     for a in &with {
         let m = &a.metrics;

@@ -42,7 +42,7 @@ pub fn html_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> Stri
     };
     let _ = write!(out, "<nav><a href=\"#what-to-deploy\">What to deploy</a><a href=\"#failing-operations-worth-a-look\">Worth a look</a><a href=\"#charts\">Charts</a><a href=\"#timelines\">Timelines</a><a href=\"#every-configuration-ranked\">Ranked</a><a href=\"#per-scenario\">Per scenario</a><a href=\"#headline\">Headline</a><a href=\"#runs-whose-expectations-broke\">Broken expectations</a><a href=\"#mechanism-matrix\">Matrix</a>{nav_deployments}<a href=\"#every-metric-per-scenario\">Every metric</a><a href=\"#glossary\">Glossary</a><a href=\"#scenarios\">Scenarios</a><a href=\"#provenance\">Provenance</a></nav>");
     // Events first, when the comparison read any: what to deploy for them.
-    out.push_str(&md_html(&super::events::markdown(s)));
+    out.push_str(&md_html(&super::events::markdown(s, beside)));
     let md = recommend::markdown(s, beside);
     let (answer, ranked) = md
         .split_once("### Every configuration, ranked")

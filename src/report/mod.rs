@@ -9,6 +9,7 @@ pub mod coverage;
 mod deployments;
 pub mod eras;
 mod events;
+mod events_table;
 mod field;
 mod html;
 mod junit;
@@ -192,7 +193,7 @@ pub fn markdown(s: &Summary, timelines: &[Timeline]) -> String {
 /// every metric with the arms (and client profiles) side by side.
 pub fn markdown_beside(s: &Summary, timelines: &[Timeline], beside: &Beside) -> String {
     let mut out = String::from("# mcp-chaos comparison\n\nThe charts (failed operations per scenario, migration latency per scenario, one timeline per affected scenario) are in report.html next to this file.\n\n");
-    out.push_str(&events::markdown(s));
+    out.push_str(&events::markdown(s, beside));
     out.push_str(&recommend::markdown(s, beside));
     out.push_str(&field::markdown(s));
     out.push_str(&conclude::per_scenario_markdown(s));

@@ -36,6 +36,12 @@ pub fn provenance(
                         .filter(|f| sc.clients.iter().any(|g| g.shows(**f)))
                         .map(|f| f.as_str().to_string())
                         .collect(),
+                    readers: sc.readers(),
+                    sender: sc
+                        .clients
+                        .iter()
+                        .any(|g| g.events.is_some())
+                        .then(|| sc.server.events_sender.as_str().to_string()),
                 },
             )
         })

@@ -73,3 +73,53 @@ impl ReceiverSpec {
         *self == ReceiverSpec::default()
     }
 }
+
+impl super::Scenario {
+    /// Its events readers in words, one per client group that reads
+    /// events, in file order: `poll`, `push`, or `webhook` with what sets
+    /// its receiver apart (its deduplication, a window, a restart or lost
+    /// refreshes the plan gives it, no signature check, busy or slow
+    /// answers): the rows of the events decision table.
+    pub fn readers(&self) -> Vec<String> {
+        use crate::fault::Fault;
+        let mut first = 0u32;
+        let mut out = Vec::new();
+        for g in &self.clients {
+            let clients = first..first.saturating_add(g.count);
+            first = clients.end;
+            let Some(mode) = g.events else { continue };
+            let r = &g.receiver;
+            let mut words = vec![match mode {
+                super::EventsMode::Poll => "poll".to_string(),
+                super::EventsMode::Push => "push".to_string(),
+                super::EventsMode::Webhook => match r.dedup {
+                    Dedup::None => "webhook, no dedup".to_string(),
+                    d => format!("webhook, dedup on {}", d.as_str()),
+                },
+            }];
+            if mode == super::EventsMode::Webhook {
+                let hit = |f: &Fault| match *f.acting() {
+                    Fault::ReceiverRestart { client, .. } => clients.contains(&client),
+                    _ => false,
+                };
+                let lost = |f: &Fault| match *f.acting() {
+                    Fault::RefreshLost { client, .. } => clients.contains(&client),
+                    _ => false,
+                };
+                let plan = &self.faults.explicit;
+                let said = [
+                    (r.dedup != Dedup::None && r.dedup_window_ms > 0)
+                        .then(|| format!("forgets after {} ms", r.dedup_window_ms)),
+                    plan.iter().any(hit).then(|| "restarts".to_string()),
+                    plan.iter().any(lost).then(|| "refreshes lost".to_string()),
+                    (!r.verify).then(|| "no signature check".to_string()),
+                    (r.busy_rate > 0.0).then(|| "busy".to_string()),
+                    (r.delay_ms > 0).then(|| "slow".to_string()),
+                ];
+                words.extend(said.into_iter().flatten());
+            }
+            out.push(words.join(", "));
+        }
+        out
+    }
+}

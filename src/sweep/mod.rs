@@ -159,6 +159,14 @@ pub struct ScenarioInfo {
     /// field`), in `Field::ALL` order (not written when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub field: Vec<String>,
+    /// Its events readers in words ([`crate::scenario::Scenario::readers`];
+    /// not written when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
+    /// The webhook sender its `[server]` names (not written when no
+    /// client reads events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
 }
 
 /// What identifies a run in a summary: scenario, server, client profile,

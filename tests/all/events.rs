@@ -337,6 +337,29 @@ fn the_durable_sender_survives_a_replica_crash_and_a_restart() {
 #[test]
 fn compare_over_the_events_scenarios_opens_with_the_events_answer() {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("events-compare");
+    // The naive sender over the same scenarios beside it: a candidate of
+    // the decision table.
+    let naive = crate::cli::bin()
+        .args(["compare", "--sims", "sims/events", "--servers", "guarded"])
+        .args([
+            "--set",
+            "server.events_sender=naive",
+            "--seeds",
+            "1",
+            "--out",
+        ])
+        .arg(out.join("events/naive"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    // The durable scenario's expectations break under the naive sender:
+    // exit 1, the summary written.
+    assert_eq!(
+        naive.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&naive.stderr)
+    );
     let o = crate::cli::bin()
         .args([
             "compare",
@@ -360,6 +383,27 @@ fn compare_over_the_events_scenarios_opens_with_the_events_answer() {
         &md[..1200]
     );
     assert!(md.contains("| events-webhook-lost-response | guarded |"));
+    // The decision table: a row per kind of reader, a column per sender.
+    let row = |start: &str| {
+        md.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no row {start:?}: {md}"))
+            .to_string()
+    };
+    assert!(md.contains("### What to deploy, by delivery and receiver"));
+    assert!(
+        row("| poll |").contains("| any sender: 0 "),
+        "{}",
+        row("| poll |")
+    );
+    let webhook = row("| webhook, dedup on webhook-id |");
+    let cells: Vec<&str> = webhook.split(" | ").collect();
+    assert!(cells[3].contains("events/naive)"), "{webhook}");
+    assert!(!cells[3].starts_with("0 "), "naive duplicates: {webhook}");
+    assert!(cells[2].starts_with("**"), "{webhook}");
+    assert!(!cells[2].starts_with("**`naive`**"), "{webhook}");
+    assert!(row("| webhook, dedup on webhook-id, restarts |")
+        .contains("events-webhook-receiver-restart"));
     assert!(
         md.contains("`webhook_duplicate` "),
         "the naive sender's scenario"

@@ -335,14 +335,19 @@ pub struct Beside {
 }
 
 /// The comparisons beside a report, under its output directory or the
-/// committed `results/`: the first two are also evidence ([`Beside::dirs`]).
-pub const BESIDE: [&str; 6] = [
+/// committed `results/`: the first two are also evidence ([`Beside::dirs`]);
+/// the last three compare the webhook senders over `sims/events/` (the
+/// events decision table's candidates).
+pub const BESIDE: [&str; 9] = [
     "matrix",
     "zero",
     "zero-2026",
     "zero-2026-tasks",
     "eras/2025-11-25",
     "eras/2026-07-28",
+    "events/naive",
+    "events/spec",
+    "events/durable",
 ];
 
 impl Beside {
