@@ -8,6 +8,7 @@
 mod args;
 mod batch;
 mod config;
+mod serve_args;
 
 use crate::base::console::{errln, out, outln};
 use args::{Cli, Cmd};
