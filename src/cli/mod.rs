@@ -146,7 +146,7 @@ fn dispatch(cmd: Cmd) -> anyhow::Result<u8> {
                 (a.era, a.sdk),
                 (a.poll_after as u32, a.poll_retry_ms),
                 (a.events_tick_ms, a.allow_remote),
-                exposure,
+                (exposure, &a.sets),
             )
             .map(|()| 0)
         }

@@ -97,6 +97,25 @@ pub struct ServeArgs {
     /// process draws its own key.
     #[arg(long, value_name = "PATH")]
     pub state_key_file: Option<PathBuf>,
+    /// Override a server setting, as a scenario's `[server]` (repeatable;
+    /// applied after the flags above), e.g. `--set
+    /// server.events_sender=naive --set server.events_truncation=silent
+    /// --set server.events_retention=8` (sims/README.md lists the keys).
+    /// Built-in arms only.
+    #[arg(long = "set", value_name = "server.KEY=VALUE", value_parser = parse_server_set)]
+    pub sets: Vec<(String, String)>,
+}
+
+/// `--set server.KEY=VALUE`: a `[server]` key and a value of its type.
+fn parse_server_set(s: &str) -> Result<(String, String), String> {
+    let (k, v) = crate::run::Options::parse_set(s)?;
+    let Some(field) = k.strip_prefix("server.") else {
+        return Err(format!(
+            "{k:?} is not a server setting: serve takes --set server.KEY=VALUE (sims/README.md lists the [server] keys)"
+        ));
+    };
+    crate::scenario::schema::set_server(&server::ServerConfig::default(), field, &v)?;
+    Ok((field.to_string(), v))
 }
 
 fn parse_wire(s: &str) -> Result<server::Wire, String> {

@@ -83,6 +83,27 @@ fn served_config(delivery: Delivery) -> ServerConfig {
     }
 }
 
+/// `cfg` with `[server] key = value`: the value read as a scenario reads
+/// it, the rest of `cfg` kept (a served config holds values TOML cannot
+/// write, its random session seed, so the one key is carried over
+/// through JSON).
+fn with_set(cfg: &ServerConfig, key: &str, value: &str) -> Result<ServerConfig, String> {
+    let one = crate::scenario::schema::set_server(&ServerConfig::default(), key, value)?;
+    let one = serde_json::to_value(&one).map_err(|e| e.to_string())?;
+    let mut all = serde_json::to_value(cfg).map_err(|e| e.to_string())?;
+    if let Some(fields) = all.as_object_mut() {
+        match one.get(key) {
+            Some(v) => fields.insert(key.to_string(), v.clone()),
+            // Written only when not its default: the default it is.
+            None => fields.remove(key),
+        };
+    }
+    let mut out: ServerConfig = serde_json::from_value(all).map_err(|e| e.to_string())?;
+    // The wire is no `[server]` key (a scenario's `era` sets it).
+    out.wire = cfg.wire;
+    Ok(out)
+}
+
 /// Serves `arm` on `addr` until the process ends; `exposure` holds the
 /// served bounds the flags chose.
 pub fn serve(
@@ -92,8 +113,11 @@ pub fn serve(
     (wire, sdk): (Wire, Option<Sdk>),
     (poll_after, poll_retry_ms): (u32, u64),
     (events_tick_ms, allow_remote): (u64, bool),
-    exposure: Exposure,
+    (exposure, sets): (Exposure, &[(String, String)]),
 ) -> anyhow::Result<()> {
+    if arm.variant().is_none() && !sets.is_empty() {
+        anyhow::bail!("--set changes a built-in arm's settings, not {arm}'s: drop --set or pick a built-in --server");
+    }
     if allow_remote && events_tick_ms == 0 {
         anyhow::bail!("--allow-remote lets webhook deliveries leave loopback, and webhooks need the Events extension: add --events-tick-ms (and --era 2026-07-28), or drop --allow-remote");
     }
@@ -122,7 +146,7 @@ pub fn serve(
     if poll_after > 0 && arm.variant() == Some(crate::server::Variant::Cancel) {
         anyhow::bail!("--poll-after is not a setting of --server cancel (it cancels a call when its stream closes, so it never polls): drop --poll-after or pick guarded, unguarded or keys");
     }
-    let cfg = ServerConfig {
+    let mut cfg = ServerConfig {
         wire,
         sdk,
         poll_after,
@@ -130,6 +154,10 @@ pub fn serve(
         events_tick_ms,
         ..served_config(delivery)
     };
+    for (key, value) in sets {
+        cfg = with_set(&cfg, key, value)
+            .map_err(|e| anyhow::anyhow!("serve --set server.{key}: {e}"))?;
+    }
     crate::scenario::check_server(&cfg).map_err(|e| anyhow::anyhow!("serve: {e}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -130,6 +130,21 @@ pub const HAZARDS_2026: &[Hazard] = &[
         title: "a task creation re-sent after its answer was lost runs twice",
         rule: "Declare the tasks extension, call ledger_append and close the connection without reading the answer (a lost CreateTaskResult: the client knows no task id), send the call again (the same Idempotency-Key under --profile keys), poll the task it gets to its end. Present when the tool ran more than once for the one call; absent when once. Untestable when the server answers without a task.",
     },
+    Hazard {
+        name: "events-retry-new-webhook-id",
+        title: "a webhook retry carries a new webhook-id",
+        rule: "Declare the Events extension, subscribe a receiver on loopback to the first event type events/list offers (clock-tick when offered) from now, answer its first occurrence 503 and every other delivery 200. Present when the retry of that occurrence (the same eventId) carries another webhook-id: no receiver deduplicating on it, as the draft says it should, can tell the retry from a new occurrence; absent when the same. Untestable when the server offers no events or webhooks, or no retry comes within the wait.",
+    },
+    Hazard {
+        name: "events-cursor-skips",
+        title: "a poll cursor behind the retention skips silently",
+        rule: "Poll from now, hold the cursor two seconds (times --time-scale) while polling on from it, then poll from the held cursor. Present when that answer does not begin at the first occurrence the live reader got and does not say truncated: true (the occurrences in between were skipped unwarned); absent when it says truncated. Untestable when it still begins there (the retention outlasted the hold) or nothing occurred.",
+    },
+    Hazard {
+        name: "events-webhook-no-gap",
+        title: "a webhook subscription behind the retention skips without a gap",
+        rule: "Hold a poll cursor as events-cursor-skips does, then subscribe a receiver on loopback from it. Present when the deliveries begin past the first occurrence the live reader got with no gap envelope (and no truncated in the answer); absent when the loss is announced. Untestable when the first delivery is that occurrence (the retention outlasted the hold) or none comes.",
+    },
 ];
 
 /// The hazards of a wire.
@@ -178,6 +193,9 @@ impl Ctx<'_> {
             "reissue-runs-twice" => self.retry(Retry::NewId).await,
             "mrtr-retry-runs-twice" => self.mrtr_retry().await,
             "task-create-retry" => self.task_create_retry().await,
+            "events-retry-new-webhook-id" => self.webhook_retry_id().await,
+            "events-cursor-skips" => self.cursor_skips().await,
+            "events-webhook-no-gap" => self.webhook_no_gap().await,
             other => Err(format!("no test for {other}")),
         };
         let (verdict, evidence) = match self.peer.stopped() {

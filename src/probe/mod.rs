@@ -6,6 +6,7 @@
 //! counter tool, never by calling anything else.
 
 pub mod ctx;
+mod events;
 mod field;
 pub mod hazards;
 pub mod peer;

@@ -29,6 +29,13 @@ const HAZARDS: [&str; 17] = [
     "second-get",
 ];
 
+/// The Events extension's hazards (2026-07-28 wire).
+const EVENTS: [&str; 3] = [
+    "events-retry-new-webhook-id",
+    "events-cursor-skips",
+    "events-webhook-no-gap",
+];
+
 /// The probe's `--time-scale` in these tests: 1 unless the environment
 /// variable `MCP_CHAOS_TIME_SCALE` widens every real-time window on a
 /// loaded machine (CONTRIBUTING.md).
@@ -347,7 +354,8 @@ fn every_url_is_checked_before_it_is_connected() {
 /// shows all four (a close cancels after the effect, a re-issue, the
 /// input-required retry and a re-sent task creation each run the tool
 /// again); guarded with keys none; keys with keys removes only the task
-/// creation's. A 2025 hazard is no hazard of this wire.
+/// creation's. A 2025 hazard is no hazard of this wire. Without the
+/// Events extension its three hazards are untestable, saying so.
 #[test]
 fn the_new_wire_has_its_own_hazards() {
     const NEW: [&str; 4] = [
@@ -360,10 +368,14 @@ fn the_new_wire_has_its_own_hazards() {
     let u = Served::start(&["--server", "unguarded", "--era", "2026-07-28"]);
     let (exit, v, out) = probe(&u, &era);
     assert_eq!(exit, 1, "{out}");
-    assert_eq!(v.len(), NEW.len(), "{out}");
+    assert_eq!(v.len(), NEW.len() + EVENTS.len(), "{out}");
     for h in NEW {
         assert_eq!(v[h], "present", "{h}: {out}");
     }
+    for h in EVENTS {
+        assert_eq!(v[h], "untestable", "{h}: {out}");
+    }
+    assert!(out.contains("no SDK or reference server offers the Events extension yet"));
     let k = Served::start(&["--server", "keys", "--era", "2026-07-28"]);
     let (_, v, out) = probe(&k, &["--era", "2026-07-28", "--profile", "keys"]);
     assert_eq!(v["task-create-retry"], "absent", "{out}");
@@ -385,6 +397,42 @@ fn the_new_wire_has_its_own_hazards() {
     ]);
     assert_eq!(code(&bad), 3);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no hazard of the 2026-07-28 wire"));
+}
+
+/// The Events extension's hazards, each present or absent by the one
+/// setting it names: the draft's sender and an announced truncation show
+/// none; the naive sender (a new webhook-id per attempt) and a silent
+/// truncation show all three.
+#[test]
+fn the_events_hazards_follow_the_sender_and_the_truncation() {
+    let events = [
+        "--server",
+        "guarded",
+        "--era",
+        "2026-07-28",
+        "--events-tick-ms",
+        "20",
+    ];
+    let mut only = vec!["--era", "2026-07-28"];
+    for h in EVENTS {
+        only.extend(["--only", h]);
+    }
+    let (exit, v, out) = probe(&Served::start(&events), &only);
+    assert_eq!(exit, 0, "{out}");
+    for h in EVENTS {
+        assert_eq!(v[h], "absent", "{h}: {out}");
+    }
+    let sets = [
+        "--set",
+        "server.events_sender=naive",
+        "--set",
+        "server.events_truncation=silent",
+    ];
+    let (exit, v, out) = probe(&Served::start(&[&events[..], &sets].concat()), &only);
+    assert_eq!(exit, 1, "{out}");
+    for h in EVENTS {
+        assert_eq!(v[h], "present", "{h}: {out}");
+    }
 }
 
 /// The `python` preset on `serve`: the built-in arm with the Python SDK's

@@ -439,6 +439,28 @@ fn extreme_flags_exit_3_naming_the_flag_and_its_bound() {
             &["--sdk", "rmcp, python, typescript, csharp, go"],
         ),
         (
+            vec!["serve", "--set", "era=2026-07-28"],
+            &["--set", "serve takes --set server.KEY=VALUE"],
+        ),
+        (
+            vec!["serve", "--set", "server.events_sendr=naive"],
+            &["--set", "did you mean server.events_sender?"],
+        ),
+        (
+            vec!["serve", "--set", "server.events_sender=lazy"],
+            &["--set", "naive"],
+        ),
+        (
+            vec![
+                "serve",
+                "--server",
+                "rmcp",
+                "--set",
+                "server.events_sender=naive",
+            ],
+            &["--set", "not rmcp's"],
+        ),
+        (
             vec!["serve", "--events-tick-ms", "100"],
             &["--events-tick-ms", "--era 2026-07-28"],
         ),
