@@ -36,7 +36,9 @@ struct Wings {
     /// 3 replicas round robin on a shared durable store (repin).
     deployed: bool,
     polling: bool,
-    /// 0: none; 1: a buffering proxy; 2: rechunking.
+    /// 0: none; 1: a buffering proxy; 2: rechunking; 3: a forward proxy
+    /// that drops the Events control messages (with no fault no stream
+    /// is truncated, so it drops only what announces nothing).
     intermediary: u8,
     keep_alive: bool,
     tasks: bool,
@@ -56,7 +58,7 @@ struct Wings {
 }
 
 fn wings() -> impl Strategy<Value = Wings> {
-    (any::<[bool; 11]>(), 0u8..3, 0u8..5).prop_map(|(b, intermediary, events)| Wings {
+    (any::<[bool; 11]>(), 0u8..4, 0u8..5).prop_map(|(b, intermediary, events)| Wings {
         era_2026: b[0],
         deployed: b[1],
         polling: b[2] && !b[0],
@@ -126,6 +128,7 @@ fn scenario(w: &Wings) -> Scenario {
     match w.intermediary {
         1 => t.push_str("\n[intermediary]\nbuffer = true\n"),
         2 => t.push_str("\n[intermediary]\nrechunk = true\n"),
+        3 => t.push_str("\n[intermediary]\ndrop_control = true\n"),
         _ => {}
     }
     if w.deployed {
