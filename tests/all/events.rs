@@ -280,6 +280,19 @@ fn the_durable_sender_survives_a_replica_crash_and_a_restart() {
     assert!((1_000_000..4_000_000).contains(&late), "{late} µs");
     let durable_file = scenario("sims/events/webhook-replica-crash-durable.toml");
     assert_eq!(run(&durable_file, "durable").deliveries_failed, 0);
+    // The same replicas on a shared store (sessions and keys on it): the
+    // outbox still resumes, and the draft's sender still loses the ticks.
+    let mut shared = crash.clone();
+    shared.deployment.store = mcp_chaos::scenario::StoreKind::Shared;
+    shared.deployment.store_durable = true;
+    let on_store = run(&shared, "durable");
+    assert_eq!(
+        on_store.deliveries_failed, 0,
+        "{:?}",
+        on_store.failures_by_cause
+    );
+    assert!(on_store.deliveries >= durable.deliveries);
+    assert!(run(&shared, "spec").deliveries_failed >= 40);
 
     // One server restarted (no replicas): the next incarnation resumes
     // the row at once.
