@@ -310,6 +310,10 @@ fn the_durable_sender_survives_a_replica_crash_and_a_restart() {
             "kind = \"restart\"\n",
         ),
         ("duration_ms = 0\nmode = \"kill\"\n", ""),
+        (
+            "\n[[faults.explicit]]\nkind = \"replica_crash\"\nreplica = 1\nat_ms = 1500\nduration_ms = 300\nmode = \"kill\"\n",
+            "",
+        ),
     ] {
         assert!(restart.contains(from), "{from}");
         restart = restart.replace(from, to);
