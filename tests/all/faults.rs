@@ -132,6 +132,17 @@ fn a_toxic_run_is_a_function_of_its_seed() {
     }
 }
 
+/// `base` with `from` replaced by `to` is refused in one line saying
+/// `says`.
+fn refused_in_one_line(base: &str, from: &str, to: &str, says: &str) {
+    assert!(base.contains(from), "{from}");
+    let err = Scenario::parse(&base.replace(from, to))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(says), "{to}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
 /// A receiver restart names a client with a webhook receiver, or is
 /// refused in one line saying so.
 #[test]
@@ -144,12 +155,7 @@ fn a_receiver_restart_of_a_client_without_a_receiver_is_refused() {
         ("client = 0\nat_ms = 1400", "client = 1\nat_ms = 1400"),
         ("events = \"webhook\"", "events = \"poll\""),
     ] {
-        assert!(base.contains(from), "{from}");
-        let err = Scenario::parse(&base.replace(from, to))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("has no webhook receiver"), "{to}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        refused_in_one_line(&base, from, to, "has no webhook receiver");
     }
 }
 
@@ -178,12 +184,7 @@ fn the_events_faults_name_what_they_act_on_or_are_refused() {
         (&skew, "clock = \"wall\"", "clock = \"sundial\"", "sundial"),
     ] {
         assert!(Scenario::parse(base).is_ok());
-        assert!(base.contains(from), "{from}");
-        let err = Scenario::parse(&base.replace(from, to))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(says), "{to}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        refused_in_one_line(base, from, to, says);
     }
 }
 
@@ -196,11 +197,6 @@ fn bad_fault_values_are_refused_in_one_line() {
         ("kind = \"slice\"", "kind = \"slyce\"", "slyce"),
         ("host = 0", "host = 4", "names client host 4"),
     ] {
-        assert!(base.contains(from), "{from}");
-        let err = Scenario::parse(&base.replace(from, to))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains(says), "{to}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        refused_in_one_line(&base, from, to, says);
     }
 }
